@@ -1,0 +1,23 @@
+// Small timing helpers shared by the bench suites.
+export function median(values) {
+  const sorted = [...values].sort((a, b) => a - b);
+  const mid = sorted.length >> 1;
+  return sorted.length % 2 ? sorted[mid] : (sorted[mid - 1] + sorted[mid]) / 2;
+}
+
+export function percentile(values, p) {
+  const sorted = [...values].sort((a, b) => a - b);
+  return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))];
+}
+
+/** Runs fn `runs` times (after `warmup` unmeasured runs) and returns each duration in ms. */
+export async function time(fn, { runs = 100, warmup = 5 } = {}) {
+  for (let i = 0; i < warmup; i++) await fn(i);
+  const out = [];
+  for (let i = 0; i < runs; i++) {
+    const t0 = performance.now();
+    await fn(i);
+    out.push(performance.now() - t0);
+  }
+  return out;
+}

@@ -1,0 +1,61 @@
+// A third-party conch plugin with no build step and no import of @conch/core: a plugin is a
+// plain object (definePlugin is only an identity helper for TypeScript inference).
+import { readFile } from 'node:fs/promises';
+import { resolve } from 'node:path';
+import { z } from 'zod';
+
+function count(text) {
+  const words = text.split(/\s+/u).filter(Boolean).length;
+  const lines = text.length === 0 ? 0 : text.split('\n').length - (text.endsWith('\n') ? 1 : 0);
+  return { lines, words, chars: [...text].length, bytes: Buffer.byteLength(text) };
+}
+
+/** @type {import('@conch/core').PluginDefinition<{ maxBytes: number }>} */
+const plugin = {
+  name: 'word-count',
+  version: '0.0.0',
+  description: 'Counts lines, words and characters of a text or a file',
+  configSchema: z.strictObject({
+    maxBytes: z
+      .number()
+      .int()
+      .positive()
+      .default(10 * 1024 * 1024)
+      .describe('largest file it will read'),
+  }),
+  systemInstructions:
+    'word_count counts lines, words, characters and bytes of `text` or of the file at `path`; prefer it to `wc` for a quick count.',
+  tools: [
+    {
+      name: 'word_count',
+      description:
+        'Count lines, words, characters and bytes of a text or of a file (path relative to the workspace).',
+      inputSchema: z
+        .strictObject({
+          text: z.string().optional().describe('the text to count'),
+          path: z.string().optional().describe('a file to count instead of text'),
+        })
+        .refine((a) => (a.text === undefined) !== (a.path === undefined), {
+          message: 'give exactly one of `text` or `path`',
+        }),
+      annotations: { readOnlyHint: true },
+      async execute(args, ctx) {
+        if (args.text !== undefined) return count(args.text);
+        const file = resolve(ctx.env.cwd, args.path);
+        try {
+          const buffer = await readFile(file);
+          if (buffer.length > ctx.config.maxBytes) {
+            return {
+              error: `${args.path} is ${buffer.length} bytes, over the ${ctx.config.maxBytes}-byte limit`,
+            };
+          }
+          return { path: args.path, ...count(buffer.toString('utf8')) };
+        } catch (error) {
+          return { error: `cannot read ${args.path}: ${error.code ?? error.message}` };
+        }
+      },
+    },
+  ],
+};
+
+export default plugin;

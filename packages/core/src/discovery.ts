@@ -1,0 +1,166 @@
+import { readdir, readFile, realpath, stat } from 'node:fs/promises';
+import { dirname, join, resolve } from 'node:path';
+import { pathToFileURL } from 'node:url';
+import type { PluginDefinition } from './define.js';
+import { PluginLoadError } from './errors/plugin-load-error.js';
+import { checkPluginShape } from './plugin-shape.js';
+
+/** A package that declares a conch plugin: `"conch": { "plugin": "./dist/plugin.js" }`. */
+export interface PluginCandidate {
+  /** Real path of the package directory. */
+  dir: string;
+  packageName: string;
+  manifest: unknown;
+}
+
+export interface LoadedPlugin {
+  plugin: PluginDefinition;
+  source: string;
+}
+
+async function readJson(file: string): Promise<unknown> {
+  return JSON.parse(await readFile(file, 'utf8')) as unknown;
+}
+
+async function isDir(path: string): Promise<boolean> {
+  try {
+    return (await stat(path)).isDirectory();
+  } catch {
+    return false;
+  }
+}
+
+async function candidateAt(dir: string): Promise<PluginCandidate | undefined> {
+  let pkg: unknown;
+  try {
+    pkg = await readJson(join(dir, 'package.json'));
+  } catch {
+    return undefined;
+  }
+  if (typeof pkg !== 'object' || pkg === null || !('conch' in pkg)) return undefined;
+  const record = pkg as { name?: unknown; conch: unknown };
+  return {
+    dir: await realpath(dir),
+    packageName: typeof record.name === 'string' ? record.name : dir,
+    manifest: record.conch,
+  };
+}
+
+async function packagesIn(nodeModules: string): Promise<string[]> {
+  let entries: string[];
+  try {
+    entries = await readdir(nodeModules);
+  } catch {
+    return [];
+  }
+  const dirs: string[] = [];
+  for (const entry of entries) {
+    if (entry.startsWith('.')) continue;
+    const full = join(nodeModules, entry);
+    if (entry.startsWith('@')) {
+      for (const scoped of await readdir(full).catch(() => [] as string[])) dirs.push(join(full, scoped));
+    } else {
+      dirs.push(full);
+    }
+  }
+  return dirs;
+}
+
+/**
+ * Finds plugin packages: in every `node_modules` from each start directory up to the filesystem
+ * root (like node resolution), and in the named directories (a plugin package itself, or a folder
+ * of them). Each package is reported once, by real path.
+ */
+export async function findPluginCandidates(startDirs: readonly string[], namedDirs: readonly string[]) {
+  const seen = new Set<string>();
+  const found: PluginCandidate[] = [];
+  const consider = async (dir: string) => {
+    const candidate = await candidateAt(dir);
+    if (!candidate || seen.has(candidate.dir)) return;
+    seen.add(candidate.dir);
+    found.push(candidate);
+  };
+  for (const named of namedDirs) {
+    const dir = resolve(named);
+    if (await candidateAt(dir)) {
+      await consider(dir);
+      continue;
+    }
+    for (const sub of await readdir(dir).catch(() => [] as string[])) {
+      if (await isDir(join(dir, sub))) await consider(join(dir, sub));
+    }
+  }
+  const visitedModules = new Set<string>();
+  for (const start of startDirs) {
+    let dir = resolve(start);
+    for (;;) {
+      const nodeModules = join(dir, 'node_modules');
+      if (!visitedModules.has(nodeModules)) {
+        visitedModules.add(nodeModules);
+        for (const pkgDir of await packagesIn(nodeModules)) await consider(pkgDir);
+      }
+      const parent = dirname(dir);
+      if (parent === dir) break;
+      dir = parent;
+    }
+  }
+  return found;
+}
+
+/** Imports a candidate's entry and checks every plugin it exports. Never throws: failures are returned. */
+export async function loadCandidate(
+  candidate: PluginCandidate,
+): Promise<{ plugins: LoadedPlugin[]; errors: PluginLoadError[] }> {
+  const source = `${candidate.packageName} (${candidate.dir})`;
+  const manifest = candidate.manifest;
+  if (
+    typeof manifest !== 'object' ||
+    manifest === null ||
+    typeof (manifest as { plugin?: unknown }).plugin !== 'string'
+  ) {
+    return {
+      plugins: [],
+      errors: [
+        new PluginLoadError(
+          source,
+          'invalid-manifest',
+          `package.json "conch" must be an object like { "plugin": "./dist/plugin.js" }; got ${JSON.stringify(manifest)}`,
+        ),
+      ],
+    };
+  }
+  const entry = resolve(candidate.dir, (manifest as { plugin: string }).plugin);
+  let mod: Record<string, unknown>;
+  try {
+    mod = (await import(pathToFileURL(entry).href)) as Record<string, unknown>;
+  } catch (error) {
+    return {
+      plugins: [],
+      errors: [
+        new PluginLoadError(
+          source,
+          'load-failed',
+          `importing ${entry} threw: ${error instanceof Error ? error.message : String(error)}`,
+          error,
+        ),
+      ],
+    };
+  }
+  const exported = mod.default ?? mod.plugin ?? mod.plugins;
+  const list = Array.isArray(exported) ? exported : [exported];
+  const plugins: LoadedPlugin[] = [];
+  const errors: PluginLoadError[] = [];
+  for (const value of list) {
+    const check = checkPluginShape(value);
+    if (check.ok) plugins.push({ plugin: check.plugin, source });
+    else
+      errors.push(
+        new PluginLoadError(
+          source,
+          'invalid-manifest',
+          `the module's default export is not a plugin: ${check.detail}`,
+        ),
+      );
+  }
+  return { plugins, errors };
+}

@@ -1,0 +1,72 @@
+import 'reflect-metadata';
+
+export { ConchError, type ConchErrorOptions } from './errors/conch-error.js';
+export { NoSuchPluginError } from './errors/no-such-plugin-error.js';
+export { NoSuchToolError } from './errors/no-such-tool-error.js';
+export { InvalidConfigError } from './errors/invalid-config-error.js';
+export { InvalidArgumentsError } from './errors/invalid-arguments-error.js';
+export { PluginLoadError, type PluginLoadFailure } from './errors/plugin-load-error.js';
+export { DuplicateToolError } from './errors/duplicate-tool-error.js';
+export {
+  AbortedError,
+  InvalidPluginError,
+  PermissionGateMissingError,
+  PluginAlreadyExposedError,
+  RegistryDisposedError,
+} from './errors/simple-errors.js';
+export {
+  describeValue,
+  formatIssues,
+  toValidationIssues,
+  type ValidationIssue,
+} from './errors/validation-issue.js';
+export {
+  definePlugin,
+  defineTool,
+  type PluginContext,
+  type PluginDefinition,
+  type RegistryEnvironment,
+  type ToolAnnotations,
+  type ToolCallContext,
+  type ToolDefinition,
+  type ToolProgress,
+  type ToolResult,
+} from './define.js';
+export { EventBus, type ConchEventName, type ConchEvents, type ConchListener } from './events.js';
+export { createDefaultLogger, type Logger } from './logger.js';
+export type {
+  ApprovalAnswer,
+  ApprovalRequest,
+  ApproveFn,
+  PermissionDecision,
+  PermissionGate,
+  PermissionRequest,
+} from './permission.js';
+export type {
+  BackgroundService,
+  BackgroundTaskInfo,
+  BackgroundTaskStatus,
+  ProcessInfo,
+  ProcessManagerService,
+} from './services.js';
+export { TOKENS } from './tokens.js';
+export { toJsonSchema, formatToolSchema, type JsonSchema, type SchemaFormat } from './schema.js';
+export { normalizeConfigKeys } from './config-aliases.js';
+export {
+  PluginRegistry,
+  type DiscoveryReport,
+  type ExecuteOptions,
+  type ExposeOptions,
+  type PermissionDeniedResult,
+  type PluginInfo,
+  type PluginRegistryOptions,
+  type ToolInfo,
+} from './registry.js';
+export {
+  conchConfigSchema,
+  createRegistryFromConfig,
+  DEFAULT_CONCH_CONFIG,
+  loadConchConfig,
+  type ConchConfig,
+  type RegistryFromConfigOptions,
+} from './config-file.js';

@@ -1,0 +1,546 @@
+import 'reflect-metadata';
+import { randomUUID } from 'node:crypto';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { dirname, join, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { container as rootContainer, type DependencyContainer, type InjectionToken } from 'tsyringe';
+import { normalizeConfigKeys } from './config-aliases.js';
+import type {
+  PluginContext,
+  PluginDefinition,
+  RegistryEnvironment,
+  ToolAnnotations,
+  ToolCallContext,
+  ToolDefinition,
+  ToolProgress,
+  ToolResult,
+} from './define.js';
+import { findPluginCandidates, loadCandidate } from './discovery.js';
+import { ConchError } from './errors/conch-error.js';
+import { DuplicateToolError } from './errors/duplicate-tool-error.js';
+import { InvalidArgumentsError } from './errors/invalid-arguments-error.js';
+import { InvalidConfigError } from './errors/invalid-config-error.js';
+import { NoSuchPluginError } from './errors/no-such-plugin-error.js';
+import { NoSuchToolError } from './errors/no-such-tool-error.js';
+import { PluginLoadError } from './errors/plugin-load-error.js';
+import {
+  AbortedError,
+  InvalidPluginError,
+  PermissionGateMissingError,
+  PluginAlreadyExposedError,
+  RegistryDisposedError,
+} from './errors/simple-errors.js';
+import { toValidationIssues } from './errors/validation-issue.js';
+import { EventBus } from './events.js';
+import { createDefaultLogger, type Logger } from './logger.js';
+import type { ApproveFn, PermissionDecision, PermissionGate } from './permission.js';
+import { checkPluginShape, toolShape } from './plugin-shape.js';
+import { formatToolSchema, toJsonSchema, type JsonSchema, type SchemaFormat } from './schema.js';
+import type { ProcessManagerService } from './services.js';
+import { TOKENS } from './tokens.js';
+
+export interface PluginRegistryOptions {
+  /** Working directory of the registry and default cwd of its tools. Default: process.cwd(). */
+  cwd?: string;
+  /** pino logger; each plugin gets a child `{ plugin }`. Default: warnings on stderr, silent in tests. */
+  logger?: Logger;
+  /** Plugins known without discovery. */
+  plugins?: readonly PluginDefinition[];
+  /** Directories discover() searches besides node_modules: a plugin package, or a folder of them. */
+  pluginDirs?: readonly string[];
+  /** Extra start points for the node_modules walk (e.g. the host's own directory). */
+  searchPaths?: readonly string[];
+  /** Where the registry's temp dir is created. Default: os.tmpdir(). */
+  tempRoot?: string;
+  /** Keep the registry's temp dir (spill files, logs) after dispose(). Default false. */
+  keepTempFiles?: boolean;
+}
+
+export interface ExecuteOptions {
+  signal?: AbortSignal;
+  /** Per-call approver for asks (e.g. MCP elicitation); preferred over the permission config's. */
+  approve?: ApproveFn;
+  /** Receives progress reports of long tools. */
+  onProgress?: (progress: ToolProgress) => void;
+  /** Correlates events; generated when absent. */
+  callId?: string;
+}
+
+export interface ExposeOptions {
+  /** Partners not to auto-expose because the caller will expose them itself with its own config. */
+  deferPartners?: readonly string[];
+}
+
+export interface ToolInfo {
+  name: string;
+  description: string;
+  plugin: string;
+  inputSchema: JsonSchema;
+  annotations: ToolAnnotations;
+}
+
+export interface PluginInfo {
+  name: string;
+  version: string;
+  description?: string;
+  source: string;
+  exposed: boolean;
+}
+
+export interface DiscoveryReport {
+  loaded: string[];
+  errors: PluginLoadError[];
+}
+
+/** The result a denied call returns to the model (a value, not a throw: the model can adapt). */
+export interface PermissionDeniedResult extends ToolResult {
+  error: string;
+  permission_denied: true;
+  rule?: string;
+  suggestion?: string;
+}
+
+interface KnownPlugin {
+  plugin: PluginDefinition;
+  source: string;
+}
+
+interface ExposedTool {
+  tool: ToolDefinition;
+  plugin: string;
+  info: ToolInfo;
+  ctx: PluginContext;
+}
+
+const CORE_DIR = dirname(fileURLToPath(import.meta.url));
+
+/**
+ * The host's entry point: discovers plugins, exposes their tools with validated config, gives
+ * the model their schemas and instructions, and runs tool calls through the execute pipeline
+ * (find -> validate -> permission gate -> run). Each registry has its own DI child container,
+ * event bus, temp dir and processes; dispose() releases all of them.
+ */
+export class PluginRegistry {
+  readonly cwd: string;
+  readonly events: EventBus;
+  readonly logger: Logger;
+  readonly container: DependencyContainer;
+  /** Plugins discovery skipped, with why. */
+  readonly loadErrors: PluginLoadError[] = [];
+
+  private readonly options: PluginRegistryOptions;
+  private readonly known = new Map<string, KnownPlugin>();
+  private readonly exposed = new Map<string, PluginContext>();
+  private readonly toolsByName = new Map<string, ExposedTool>();
+  private readonly disposers: { owner: string; fn: () => void | Promise<void> }[] = [];
+  private readonly inFlight = new Set<AbortController>();
+  private tempDirPath: string | undefined;
+  private disposing: Promise<void> | undefined;
+
+  constructor(options: PluginRegistryOptions = {}) {
+    this.options = options;
+    this.cwd = resolve(options.cwd ?? process.cwd());
+    this.logger = options.logger ?? createDefaultLogger();
+    this.events = new EventBus(this.logger);
+    this.container = rootContainer.createChildContainer();
+    const env: RegistryEnvironment = { cwd: this.cwd, tempDir: () => this.tempDir() };
+    this.container.register(TOKENS.Logger, { useValue: this.logger });
+    this.container.register(TOKENS.EventBus, { useValue: this.events });
+    this.container.register(TOKENS.Environment, { useValue: env });
+    for (const plugin of options.plugins ?? []) this.register(plugin, 'host');
+  }
+
+  /** Adds a plugin definition the host imported itself. Throws on an invalid or duplicate one. */
+  register(plugin: PluginDefinition, source = 'host'): this {
+    this.assertAlive('register a plugin');
+    const check = checkPluginShape(plugin);
+    if (!check.ok) throw new InvalidPluginError(check.detail);
+    const existing = this.known.get(plugin.name);
+    if (existing && existing.plugin !== plugin) {
+      throw new InvalidPluginError(
+        `a plugin named '${plugin.name}' is already known (from ${existing.source}); plugin names must be unique`,
+      );
+    }
+    const clash = this.staticToolClash(plugin);
+    if (clash) throw new DuplicateToolError(clash.tool, clash.plugin, plugin.name);
+    this.known.set(plugin.name, { plugin, source });
+    return this;
+  }
+
+  /**
+   * Finds installed plugin packages (`"conch": { "plugin": "<entry>" }` in package.json) from the
+   * registry's cwd up, from the host's search paths, and in the named plugin dirs. A plugin that
+   * fails to load, has an invalid manifest or clashes with a known tool is skipped and reported.
+   */
+  async discover(options: { dirs?: readonly string[] } = {}): Promise<DiscoveryReport> {
+    this.assertAlive('discover plugins');
+    const starts = [this.cwd, ...(this.options.searchPaths ?? []), CORE_DIR];
+    const dirs = [...(this.options.pluginDirs ?? []), ...(options.dirs ?? [])];
+    const candidates = await findPluginCandidates(starts, dirs);
+    const report: DiscoveryReport = { loaded: [], errors: [] };
+    for (const candidate of candidates) {
+      const { plugins, errors } = await loadCandidate(candidate);
+      report.errors.push(...errors);
+      for (const { plugin, source } of plugins) {
+        const existing = this.known.get(plugin.name);
+        if (existing) {
+          if (existing.plugin !== plugin && existing.source !== source) {
+            report.errors.push(
+              new PluginLoadError(
+                source,
+                'duplicate-plugin',
+                `a plugin named '${plugin.name}' is already known (from ${existing.source})`,
+              ),
+            );
+          }
+          continue;
+        }
+        const clash = this.staticToolClash(plugin);
+        if (clash) {
+          report.errors.push(
+            new PluginLoadError(
+              source,
+              'duplicate-tool',
+              `tool '${clash.tool}' is already provided by plugin '${clash.plugin}'`,
+            ),
+          );
+          continue;
+        }
+        this.known.set(plugin.name, { plugin, source });
+        report.loaded.push(plugin.name);
+      }
+    }
+    for (const error of report.errors) {
+      this.loadErrors.push(error);
+      this.logger.error({ code: error.code, source: error.source }, error.message);
+      this.events.emit('plugin.load-error', {
+        source: error.source,
+        code: error.code,
+        message: error.message,
+      });
+    }
+    return report;
+  }
+
+  /** Every known plugin, exposed or not. */
+  plugins(): PluginInfo[] {
+    return [...this.known.values()].map(({ plugin, source }) => ({
+      name: plugin.name,
+      version: plugin.version,
+      ...(plugin.description === undefined ? {} : { description: plugin.description }),
+      source,
+      exposed: this.exposed.has(plugin.name),
+    }));
+  }
+
+  isExposed(pluginName: string): boolean {
+    return this.exposed.has(pluginName);
+  }
+
+  /**
+   * Validates `config` with the plugin's schema (snake_case keys accepted as aliases), registers
+   * its services, exposes its tools and converts their schemas once. Partners the plugin names
+   * are exposed with their defaults if they are known and not yet exposed.
+   */
+  exposeTool(pluginName: string, config: unknown = {}, options: ExposeOptions = {}): string[] {
+    this.assertAlive('expose a plugin');
+    const known = this.known.get(pluginName);
+    if (!known) throw new NoSuchPluginError(pluginName, [...this.known.keys()].sort());
+    if (this.exposed.has(pluginName)) throw new PluginAlreadyExposedError(pluginName);
+    const { plugin } = known;
+
+    const normalized = normalizeConfigKeys(config ?? {});
+    if (!normalized.ok) {
+      throw new InvalidConfigError(pluginName, [
+        {
+          path: normalized.key,
+          expected: `one spelling of the key (given both '${normalized.key}' and '${normalized.alias}')`,
+          received: 'both',
+        },
+      ]);
+    }
+    const parsed = plugin.configSchema.safeParse(normalized.value);
+    if (!parsed.success) {
+      throw new InvalidConfigError(
+        pluginName,
+        toValidationIssues(parsed.error, normalized.value),
+        parsed.error,
+      );
+    }
+
+    const ctx = this.pluginContext(plugin.name, parsed.data);
+    plugin.register?.(ctx);
+    const tools = typeof plugin.tools === 'function' ? plugin.tools(ctx) : plugin.tools;
+    const prepared: ExposedTool[] = [];
+    for (const tool of tools) {
+      const shape = toolShape.safeParse(tool);
+      if (!shape.success) {
+        const issue = shape.error.issues[0];
+        throw new InvalidPluginError(
+          `plugin '${pluginName}' tool ${JSON.stringify(tool?.name)}: ${issue?.path.join('.')}: ${issue?.message}`,
+        );
+      }
+      const clash = this.toolsByName.get(tool.name) ?? prepared.find((p) => p.tool.name === tool.name);
+      if (clash) throw new DuplicateToolError(tool.name, clash.plugin, pluginName);
+      let inputSchema: JsonSchema;
+      try {
+        inputSchema = toJsonSchema(tool.inputSchema);
+      } catch (error) {
+        throw new InvalidPluginError(
+          `plugin '${pluginName}' tool '${tool.name}': inputSchema cannot be converted to JSON Schema: ${(error as Error).message}`,
+        );
+      }
+      const info: ToolInfo = Object.freeze({
+        name: tool.name,
+        description: tool.description,
+        plugin: pluginName,
+        inputSchema,
+        annotations: { ...tool.annotations },
+      });
+      prepared.push({ tool, plugin: pluginName, info, ctx });
+    }
+    for (const entry of prepared) this.toolsByName.set(entry.tool.name, entry);
+    this.exposed.set(pluginName, ctx);
+    if (plugin.dispose) this.disposers.push({ owner: pluginName, fn: plugin.dispose });
+    ctx.logger.debug({ tools: prepared.map((p) => p.tool.name) }, 'plugin exposed');
+    this.events.emit('plugin.exposed', { plugin: pluginName, tools: prepared.map((p) => p.tool.name) });
+
+    for (const partner of plugin.partners ?? []) {
+      if (this.exposed.has(partner.plugin) || !this.known.has(partner.plugin)) continue;
+      if (options.deferPartners?.includes(partner.plugin)) continue;
+      this.exposeTool(partner.plugin, partner.config?.(parsed.data) ?? {});
+    }
+    return prepared.map((p) => p.tool.name);
+  }
+
+  /** The exposed tools with their JSON Schemas. */
+  tools(): ToolInfo[] {
+    return [...this.toolsByName.values()].map((t) => t.info);
+  }
+
+  /** The exposed tools' schemas in the shape a provider expects. */
+  toolSchemas(format: SchemaFormat = 'json-schema'): Record<string, unknown>[] {
+    if (format !== 'openai' && format !== 'anthropic' && format !== 'json-schema') {
+      throw new ConchError({
+        code: 'INVALID_ARGUMENTS',
+        message: `toolSchemas(format): expected 'openai', 'anthropic' or 'json-schema'; received ${JSON.stringify(format)}`,
+      });
+    }
+    return this.tools().map((info) => formatToolSchema(info, format));
+  }
+
+  /** Each exposed plugin's guidance for the model, joined in expose order. */
+  systemInstructions(): string {
+    const parts: string[] = [];
+    for (const [name, ctx] of this.exposed) {
+      const instructions = this.known.get(name)?.plugin.systemInstructions;
+      const text = typeof instructions === 'function' ? instructions(ctx) : instructions;
+      if (text?.trim()) parts.push(text.trim());
+    }
+    return parts.join('\n\n');
+  }
+
+  /** Resolves a service a plugin registered (throws if none did). */
+  resolve<T>(token: InjectionToken<T>): T {
+    return this.container.resolve(token);
+  }
+
+  resolveOptional<T>(token: InjectionToken<T>): T | undefined {
+    return this.container.isRegistered(token, true) ? this.container.resolve(token) : undefined;
+  }
+
+  /**
+   * Runs a tool call: find -> validate -> permission gate -> run, with `tool.*` events at each
+   * step. Throws typed errors for unknown tools, bad arguments and aborts; a denied call and
+   * failures the model can recover from come back as result values.
+   */
+  async execute(toolName: string, args: unknown, options: ExecuteOptions = {}): Promise<ToolResult> {
+    this.assertAlive('execute a tool');
+    const entry = this.toolsByName.get(toolName);
+    if (!entry) throw new NoSuchToolError(toolName, [...this.toolsByName.keys()].sort());
+    const { tool, plugin } = entry;
+    const callId = options.callId ?? randomUUID();
+    const started = performance.now();
+    if (options.signal?.aborted) throw new AbortedError(`Tool call '${toolName}'`, options.signal.reason);
+
+    const controller = new AbortController();
+    const onAbort = () => controller.abort(options.signal?.reason);
+    options.signal?.addEventListener('abort', onAbort, { once: true });
+    this.inFlight.add(controller);
+
+    const fail = (error: unknown) => {
+      const code = ConchError.isInstance(error) ? error.code : 'TOOL_FAILED';
+      const message = error instanceof Error ? error.message : String(error);
+      this.events.emit('tool.error', {
+        callId,
+        tool: toolName,
+        error: { code, message },
+        durationMs: performance.now() - started,
+      });
+      return error;
+    };
+
+    try {
+      this.events.emit('tool.call', { callId, tool: toolName, plugin, args });
+      const parsed = tool.inputSchema.safeParse(args ?? {});
+      if (!parsed.success) {
+        throw new InvalidArgumentsError(toolName, toValidationIssues(parsed.error, args ?? {}), parsed.error);
+      }
+      const validArgs: unknown = parsed.data;
+      this.events.emit('tool.validated', { callId, tool: toolName, args: validArgs });
+
+      const ctx: ToolCallContext = {
+        ...entry.ctx,
+        callId,
+        toolName,
+        signal: controller.signal,
+        ...(options.approve ? { approve: options.approve } : {}),
+        reportProgress: (progress) => options.onProgress?.(progress),
+      };
+
+      const request = tool.permission?.(validArgs, ctx);
+      if (request) {
+        const gate = this.resolveOptional<PermissionGate>(TOKENS.PermissionGate);
+        if (!gate) throw new PermissionGateMissingError(toolName);
+        const gateOptions: { signal: AbortSignal; callId: string; approve?: ApproveFn } = {
+          signal: controller.signal,
+          callId,
+        };
+        if (options.approve) gateOptions.approve = options.approve;
+        const decision: PermissionDecision = await raceAbort(
+          gate.check(request, gateOptions),
+          controller.signal,
+          toolName,
+        );
+        this.events.emit('tool.permission', { callId, tool: toolName, request, decision });
+        if (decision.outcome !== 'allow') {
+          const denied: PermissionDeniedResult = {
+            error: `Permission denied: ${decision.reason}`,
+            permission_denied: true,
+            ...(decision.rule ? { rule: decision.rule } : {}),
+            ...(decision.suggestion ? { suggestion: decision.suggestion } : {}),
+          };
+          this.events.emit('tool.result', {
+            callId,
+            tool: toolName,
+            result: denied,
+            durationMs: performance.now() - started,
+          });
+          return denied;
+        }
+      }
+
+      this.events.emit('tool.start', { callId, tool: toolName });
+      const result = await raceAbort(
+        Promise.resolve().then(() => tool.execute(validArgs, ctx)),
+        controller.signal,
+        toolName,
+      );
+      this.events.emit('tool.result', {
+        callId,
+        tool: toolName,
+        result,
+        durationMs: performance.now() - started,
+      });
+      return result;
+    } catch (error) {
+      throw fail(error);
+    } finally {
+      options.signal?.removeEventListener('abort', onAbort);
+      this.inFlight.delete(controller);
+    }
+  }
+
+  /**
+   * Aborts in-flight calls, disposes plugins in reverse order, kills every process the registry
+   * started and removes its temp dir (unless keepTempFiles). Safe to call more than once.
+   */
+  dispose(): Promise<void> {
+    this.disposing ??= this.doDispose();
+    return this.disposing;
+  }
+
+  get disposed(): boolean {
+    return this.disposing !== undefined;
+  }
+
+  private async doDispose(): Promise<void> {
+    for (const controller of this.inFlight) controller.abort(new AbortedError('Registry dispose'));
+    for (const { owner, fn } of [...this.disposers].reverse()) {
+      try {
+        await fn();
+      } catch (error) {
+        this.logger.error({ err: error, plugin: owner }, 'plugin dispose failed; continuing');
+      }
+    }
+    const processes = this.resolveOptional<ProcessManagerService>(TOKENS.ProcessManager);
+    if (processes) {
+      try {
+        await processes.dispose();
+      } catch (error) {
+        this.logger.error({ err: error }, 'process manager dispose failed');
+      }
+    }
+    if (this.tempDirPath && !this.options.keepTempFiles) {
+      rmSync(this.tempDirPath, { recursive: true, force: true });
+    }
+    this.events.emit('registry.disposed', {});
+    this.events.removeAllListeners();
+    this.container.clearInstances();
+  }
+
+  /** The registry's private temp dir (created on first use). */
+  tempDir(): string {
+    this.tempDirPath ??= mkdtempSync(join(this.options.tempRoot ?? tmpdir(), 'conch-'));
+    return this.tempDirPath;
+  }
+
+  private pluginContext(pluginName: string, config: unknown): PluginContext {
+    return {
+      pluginName,
+      config,
+      container: this.container,
+      logger: this.logger.child({ plugin: pluginName }),
+      events: this.events,
+      env: { cwd: this.cwd, tempDir: () => this.tempDir() },
+      resolveOptional: (token) => this.resolveOptional(token),
+      isExposed: (name) => this.exposed.has(name),
+      onDispose: (fn) => this.disposers.push({ owner: pluginName, fn }),
+    };
+  }
+
+  private staticToolClash(plugin: PluginDefinition): { tool: string; plugin: string } | undefined {
+    if (typeof plugin.tools === 'function') return undefined;
+    for (const tool of plugin.tools) {
+      for (const other of this.known.values()) {
+        if (other.plugin === plugin || typeof other.plugin.tools === 'function') continue;
+        if (other.plugin.tools.some((t) => t.name === tool.name))
+          return { tool: tool.name, plugin: other.plugin.name };
+      }
+    }
+    return undefined;
+  }
+
+  private assertAlive(operation: string): void {
+    if (this.disposing) throw new RegistryDisposedError(operation);
+  }
+}
+
+function raceAbort<T>(promise: Promise<T>, signal: AbortSignal, toolName: string): Promise<T> {
+  if (signal.aborted) return Promise.reject(new AbortedError(`Tool call '${toolName}'`, signal.reason));
+  return new Promise<T>((resolvePromise, reject) => {
+    const onAbort = () => reject(new AbortedError(`Tool call '${toolName}'`, signal.reason));
+    signal.addEventListener('abort', onAbort, { once: true });
+    promise.then(
+      (value) => {
+        signal.removeEventListener('abort', onAbort);
+        resolvePromise(value);
+      },
+      (error: unknown) => {
+        signal.removeEventListener('abort', onAbort);
+        reject(error instanceof Error ? error : new Error(String(error)));
+      },
+    );
+  });
+}

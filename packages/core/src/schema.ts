@@ -1,0 +1,45 @@
+import { z } from 'zod';
+import { zodToJsonSchema } from 'zod-to-json-schema';
+
+export type JsonSchema = Record<string, unknown>;
+export type SchemaFormat = 'openai' | 'anthropic' | 'json-schema';
+
+/**
+ * Converts a tool's zod schema to a plain JSON Schema object (draft-07, inlined, no $schema).
+ * zod 4 schemas go through zod's own converter (zod-to-json-schema only understands zod 3 and
+ * returns an empty schema for zod 4); zod 3 schemas (`zod/v3`) go through zod-to-json-schema.
+ */
+export function toJsonSchema(schema: z.ZodType): JsonSchema {
+  const json = (
+    '_zod' in schema
+      ? z.toJSONSchema(schema, { target: 'draft-7', io: 'input', unrepresentable: 'any' })
+      : zodToJsonSchema(schema as never, { target: 'jsonSchema7', $refStrategy: 'none' })
+  ) as JsonSchema;
+  const { $schema: _ignored, ...rest } = json;
+  if (rest.type !== 'object') {
+    throw new TypeError(
+      `a tool's inputSchema must describe an object; it describes ${JSON.stringify(rest.type)}`,
+    );
+  }
+  return rest;
+}
+
+export interface ToolSchemaEntry {
+  name: string;
+  description: string;
+  inputSchema: JsonSchema;
+}
+
+export function formatToolSchema(entry: ToolSchemaEntry, format: SchemaFormat): Record<string, unknown> {
+  switch (format) {
+    case 'openai':
+      return {
+        type: 'function',
+        function: { name: entry.name, description: entry.description, parameters: entry.inputSchema },
+      };
+    case 'anthropic':
+      return { name: entry.name, description: entry.description, input_schema: entry.inputSchema };
+    case 'json-schema':
+      return { name: entry.name, description: entry.description, inputSchema: entry.inputSchema };
+  }
+}

@@ -1,0 +1,18 @@
+/**
+ * DI tokens plugins meet through. Resolve partners optionally (`ctx.resolveOptional(TOKEN)`), at
+ * call time, so each plugin works alone and gains behaviour when its partner is exposed.
+ */
+export const TOKENS = {
+  /** pino `Logger`, the registry's root logger. */
+  Logger: Symbol.for('conch.core.Logger'),
+  /** `EventBus`, one per registry. */
+  EventBus: Symbol.for('conch.core.EventBus'),
+  /** `RegistryEnvironment`: cwd and temp dir of the registry. */
+  Environment: Symbol.for('conch.core.Environment'),
+  /** `PermissionGate`, provided by the permission plugin. */
+  PermissionGate: Symbol.for('conch.permission.PermissionGate'),
+  /** `BackgroundService`, provided by the background plugin. */
+  BackgroundService: Symbol.for('conch.background.BackgroundService'),
+  /** `ProcessManagerService`, one per registry, provided by @conch/process. */
+  ProcessManager: Symbol.for('conch.process.ProcessManager'),
+} as const;
