@@ -81,7 +81,13 @@ export interface PluginDefinition<TConfig = any> {
    * Partners exposed with their defaults when this plugin is exposed and they are not yet
    * (the config mapper may derive the partner's config from this plugin's config).
    */
-  partners?: readonly { plugin: string; config?: (config: TConfig) => Record<string, unknown> | undefined }[];
+  partners?: readonly {
+    plugin: string;
+    /** Derives the partner's config from this plugin's; default `{}`. */
+    config?: (config: TConfig) => Record<string, unknown> | undefined;
+    /** Whether to expose the partner for this config; default always. */
+    when?: (config: TConfig) => boolean;
+  }[];
   /** The tools, or a function of the plugin context (for tools that close over plugin state). */
   tools: readonly ToolDefinition[] | ((ctx: PluginContext<TConfig>) => readonly ToolDefinition[]);
   /** Runs once at expose time, before tools(): register services into ctx.container here. */

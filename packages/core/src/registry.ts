@@ -309,6 +309,7 @@ export class PluginRegistry {
     for (const partner of plugin.partners ?? []) {
       if (this.exposed.has(partner.plugin) || !this.known.has(partner.plugin)) continue;
       if (options.deferPartners?.includes(partner.plugin)) continue;
+      if (partner.when && !partner.when(parsed.data)) continue;
       this.exposeTool(partner.plugin, partner.config?.(parsed.data) ?? {});
     }
     return prepared.map((p) => p.tool.name);
