@@ -1,0 +1,105 @@
+// Discovery finds plugin packages by manifest (node_modules walk-up and named dirs) and skips broken ones without failing the rest.
+import { mkdirSync, mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { dirname, join, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { afterEach, describe, expect, test } from 'vitest';
+import { PluginRegistry } from './registry.js';
+
+const here = dirname(fileURLToPath(import.meta.url));
+const examples = resolve(here, '../../../examples');
+const coreNodeModules = resolve(here, '../node_modules');
+const registries: PluginRegistry[] = [];
+afterEach(async () => {
+  await Promise.all(registries.splice(0).map((r) => r.dispose()));
+});
+
+/** Writes a package with a conch manifest; `code` is the plugin module's source. */
+function writePackage(root: string, name: string, manifest: unknown, code?: string) {
+  const dir = join(root, ...name.split('/'));
+  mkdirSync(dir, { recursive: true });
+  writeFileSync(
+    join(dir, 'package.json'),
+    JSON.stringify({ name, version: '1.0.0', type: 'module', conch: manifest }),
+  );
+  if (code !== undefined) writeFileSync(join(dir, 'plugin.js'), code);
+  return dir;
+}
+
+// Plugins written by "third parties": they import zod from core's own node_modules by path.
+const zodImport = `import { z } from ${JSON.stringify(join(coreNodeModules, 'zod', 'index.js'))};`;
+const goodPlugin = (name: string, tool: string) => `${zodImport}
+export default { name: '${name}', version: '1.0.0', configSchema: z.object({}),
+  tools: [{ name: '${tool}', description: 'a tool', inputSchema: z.object({}), execute: () => ({ from: '${name}' }) }] };`;
+
+describe('discover', () => {
+  test('finds the example word-count plugin in a named directory without importing it by hand', async () => {
+    const registry = new PluginRegistry({ pluginDirs: [examples] });
+    registries.push(registry);
+    const report = await registry.discover();
+    expect(report.loaded).toContain('word-count');
+    registry.exposeTool('word-count');
+    expect(await registry.execute('word_count', { text: 'a b c' })).toMatchObject({ words: 3 });
+  });
+
+  test('walks node_modules from cwd up, including scoped packages, once per package', async () => {
+    const root = mkdtempSync(join(tmpdir(), 'conch-disc-'));
+    const nested = join(root, 'project', 'sub');
+    mkdirSync(nested, { recursive: true });
+    writePackage(
+      join(root, 'node_modules'),
+      '@acme/conch-hello',
+      { plugin: './plugin.js' },
+      goodPlugin('hello', 'say_hello'),
+    );
+    writePackage(
+      join(root, 'project', 'node_modules'),
+      'conch-near',
+      { plugin: './plugin.js' },
+      goodPlugin('near', 'near_tool'),
+    );
+    writePackage(join(root, 'project', 'node_modules'), 'not-a-plugin', undefined);
+    const registry = new PluginRegistry({ cwd: nested });
+    registries.push(registry);
+    const report = await registry.discover();
+    expect(report.errors).toEqual([]);
+    expect(report.loaded.sort()).toEqual(['hello', 'near']);
+    registry.exposeTool('hello');
+    expect(await registry.execute('say_hello', {})).toEqual({ from: 'hello' });
+    expect((await registry.discover()).loaded).toEqual([]);
+  });
+
+  test('a plugin that throws on load, an invalid manifest, a bad shape and a duplicate tool are skipped with typed errors', async () => {
+    const root = mkdtempSync(join(tmpdir(), 'conch-broken-'));
+    const modules = join(root, 'node_modules');
+    writePackage(modules, 'a-good', { plugin: './plugin.js' }, goodPlugin('good', 'good_tool'));
+    writePackage(modules, 'b-throws', { plugin: './plugin.js' }, `throw new Error('boom at load');`);
+    writePackage(modules, 'c-manifest', 'plugin.js');
+    writePackage(
+      modules,
+      'd-shape',
+      { plugin: './plugin.js' },
+      `export default { name: 'Bad Name', version: '1' };`,
+    );
+    writePackage(modules, 'e-dup', { plugin: './plugin.js' }, goodPlugin('dup', 'good_tool'));
+    const errors: string[] = [];
+    const registry = new PluginRegistry({ cwd: root });
+    registries.push(registry);
+    registry.events.on('plugin.load-error', (e) => errors.push(e.code));
+    const report = await registry.discover();
+    expect(report.loaded).toEqual(['good']);
+    const byCode = Object.fromEntries(report.errors.map((e) => [e.code, e.message]));
+    expect(Object.keys(byCode).sort()).toEqual(
+      ['PLUGIN_DUPLICATE_TOOL', 'PLUGIN_INVALID_MANIFEST', 'PLUGIN_LOAD_FAILED'].sort(),
+    );
+    expect(report.errors).toHaveLength(4);
+    expect(byCode.PLUGIN_LOAD_FAILED).toContain('boom at load');
+    expect(byCode.PLUGIN_DUPLICATE_TOOL).toContain("tool 'good_tool' is already provided by plugin 'good'");
+    expect(report.errors.map((e) => e.message).join('\n')).toMatch(/name: expected a plugin name/);
+    expect(report.errors.map((e) => e.message).join('\n')).toMatch(/"conch" must be an object/);
+    expect(errors).toHaveLength(4);
+    expect(registry.loadErrors).toHaveLength(4);
+    registry.exposeTool('good');
+    expect(await registry.execute('good_tool', {})).toEqual({ from: 'good' });
+  });
+});
