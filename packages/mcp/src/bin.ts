@@ -1,0 +1,50 @@
+#!/usr/bin/env node
+import 'reflect-metadata';
+import { readFileSync } from 'node:fs';
+import { parseCliArgs, USAGE } from './cli-args.js';
+import { startStdioServer } from './start.js';
+
+// Most children die in dispose(); this bounds how long a stuck dispose can hold the exit.
+const EXIT_GRACE_MS = 10_000;
+
+async function main(): Promise<void> {
+  const args = parseCliArgs(process.argv.slice(2));
+  if (args.help) {
+    process.stdout.write(USAGE);
+    return;
+  }
+  if (args.version) {
+    const pkg = JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8')) as {
+      version: string;
+    };
+    process.stdout.write(`${pkg.version}\n`);
+    return;
+  }
+  const running = await startStdioServer(args.config === undefined ? {} : { config: args.config });
+  let exiting = false;
+  const shutdown = (why: string, code = 0) => {
+    if (exiting) return;
+    exiting = true;
+    running.registry.logger.info({ why }, 'conch-mcp shutting down');
+    const force = setTimeout(() => process.exit(code), EXIT_GRACE_MS);
+    force.unref();
+    running.close().then(
+      () => process.exit(code),
+      (error: unknown) => {
+        process.stderr.write(`conch-mcp: shutdown failed: ${String(error)}\n`);
+        process.exit(1);
+      },
+    );
+  };
+  process.stdin.once('end', () => shutdown('stdin closed'));
+  process.stdin.once('close', () => shutdown('stdin closed'));
+  process.once('SIGTERM', () => shutdown('SIGTERM'));
+  process.once('SIGINT', () => shutdown('SIGINT'));
+  process.once('SIGHUP', () => shutdown('SIGHUP'));
+  running.server.onclose = () => shutdown('transport closed');
+}
+
+main().catch((error: unknown) => {
+  process.stderr.write(`conch-mcp: ${error instanceof Error ? error.message : String(error)}\n`);
+  process.exit(1);
+});

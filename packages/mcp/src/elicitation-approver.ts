@@ -1,0 +1,82 @@
+import type { ApprovalAnswer, ApprovalRequest, ApproveFn, Logger } from '@conch/core';
+import type { Server } from '@modelcontextprotocol/sdk/server/index.js';
+import type { RequestId } from '@modelcontextprotocol/sdk/types.js';
+
+/** The answers a human picks from in the elicitation form, with the label a client may show. */
+const CHOICES: readonly { value: ApprovalAnswer; label: string }[] = [
+  { value: 'once', label: 'Allow once' },
+  { value: 'always', label: 'Always allow (this session)' },
+  { value: 'deny', label: 'Deny' },
+];
+
+/** Whether the connected client declared form elicitation (`elicitation: {}` means form). */
+export function clientSupportsElicitation(server: Server): boolean {
+  return server.getClientCapabilities()?.elicitation?.form !== undefined;
+}
+
+/** The message shown to the human: what will run, why conch asks, and what "always" adds. */
+export function elicitationMessage(request: ApprovalRequest): string {
+  const lines = [
+    `conch: allow ${request.tool} to run this?`,
+    '',
+    request.display,
+    '',
+    `Why asked: ${request.reason}`,
+  ];
+  if (request.parts && request.parts.length > 1) {
+    lines.push('', 'Parts:');
+    for (const part of request.parts) lines.push(`  [${part.verdict}] ${part.command} — ${part.reason}`);
+  }
+  if (request.suggestedRule) lines.push('', `"Always" adds the rule: ${request.suggestedRule}`);
+  return lines.join('\n');
+}
+
+/**
+ * An approver that asks the human through MCP elicitation (a one-field form: once / always /
+ * deny). Declining, cancelling, a timeout or a broken answer all mean deny: never run on doubt.
+ */
+export function elicitationApprover(
+  server: Server,
+  options: { relatedRequestId: RequestId; timeoutMs: number; logger: Logger },
+): ApproveFn {
+  return async (request, { signal }) => {
+    try {
+      const result = await server.elicitInput(
+        {
+          mode: 'form',
+          message: elicitationMessage(request),
+          requestedSchema: {
+            type: 'object',
+            properties: {
+              decision: {
+                type: 'string',
+                title: 'Decision',
+                description:
+                  'once: run this call; always: also allow the suggested rule for this session; deny: refuse',
+                enum: CHOICES.map((c) => c.value),
+                enumNames: CHOICES.map((c) => c.label),
+                default: 'once',
+              },
+            },
+            required: ['decision'],
+          },
+        },
+        {
+          relatedRequestId: options.relatedRequestId,
+          timeout: options.timeoutMs,
+          ...(signal ? { signal } : {}),
+        },
+      );
+      if (result.action !== 'accept') return 'deny';
+      const decision = result.content?.decision;
+      return decision === 'once' || decision === 'always' ? decision : 'deny';
+    } catch (error) {
+      if (signal?.aborted) throw error;
+      options.logger.warn(
+        { err: error instanceof Error ? error.message : String(error) },
+        'elicitation failed; denying the call',
+      );
+      return 'deny';
+    }
+  };
+}

@@ -1,0 +1,71 @@
+import { existsSync } from 'node:fs';
+import { resolve } from 'node:path';
+import {
+  type ConchConfig,
+  createRegistryFromConfig,
+  DEFAULT_CONCH_CONFIG,
+  loadConchConfig,
+  type PluginRegistry,
+} from '@conch/core';
+import type { Server } from '@modelcontextprotocol/sdk/server/index.js';
+import { StdioServerTransport } from '@modelcontextprotocol/sdk/server/stdio.js';
+import { createConchMcpServer, type ConchMcpServerOptions } from './server.js';
+
+export interface StartOptions extends Omit<ConchMcpServerOptions, 'configHint'> {
+  /** Config file; default `<cwd>/conch.config.json` if it exists, else DEFAULT_CONCH_CONFIG. */
+  config?: string;
+  /** Default process.cwd(). */
+  cwd?: string;
+}
+
+export interface RunningServer {
+  server: Server;
+  registry: PluginRegistry;
+  /** The config file used, or undefined for the built-in default. */
+  configFile: string | undefined;
+  /** Disposes the registry (killing every process it started) and closes the server. Idempotent. */
+  close(): Promise<void>;
+}
+
+/** Loads the config, builds the registry and serves it on the process's stdio. */
+export async function startStdioServer(options: StartOptions = {}): Promise<RunningServer> {
+  const cwd = resolve(options.cwd ?? process.cwd());
+  const defaultFile = resolve(cwd, 'conch.config.json');
+  const configFile = options.config
+    ? resolve(cwd, options.config)
+    : existsSync(defaultFile)
+      ? defaultFile
+      : undefined;
+  let config: ConchConfig = DEFAULT_CONCH_CONFIG;
+  let baseDir = cwd;
+  if (configFile) {
+    const loaded = await loadConchConfig(configFile);
+    const { baseDir: dir, ...rest } = loaded;
+    config = rest;
+    baseDir = dir;
+  }
+  const registry = await createRegistryFromConfig(config, {
+    baseDir,
+    ...(options.logger ? { logger: options.logger } : {}),
+  });
+  const configHint = configFile
+    ? `To allow it without asking, add that rule to plugins.permission.rules.allow in ${configFile} and restart conch-mcp.`
+    : `To allow it without asking, create ${defaultFile} with {"plugins":{"permission":{"rules":{"allow":["<rule>"]}},"cli":{},"background":{}}} and restart conch-mcp.`;
+  const server = createConchMcpServer(registry, { ...options, configHint });
+  let closing: Promise<void> | undefined;
+  const close = () =>
+    (closing ??= (async () => {
+      try {
+        await registry.dispose();
+      } finally {
+        await server.close();
+      }
+    })());
+  try {
+    await server.connect(new StdioServerTransport());
+  } catch (error) {
+    await registry.dispose();
+    throw error;
+  }
+  return { server, registry, configFile, close };
+}
