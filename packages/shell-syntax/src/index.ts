@@ -1,0 +1,12 @@
+export { loadShellParser, DEFAULT_MAX_BYTES, DEFAULT_TIMEOUT_MS } from './parser.js';
+export { decodeAnsiC } from './ansi-c.js';
+export type {
+  Assignment,
+  ParsedCommand,
+  ParseOptions,
+  Redirect,
+  ShellOperator,
+  ShellParser,
+  SimpleCommand,
+  SyntaxFlags,
+} from './types.js';

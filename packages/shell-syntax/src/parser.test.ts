@@ -1,0 +1,320 @@
+// Invariant: the parser reads a command the way bash will (words after quote removal, every nested command, every risky construct flagged) and never throws.
+import { beforeAll, describe, expect, it } from 'vitest';
+import { loadShellParser, type ShellParser, type SyntaxFlags } from './index.js';
+
+let parser: ShellParser;
+beforeAll(async () => {
+  parser = await loadShellParser();
+});
+
+const on = (source: string): (keyof SyntaxFlags)[] =>
+  Object.entries(parser.parse(source).flags)
+    .filter(([, v]) => v)
+    .map(([k]) => k as keyof SyntaxFlags);
+
+describe('loadShellParser', () => {
+  it('returns the same cached parser', async () => {
+    expect(await loadShellParser()).toBe(parser);
+  });
+});
+
+describe('seed commands', () => {
+  it('ls -la is one direct command', () => {
+    const r = parser.parse('ls -la');
+    expect(r.ok).toBe(true);
+    expect(r.needsShell).toBe(false);
+    expect(r.direct).toEqual({ argv: ['ls', '-la'] });
+    expect(on('ls -la')).toEqual([]);
+  });
+
+  it.each([
+    [
+      "find . -name '*.py' | head -20",
+      ['|'],
+      [
+        ['find', '.', '-name', '*.py'],
+        ['head', '-20'],
+      ],
+    ],
+    [
+      'npm install && npm test',
+      ['&&'],
+      [
+        ['npm', 'install'],
+        ['npm', 'test'],
+      ],
+    ],
+    ["echo 'hello' > output.txt", [], [['echo', 'hello']]],
+    [
+      "cat file.txt || echo 'not found'",
+      ['||'],
+      [
+        ['cat', 'file.txt'],
+        ['echo', 'not found'],
+      ],
+    ],
+    [
+      'export FOO=bar; echo $FOO',
+      [';'],
+      [
+        ['export', 'FOO=bar'],
+        ['echo', '$FOO'],
+      ],
+    ],
+  ])('%s needs a shell', (source, operators, words) => {
+    const r = parser.parse(source);
+    expect(r.ok).toBe(true);
+    expect(r.needsShell).toBe(true);
+    expect(r.direct).toBeUndefined();
+    expect(r.operators).toEqual(operators);
+    expect(r.commands.map((c) => c.words)).toEqual(words);
+  });
+
+  it('records the redirect of echo > output.txt on the command and globally', () => {
+    const r = parser.parse("echo 'hello' > output.txt");
+    const redirect = { operator: '>', target: 'output.txt', targetLiteral: true };
+    expect(r.redirects).toEqual([redirect]);
+    expect(r.commands[0]!.redirects).toEqual([redirect]);
+  });
+});
+
+describe('quote removal', () => {
+  it.each([
+    ["echo 'a b'", ['echo', 'a b']],
+    ['echo "a\\"b"', ['echo', 'a"b']],
+    ['\\rm -f x', ['rm', '-f', 'x']],
+    ['r"m" -f x', ['rm', '-f', 'x']],
+    ["'r'm x", ['rm', 'x']],
+    ['echo "a\\$b" "c\\d"', ['echo', 'a$b', 'c\\d']],
+    ['echo a\\ b', ['echo', 'a b']],
+    ['echo é "ü"', ['echo', 'é', 'ü']],
+  ])('%s -> %j', (source, argv) => {
+    const r = parser.parse(source);
+    expect(r.commands[0]!.words).toEqual(argv);
+    expect(r.direct).toEqual({ argv });
+  });
+
+  it("decodes $'\\x72m' and flags ANSI-C quoting", () => {
+    const r = parser.parse("$'\\x72m' -rf x");
+    expect(r.commands[0]!.name).toBe('rm');
+    expect(r.flags.ansiCQuoting).toBe(true);
+    expect(r.direct).toBeUndefined();
+    expect(parser.parse("echo $'a\\tb\\101\\u00e9\\cA'").commands[0]!.words[1]).toBe('a\tbAé\x01');
+  });
+
+  it('keeps non-literal parts as source text and marks them', () => {
+    const r = parser.parse('echo "$HOME/x" pre$(id)post *.ts');
+    expect(r.commands[0]!.words).toEqual(['echo', '"$HOME/x"', 'pre$(id)post', '*.ts']);
+    expect(r.commands[0]!.literal).toEqual([true, false, false, false]);
+  });
+
+  it('an escaped glob is literal', () => {
+    expect(parser.parse('echo \\*').direct).toEqual({ argv: ['echo', '*'] });
+    expect(parser.parse("echo '*'").direct).toEqual({ argv: ['echo', '*'] });
+  });
+});
+
+describe('flags', () => {
+  it.each<[string, keyof SyntaxFlags]>([
+    ['echo $(id)', 'commandSubstitution'],
+    ['echo `id`', 'commandSubstitution'],
+    ['diff <(ls) <(ls -a)', 'processSubstitution'],
+    ['echo $((1 + 2))', 'arithmetic'],
+    ['echo ${x:-y}', 'parameterExpansion'],
+    ['echo ${x@P}', 'parameterTransform'],
+    ['echo ${!name}', 'parameterTransform'],
+    ['echo $HOME', 'variables'],
+    ['(cd /tmp && ls)', 'subshell'],
+    ['{ ls; }', 'braceGroup'],
+    ['cat <<EOF\nhi\nEOF', 'heredoc'],
+    ['cat <<< hi', 'herestring'],
+    ['sleep 1 &', 'background'],
+    ['ls *.ts', 'glob'],
+    ['ls file?.txt', 'glob'],
+    ['ls [ab].txt', 'glob'],
+    ['echo {a,b}', 'braceExpansion'],
+    ['echo {1..3}', 'braceExpansion'],
+    ['ls ~/x', 'tilde'],
+    ['ls | wc -l', 'pipeline'],
+    ['ls |& cat', 'pipeline'],
+    ['a && b', 'chaining'],
+    ['a || b', 'chaining'],
+    ['a; b', 'chaining'],
+    ['a\nb', 'multipleStatements'],
+    ['echo hi > out', 'redirection'],
+    ["echo $'x'", 'ansiCQuoting'],
+    ['echo $"x"', 'localeString'],
+    ['ls \\\n-la', 'lineContinuation'],
+    ['ls # note', 'comment'],
+    ['f() { ls; }', 'functionDefinition'],
+    ['if true; then ls; fi', 'controlFlow'],
+    ['for f in a b; do echo $f; done', 'controlFlow'],
+    ['while false; do :; done', 'controlFlow'],
+    ['case x in x) ls;; esac', 'controlFlow'],
+    ['[[ -f x ]]', 'testCommand'],
+    ['! ls', 'negation'],
+    ['export A=1', 'declaration'],
+    ['unset A', 'declaration'],
+    ['A=1 ls', 'assignment'],
+    ['A=1', 'assignment'],
+    ['cd /tmp', 'shellBuiltin'],
+    ['echo "open', 'parseError'],
+  ])('%j sets %s', (source, flag) => {
+    const r = parser.parse(source);
+    expect(r.flags[flag]).toBe(true);
+    expect(r.needsShell).toBe(true);
+    expect(r.direct).toBeUndefined();
+  });
+});
+
+describe('commands', () => {
+  it('finds commands nested in substitutions, subshells and heredocs, in source order', () => {
+    const r = parser.parse('git status $(touch x) && (sudo ls) | cat <(curl y) <<EOF\n$(whoami)\nEOF');
+    expect(r.commands.map((c) => c.name)).toEqual(['git', 'touch', 'sudo', 'cat', 'curl', 'whoami']);
+    expect(r.commands.map((c) => c.nested)).toEqual([false, true, true, false, true, true]);
+    expect(r.commands.find((c) => c.name === 'touch')!.inSubstitution).toBe(true);
+    expect(r.commands.find((c) => c.name === 'sudo')!.inSubstitution).toBe(false);
+  });
+
+  it('separates assignments from words', () => {
+    const r = parser.parse('FOO=1 BAR="a b" rm -rf /');
+    expect(r.commands[0]!.assignments).toEqual([
+      { name: 'FOO', value: '1', literal: true },
+      { name: 'BAR', value: 'a b', literal: true },
+    ]);
+    expect(r.commands[0]!.words).toEqual(['rm', '-rf', '/']);
+    expect(parser.parse('FOO=$(id) ls').commands.map((c) => c.name)).toEqual(['ls', 'id']);
+  });
+
+  it('records bare assignments as commands without words', () => {
+    const r = parser.parse('a=r;b=m;$a$b');
+    expect(r.commands).toHaveLength(3);
+    expect(r.commands[0]).toMatchObject({
+      words: [],
+      assignments: [{ name: 'a', value: 'r', literal: true }],
+    });
+    expect(r.commands[2]).toMatchObject({ name: '$a$b', literal: [false] });
+  });
+
+  it('gives start and end offsets', () => {
+    const source = 'ls -la && pwd';
+    const r = parser.parse(source);
+    expect(r.commands.map((c) => source.slice(c.start, c.end))).toEqual(['ls -la', 'pwd']);
+  });
+
+  it('does not parse bash -c strings (callers do)', () => {
+    const r = parser.parse("bash -c 'rm -rf x'");
+    expect(r.commands).toHaveLength(1);
+    expect(r.commands[0]!.words).toEqual(['bash', '-c', 'rm -rf x']);
+  });
+});
+
+describe('redirects', () => {
+  it('reads fd, operator and target', () => {
+    const r = parser.parse('cmd 2>&1 >out.txt <in.txt >>log &>all');
+    expect(r.redirects).toEqual([
+      { operator: '>&', fd: 2, target: '1', targetLiteral: true },
+      { operator: '>', target: 'out.txt', targetLiteral: true },
+      { operator: '<', target: 'in.txt', targetLiteral: true },
+      { operator: '>>', target: 'log', targetLiteral: true },
+      { operator: '&>', target: 'all', targetLiteral: true },
+    ]);
+  });
+
+  it('marks non-literal targets', () => {
+    expect(parser.parse('echo x > "$HOME/.bashrc"').redirects[0]).toMatchObject({ targetLiteral: false });
+    expect(parser.parse('echo x > ~/.bashrc').redirects[0]).toMatchObject({ targetLiteral: false });
+    expect(parser.parse("echo x > '.env'").redirects[0]).toMatchObject({
+      target: '.env',
+      targetLiteral: true,
+    });
+  });
+
+  it('records redirects of compound commands', () => {
+    const r = parser.parse('{ echo a; echo b; } > out');
+    expect(r.redirects).toEqual([{ operator: '>', target: 'out', targetLiteral: true }]);
+  });
+});
+
+describe('heredocs', () => {
+  it('keeps the delimiter and the body', () => {
+    const r = parser.parse("cat <<'EOF' > f.txt\nline $x\nEOF");
+    expect(r.flags.heredoc).toBe(true);
+    expect(r.redirects[0]).toMatchObject({ operator: '<<', target: 'EOF' });
+    expect(r.redirects[0]!.heredocBody).toContain('line $x');
+    expect(r.redirects[1]).toMatchObject({ operator: '>', target: 'f.txt' });
+  });
+
+  it('finds substitutions in an unquoted heredoc body', () => {
+    const r = parser.parse('cat <<EOF\n$(rm -rf x)\nEOF');
+    expect(r.commands.map((c) => c.name)).toContain('rm');
+  });
+});
+
+describe('line continuations', () => {
+  it('parses the command the shell will see', () => {
+    const r = parser.parse('$\\\n(id)');
+    expect(r.flags.lineContinuation).toBe(true);
+    expect(r.flags.commandSubstitution).toBe(true);
+    expect(r.normalizedSource).toBe('$(id)');
+    expect(r.commands.map((c) => c.name)).toContain('id');
+    expect(parser.parse('r\\\nm -rf x').commands[0]!.name).toBe('rm');
+  });
+
+  it('leaves backslash-newline in single quotes alone', () => {
+    const r = parser.parse("echo 'a\\\nb'");
+    expect(r.flags.lineContinuation).toBe(false);
+    expect(r.commands[0]!.words[1]).toBe('a\\\nb');
+  });
+});
+
+describe('failures', () => {
+  it.each(['echo "open', 'if true; then', 'ls )', '{rm,-rf,x}'])('%j is not ok and says why', (source) => {
+    const r = parser.parse(source);
+    expect(r.ok).toBe(false);
+    expect(r.error).toMatch(/parse error/);
+    expect(r.needsShell).toBe(true);
+    expect(r.direct).toBeUndefined();
+  });
+
+  it('refuses input over the size bound without parsing', () => {
+    const r = parser.parse(`echo ${'a'.repeat(70_000)}`);
+    expect(r.ok).toBe(false);
+    expect(r.error).toMatch(/over the 65536-byte parse limit/);
+    expect(parser.parse('echo hi', { maxBytes: 4 }).ok).toBe(false);
+    expect(parser.parse(`echo ${'é'.repeat(40_000)}`).ok).toBe(false);
+  });
+
+  it('refuses a parse over the time bound', () => {
+    const huge = 'echo $(a && b) | c; '.repeat(50_000);
+    const r = parser.parse(huge, { maxBytes: 10 * 1024 * 1024, timeoutMs: 1 });
+    expect(r.ok).toBe(false);
+    expect(r.error).toMatch(/longer than 1 ms/);
+    // The parser is reusable afterwards.
+    expect(parser.parse('ls -la').direct).toEqual({ argv: ['ls', '-la'] });
+  });
+
+  it('never throws on odd input', () => {
+    for (const source of [
+      '',
+      ' ',
+      '\0',
+      '\u202e',
+      ';;',
+      '&&',
+      '$(',
+      '`',
+      '<<',
+      "$'",
+      '\\',
+      '\n\n',
+      'a'.repeat(1000),
+    ]) {
+      expect(() => parser.parse(source)).not.toThrow();
+    }
+    expect(parser.parse('echo a\0b').ok).toBe(false);
+    expect(parser.parse(42 as unknown as string).ok).toBe(false);
+    expect(parser.parse('').commands).toEqual([]);
+    expect(parser.parse('').direct).toBeUndefined();
+  });
+});

@@ -1,0 +1,122 @@
+/** The shell operators between commands, in source order. */
+export type ShellOperator = '&&' | '||' | ';' | '|' | '|&' | '&';
+
+/** A redirection: `2>&1`, `> out.txt`, `<<EOF`, `<<< word`. */
+export interface Redirect {
+  /** The operator as written: `>`, `>>`, `<`, `&>`, `&>>`, `>&`, `<&`, `>|`, `<>`, `<<`, `<<-`, `<<<`. */
+  operator: string;
+  /** The file descriptor written before the operator (`2>`), if any. */
+  fd?: number;
+  /** The target after quote removal (a heredoc's delimiter); source text when not literal. */
+  target?: string;
+  /** Whether the target is a literal word (no expansion, substitution, glob or `~`). */
+  targetLiteral: boolean;
+  /** A heredoc's body as written (expansions in it run unless the delimiter is quoted). */
+  heredocBody?: string;
+}
+
+/** One assignment: `FOO=bar` before a command, or a bare statement `FOO=bar`. */
+export interface Assignment {
+  name: string;
+  /** The value after quote removal; source text when not literal. */
+  value: string;
+  literal: boolean;
+}
+
+/** One simple command: optional assignments, a name, arguments, redirections. */
+export interface SimpleCommand {
+  /** The command's source text. */
+  text: string;
+  /** argv after quote removal; parts that are not literal are kept as their source text. */
+  words: string[];
+  /** Per word: whether it is literal (no expansion, substitution, glob, brace expansion or `~`). */
+  literal: boolean[];
+  /** words[0], when the command has a name. */
+  name?: string;
+  assignments: Assignment[];
+  redirects: Redirect[];
+  /** Inside a command/process substitution, a subshell, a brace group, a function or control flow. */
+  nested: boolean;
+  /** Inside `$(...)`, backticks or `<(...)`/`>(...)` specifically. */
+  inSubstitution: boolean;
+  /** String offsets of the command in the source. */
+  start: number;
+  end: number;
+}
+
+/** Constructs a caller must treat with care. All false for one plain literal command. */
+export interface SyntaxFlags {
+  commandSubstitution: boolean;
+  processSubstitution: boolean;
+  arithmetic: boolean;
+  parameterExpansion: boolean;
+  /** `${x@P}`, `${x@E}`, `${!x}` and friends: expansions that can evaluate or indirect. */
+  parameterTransform: boolean;
+  variables: boolean;
+  subshell: boolean;
+  braceGroup: boolean;
+  heredoc: boolean;
+  herestring: boolean;
+  background: boolean;
+  glob: boolean;
+  braceExpansion: boolean;
+  tilde: boolean;
+  pipeline: boolean;
+  chaining: boolean;
+  /** More than one statement separated by newlines. */
+  multipleStatements: boolean;
+  redirection: boolean;
+  ansiCQuoting: boolean;
+  /** `$"..."` locale translation. */
+  localeString: boolean;
+  lineContinuation: boolean;
+  comment: boolean;
+  functionDefinition: boolean;
+  controlFlow: boolean;
+  /** `[[ ... ]]`. */
+  testCommand: boolean;
+  /** `! cmd`. */
+  negation: boolean;
+  /** `export`, `declare`, `local`, `readonly`, `typeset`, `unset`. */
+  declaration: boolean;
+  /** Bare assignments (`FOO=bar`) or assignments before a command (`FOO=bar cmd`). */
+  assignment: boolean;
+  /** The command name is a shell builtin with no binary equivalent (`cd`, `export`, `source`, ...). */
+  shellBuiltin: boolean;
+  parseError: boolean;
+}
+
+export interface ParsedCommand {
+  source: string;
+  /**
+   * Set when the source has line continuations: the text the shell really tokenizes (each
+   * backslash-newline removed). Commands, operators, redirects and offsets refer to this text.
+   */
+  normalizedSource?: string;
+  /** False on a parse error or when over the size or time bound. */
+  ok: boolean;
+  /** Why not ok, in words. */
+  error?: string;
+  /** Every simple command, in source order, including those nested in substitutions and subshells. */
+  commands: SimpleCommand[];
+  operators: ShellOperator[];
+  /** Every redirection anywhere in the source. */
+  redirects: Redirect[];
+  flags: SyntaxFlags;
+  /** True when anything beyond one simple literal command is present (always when not ok). */
+  needsShell: boolean;
+  /** Present iff the source is one simple command of literal words: argv after quote removal. */
+  direct?: { argv: string[] };
+}
+
+export interface ParseOptions {
+  /** Largest source accepted, in UTF-8 bytes. Default 65,536. */
+  maxBytes?: number;
+  /** Longest parse allowed, in milliseconds. Default 50. */
+  timeoutMs?: number;
+}
+
+export interface ShellParser {
+  /** Parses a bash command line. Never throws: problems come back as `ok: false` with `error`. */
+  parse(source: string, options?: ParseOptions): ParsedCommand;
+}
