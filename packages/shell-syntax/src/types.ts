@@ -31,6 +31,10 @@ export interface SimpleCommand {
   words: string[];
   /** Per word: whether it is literal (no expansion, substitution, glob, brace expansion or `~`). */
   literal: boolean[];
+  /** Per word: its source text before quote removal (shows `$'\x72m'`, `\rm`, `r"m"`). */
+  rawWords: string[];
+  /** When the command is inside a pipeline stage: which pipeline (unique per parse) and which stage (0-based). */
+  pipeline?: { id: number; stage: number };
   /** words[0], when the command has a name. */
   name?: string;
   assignments: Assignment[];

@@ -160,6 +160,8 @@ export class TreeWalker {
   readonly operators: ShellOperator[] = [];
   readonly redirects: Redirect[] = [];
   private firstError: string | undefined;
+  private pipelines = 0;
+  private stage: { id: number; stage: number } | undefined;
 
   constructor(private readonly source: string) {}
 
@@ -220,6 +222,18 @@ export class TreeWalker {
       case 'redirected_statement':
         this.redirectedStatement(node, depth, nested, inSubstitution);
         return;
+      case 'pipeline': {
+        // Each stage's commands (and everything nested in them) learn their pipeline position.
+        const outer = this.stage;
+        const id = this.pipelines++;
+        let stage = 0;
+        for (const child of children(node)) {
+          if (child.isNamed && child.type !== 'comment') this.stage = { id, stage: stage++ };
+          this.visit(child, depth + 1, nested, inSubstitution);
+        }
+        this.stage = outer;
+        return;
+      }
       case 'command_substitution':
         this.flags.commandSubstitution = true;
         break;
@@ -321,6 +335,7 @@ export class TreeWalker {
   ): void {
     const words: string[] = [];
     const literal: boolean[] = [];
+    const rawWords: string[] = [];
     const assignments: Assignment[] = [];
     const redirects: Redirect[] = [];
     const isCommand = node.type === 'command';
@@ -332,6 +347,7 @@ export class TreeWalker {
         if (!isCommand && words.length === 0 && /^[a-z]+$/.test(child.type)) {
           words.push(child.text);
           literal.push(true);
+          rawWords.push(child.text);
         }
         continue;
       }
@@ -353,6 +369,7 @@ export class TreeWalker {
         const value = first ? this.wordValue(first) : { value: child.text, literal: false };
         words.push(value.value);
         literal.push(value.literal);
+        rawWords.push(child.text);
         continue;
       }
       if (child.type === 'comment') continue;
@@ -361,17 +378,20 @@ export class TreeWalker {
         const a = this.assignment(child);
         words.push(`${a.name}=${a.value}`);
         literal.push(a.literal);
+        rawWords.push(child.text);
         continue;
       }
       const value = this.wordValue(child);
       words.push(value.value);
       literal.push(value.literal);
+      rawWords.push(child.text);
     }
     if (outerRedirects) redirects.push(...outerRedirects);
     const command: SimpleCommand = {
       text: node.text,
       words,
       literal,
+      rawWords,
       assignments,
       redirects,
       nested,
@@ -379,6 +399,7 @@ export class TreeWalker {
       start: node.startIndex,
       end: node.endIndex,
     };
+    if (this.stage) command.pipeline = { ...this.stage };
     if (words.length > 0) {
       command.name = words[0]!;
       if (literal[0] && SHELL_ONLY_BUILTINS.has(words[0]!)) this.flags.shellBuiltin = true;
@@ -395,6 +416,8 @@ export class TreeWalker {
       text: node.text,
       words: [],
       literal: [],
+      rawWords: [],
+      ...(this.stage ? { pipeline: { ...this.stage } } : {}),
       assignments,
       redirects: [],
       nested,
