@@ -1,0 +1,80 @@
+import { accessSync, constants } from 'node:fs';
+import { delimiter, join } from 'node:path';
+import { LocalExecutor, type ExecutorSpawnRequest } from './executor.js';
+import type { ChildProcess } from 'node:child_process';
+
+export interface BubblewrapOptions {
+  /** Directories the command may write (the workspace). Default: the spawn's cwd. */
+  writable?: readonly string[];
+  /** Path of bwrap. Default: found on PATH. */
+  bwrap?: string;
+  /** Share the network namespace (default true; false adds --unshare-net). */
+  network?: boolean;
+  /** Extra bwrap arguments inserted before `--`. */
+  extraArgs?: readonly string[];
+}
+
+/** Finds `bwrap` on PATH, or undefined. */
+export function findBwrap(pathEnv = process.env.PATH ?? ''): string | undefined {
+  for (const dir of pathEnv.split(delimiter)) {
+    if (!dir) continue;
+    const candidate = join(dir, 'bwrap');
+    try {
+      accessSync(candidate, constants.X_OK);
+      return candidate;
+    } catch {
+      // keep looking
+    }
+  }
+  return undefined;
+}
+
+/**
+ * Runs each command inside bubblewrap: the root filesystem read-only, the workspace (and /tmp)
+ * writable, a private PID namespace (`--unshare-pid`) and `--die-with-parent`, so nothing it
+ * starts can outlive it or escape the kill — not even a `setsid` double fork.
+ */
+export class BubblewrapExecutor extends LocalExecutor {
+  override readonly name = 'bubblewrap';
+  private readonly bwrap: string;
+  private readonly options: BubblewrapOptions;
+
+  constructor(options: BubblewrapOptions = {}) {
+    super();
+    const bwrap = options.bwrap ?? findBwrap();
+    if (!bwrap) {
+      throw new Error(
+        'BubblewrapExecutor: bwrap was not found on PATH; install bubblewrap (apt-get install bubblewrap) or use LocalExecutor',
+      );
+    }
+    this.bwrap = bwrap;
+    this.options = options;
+  }
+
+  /** The bwrap argv for a request (exposed for tests and logs). */
+  bwrapArgs(request: ExecutorSpawnRequest): string[] {
+    const writable = this.options.writable ?? [request.cwd];
+    const args = [
+      '--ro-bind',
+      '/',
+      '/',
+      '--dev',
+      '/dev',
+      '--proc',
+      '/proc',
+      '--tmpfs',
+      '/tmp',
+      '--unshare-pid',
+      '--die-with-parent',
+      '--new-session',
+    ];
+    for (const dir of writable) args.push('--bind', dir, dir);
+    if (this.options.network === false) args.push('--unshare-net');
+    args.push(...(this.options.extraArgs ?? []), '--chdir', request.cwd, '--', request.file, ...request.args);
+    return args;
+  }
+
+  override spawn(request: ExecutorSpawnRequest): ChildProcess {
+    return super.spawn({ ...request, file: this.bwrap, args: this.bwrapArgs(request) });
+  }
+}

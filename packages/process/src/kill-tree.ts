@@ -1,0 +1,179 @@
+import { readdirSync, readFileSync } from 'node:fs';
+import { setTimeout as sleep } from 'node:timers/promises';
+
+/** The environment variable every managed process (and all it starts) carries. */
+export const COOKIE_VAR = 'CONCH_PROC_COOKIE';
+
+const IS_LINUX = process.platform === 'linux';
+
+function signalGroup(pgid: number, signal: NodeJS.Signals | 0): boolean {
+  try {
+    process.kill(-pgid, signal);
+    return true;
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code === 'EPERM') return true;
+    return false; // ESRCH: no such group
+  }
+}
+
+/** Pids in /proc (Linux), excluding this process. */
+function procPids(): number[] {
+  if (!IS_LINUX) return [];
+  let entries: string[];
+  try {
+    entries = readdirSync('/proc');
+  } catch {
+    return [];
+  }
+  const out: number[] = [];
+  for (const name of entries) {
+    const c = name.charCodeAt(0);
+    if (c < 48 || c > 57) continue;
+    const pid = Number(name);
+    if (pid !== process.pid) out.push(pid);
+  }
+  return out;
+}
+
+/** `[state, pgrp]` of a pid from /proc/<pid>/stat, or undefined when gone. */
+function procStat(pid: number): [string, number] | undefined {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'latin1');
+    const close = stat.lastIndexOf(')');
+    const fields = stat.slice(close + 2).split(' ');
+    return [fields[0]!, Number(fields[2])];
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * Whether a process group still has a member that is not a zombie. (A zombie keeps `kill(-pgid, 0)`
+ * succeeding until its parent reaps it; in containers whose init never reaps, that is forever.)
+ */
+export function groupAlive(pgid: number): boolean {
+  if (!signalGroup(pgid, 0)) return false;
+  if (!IS_LINUX) return true;
+  for (const pid of procPids()) {
+    const stat = procStat(pid);
+    if (stat && stat[1] === pgid && stat[0] !== 'Z' && stat[0] !== 'X') return true;
+  }
+  return false;
+}
+
+/** Whether a pid is alive and not a zombie. */
+export function pidAlive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code !== 'EPERM') return false;
+  }
+  if (!IS_LINUX) return true;
+  const stat = procStat(pid);
+  return stat !== undefined && stat[0] !== 'Z' && stat[0] !== 'X';
+}
+
+export interface KillTreeOptions {
+  /** Time between SIGTERM and SIGKILL. Default 2000 ms. */
+  graceMs?: number;
+  /** Poll interval while waiting. Default 25 ms. */
+  pollMs?: number;
+}
+
+/**
+ * Kills the process group led by `pid` (a child spawned with `detached: true`): SIGTERM to the
+ * group, SIGKILL after `graceMs` if any member is still alive. Resolves when no live member is
+ * left (or after a further second of SIGKILL retries). Returns whether anything was signalled.
+ */
+export async function killProcessTree(pid: number, options: KillTreeOptions = {}): Promise<boolean> {
+  const graceMs = options.graceMs ?? 2000;
+  const pollMs = options.pollMs ?? 25;
+  if (!signalGroup(pid, 'SIGTERM')) {
+    // Not a group leader (or already gone): signal the pid alone.
+    try {
+      process.kill(pid, 'SIGTERM');
+    } catch {
+      return false;
+    }
+  }
+  // A stopped process never handles SIGTERM; wake it so it can.
+  signalGroup(pid, 'SIGCONT');
+  const deadline = Date.now() + graceMs;
+  while (Date.now() < deadline) {
+    await sleep(pollMs);
+    if (!groupAlive(pid) && !pidAlive(pid)) return true;
+  }
+  const killDeadline = Date.now() + 1000;
+  do {
+    signalGroup(pid, 'SIGKILL');
+    try {
+      process.kill(pid, 'SIGKILL');
+    } catch {
+      // gone
+    }
+    await sleep(pollMs);
+  } while (Date.now() < killDeadline && (groupAlive(pid) || pidAlive(pid)));
+  return true;
+}
+
+/** SIGKILLs a group at once, synchronously (for `process.on('exit')`). */
+export function killGroupSync(pid: number): void {
+  if (!signalGroup(pid, 'SIGKILL')) {
+    try {
+      process.kill(pid, 'SIGKILL');
+    } catch {
+      // gone
+    }
+  }
+}
+
+/**
+ * Pids whose environment carries the cookie: `{ cookie }` matches `CONCH_PROC_COOKIE=<cookie>`
+ * exactly, `{ prefix }` matches every cookie starting with it. Linux only (reads /proc/<pid>/environ;
+ * processes of other users are unreadable and skipped). A process that re-execs with a cleared
+ * environment is not found; its process group is killed separately.
+ */
+export function findCookiePids(match: { cookie: string } | { prefix: string }): number[] {
+  const needle = Buffer.from(
+    'cookie' in match ? `${COOKIE_VAR}=${match.cookie}\0` : `${COOKIE_VAR}=${match.prefix}`,
+  );
+  const out: number[] = [];
+  for (const pid of procPids()) {
+    let env: Buffer;
+    try {
+      env = readFileSync(`/proc/${pid}/environ`);
+    } catch {
+      continue;
+    }
+    const at = env.indexOf(needle);
+    // The variable must start an entry (start of the block or after a NUL).
+    if (at === 0 || (at > 0 && env[at - 1] === 0)) out.push(pid);
+  }
+  return out;
+}
+
+/**
+ * Kills (SIGKILL) every process carrying the cookie, including escapees that left the process
+ * group (`setsid`, `nohup`, `disown`, double fork). Rescans until a scan finds none (at most 5
+ * rounds) so processes forked during the sweep are caught. Returns the pids killed.
+ */
+export function sweepCookie(match: string | { cookie: string } | { prefix: string }): number[] {
+  const m = typeof match === 'string' ? { cookie: match } : match;
+  const killed: number[] = [];
+  for (let round = 0; round < 5; round++) {
+    const pids = findCookiePids(m).filter((pid) => {
+      const stat = procStat(pid);
+      return stat !== undefined && stat[0] !== 'Z';
+    });
+    if (pids.length === 0) break;
+    for (const pid of pids) {
+      try {
+        process.kill(pid, 'SIGKILL');
+        killed.push(pid);
+      } catch {
+        // already gone
+      }
+    }
+  }
+  return killed;
+}
