@@ -63,7 +63,8 @@ export default async function ({ median }) {
     const conchSecs = (performance.now() - t0) / 1000;
     clearInterval(sampler);
     peak = Math.max(peak, process.memoryUsage().rss);
-    if (result.stdout.totalBytes !== GiB) throw new Error(`captured ${result.stdout.totalBytes} bytes, expected ${GiB}`);
+    if (result.stdout.totalBytes !== GiB)
+      throw new Error(`captured ${result.stdout.totalBytes} bytes, expected ${GiB}`);
     const rawMBs = GiB / 1e6 / rawSecs;
     const conchMBs = GiB / 1e6 / conchSecs;
     rows.push({
