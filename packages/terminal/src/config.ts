@@ -1,0 +1,81 @@
+import { z } from 'zod';
+
+/** The terminal plugin's config (`registry.exposeTool('terminal', config)`); snake_case keys work too. */
+export const terminalConfigSchema = z.strictObject({
+  shell: z
+    .string()
+    .min(1)
+    .optional()
+    .describe('login shell to run; default $SHELL when it is bash, else /bin/bash'),
+  shellArgs: z
+    .array(z.string())
+    .default(['-l', '-i'])
+    .describe('arguments of the shell: login + interactive so rc files (nvm, mise, pyenv) load'),
+  maxSessions: z.number().int().min(1).max(64).default(8).describe('live sessions at most'),
+  idleSessionTtlMs: z
+    .number()
+    .int()
+    .min(1000)
+    .default(10 * 60_000)
+    .describe('an idle shell unused this long is closed'),
+  defaultTimeout: z
+    .number()
+    .positive()
+    .max(24 * 3600)
+    .default(60)
+    .describe('seconds a call waits for its command before returning the session_id'),
+  defaultIdleMs: z
+    .number()
+    .int()
+    .min(50)
+    .default(10_000)
+    .describe('silence after which a running command is reported as waiting for input'),
+  promptQuietMs: z
+    .number()
+    .int()
+    .min(10)
+    .default(300)
+    .describe('silence after which a recognised prompt (password:, [Y/n], >>> ...) returns'),
+  backgroundCollectMs: z
+    .number()
+    .int()
+    .min(0)
+    .default(2000)
+    .describe('startup output collected for background: true'),
+  pollQuietMs: z
+    .number()
+    .int()
+    .min(10)
+    .default(1000)
+    .describe('silence after which a poll of a background session returns'),
+  maxOutputChars: z.number().int().min(200).default(4000).describe('characters of output returned per call'),
+  maxLineChars: z.number().int().min(20).default(500).describe('characters kept of one line'),
+  maxBufferChars: z
+    .number()
+    .int()
+    .min(10_000)
+    .default(8_000_000)
+    .describe('raw characters of one command kept in memory (the session log keeps all)'),
+  maxLogBytes: z
+    .number()
+    .int()
+    .min(1024)
+    .default(64 * 1024 * 1024)
+    .describe('bytes a session log may grow to'),
+  cols: z.number().int().min(20).max(1000).default(160),
+  rows: z.number().int().min(5).max(500).default(40),
+  startupTimeoutMs: z
+    .number()
+    .int()
+    .min(100)
+    .default(20_000)
+    .describe('time the login shell (rc files) may take to start'),
+  killGraceMs: z.number().int().min(0).default(2000).describe('SIGTERM to SIGKILL grace on kill'),
+  sessionEnv: z
+    .record(z.string().regex(/^[A-Za-z_][A-Za-z0-9_]*$/), z.string())
+    .default({ PAGER: 'cat', GIT_PAGER: 'cat', MANPAGER: 'cat', SYSTEMD_PAGER: '' })
+    .describe('exported in every session after the rc files ran'),
+});
+
+export type TerminalConfig = z.output<typeof terminalConfigSchema>;
+export type TerminalConfigInput = z.input<typeof terminalConfigSchema>;

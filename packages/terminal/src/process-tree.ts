@@ -1,0 +1,122 @@
+import { readdirSync, readFileSync } from 'node:fs';
+import { setTimeout as sleep } from 'node:timers/promises';
+
+/**
+ * Process-tree helpers for PTY sessions (Linux /proc). A PTY shell is a session leader whose jobs
+ * run in their own process groups, so a group kill is not enough: the tree is found by parent
+ * links and by the env cookie every process started from the shell inherits (which also finds
+ * `setsid`/`nohup` escapees).
+ */
+
+/** The variable that tags processes; the same one @conch/process uses, so its sweeps see ours. */
+export const COOKIE_VAR = 'CONCH_PROC_COOKIE';
+
+interface ProcEntry {
+  pid: number;
+  ppid: number;
+  state: string;
+}
+
+function readProcs(): ProcEntry[] {
+  let names: string[];
+  try {
+    names = readdirSync('/proc');
+  } catch {
+    return [];
+  }
+  const out: ProcEntry[] = [];
+  for (const name of names) {
+    const c = name.charCodeAt(0);
+    if (c < 48 || c > 57) continue;
+    const pid = Number(name);
+    if (pid === process.pid) continue;
+    try {
+      const stat = readFileSync(`/proc/${pid}/stat`, 'latin1');
+      const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+      out.push({ pid, state: fields[0]!, ppid: Number(fields[1]) });
+    } catch {
+      // exited while scanning
+    }
+  }
+  return out;
+}
+
+function hasCookie(pid: number, needle: Buffer): boolean {
+  try {
+    const env = readFileSync(`/proc/${pid}/environ`);
+    const at = env.indexOf(needle);
+    return at === 0 || (at > 0 && env[at - 1] === 0);
+  } catch {
+    return false;
+  }
+}
+
+/** Live (non-zombie) pids of `root`'s tree plus every process carrying the cookie. */
+export function sessionPids(root: number, cookie: string): number[] {
+  const procs = readProcs().filter((p) => p.state !== 'Z' && p.state !== 'X');
+  const children = new Map<number, number[]>();
+  for (const p of procs) {
+    const list = children.get(p.ppid);
+    if (list) list.push(p.pid);
+    else children.set(p.ppid, [p.pid]);
+  }
+  const found = new Set<number>();
+  const live = new Set(procs.map((p) => p.pid));
+  if (live.has(root)) found.add(root);
+  const stack = [root];
+  while (stack.length > 0) {
+    for (const child of children.get(stack.pop()!) ?? []) {
+      if (!found.has(child)) {
+        found.add(child);
+        stack.push(child);
+      }
+    }
+  }
+  const needle = Buffer.from(`${COOKIE_VAR}=${cookie}\0`);
+  for (const p of procs) if (!found.has(p.pid) && hasCookie(p.pid, needle)) found.add(p.pid);
+  return [...found];
+}
+
+function signal(pid: number, sig: NodeJS.Signals): void {
+  try {
+    process.kill(pid, sig);
+  } catch {
+    // gone already
+  }
+}
+
+/**
+ * Ends a PTY session's whole tree: SIGHUP to the shell (an interactive shell ignores SIGTERM),
+ * SIGTERM + SIGCONT to everything else, then SIGKILL to whatever is left after `graceMs`.
+ * Resolves when nothing of the tree is alive (or after a further second of SIGKILL rounds).
+ */
+export async function killSessionTree(shellPid: number, cookie: string, graceMs: number): Promise<void> {
+  const first = sessionPids(shellPid, cookie);
+  for (const pid of first) {
+    if (pid === shellPid) {
+      signal(pid, 'SIGHUP');
+    } else {
+      signal(pid, 'SIGTERM');
+      signal(pid, 'SIGCONT');
+    }
+  }
+  const deadline = Date.now() + graceMs;
+  while (Date.now() < deadline) {
+    if (sessionPids(shellPid, cookie).length === 0) return;
+    await sleep(20);
+  }
+  const killDeadline = Date.now() + 1000;
+  do {
+    for (const pid of sessionPids(shellPid, cookie)) signal(pid, 'SIGKILL');
+    await sleep(20);
+  } while (Date.now() < killDeadline && sessionPids(shellPid, cookie).length > 0);
+}
+
+/** SIGKILLs a session's tree at once, synchronously (for process exit). */
+export function killSessionTreeSync(shellPid: number, cookie: string): void {
+  for (let round = 0; round < 3; round++) {
+    const pids = sessionPids(shellPid, cookie);
+    if (pids.length === 0) return;
+    for (const pid of pids) signal(pid, 'SIGKILL');
+  }
+}

@@ -1,0 +1,387 @@
+import { randomBytes } from 'node:crypto';
+import { createWriteStream, mkdirSync, rmSync, writeFileSync, type WriteStream } from 'node:fs';
+import { join } from 'node:path';
+import pty, { type IPty } from '@lydell/node-pty';
+import type { Logger } from '@conch/core';
+import { killSessionTree, killSessionTreeSync, COOKIE_VAR } from './process-tree.js';
+import { bashInitScript, commandScript, MARKER_OSC, shellQuote } from './shell-scripts.js';
+
+export type SessionState = 'starting' | 'idle' | 'running' | 'waiting' | 'background' | 'exited';
+
+export interface PtySessionOptions {
+  id: number;
+  shell: string;
+  shellArgs: readonly string[];
+  cwd: string;
+  /** Environment of the shell process (the cookie is added). */
+  env: Readonly<Record<string, string | undefined>>;
+  /** Exported after the rc files ran (e.g. PAGER=cat). */
+  sessionEnv: Readonly<Record<string, string>>;
+  cols: number;
+  rows: number;
+  /** The session's private directory (init file, command files, log). */
+  dir: string;
+  /** Raw characters of one command kept in memory; older ones are dropped (the log has them). */
+  maxBufferChars: number;
+  /** Bytes the session log may grow to. */
+  maxLogBytes: number;
+  logger: Logger;
+  /** 'data' on output, 'end' when a command finished or the shell exited. */
+  onChange: (kind: 'data' | 'end') => void;
+  onOutput?: (text: string) => void;
+}
+
+export interface CommandDone {
+  exitCode: number;
+  cwd: string;
+}
+
+export interface ShellExit {
+  exitCode: number;
+  signal: number;
+  killed: boolean;
+}
+
+/**
+ * One persistent login shell under a PTY, driven by the marker protocol of shell-scripts.ts.
+ * Runs one command at a time; output between the begin and end markers is the command's.
+ */
+export class PtySession {
+  readonly id: number;
+  readonly cookie: string;
+  readonly startedAt = Date.now();
+  readonly dir: string;
+  readonly logPath: string;
+  state: SessionState = 'starting';
+  /** The command being run (or last run). */
+  command: string | undefined;
+  cwd: string;
+  lastActivity = Date.now();
+  lastUsed = Date.now();
+  /** Set once the current command printed its end marker. */
+  done: CommandDone | undefined;
+  exit: ShellExit | undefined;
+  /** Whether a tool call is currently reading this session. */
+  reading = false;
+  /** Characters of the current command dropped from memory (the log keeps them). */
+  droppedChars = 0;
+  /** Output seen before the shell was ready (rc noise, errors), for startup failures. */
+  startupOutput = '';
+
+  private readonly options: PtySessionOptions;
+  private readonly pty: IPty;
+  private readonly nonce = randomBytes(8).toString('hex');
+  private readonly key = randomBytes(12).toString('hex');
+  private readonly beginPrefix: string;
+  private readonly endPrefix: string;
+  private phase: 'starting' | 'idle' | 'pre' | 'in' | 'dead' = 'starting';
+  private seq = 0;
+  private pending = '';
+  private buffer = '';
+  private readPos = 0;
+  private searchFrom = 0;
+  private emittedPos = 0;
+  private log: WriteStream | undefined;
+  private logBytes = 0;
+  private killing: Promise<void> | undefined;
+  private exitKilled = false;
+  private readyWaiters: { resolve: () => void; reject: (error: Error) => void }[] = [];
+
+  constructor(options: PtySessionOptions) {
+    this.options = options;
+    this.id = options.id;
+    this.cwd = options.cwd;
+    this.dir = options.dir;
+    this.cookie = `terminal-${randomBytes(8).toString('hex')}`;
+    this.beginPrefix = `${MARKER_OSC}B;${this.nonce};`;
+    this.endPrefix = `${MARKER_OSC}E;${this.nonce};`;
+    mkdirSync(this.dir, { recursive: true, mode: 0o700 });
+    this.logPath = join(this.dir, 'session.log');
+    const init = join(this.dir, 'init.sh');
+    writeFileSync(
+      init,
+      bashInitScript({ nonce: this.nonce, key: this.key, sessionEnv: options.sessionEnv }),
+      { mode: 0o600 },
+    );
+    const env: Record<string, string> = {};
+    for (const [k, v] of Object.entries(options.env)) if (v !== undefined) env[k] = v;
+    env[COOKIE_VAR] = this.cookie;
+    env.TERM = env.TERM && env.TERM !== 'dumb' ? env.TERM : 'xterm-256color';
+    this.pty = pty.spawn(options.shell, [...options.shellArgs], {
+      name: env.TERM,
+      cols: options.cols,
+      rows: options.rows,
+      cwd: options.cwd,
+      env,
+    });
+    this.pty.onData((data) => this.onData(data));
+    this.pty.onExit(({ exitCode, signal }) => this.onExit(exitCode, signal ?? 0));
+    // Typed once the rc files are done (the tty queues it until then).
+    this.pty.write(` . ${shellQuote(init)}\n`);
+  }
+
+  get pid(): number {
+    return this.pty.pid;
+  }
+
+  get alive(): boolean {
+    return this.phase !== 'dead';
+  }
+
+  /** Resolves once the init file ran and the shell waits for commands. */
+  ready(timeoutMs: number): Promise<void> {
+    if (this.phase !== 'starting') {
+      return this.phase === 'dead' ? Promise.reject(new Error(this.exitDescription())) : Promise.resolve();
+    }
+    return new Promise<void>((resolve, reject) => {
+      const timer = setTimeout(() => {
+        reject(new Error(`the shell did not become ready within ${timeoutMs} ms`));
+      }, timeoutMs);
+      this.readyWaiters.push({
+        resolve: () => {
+          clearTimeout(timer);
+          resolve();
+        },
+        reject: (error) => {
+          clearTimeout(timer);
+          reject(error);
+        },
+      });
+    });
+  }
+
+  /** Starts a command. The session must be idle (the caller claimed it). */
+  run(command: string, options: { cwd?: string; env?: Readonly<Record<string, string>> } = {}): number {
+    if (this.phase !== 'idle') throw new Error(`session ${this.id} is not idle (${this.phase})`);
+    this.seq += 1;
+    const seq = this.seq;
+    const file = join(this.dir, `cmd-${seq}.sh`);
+    const postFile = join(this.dir, `cmd-${seq}.post.sh`);
+    const { script, post } = commandScript({ seq, command, ...options, postFile });
+    writeFileSync(file, script, { mode: 0o600 });
+    if (post) writeFileSync(postFile, post, { mode: 0o600 });
+    this.command = command;
+    this.done = undefined;
+    this.buffer = '';
+    this.readPos = 0;
+    this.searchFrom = 0;
+    this.emittedPos = 0;
+    this.pending = '';
+    this.droppedChars = 0;
+    this.phase = 'pre';
+    this.lastActivity = Date.now();
+    this.lastUsed = Date.now();
+    this.appendLog(`\n$ ${command}\n`);
+    this.pty.write(`${this.key}\n . ${shellQuote(file)}\n`);
+    return seq;
+  }
+
+  /** Types into the running program. Refused when no command is running. */
+  write(input: string): boolean {
+    if (this.phase !== 'pre' && this.phase !== 'in') return false;
+    this.lastActivity = Date.now();
+    this.lastUsed = Date.now();
+    if (input.length > 0) this.pty.write(input);
+    return true;
+  }
+
+  /** Raw output of the current command not yet returned, and marks it read. */
+  takeUnread(): string {
+    const text = this.buffer.slice(this.readPos);
+    this.readPos = this.buffer.length;
+    return text;
+  }
+
+  /** The last `chars` raw characters of the current command's output. */
+  tail(chars: number): string {
+    return this.buffer.slice(Math.max(0, this.buffer.length - chars));
+  }
+
+  /** Whether unread output exists. */
+  get hasUnread(): boolean {
+    return this.readPos < this.buffer.length;
+  }
+
+  /** Called by the pool after the final output of a finished command was read. */
+  markIdle(): void {
+    if (this.phase === 'idle') this.state = 'idle';
+  }
+
+  /** Kills the shell and everything it started (tree + cookie sweep). Idempotent. */
+  kill(graceMs: number): Promise<void> {
+    this.killing ??= (async () => {
+      if (this.phase !== 'dead') this.exitKilled = true;
+      await killSessionTree(this.pty.pid, this.cookie, graceMs);
+      try {
+        this.pty.kill('SIGKILL');
+      } catch {
+        // already gone
+      }
+      await this.waitExit(2000);
+    })();
+    return this.killing;
+  }
+
+  /** SIGKILLs the tree synchronously (host process exit). */
+  killSync(): void {
+    killSessionTreeSync(this.pty.pid, this.cookie);
+  }
+
+  /** Removes the session directory (command files, init file); the log is kept unless `all`. */
+  cleanup(all: boolean): void {
+    this.log?.end();
+    this.log = undefined;
+    if (all) rmSync(this.dir, { recursive: true, force: true });
+  }
+
+  private waitExit(timeoutMs: number): Promise<void> {
+    if (this.phase === 'dead') return Promise.resolve();
+    return new Promise((resolve) => {
+      const started = Date.now();
+      const tick = () => {
+        if (this.phase === 'dead' || Date.now() - started > timeoutMs) resolve();
+        else setTimeout(tick, 10);
+      };
+      tick();
+    });
+  }
+
+  private exitDescription(): string {
+    const e = this.exit;
+    if (!e) return 'the shell exited';
+    return `the shell exited (${e.signal ? `signal ${e.signal}` : `code ${e.exitCode}`})`;
+  }
+
+  private onExit(exitCode: number, signal: number): void {
+    this.exit = { exitCode: signal ? 128 + signal : exitCode, signal, killed: this.exitKilled };
+    const wasStarting = this.phase === 'starting';
+    this.phase = 'dead';
+    this.state = 'exited';
+    this.appendLog(`\n[shell exited: ${signal ? `signal ${signal}` : `code ${exitCode}`}]\n`);
+    this.log?.end();
+    this.log = undefined;
+    if (wasStarting) {
+      const error = new Error(`${this.exitDescription()} before it was ready`);
+      for (const w of this.readyWaiters.splice(0)) w.reject(error);
+    }
+    this.options.onChange('end');
+  }
+
+  private onData(data: string): void {
+    this.lastActivity = Date.now();
+    switch (this.phase) {
+      case 'starting': {
+        this.pending += data;
+        const at = this.pending.indexOf(`${this.endPrefix}0;`);
+        if (at >= 0) {
+          const close = this.pending.indexOf('\u0007', at);
+          if (close < 0) return;
+          const fields = this.pending.slice(at + this.endPrefix.length, close).split(';');
+          this.cwd = fields.slice(2).join(';').replace(/\r\n/g, '\n') || this.cwd;
+          this.startupOutput = this.pending.slice(0, at);
+          this.pending = '';
+          this.phase = 'idle';
+          this.state = 'idle';
+          for (const w of this.readyWaiters.splice(0)) w.resolve();
+        } else if (this.pending.length > 256 * 1024) {
+          this.pending = this.pending.slice(-128 * 1024);
+        }
+        return;
+      }
+      case 'pre': {
+        this.pending += data;
+        const marker = `${this.beginPrefix}${this.seq}\u0007`;
+        const at = this.pending.indexOf(marker);
+        if (at < 0) {
+          if (this.pending.length > 64 * 1024) this.pending = this.pending.slice(-1024);
+          return;
+        }
+        const rest = this.pending.slice(at + marker.length);
+        this.pending = '';
+        this.phase = 'in';
+        if (rest) this.onCommandData(rest);
+        return;
+      }
+      case 'in':
+        this.onCommandData(data);
+        return;
+      default:
+        // idle: the prompt hook's tail, a late job notice; not part of any command.
+        return;
+    }
+  }
+
+  private onCommandData(data: string): void {
+    this.buffer += data;
+    const at = this.buffer.indexOf(this.endPrefix, this.searchFrom);
+    if (at < 0) {
+      this.searchFrom = Math.max(0, this.buffer.length - this.endPrefix.length);
+      this.emitUpTo(this.searchFrom);
+      this.bound();
+      this.options.onChange('data');
+      return;
+    }
+    const close = this.buffer.indexOf('\u0007', at);
+    if (close < 0) {
+      // The marker is split across chunks: wait for its end.
+      this.searchFrom = at;
+      this.emitUpTo(at);
+      return;
+    }
+    const [seqText, codeText, ...cwdParts] = this.buffer.slice(at + this.endPrefix.length, close).split(';');
+    if (Number(seqText) !== this.seq) {
+      // A stale marker (should not happen): drop it and keep reading.
+      this.buffer = this.buffer.slice(0, at) + this.buffer.slice(close + 1);
+      this.searchFrom = at;
+      return;
+    }
+    this.buffer = this.buffer.slice(0, at);
+    this.emitUpTo(at);
+    const cwd = cwdParts.join(';').replace(/\r\n/g, '\n');
+    this.cwd = cwd || this.cwd;
+    this.done = { exitCode: Number(codeText), cwd: this.cwd };
+    this.phase = 'idle';
+    this.appendLog(`\n[exit ${this.done.exitCode}]\n`);
+    for (const name of [`cmd-${this.seq}.sh`, `cmd-${this.seq}.post.sh`]) {
+      rmSync(join(this.dir, name), { force: true });
+    }
+    this.options.onChange('end');
+  }
+
+  private emitUpTo(end: number): void {
+    if (end <= this.emittedPos) return;
+    const text = this.buffer.slice(this.emittedPos, end);
+    this.emittedPos = end;
+    this.appendLog(text);
+    this.options.onOutput?.(text);
+  }
+
+  /** Keeps the in-memory buffer under its cap by dropping already-read text first. */
+  private bound(): void {
+    const excess = this.buffer.length - this.options.maxBufferChars;
+    if (excess <= 0) return;
+    const drop = Math.max(excess, Math.floor(this.options.maxBufferChars / 4));
+    this.buffer = this.buffer.slice(drop);
+    this.droppedChars += Math.max(0, drop - this.readPos);
+    this.readPos = Math.max(0, this.readPos - drop);
+    this.searchFrom = Math.max(0, this.searchFrom - drop);
+    this.emittedPos = Math.max(0, this.emittedPos - drop);
+  }
+
+  private appendLog(text: string): void {
+    if (this.logBytes >= this.options.maxLogBytes) return;
+    if (!this.log) {
+      if (this.phase === 'dead' && this.logBytes > 0) return;
+      this.log = createWriteStream(this.logPath, { flags: 'a', mode: 0o600 });
+      this.log.on('error', (error) => {
+        this.options.logger.warn({ err: error, sessionId: this.id }, 'terminal session log write failed');
+      });
+    }
+    const bytes = Buffer.byteLength(text);
+    this.logBytes += bytes;
+    this.log.write(text);
+    if (this.logBytes >= this.options.maxLogBytes) {
+      this.log.write(`\n[log truncated at ${this.options.maxLogBytes} bytes]\n`);
+    }
+  }
+}
