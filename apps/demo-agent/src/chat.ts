@@ -1,0 +1,237 @@
+import type { Agent } from './agent.js';
+import type { ApprovalQueue } from './approvals.js';
+import { runCommand, isCommand, truncate } from './commands.js';
+import type { ProcessTracker } from './processes.js';
+
+export type ToolStatus = 'running' | 'ok' | 'failed' | 'denied' | 'error' | 'aborted';
+
+export type ChatItem =
+  | { id: number; kind: 'user'; text: string }
+  | { id: number; kind: 'assistant'; text: string; done: boolean }
+  | {
+      id: number;
+      kind: 'tool';
+      callId: string;
+      name: string;
+      summary: string;
+      status: ToolStatus;
+      startedAt: number;
+      endedAt?: number;
+      detail?: string;
+    }
+  | { id: number; kind: 'info' | 'error' | 'command'; text: string };
+
+export interface ChatControllerOptions {
+  agent: Agent;
+  tracker: ProcessTracker;
+  approvals: ApprovalQueue;
+  /** Called for `!logs`: a UI pages it, plain mode prints it. */
+  onLogs: (id: string, text: string) => void;
+  /** Called for `!exit`. */
+  onExit: () => void;
+}
+
+/**
+ * The chat as data: user lines go to the agent (or run as `!` commands), the agent's stream
+ * becomes items (assistant text, tool calls with status and timing). The TUI renders the items;
+ * plain mode prints them. One turn runs at a time; `cancel()` aborts it (the tools' process trees
+ * are killed through the abort signal).
+ */
+export class ChatController {
+  readonly items: ChatItem[] = [];
+  private readonly listeners = new Set<() => void>();
+  private nextId = 1;
+  private controller: AbortController | undefined;
+  private running: Promise<void> | undefined;
+
+  constructor(private readonly options: ChatControllerOptions) {}
+
+  get busy(): boolean {
+    return this.controller !== undefined;
+  }
+
+  get cancelling(): boolean {
+    return this.controller?.signal.aborted ?? false;
+  }
+
+  /** Handles one line typed by the user. Resolves when a turn or command has finished. */
+  async submit(line: string): Promise<void> {
+    const text = line.trim();
+    if (!text) return;
+    if (isCommand(text)) {
+      this.push({ kind: 'command', text });
+      const outcome = await runCommand(text, this.options.tracker);
+      if (outcome.kind === 'exit') this.options.onExit();
+      else if (outcome.kind === 'logs') this.options.onLogs(outcome.id, outcome.text);
+      else this.push({ kind: outcome.isError ? 'error' : 'info', text: outcome.text });
+      return;
+    }
+    if (this.busy) {
+      this.push({ kind: 'error', text: 'the model is still working: wait, or press Ctrl+C to cancel it' });
+      return;
+    }
+    this.push({ kind: 'user', text });
+    this.running = this.turn(text);
+    await this.running;
+  }
+
+  /** Aborts the running turn. Returns false when nothing was running. */
+  cancel(): boolean {
+    if (!this.controller || this.controller.signal.aborted) return false;
+    this.controller.abort(new Error('cancelled by the user (Ctrl+C)'));
+    return true;
+  }
+
+  /** Waits for the running turn, if any, to end. */
+  async idle(): Promise<void> {
+    await this.running;
+  }
+
+  subscribe(listener: () => void): () => void {
+    this.listeners.add(listener);
+    return () => this.listeners.delete(listener);
+  }
+
+  info(text: string, kind: 'info' | 'error' = 'info'): void {
+    this.push({ kind, text });
+  }
+
+  private async turn(text: string): Promise<void> {
+    const controller = new AbortController();
+    this.controller = controller;
+    this.changed();
+    let assistant: Extract<ChatItem, { kind: 'assistant' }> | undefined;
+    const tools = new Map<string, Extract<ChatItem, { kind: 'tool' }>>();
+    const endText = () => {
+      if (assistant) {
+        assistant.done = true;
+        assistant.text = assistant.text.trimEnd();
+        assistant = undefined;
+        this.changed();
+      }
+    };
+    try {
+      const outcome = await this.options.agent.run(text, controller.signal, {
+        onText: (delta) => {
+          if (!assistant) assistant = this.push({ kind: 'assistant', text: '', done: false });
+          assistant.text += delta;
+          this.changed();
+        },
+        onTextEnd: endText,
+        onToolCall: ({ id, name, input }) => {
+          endText();
+          tools.set(
+            id,
+            this.push({
+              kind: 'tool',
+              callId: id,
+              name,
+              summary: summarizeInput(name, input),
+              status: 'running',
+              startedAt: Date.now(),
+            }),
+          );
+        },
+        onToolResult: ({ id, output, isError }) => {
+          const item = tools.get(id);
+          if (!item) return;
+          const { status, detail } = summarizeOutput(output, isError);
+          Object.assign(item, { status, detail, endedAt: Date.now() });
+          this.changed();
+        },
+        onToolError: ({ id, name, message }) => {
+          const item = tools.get(id);
+          if (item) Object.assign(item, { status: 'error', detail: message, endedAt: Date.now() });
+          else this.push({ kind: 'error', text: `${name}: ${message}` });
+          this.changed();
+        },
+        onError: (message) => {
+          endText();
+          this.push({ kind: 'error', text: `model error: ${message}` });
+        },
+      });
+      endText();
+      for (const item of tools.values()) {
+        if (item.status === 'running') {
+          Object.assign(item, { status: 'aborted', detail: 'cancelled', endedAt: Date.now() });
+        }
+      }
+      if (outcome === 'aborted')
+        this.push({ kind: 'info', text: 'cancelled: the running tool and its processes were stopped' });
+    } finally {
+      this.controller = undefined;
+      this.running = undefined;
+      this.changed();
+    }
+  }
+
+  private push<T extends Omit<ChatItem, 'id'>>(item: T): T & { id: number } {
+    const full = { ...item, id: this.nextId++ } as T & { id: number };
+    this.items.push(full as unknown as ChatItem);
+    this.changed();
+    return full;
+  }
+
+  private changed(): void {
+    for (const listener of this.listeners) listener();
+  }
+}
+
+/** One line saying what a tool call does. */
+export function summarizeInput(name: string, input: unknown): string {
+  const args = (input ?? {}) as Record<string, unknown>;
+  if (typeof args.command === 'string') {
+    const extra = Array.isArray(args.args) ? ` ${args.args.join(' ')}` : '';
+    return `${args.command}${extra}${args.background ? '  (background)' : ''}`;
+  }
+  if (typeof args.session_id === 'string') {
+    if (args.kill) return `kill session ${args.session_id}`;
+    if (typeof args.input === 'string') return `${args.session_id} ← ${JSON.stringify(args.input)}`;
+    return `session ${args.session_id}`;
+  }
+  if (typeof args.task_id === 'string') return args.task_id;
+  return truncate(JSON.stringify(args), 80);
+}
+
+/** The status and a few lines of detail of a tool result. */
+export function summarizeOutput(output: unknown, isError: boolean): { status: ToolStatus; detail: string } {
+  const r = (output ?? {}) as Record<string, unknown>;
+  if (isError)
+    return { status: 'error', detail: `${String(r.error)}${r.code ? ` [${String(r.code)}]` : ''}` };
+  if (r.permission_denied) {
+    return {
+      status: 'denied',
+      detail: [String(r.error ?? 'denied'), r.suggestion ? `suggestion: ${String(r.suggestion)}` : '']
+        .filter(Boolean)
+        .join('\n'),
+    };
+  }
+  if (typeof r.background_task_id === 'string') {
+    return {
+      status: 'ok',
+      detail: `→ background task ${r.background_task_id}${r.message ? `: ${String(r.message)}` : ''}`,
+    };
+  }
+  const lines: string[] = [];
+  const nested = (r.result ?? {}) as Record<string, unknown>;
+  if (typeof r.status === 'string') lines.push(`status: ${r.status}`);
+  if (typeof r.session_id === 'string' && typeof r.state === 'string')
+    lines.push(`session ${r.session_id}: ${r.state}`);
+  for (const text of [r.stdout, r.output, nested.stdout])
+    if (typeof text === 'string' && text.trim()) lines.push(tail(text));
+  for (const text of [r.stderr, nested.stderr])
+    if (typeof text === 'string' && text.trim()) lines.push(tail(text));
+  if (typeof r.output_file === 'string') lines.push(`full output: ${r.output_file}`);
+  const code = r.returncode ?? r.exit_code ?? nested.returncode;
+  if (typeof r.error === 'string') lines.push(r.error);
+  const failed =
+    (typeof code === 'number' && code !== 0) || typeof r.error === 'string' || r.status === 'failed';
+  if (typeof code === 'number') lines.push(`exit ${code}`);
+  return { status: failed ? 'failed' : 'ok', detail: lines.join('\n') };
+}
+
+function tail(text: string, maxLines = 4): string {
+  const lines = text.replace(/\s+$/, '').split('\n');
+  const kept = lines.slice(-maxLines).map((l) => truncate(l, 160));
+  return (lines.length > maxLines ? [`… ${lines.length - maxLines} more lines`, ...kept] : kept).join('\n');
+}

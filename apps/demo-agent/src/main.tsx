@@ -1,0 +1,158 @@
+#!/usr/bin/env node
+// The conch demo agent: a terminal chat whose model runs shell commands through conch.
+import 'reflect-metadata';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { render } from 'ink';
+import { destination, pino } from 'pino';
+import { Agent } from './agent.js';
+import { ApprovalQueue } from './approvals.js';
+import { parseDemoArgs, USAGE, type DemoArgs } from './args.js';
+import { ChatController } from './chat.js';
+import { runPlain } from './plain.js';
+import { ProcessTracker } from './processes.js';
+import { chooseModel } from './providers.js';
+import { createDemoRegistry, DEMO_AUTO_BACKGROUND_THRESHOLD } from './setup.js';
+import { App } from './ui.js';
+
+export const WALKTHROUGH_PROMPT = 'Walk me through what conch can do.';
+
+async function main(): Promise<number> {
+  let args: DemoArgs;
+  try {
+    args = parseDemoArgs(process.argv.slice(2));
+  } catch (error) {
+    process.stderr.write(`conch-demo: ${(error as Error).message}\n\n${USAGE}`);
+    return 2;
+  }
+  if (args.help) {
+    process.stdout.write(USAGE);
+    return 0;
+  }
+  const plain = args.plain || !process.stdin.isTTY || !process.stdout.isTTY;
+
+  // In the full-screen UI, logs go to a file so they never tear the screen; in plain mode, stderr.
+  const logFile = process.env.CONCH_DEMO_LOG ?? join(tmpdir(), 'conch-demo.log');
+  const level = process.env.CONCH_LOG_LEVEL ?? 'warn';
+  const logger = plain
+    ? pino({ name: 'conch-demo', level }, destination({ fd: 2, sync: true }))
+    : pino({ name: 'conch-demo', level }, destination({ dest: logFile, sync: true, mkdir: true }));
+
+  let demo: Awaited<ReturnType<typeof createDemoRegistry>>;
+  try {
+    demo = await createDemoRegistry({
+      cwd: process.cwd(),
+      logger,
+      ...(args.config ? { configFile: args.config } : {}),
+    });
+  } catch (error) {
+    process.stderr.write(`conch-demo: cannot set up conch: ${(error as Error).message}\n`);
+    return 1;
+  }
+  const { registry } = demo;
+
+  const choice = chooseModel(process.env, {
+    scripted: args.scripted,
+    scriptedOptions: {
+      autoBackgroundThreshold: demo.autoBackgroundThreshold ?? DEMO_AUTO_BACKGROUND_THRESHOLD,
+    },
+  });
+  const approvals = new ApprovalQueue();
+  const tracker = new ProcessTracker(registry);
+  const agent = new Agent({ model: choice.model, registry, toolOptions: { approve: approvals.approve } });
+
+  let shuttingDown: Promise<void> | undefined;
+  const shutdown = () =>
+    (shuttingDown ??= (async () => {
+      approvals.denyAll();
+      chat.cancel();
+      await registry.dispose();
+      tracker.dispose();
+    })());
+
+  let openPager: (id: string, text: string) => void = () => {};
+  let requestExit: () => void = () => {};
+  const chat: ChatController = new ChatController({
+    agent,
+    tracker,
+    approvals,
+    onLogs: (id, text) => openPager(id, text),
+    onExit: () => requestExit(),
+  });
+
+  for (const signal of ['SIGTERM', 'SIGHUP'] as const) {
+    process.once(signal, () => {
+      void shutdown().finally(() => process.exit(signal === 'SIGTERM' ? 143 : 129));
+    });
+  }
+
+  const notes = [
+    `tools: ${registry
+      .tools()
+      .map((t) => t.name)
+      .join(', ')}  ·  config: ${demo.source}  ·  cwd: ${registry.cwd}`,
+    ...(demo.missing.length ? [`not installed, skipped: ${demo.missing.join(', ')}`] : []),
+    ...(plain ? [] : [`logs: ${logFile}  ·  !help for process commands`]),
+  ];
+  const initial = [
+    ...(choice.scripted && !args.noWalkthrough ? [WALKTHROUGH_PROMPT] : []),
+    ...(args.prompt ? [args.prompt] : []),
+  ];
+
+  if (plain) {
+    let interrupts = 0;
+    process.on('SIGINT', () => {
+      interrupts += 1;
+      if (interrupts === 1 && chat.cancel()) {
+        process.stderr.write('\ncancelling: press Ctrl+C again to exit\n');
+        return;
+      }
+      void shutdown().finally(() => process.exit(130));
+    });
+    requestExit = () => void shutdown().finally(() => process.exit(0));
+    chat.subscribe(() => {
+      if (!chat.busy) interrupts = 0;
+    });
+    await runPlain({
+      chat,
+      approvals,
+      header: [`conch demo agent · model: ${choice.label}`, ...notes],
+      initial,
+      yes: args.yes,
+      input: process.stdin,
+      output: process.stdout,
+      shutdown,
+    });
+    return 0;
+  }
+
+  const app = render(
+    <App
+      chat={chat}
+      approvals={approvals}
+      tracker={tracker}
+      modelLabel={choice.label}
+      scripted={choice.scripted}
+      notes={notes}
+      initial={initial}
+      onExit={shutdown}
+      registerPager={(open) => {
+        openPager = open;
+      }}
+    />,
+    { exitOnCtrlC: false },
+  );
+  requestExit = () => void shutdown().finally(() => app.unmount());
+  await app.waitUntilExit();
+  await shutdown();
+  process.stdout.write('bye: the registry is disposed and nothing it started is running.\n');
+  return 0;
+}
+
+main().then(
+  (code) => process.exit(code),
+  (error: unknown) => {
+    process.stderr.write(`conch-demo: ${(error as Error)?.stack ?? String(error)}\n`);
+    process.exit(1);
+  },
+);

@@ -1,0 +1,278 @@
+import {
+  TOKENS,
+  type BackgroundService,
+  type BackgroundTaskInfo,
+  type PluginRegistry,
+  type ProcessManagerService,
+} from '@conch/core';
+import { terminalService, type TerminalSessionRow } from './terminal-api.js';
+
+/** One line of the process panel and of `!ps`. */
+export interface ProcessRow {
+  id: string;
+  kind: 'process' | 'background' | 'terminal';
+  command: string;
+  pid: number | undefined;
+  startedAt: number | undefined;
+  endedAt: number | undefined;
+  state: string;
+  running: boolean;
+  lastLine: string;
+}
+
+interface TrackedProcess {
+  id: string;
+  command: string;
+  pid: number | undefined;
+  startedAt: number;
+  endedAt?: number;
+  state: string;
+  output: string;
+  outputDropped: number;
+  lastLine: string;
+}
+
+const MAX_KEPT_OUTPUT = 1024 * 1024;
+const MAX_EXITED_KEPT = 20;
+
+/**
+ * The host's view of everything running: foreground tool processes (from the registry's
+ * `process.*` events), background tasks (the background plugin's host API) and terminal sessions
+ * (the terminal plugin's host API). Partners are resolved at call time, so the panel works with
+ * whichever plugins the config exposes.
+ */
+export class ProcessTracker {
+  private readonly processes = new Map<string, TrackedProcess>();
+  private readonly listeners = new Set<() => void>();
+  private readonly unsubscribe: (() => void)[] = [];
+
+  constructor(private readonly registry: PluginRegistry) {
+    const events = registry.events;
+    this.unsubscribe.push(
+      events.on('process.started', (e) => {
+        this.processes.set(e.id, {
+          id: e.id,
+          command: [e.command, ...e.args].join(' '),
+          pid: e.pid,
+          startedAt: e.startedAt,
+          state: 'running',
+          output: '',
+          outputDropped: 0,
+          lastLine: '',
+        });
+        this.prune();
+        this.changed();
+      }),
+      events.on('process.output', (e) => {
+        const p = this.processes.get(e.id);
+        if (!p) return;
+        p.output += e.text;
+        if (p.output.length > MAX_KEPT_OUTPUT) {
+          const cut = p.output.length - MAX_KEPT_OUTPUT;
+          p.output = p.output.slice(cut);
+          p.outputDropped += cut;
+        }
+        const line = lastNonEmptyLine(e.text);
+        if (line) p.lastLine = line;
+        this.changed();
+      }),
+      events.on('process.exited', (e) => {
+        const p = this.processes.get(e.id);
+        if (!p) return;
+        p.endedAt = Date.now();
+        p.state =
+          e.reason && e.reason !== 'exit'
+            ? e.reason
+            : e.signal
+              ? `killed (${e.signal})`
+              : `exited ${String(e.exitCode)}`;
+        this.changed();
+      }),
+    );
+  }
+
+  /** Everything known, newest first within each kind; background tasks and sessions first. */
+  rows(): ProcessRow[] {
+    const background = this.background()?.list() ?? [];
+    const sessions = this.safeSessions();
+    const ownedPids = new Set<number>();
+    for (const t of background) if (t.pid !== undefined) ownedPids.add(t.pid);
+    for (const s of sessions) if (s.pid !== undefined) ownedPids.add(s.pid);
+    const backgroundCommands = new Set(
+      background.filter((t) => t.status === 'running').map((t) => t.command),
+    );
+
+    const rows: ProcessRow[] = [
+      ...background.map((t) => backgroundRow(t, this.findProcessFor(t))),
+      ...sessions.map((s): ProcessRow => ({
+        id: s.id,
+        kind: 'terminal',
+        command: s.command,
+        pid: s.pid,
+        startedAt: s.startedAt,
+        endedAt: s.endedAt,
+        state: s.state,
+        running: s.running,
+        lastLine: s.lastLine ?? '',
+      })),
+    ];
+    for (const p of [...this.processes.values()].reverse()) {
+      if (p.pid !== undefined && ownedPids.has(p.pid)) continue;
+      // A promoted task keeps its process; show it once, as the task.
+      if (!p.endedAt && backgroundCommands.has(p.command)) continue;
+      rows.push({
+        id: p.id,
+        kind: 'process',
+        command: p.command,
+        pid: p.pid,
+        startedAt: p.startedAt,
+        endedAt: p.endedAt,
+        state: p.state,
+        running: p.endedAt === undefined,
+        lastLine: p.lastLine,
+      });
+    }
+    return rows;
+  }
+
+  /** Ends one process, task or session by id. Returns what it did, for the chat. */
+  async kill(id: string): Promise<string> {
+    const background = this.background();
+    if (background?.list().some((t) => t.id === id)) {
+      await background.kill(id);
+      return `killed background task ${id}`;
+    }
+    const terminal = terminalService(this.registry);
+    if (terminal?.list().some((s) => s.id === id)) {
+      await terminal.kill(id);
+      return `killed terminal session ${id}`;
+    }
+    const manager = this.registry.resolveOptional<ProcessManagerService>(TOKENS.ProcessManager);
+    if (this.processes.has(id) && manager) {
+      await manager.kill(id);
+      return `killed process ${id}`;
+    }
+    throw new Error(`no process, background task or terminal session has id '${id}'; see !ps`);
+  }
+
+  /** Ends everything that is running. */
+  async killAll(): Promise<string> {
+    const done: string[] = [];
+    const background = this.background();
+    if (background) {
+      await background.killAll();
+      done.push('background tasks');
+    }
+    const terminal = terminalService(this.registry);
+    if (terminal) {
+      await terminal.killAll();
+      done.push('terminal sessions');
+    }
+    const manager = this.registry.resolveOptional<ProcessManagerService>(TOKENS.ProcessManager);
+    if (manager) {
+      await manager.killAll();
+      done.push('processes');
+    }
+    return done.length ? `killed all ${done.join(', ')}` : 'nothing to kill';
+  }
+
+  /** The full output of a process, task or session. */
+  async logs(id: string): Promise<string> {
+    const background = this.background() as
+      (BackgroundService & { logs?: (id: string) => unknown }) | undefined;
+    if (background?.list().some((t) => t.id === id)) {
+      if (typeof background.logs !== 'function') return '(the background plugin offers no logs API)';
+      return textOf(await background.logs(id));
+    }
+    const terminal = terminalService(this.registry);
+    if (terminal?.list().some((s) => s.id === id)) return textOf(await terminal.logs(id));
+    const p = this.processes.get(id);
+    if (p) {
+      return (
+        (p.outputDropped ? `(first ${p.outputDropped} characters not kept by the demo)\n` : '') + p.output
+      );
+    }
+    throw new Error(`no process, background task or terminal session has id '${id}'; see !ps`);
+  }
+
+  subscribe(listener: () => void): () => void {
+    this.listeners.add(listener);
+    return () => this.listeners.delete(listener);
+  }
+
+  dispose(): void {
+    for (const off of this.unsubscribe.splice(0)) off();
+    this.listeners.clear();
+  }
+
+  private background(): BackgroundService | undefined {
+    if (this.registry.disposed) return undefined;
+    return this.registry.resolveOptional<BackgroundService>(TOKENS.BackgroundService);
+  }
+
+  private safeSessions(): TerminalSessionRow[] {
+    if (this.registry.disposed) return [];
+    return terminalService(this.registry)?.list() ?? [];
+  }
+
+  private findProcessFor(task: BackgroundTaskInfo): TrackedProcess | undefined {
+    if (task.pid === undefined) return undefined;
+    for (const p of this.processes.values()) if (p.pid === task.pid) return p;
+    return undefined;
+  }
+
+  private prune(): void {
+    const exited = [...this.processes.values()].filter((p) => p.endedAt !== undefined);
+    for (const p of exited.slice(0, Math.max(0, exited.length - MAX_EXITED_KEPT)))
+      this.processes.delete(p.id);
+  }
+
+  private changed(): void {
+    for (const listener of this.listeners) listener();
+  }
+}
+
+function backgroundRow(t: BackgroundTaskInfo, process: TrackedProcess | undefined): ProcessRow {
+  return {
+    id: t.id,
+    kind: 'background',
+    command: t.command,
+    pid: t.pid,
+    startedAt: t.startedAt ?? t.createdAt,
+    endedAt: t.endedAt,
+    state: t.status,
+    running: t.status === 'running' || t.status === 'queued',
+    lastLine: t.lastLine ?? process?.lastLine ?? '',
+  };
+}
+
+function textOf(value: unknown): string {
+  if (typeof value === 'string') return value;
+  if (value && typeof value === 'object') {
+    const v = value as { output?: unknown; stdout?: unknown; stderr?: unknown; text?: unknown };
+    if (typeof v.output === 'string') return v.output;
+    if (typeof v.text === 'string') return v.text;
+    if (typeof v.stdout === 'string')
+      return v.stdout + (typeof v.stderr === 'string' && v.stderr ? `\n${v.stderr}` : '');
+  }
+  return JSON.stringify(value, null, 2);
+}
+
+export function lastNonEmptyLine(text: string): string {
+  // eslint-disable-next-line no-control-regex
+  const lines = text.replace(/\x1b\[[0-9;?]*[A-Za-z]/g, '').split(/\r?\n|\r/);
+  for (let i = lines.length - 1; i >= 0; i--) {
+    const line = lines[i]?.trim();
+    if (line) return line;
+  }
+  return '';
+}
+
+/** "3.2s", "2m 05s", "1h 02m". */
+export function formatDuration(ms: number): string {
+  const s = Math.max(0, ms) / 1000;
+  if (s < 60) return `${s.toFixed(1)}s`;
+  const m = Math.floor(s / 60);
+  if (m < 60) return `${m}m ${String(Math.floor(s % 60)).padStart(2, '0')}s`;
+  return `${Math.floor(m / 60)}h ${String(m % 60).padStart(2, '0')}m`;
+}

@@ -1,0 +1,46 @@
+import { createAnthropic } from '@ai-sdk/anthropic';
+import { createOpenAICompatible } from '@ai-sdk/openai-compatible';
+import type { LanguageModelV2 } from '@ai-sdk/provider';
+import { ScriptedDemoModel } from './scripted-model.js';
+
+export interface ModelChoice {
+  model: LanguageModelV2;
+  /** What the header shows, e.g. "openai-compatible gpt-4.1-mini @ http://localhost:11434/v1". */
+  label: string;
+  scripted: boolean;
+}
+
+export const DEFAULT_OPENAI_MODEL = 'gpt-4.1-mini';
+export const DEFAULT_ANTHROPIC_MODEL = 'claude-sonnet-4-5';
+
+/**
+ * Picks the model from the environment: an OpenAI-compatible server when OPENAI_BASE_URL or
+ * OPENAI_API_KEY is set, Anthropic when ANTHROPIC_API_KEY is set, else the offline scripted model.
+ * Keys are read here and handed to the provider; they are never printed or logged.
+ */
+export function chooseModel(
+  env: NodeJS.ProcessEnv,
+  options: { scripted?: boolean; scriptedOptions?: ConstructorParameters<typeof ScriptedDemoModel>[0] } = {},
+): ModelChoice {
+  const modelId = env.CONCH_MODEL?.trim() || undefined;
+  if (!options.scripted && (env.OPENAI_BASE_URL || env.OPENAI_API_KEY)) {
+    const baseURL = (env.OPENAI_BASE_URL || 'https://api.openai.com/v1').replace(/\/+$/, '');
+    const provider = createOpenAICompatible({
+      name: 'openai-compatible',
+      baseURL,
+      ...(env.OPENAI_API_KEY ? { apiKey: env.OPENAI_API_KEY } : {}),
+    });
+    const id = modelId ?? DEFAULT_OPENAI_MODEL;
+    return { model: provider.chatModel(id), label: `${id} (OpenAI-compatible, ${baseURL})`, scripted: false };
+  }
+  if (!options.scripted && env.ANTHROPIC_API_KEY) {
+    const provider = createAnthropic({ apiKey: env.ANTHROPIC_API_KEY });
+    const id = modelId ?? DEFAULT_ANTHROPIC_MODEL;
+    return { model: provider(id), label: `${id} (Anthropic)`, scripted: false };
+  }
+  return {
+    model: new ScriptedDemoModel(options.scriptedOptions),
+    label: 'scripted demo model (offline: set OPENAI_API_KEY or ANTHROPIC_API_KEY for a real one)',
+    scripted: true,
+  };
+}

@@ -1,0 +1,387 @@
+import type {
+  LanguageModelV2,
+  LanguageModelV2CallOptions,
+  LanguageModelV2Prompt,
+  LanguageModelV2StreamPart,
+  LanguageModelV2ToolResultOutput,
+} from '@ai-sdk/provider';
+
+/**
+ * The offline "scripted demo model": a real AI SDK `LanguageModelV2` that needs no network. It
+ * reads the conversation like a model would (the user's message, the tool results so far) and
+ * answers with a fixed sequence of tool calls, each of which the agent loop really executes
+ * through conch. Nothing is faked: the results it talks about are the ones the tools returned.
+ *
+ * - "walk me through" / the first message: the walkthrough (direct command, pipeline, a slow
+ *   command auto-backgrounded and checked, a python REPL through the terminal tool, a denied
+ *   `sudo`, an asked command, a long-running background watcher).
+ * - `$ <command>`: runs that command with cli_based_tool and reports the result.
+ * - anything else: explains what it can do.
+ */
+export interface ScriptedModelOptions {
+  /** The cli plugin's autoBackgroundThreshold in seconds, so the narration is true. Default 2. */
+  autoBackgroundThreshold?: number;
+  /** Delay between streamed words, ms. Default 8 (0 in tests). */
+  wordDelayMs?: number;
+  /** Directory the asked command creates. Default /tmp/conch-demo. */
+  demoDir?: string;
+}
+
+interface ToolCallPlan {
+  toolName: string;
+  input: Record<string, unknown>;
+}
+
+interface ScriptContext {
+  /** Tool outputs of this turn, by step id. */
+  results: Map<string, unknown>;
+  /** Tools the host offered. */
+  tools: ReadonlySet<string>;
+  userText: string;
+}
+
+interface ScriptStep {
+  id: string;
+  /** Tools this step needs; the step is skipped (with a note) if one is missing. */
+  needs?: readonly string[];
+  say: (ctx: ScriptContext) => string;
+  call?: (ctx: ScriptContext) => ToolCallPlan | undefined;
+}
+
+const usage = { inputTokens: undefined, outputTokens: undefined, totalTokens: undefined };
+
+export class ScriptedDemoModel implements LanguageModelV2 {
+  readonly specificationVersion = 'v2';
+  readonly provider = 'conch-demo';
+  readonly modelId = 'scripted-demo-model';
+  readonly supportedUrls = {};
+  private readonly threshold: number;
+  private readonly wordDelayMs: number;
+  private readonly demoDir: string;
+
+  constructor(options: ScriptedModelOptions = {}) {
+    this.threshold = options.autoBackgroundThreshold ?? 2;
+    this.wordDelayMs = options.wordDelayMs ?? 8;
+    this.demoDir = options.demoDir ?? '/tmp/conch-demo';
+  }
+
+  doGenerate(): never {
+    throw new Error('the scripted demo model only streams; use streamText');
+  }
+
+  async doStream(options: LanguageModelV2CallOptions) {
+    const { text, call, stepIndex, scriptId } = this.nextStep(options);
+    const signal = options.abortSignal;
+    const delay = this.wordDelayMs;
+    const stream = new ReadableStream<LanguageModelV2StreamPart>({
+      async start(controller) {
+        controller.enqueue({ type: 'stream-start', warnings: [] });
+        if (text) {
+          controller.enqueue({ type: 'text-start', id: 'text' });
+          for (const word of text.match(/\S+\s*|\s+/g) ?? []) {
+            if (signal?.aborted) break;
+            controller.enqueue({ type: 'text-delta', id: 'text', delta: word });
+            if (delay > 0) await new Promise((r) => setTimeout(r, delay));
+          }
+          controller.enqueue({ type: 'text-end', id: 'text' });
+        }
+        if (call) {
+          controller.enqueue({
+            type: 'tool-call',
+            toolCallId: `scripted-${scriptId}-${stepIndex}-${Math.random().toString(36).slice(2, 8)}`,
+            toolName: call.toolName,
+            input: JSON.stringify(call.input),
+          });
+        }
+        controller.enqueue({ type: 'finish', finishReason: call ? 'tool-calls' : 'stop', usage });
+        controller.close();
+      },
+    });
+    return { stream };
+  }
+
+  /** Decides the next step of the current turn from the conversation. */
+  private nextStep(options: LanguageModelV2CallOptions): {
+    text: string;
+    call: ToolCallPlan | undefined;
+    stepIndex: number;
+    scriptId: string;
+  } {
+    const prompt = options.prompt;
+    const lastUser = findLastIndex(prompt, (m) => m.role === 'user');
+    const userMessage = prompt[lastUser];
+    const userText =
+      userMessage?.role === 'user'
+        ? userMessage.content.map((p) => (p.type === 'text' ? p.text : '')).join('')
+        : '';
+    const scriptId = pickScript(userText);
+    const script = this.script(scriptId);
+    const results = new Map<string, unknown>();
+    let lastIndex = -1;
+    for (const message of prompt.slice(lastUser + 1)) {
+      if (message.role !== 'tool') continue;
+      for (const part of message.content) {
+        const match = /^scripted-(\w+)-(\d+)-/.exec(part.toolCallId);
+        if (!match || match[1] !== scriptId) continue;
+        const index = Number(match[2]);
+        const step = script[index];
+        if (step) results.set(step.id, outputValue(part.output));
+        lastIndex = Math.max(lastIndex, index);
+      }
+    }
+    const tools = new Set((options.tools ?? []).map((t) => t.name));
+    const ctx: ScriptContext = { results, tools, userText };
+    const notes: string[] = [];
+    for (let index = lastIndex + 1; index < script.length; index++) {
+      const step = script[index]!;
+      const missing = (step.needs ?? []).filter((t) => !tools.has(t));
+      if (missing.length > 0) {
+        notes.push(`(Skipping "${step.id}": the host did not expose ${missing.join(', ')}.)`);
+        continue;
+      }
+      const text = [...notes, step.say(ctx)].filter(Boolean).join('\n');
+      const call = step.call?.(ctx);
+      if (!call && index < script.length - 1 && step.call) {
+        notes.push(text);
+        continue;
+      }
+      return { text, call, stepIndex: index, scriptId };
+    }
+    return { text: notes.join('\n') || 'Done.', call: undefined, stepIndex: script.length, scriptId };
+  }
+
+  private script(id: string): ScriptStep[] {
+    if (id === 'cmd') return commandScript();
+    if (id === 'help') return helpScript();
+    return walkthrough(this.threshold, this.demoDir);
+  }
+}
+
+function pickScript(userText: string): string {
+  if (/^\s*\$\s*\S/.test(userText)) return 'cmd';
+  if (/walk|demo|show|tour|again|what can/i.test(userText) || userText.trim() === '') return 'walk';
+  return 'help';
+}
+
+function walkthrough(threshold: number, demoDir: string): ScriptStep[] {
+  const cli = 'cli_based_tool';
+  return [
+    {
+      id: 'direct',
+      needs: [cli],
+      say: () =>
+        "I'm the scripted demo model: no network, a fixed plan, but every tool call below really runs through conch.\n" +
+        'First, a direct command. One simple command with no shell syntax runs as argv, without a shell.',
+      call: () => ({ toolName: cli, input: { command: 'uname -sr' } }),
+    },
+    {
+      id: 'pipeline',
+      needs: [cli],
+      say: (ctx) =>
+        `${firstLine(stdoutOf(ctx.results.get('direct'))) ? `The kernel says: ${firstLine(stdoutOf(ctx.results.get('direct')))}. ` : ''}` +
+        "Now a pipeline: conch's parser sees the pipes and runs it in a shell.",
+      call: () => ({
+        toolName: cli,
+        input: { command: "printf 'pear\\napple\\nfig\\n' | sort | head -n 2" },
+      }),
+    },
+    {
+      id: 'slow',
+      needs: [cli],
+      say: (ctx) =>
+        `${stdoutOf(ctx.results.get('pipeline')) ? `Sorted, first two: ${oneLine(stdoutOf(ctx.results.get('pipeline')))}. ` : ''}` +
+        `Next, a slow build. The demo's autoBackgroundThreshold is ${threshold}s, so when it is still running then, ` +
+        'conch promotes it to a background task: no restart, no lost output, and I get control back.',
+      call: () => ({
+        toolName: cli,
+        input: { command: 'for i in 1 2 3 4 5; do echo "build step $i"; sleep 1; done; echo build done' },
+      }),
+    },
+    {
+      id: 'check',
+      needs: ['check_background_task'],
+      say: (ctx) => {
+        const id = backgroundIdOf(ctx.results.get('slow'));
+        return id
+          ? `It became background task ${id}. Let me wait for it with check_background_task.`
+          : 'It finished before the threshold, so there is nothing to check.';
+      },
+      call: (ctx) => {
+        const id = backgroundIdOf(ctx.results.get('slow'));
+        return id
+          ? { toolName: 'check_background_task', input: { task_id: id, wait_seconds: 20 } }
+          : undefined;
+      },
+    },
+    {
+      id: 'repl',
+      needs: ['terminal'],
+      say: (ctx) => {
+        const check = ctx.results.get('check') as { status?: string } | undefined;
+        return (
+          `${check?.status ? `The build is ${check.status}. ` : ''}` +
+          'Interactive programs get a real PTY: the terminal tool starts a python REPL and returns when it waits for input.'
+        );
+      },
+      call: () => ({ toolName: 'terminal', input: { command: 'python3 -q' } }),
+    },
+    {
+      id: 'repl-answer',
+      needs: ['terminal'],
+      say: (ctx) => {
+        const id = sessionIdOf(ctx.results.get('repl'));
+        return id
+          ? `Session ${id} is waiting at ">>>". I answer it.`
+          : 'The REPL did not wait for input, so I skip answering it.';
+      },
+      call: (ctx) => {
+        const id = sessionIdOf(ctx.results.get('repl'));
+        return id ? { toolName: 'terminal', input: { session_id: id, input: 'print(6 * 7)' } } : undefined;
+      },
+    },
+    {
+      id: 'repl-exit',
+      needs: ['terminal'],
+      say: (ctx) => {
+        const out = (ctx.results.get('repl-answer') as { output?: string } | undefined)?.output ?? '';
+        return `${/\b42\b/.test(out) ? 'Python answered 42. ' : ''}Now I leave the REPL.`;
+      },
+      call: (ctx) => {
+        const id = sessionIdOf(ctx.results.get('repl'));
+        return id ? { toolName: 'terminal', input: { session_id: id, input: 'exit()' } } : undefined;
+      },
+    },
+    {
+      id: 'sudo',
+      needs: [cli],
+      say: () =>
+        'Some commands must never run on your behalf. Here I try to sneak sudo into a command substitution:',
+      call: () => ({ toolName: cli, input: { command: 'echo "$(sudo id -u)"' } }),
+    },
+    {
+      id: 'asked',
+      needs: [cli],
+      say: (ctx) => {
+        const denied = ctx.results.get('sudo') as { permission_denied?: boolean; error?: string } | undefined;
+        return (
+          `${denied?.permission_denied ? `Refused: ${oneLine(denied.error ?? '')} ` : ''}` +
+          `Commands that are not known to be harmless are asked. This one writes to ${demoDir}, so conch asks you first.`
+        );
+      },
+      call: () => ({
+        toolName: cli,
+        input: {
+          command: `mkdir -p ${demoDir} && date > ${demoDir}/approved.txt && cat ${demoDir}/approved.txt`,
+        },
+      }),
+    },
+    {
+      id: 'watch',
+      needs: [cli],
+      say: (ctx) => {
+        const asked = ctx.results.get('asked') as
+          { permission_denied?: boolean; returncode?: number } | undefined;
+        const verdict = asked?.permission_denied
+          ? 'You said no, so it did not run. '
+          : asked?.returncode === 0
+            ? 'You approved it and it ran. '
+            : '';
+        return (
+          verdict +
+          'Last, a long-running watcher started in the background. It shows in the process panel; ' +
+          'try !ps, !logs <id> and !kill <id>.'
+        );
+      },
+      call: () => ({
+        toolName: cli,
+        input: { command: 'while true; do date +%T; sleep 2; done', background: true },
+      }),
+    },
+    {
+      id: 'end',
+      say: (ctx) => {
+        const id = backgroundIdOf(ctx.results.get('watch'));
+        return (
+          `${id ? `The watcher is background task ${id}. ` : ''}That's the walkthrough: walkthrough complete.\n` +
+          'Type `$ <command>` to run a command through me, or !help for the process commands.'
+        );
+      },
+    },
+  ];
+}
+
+function commandScript(): ScriptStep[] {
+  return [
+    {
+      id: 'run',
+      needs: ['cli_based_tool'],
+      say: () => '',
+      call: (ctx) => ({
+        toolName: 'cli_based_tool',
+        input: { command: ctx.userText.replace(/^\s*\$\s*/, '') },
+      }),
+    },
+    {
+      id: 'report',
+      say: (ctx) => {
+        const result = ctx.results.get('run') as Record<string, unknown> | undefined;
+        if (!result) return 'No result.';
+        if (result.permission_denied) return `Not run: ${String(result.error)}`;
+        if (typeof result.background_task_id === 'string')
+          return `It is running in the background as ${result.background_task_id}.`;
+        if (typeof result.error === 'string' && result.returncode === undefined)
+          return `Error: ${result.error}`;
+        return `Exit code ${String(result.returncode)}.`;
+      },
+    },
+  ];
+}
+
+function helpScript(): ScriptStep[] {
+  return [
+    {
+      id: 'help',
+      say: () =>
+        'I am the scripted demo model, so I only follow a script. Type "walk me through it" for the walkthrough, ' +
+        '`$ <command>` to run a command through conch, or configure a real model (OPENAI_API_KEY, OPENAI_BASE_URL ' +
+        'or ANTHROPIC_API_KEY, see the README).',
+    },
+  ];
+}
+
+function outputValue(output: LanguageModelV2ToolResultOutput): unknown {
+  if (output.type === 'json' || output.type === 'error-json') return output.value;
+  if (output.type === 'text' || output.type === 'error-text') return { text: output.value };
+  return undefined;
+}
+
+function stdoutOf(result: unknown): string {
+  const value = (result as { stdout?: unknown } | undefined)?.stdout;
+  return typeof value === 'string' ? value : '';
+}
+
+function backgroundIdOf(result: unknown): string | undefined {
+  const value = (result as { background_task_id?: unknown } | undefined)?.background_task_id;
+  return typeof value === 'string' ? value : undefined;
+}
+
+function sessionIdOf(result: unknown): string | undefined {
+  const value = (result as { session_id?: unknown } | undefined)?.session_id;
+  return typeof value === 'string' ? value : undefined;
+}
+
+function firstLine(text: string): string {
+  return text.split('\n')[0]?.trim() ?? '';
+}
+
+function oneLine(text: string): string {
+  return text.trim().split('\n').join(', ');
+}
+
+function findLastIndex(
+  prompt: LanguageModelV2Prompt,
+  test: (m: LanguageModelV2Prompt[number]) => boolean,
+): number {
+  for (let i = prompt.length - 1; i >= 0; i--) if (test(prompt[i]!)) return i;
+  return -1;
+}
