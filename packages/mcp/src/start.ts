@@ -1,5 +1,6 @@
 import { existsSync } from 'node:fs';
-import { resolve } from 'node:path';
+import { dirname, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import {
   type ConchConfig,
   createRegistryFromConfig,
@@ -27,6 +28,8 @@ export interface RunningServer {
   close(): Promise<void>;
 }
 
+const PACKAGE_DIR = dirname(dirname(fileURLToPath(import.meta.url)));
+
 /** Loads the config, builds the registry and serves it on the process's stdio. */
 export async function startStdioServer(options: StartOptions = {}): Promise<RunningServer> {
   const cwd = resolve(options.cwd ?? process.cwd());
@@ -46,6 +49,8 @@ export async function startStdioServer(options: StartOptions = {}): Promise<Runn
   }
   const registry = await createRegistryFromConfig(config, {
     baseDir,
+    // conch-mcp's own dependencies (cli, background, permission, terminal) are found from here
+    searchPaths: [PACKAGE_DIR],
     ...(options.logger ? { logger: options.logger } : {}),
   });
   const configHint = configFile

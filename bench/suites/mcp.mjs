@@ -1,0 +1,53 @@
+// @conch/mcp: a tools/call round trip through the MCP server (in-memory transport, JSON-RPC,
+// structured + text result) against registry.execute of the same trivial tool.
+import 'reflect-metadata';
+import { z } from 'zod';
+import { PluginRegistry, definePlugin, defineTool } from '@conch/core';
+import { createConchMcpServer } from '@conch/mcp';
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { InMemoryTransport } from '@modelcontextprotocol/sdk/inMemory.js';
+
+export default async function ({ median, time }) {
+  const registry = new PluginRegistry({
+    plugins: [
+      definePlugin({
+        name: 'bench',
+        version: '0',
+        configSchema: z.object({}),
+        tools: [
+          defineTool({
+            name: 'inc',
+            description: 'inc',
+            inputSchema: z.object({ n: z.number() }),
+            execute: (args) => ({ n: args.n + 1 }),
+          }),
+        ],
+      }),
+    ],
+  });
+  registry.exposeTool('bench', {});
+  const server = createConchMcpServer(registry);
+  const client = new Client({ name: 'bench', version: '0' });
+  const [clientSide, serverSide] = InMemoryTransport.createLinkedPair();
+  await server.connect(serverSide);
+  await client.connect(clientSide);
+  try {
+    const opts = { runs: 2000, warmup: 200 };
+    const baseline = median(await time(() => registry.execute('inc', { n: 1 }), opts));
+    const conch = median(await time(() => client.callTool({ name: 'inc', arguments: { n: 1 } }), opts));
+    return [
+      {
+        name: 'mcp tools/call round trip vs registry.execute (median)',
+        conch,
+        baseline,
+        unit: 'ms',
+        ratio: conch / baseline,
+        goal: 'overhead < 0.5 ms',
+        pass: conch - baseline < 0.5,
+      },
+    ];
+  } finally {
+    await client.close();
+    await registry.dispose();
+  }
+}
