@@ -43,8 +43,12 @@ export type {
   PermissionRequest,
 } from './permission.js';
 export type {
+  BackgroundLogs,
+  BackgroundRun,
+  BackgroundRunOutcome,
   BackgroundService,
   BackgroundTaskInfo,
+  BackgroundTaskSpec,
   BackgroundTaskStatus,
   ProcessInfo,
   ProcessManagerService,

@@ -32,6 +32,54 @@ export interface BackgroundTaskInfo {
   startedAt?: number;
   endedAt?: number;
   lastLine?: string;
+  /** The finished task's result (same shape as the submitting tool's result). */
+  result?: Record<string, unknown>;
+  /** Bytes of output so far. */
+  outputBytes?: number;
+  /** The file holding the full output, once it outgrew memory. */
+  outputFile?: string;
+}
+
+/** How a background run ended: its status and a result shaped like the submitting tool's. */
+export interface BackgroundRunOutcome {
+  status: 'completed' | 'failed' | 'cancelled';
+  result: Record<string, unknown>;
+}
+
+/** A piece of running work the background service tracks (e.g. a command's process). */
+export interface BackgroundRun {
+  readonly pid?: number;
+  /** Settles when the work ends (never rejects). */
+  readonly done: Promise<BackgroundRunOutcome>;
+  /** Stops the work (a command: kills its whole process tree). Resolves when it has ended. */
+  cancel(): Promise<void>;
+  /** Raw output bytes at `offset` (stdout and stderr interleaved), at most `limit`. */
+  readOutput(offset: number, limit: number): Promise<Uint8Array>;
+  /** Output bytes so far. */
+  outputBytes(): number;
+  /** The file holding the full output, if it spilled. */
+  outputFile?(): string | undefined;
+  /** The last non-empty output line so far (for UIs). */
+  lastLine?(): string | undefined;
+}
+
+export interface BackgroundTaskSpec {
+  /** The command as a human reads it. */
+  command: string;
+  /** The tool that created the task (e.g. 'cli_based_tool'). */
+  tool: string;
+  /** Task ids look like `<prefix>_<random>`; default 'task'. */
+  idPrefix?: string;
+}
+
+export interface BackgroundLogs {
+  text: string;
+  offset: number;
+  nextOffset: number;
+  totalBytes: number;
+  /** Whether the task is finished and nextOffset is the end. */
+  complete: boolean;
+  outputFile?: string;
 }
 
 /** A background task runner as the cli plugin sees it (provided by @conch/background). */
@@ -39,4 +87,11 @@ export interface BackgroundService {
   list(): BackgroundTaskInfo[];
   kill(id: string): Promise<void>;
   killAll(): Promise<void>;
+  /** Queues work; `start` runs when a worker slot is free (status 'queued' until then). */
+  submit(spec: BackgroundTaskSpec & { start: () => BackgroundRun }): BackgroundTaskInfo;
+  /** Takes over work that is already running (promotion): never restarted, never queued. */
+  adopt(spec: BackgroundTaskSpec & { run: BackgroundRun }): BackgroundTaskInfo;
+  get(id: string): BackgroundTaskInfo | undefined;
+  /** Output of a task, paged by byte offset (nothing lost: from the spill file once large). */
+  logs(id: string, options?: { offset?: number; limit?: number }): Promise<BackgroundLogs>;
 }
