@@ -332,3 +332,21 @@ describe('extra command fields', () => {
     expect(r.commands[0]!.pipeline!.id).toBe(r.commands[2]!.pipeline!.id);
   });
 });
+
+describe('heredoc with more redirects', () => {
+  it('attaches redirects written after the heredoc start to the command', () => {
+    const r = parser.parse("cat <<'EOF' > .bashrc 2>&1\nx\nEOF");
+    expect(r.commands[0]!.redirects.map((x) => [x.operator, x.target])).toEqual([
+      ['<<', 'EOF'],
+      ['>', '.bashrc'],
+      ['>&', '1'],
+    ]);
+    expect(r.redirects).toHaveLength(3);
+  });
+
+  it('finds a pipeline written after the heredoc start', () => {
+    const r = parser.parse('cat <<EOF | sh\nid\nEOF');
+    expect(r.commands.map((c) => c.name)).toEqual(['cat', 'sh']);
+    expect(r.operators).toEqual(['|']);
+  });
+});

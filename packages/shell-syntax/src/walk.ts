@@ -296,11 +296,11 @@ export class TreeWalker {
     const own: Redirect[] = [];
     for (const child of children(node)) {
       if (REDIRECTS.has(child.type)) {
-        const redirect = this.redirect(child);
-        own.push(redirect);
-        this.redirects.push(redirect);
+        const redirects = this.redirectList(child);
+        own.push(...redirects);
+        this.redirects.push(...redirects);
         // Substitutions inside redirect targets and heredoc bodies still run.
-        for (const inner of children(child)) this.visit(inner, depth + 1, nested, inSubstitution);
+        this.visitRedirectInner(child, depth, nested, inSubstitution);
       } else if (child !== body && child.id !== body?.id) {
         this.visit(child, depth + 1, nested, inSubstitution);
       }
@@ -320,11 +320,29 @@ export class TreeWalker {
   private visitCommandChildren(node: Node, depth: number, nested: boolean, inSubstitution: boolean): void {
     for (const child of children(node)) {
       if (REDIRECTS.has(child.type)) {
-        for (const inner of children(child)) this.visit(inner, depth + 1, nested, inSubstitution);
+        this.visitRedirectInner(child, depth, nested, inSubstitution);
       } else {
         this.visit(child, depth + 1, nested, inSubstitution);
       }
     }
+  }
+
+  /** Visits what is inside a redirect (targets, heredoc bodies) except the redirects recorded already. */
+  private visitRedirectInner(node: Node, depth: number, nested: boolean, inSubstitution: boolean): void {
+    for (const inner of children(node)) {
+      if (REDIRECTS.has(inner.type)) this.visitRedirectInner(inner, depth + 1, nested, inSubstitution);
+      else this.visit(inner, depth + 1, nested, inSubstitution);
+    }
+  }
+
+  /** A redirect and the redirects tree-sitter nests in it (`cat <<EOF > out` nests `> out`). */
+  private redirectList(node: Node): Redirect[] {
+    const out = [this.redirect(node)];
+    if (node.type === 'heredoc_redirect') {
+      for (const child of children(node))
+        if (REDIRECTS.has(child.type)) out.push(...this.redirectList(child));
+    }
+    return out;
   }
 
   private simpleCommand(
@@ -359,9 +377,9 @@ export class TreeWalker {
         }
       }
       if (REDIRECTS.has(child.type)) {
-        const redirect = this.redirect(child);
-        redirects.push(redirect);
-        this.redirects.push(redirect);
+        const list = this.redirectList(child);
+        redirects.push(...list);
+        this.redirects.push(...list);
         continue;
       }
       if (child.type === 'command_name') {
@@ -462,7 +480,8 @@ export class TreeWalker {
         heredocBody = child.text;
         continue;
       }
-      if (child.type === 'heredoc_end' || child.type === 'comment') continue;
+      if (child.type === 'heredoc_end' || child.type === 'comment' || REDIRECTS.has(child.type)) continue;
+      if (node.type === 'heredoc_redirect') continue;
       if (!target) target = this.wordValue(child);
     }
     if (node.type === 'heredoc_redirect') this.flags.heredoc = true;
