@@ -184,7 +184,7 @@ export function summarizeInput(name: string, input: unknown): string {
     const extra = Array.isArray(args.args) ? ` ${args.args.join(' ')}` : '';
     return `${args.command}${extra}${args.background ? '  (background)' : ''}`;
   }
-  if (typeof args.session_id === 'string') {
+  if (typeof args.session_id === 'string' || typeof args.session_id === 'number') {
     if (args.kill) return `kill session ${args.session_id}`;
     if (typeof args.input === 'string') return `${args.session_id} ← ${JSON.stringify(args.input)}`;
     return `session ${args.session_id}`;
@@ -215,8 +215,8 @@ export function summarizeOutput(output: unknown, isError: boolean): { status: To
   const lines: string[] = [];
   const nested = (r.result ?? {}) as Record<string, unknown>;
   if (typeof r.status === 'string') lines.push(`status: ${r.status}`);
-  if (typeof r.session_id === 'string' && typeof r.state === 'string')
-    lines.push(`session ${r.session_id}: ${r.state}`);
+  if (r.session_id !== undefined && typeof r.state === 'string')
+    lines.push(`session ${String(r.session_id)}: ${r.state}`);
   for (const text of [r.stdout, r.output, nested.stdout])
     if (typeof text === 'string' && text.trim()) lines.push(tail(text));
   for (const text of [r.stderr, nested.stderr])

@@ -5,7 +5,7 @@ import {
   type PluginRegistry,
   type ProcessManagerService,
 } from '@conch/core';
-import { terminalService, type TerminalSessionRow } from './terminal-api.js';
+import { isTerminalId, terminalService, type TerminalSessionRow } from './terminal-api.js';
 
 /** One line of the process panel and of `!ps`. */
 export interface ProcessRow {
@@ -143,7 +143,7 @@ export class ProcessTracker {
       return `killed background task ${id}`;
     }
     const terminal = terminalService(this.registry);
-    if (terminal?.list().some((s) => s.id === id)) {
+    if (terminal && isTerminalId(terminal, id)) {
       await terminal.kill(id);
       return `killed terminal session ${id}`;
     }
@@ -185,7 +185,7 @@ export class ProcessTracker {
       return textOf(await background.logs(id));
     }
     const terminal = terminalService(this.registry);
-    if (terminal?.list().some((s) => s.id === id)) return textOf(await terminal.logs(id));
+    if (terminal && isTerminalId(terminal, id)) return await terminal.logs(id);
     const p = this.processes.get(id);
     if (p) {
       return (

@@ -38,6 +38,8 @@ interface ScriptContext {
   /** Tools the host offered. */
   tools: ReadonlySet<string>;
   userText: string;
+  /** Steps of this script skipped because the host lacks a tool they need. */
+  skipped: readonly string[];
 }
 
 interface ScriptStep {
@@ -130,7 +132,8 @@ export class ScriptedDemoModel implements LanguageModelV2 {
       }
     }
     const tools = new Set((options.tools ?? []).map((t) => t.name));
-    const ctx: ScriptContext = { results, tools, userText };
+    const skipped = script.filter((s) => (s.needs ?? []).some((t) => !tools.has(t))).map((s) => s.id);
+    const ctx: ScriptContext = { results, tools, userText, skipped };
     const notes: string[] = [];
     for (let index = lastIndex + 1; index < script.length; index++) {
       const step = script[index]!;
@@ -142,7 +145,7 @@ export class ScriptedDemoModel implements LanguageModelV2 {
       const text = [...notes, step.say(ctx)].filter(Boolean).join('\n');
       const call = step.call?.(ctx);
       if (!call && index < script.length - 1 && step.call) {
-        notes.push(text);
+        notes.splice(0, notes.length, text);
         continue;
       }
       return { text, call, stepIndex: index, scriptId };
@@ -236,7 +239,9 @@ function walkthrough(threshold: number, demoDir: string): ScriptStep[] {
       },
       call: (ctx) => {
         const id = sessionIdOf(ctx.results.get('repl'));
-        return id ? { toolName: 'terminal', input: { session_id: id, input: 'print(6 * 7)' } } : undefined;
+        return id !== undefined
+          ? { toolName: 'terminal', input: { session_id: id, input: 'print(6 * 7)\n' } }
+          : undefined;
       },
     },
     {
@@ -244,11 +249,14 @@ function walkthrough(threshold: number, demoDir: string): ScriptStep[] {
       needs: ['terminal'],
       say: (ctx) => {
         const out = (ctx.results.get('repl-answer') as { output?: string } | undefined)?.output ?? '';
+        if (sessionIdOf(ctx.results.get('repl')) === undefined) return '';
         return `${/\b42\b/.test(out) ? 'Python answered 42. ' : ''}Now I leave the REPL.`;
       },
       call: (ctx) => {
         const id = sessionIdOf(ctx.results.get('repl'));
-        return id ? { toolName: 'terminal', input: { session_id: id, input: 'exit()' } } : undefined;
+        return id !== undefined
+          ? { toolName: 'terminal', input: { session_id: id, input: 'exit()\n' } }
+          : undefined;
       },
     },
     {
@@ -302,7 +310,10 @@ function walkthrough(threshold: number, demoDir: string): ScriptStep[] {
       say: (ctx) => {
         const id = backgroundIdOf(ctx.results.get('watch'));
         return (
-          `${id ? `The watcher is background task ${id}. ` : ''}That's the walkthrough: walkthrough complete.\n` +
+          `${id ? `The watcher is background task ${id}. ` : ''}` +
+          (ctx.skipped.length
+            ? `That's the walkthrough, with ${ctx.skipped.length} steps skipped because their plugins are not exposed.\n`
+            : "That's the walkthrough: walkthrough complete.\n") +
           'Type `$ <command>` to run a command through me, or !help for the process commands.'
         );
       },
@@ -365,9 +376,9 @@ function backgroundIdOf(result: unknown): string | undefined {
   return typeof value === 'string' ? value : undefined;
 }
 
-function sessionIdOf(result: unknown): string | undefined {
+function sessionIdOf(result: unknown): number | string | undefined {
   const value = (result as { session_id?: unknown } | undefined)?.session_id;
-  return typeof value === 'string' ? value : undefined;
+  return typeof value === 'string' || typeof value === 'number' ? value : undefined;
 }
 
 function firstLine(text: string): string {

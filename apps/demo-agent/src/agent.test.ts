@@ -1,0 +1,198 @@
+// Invariant: the agent loop streams, runs real tool calls and feeds results back, survives tool and model errors, and an abort kills the running tool's processes and leaves a valid history.
+import 'reflect-metadata';
+import { readFileSync } from 'node:fs';
+import { PluginRegistry } from '@conch/core';
+import { afterEach, describe, expect, it } from 'vitest';
+import { Agent, type AgentHandlers } from './agent.js';
+import { ChatController } from './chat.js';
+import { ApprovalQueue } from './approvals.js';
+import { ProcessTracker } from './processes.js';
+import { isAlive, mockModel, textStep, toolCallStep, waitFor } from './test-support/mock-model.js';
+import { shellPlugin, startedPids } from './test-support/shell-plugin.js';
+
+let registry: PluginRegistry | undefined;
+
+afterEach(async () => {
+  await registry?.dispose();
+  registry = undefined;
+});
+
+function makeRegistry(): PluginRegistry {
+  registry = new PluginRegistry({ plugins: [shellPlugin] });
+  registry.exposeTool('test-shell');
+  return registry;
+}
+
+function recorder() {
+  const events: string[] = [];
+  const handlers: AgentHandlers = {
+    onText: (d) => events.push(`text:${d}`),
+    onToolCall: (c) => events.push(`call:${c.name}`),
+    onToolResult: (r) => events.push(`result:${r.name}:${r.isError ? 'error' : 'ok'}`),
+    onToolError: (e) => events.push(`tool-error:${e.name}`),
+    onError: (m) => events.push(`error:${m}`),
+  };
+  return { events, handlers };
+}
+
+describe('Agent', () => {
+  it('streams text, runs a real tool call, and sends its result to the next step', async () => {
+    const reg = makeRegistry();
+    const { model, calls } = mockModel([
+      toolCallStep([{ id: 'c1', name: 'sh', input: { command: 'echo from-a-real-shell' } }], 'Running it.'),
+      textStep('It printed from-a-real-shell.'),
+    ]);
+    const agent = new Agent({ model, registry: reg });
+    const { events, handlers } = recorder();
+    expect(await agent.run('run it', new AbortController().signal, handlers)).toBe('done');
+    expect(events).toEqual([
+      'text:Running it.',
+      'call:sh',
+      'result:sh:ok',
+      'text:It printed from-a-real-shell.',
+    ]);
+    const toolMessage = calls[1]?.prompt.find((m) => m.role === 'tool');
+    expect(JSON.stringify(toolMessage)).toContain('from-a-real-shell\\n');
+    // History: user, assistant (text + call), tool result, assistant text.
+    expect(agent.messages.map((m) => m.role)).toEqual(['user', 'assistant', 'tool', 'assistant']);
+    // The system prompt includes the base prompt; tools are offered with their schemas.
+    expect(calls[0]?.tools?.map((t) => t.name)).toEqual(['sh']);
+  });
+
+  it('keeps the conversation across turns', async () => {
+    const reg = makeRegistry();
+    const { model, calls } = mockModel([textStep('one'), textStep('two')]);
+    const agent = new Agent({ model, registry: reg });
+    await agent.run('first', new AbortController().signal);
+    await agent.run('second', new AbortController().signal);
+    const roles = calls[1]?.prompt.map((m) => m.role);
+    expect(roles).toEqual(['system', 'user', 'assistant', 'user']);
+  });
+
+  it('bad arguments come back as an error result and the loop goes on; an unknown tool is a tool error', async () => {
+    const reg = makeRegistry();
+    const { model, calls } = mockModel([
+      toolCallStep([
+        { id: 'bad', name: 'sh', input: { command: 7 } },
+        { id: 'nope', name: 'no_such_tool', input: {} },
+      ]),
+      textStep('I will fix that.'),
+    ]);
+    const agent = new Agent({ model, registry: reg });
+    const { events, handlers } = recorder();
+    expect(await agent.run('x', new AbortController().signal, handlers)).toBe('done');
+    expect(events).toContain('result:sh:error');
+    expect(events).toContain('tool-error:no_such_tool');
+    expect(events.at(-1)).toBe('text:I will fix that.');
+    const sent = JSON.stringify(calls[1]?.prompt);
+    expect(sent).toContain('INVALID_ARGUMENTS');
+  });
+
+  it('a model error ends the turn with an error outcome, and the next turn still works', async () => {
+    const reg = makeRegistry();
+    const { model } = mockModel([
+      () => {
+        throw new Error('provider unreachable');
+      },
+      textStep('back again'),
+    ]);
+    const agent = new Agent({ model, registry: reg });
+    const { events, handlers } = recorder();
+    expect(await agent.run('x', new AbortController().signal, handlers)).toBe('error');
+    expect(events).toEqual(['error:provider unreachable']);
+    expect(await agent.run('y', new AbortController().signal)).toBe('done');
+    expect(agent.messages.at(-1)).toMatchObject({ role: 'assistant' });
+  });
+
+  it('abort kills the running tool and its process tree, and the history stays valid', async () => {
+    const reg = makeRegistry();
+    startedPids.length = 0;
+    const { model, calls } = mockModel([
+      toolCallStep([{ id: 'slow', name: 'sh', input: { command: 'sleep 300 & sleep 300; wait' } }]),
+      textStep('after the abort'),
+    ]);
+    const agent = new Agent({ model, registry: reg });
+    const controller = new AbortController();
+    const turn = agent.run('x', controller.signal);
+    await waitFor(() => startedPids.length === 1, 30_000, 'the tool to start');
+    const pid = startedPids[0]!;
+    // Wait until the shell has its two children, then abort.
+    await waitFor(() => childrenOf(pid).length >= 1, 30_000, 'the sleeps to start');
+    const children = childrenOf(pid);
+    controller.abort();
+    expect(await turn).toBe('aborted');
+    await waitFor(() => !isAlive(pid) && children.every((c) => !isAlive(c)), 30_000, 'the tree to die');
+    expect(await agent.run('go on', new AbortController().signal)).toBe('done');
+    expect(calls.at(-1)?.prompt.map((m) => m.role)).toEqual(['system', 'user', 'assistant', 'user']);
+  });
+});
+
+describe('ChatController', () => {
+  it('turns a turn into items with tool status, and Ctrl+C cancels the running tool', async () => {
+    const reg = makeRegistry();
+    startedPids.length = 0;
+    const { model } = mockModel([
+      toolCallStep([{ id: 'a', name: 'sh', input: { command: 'echo quick' } }], 'First a quick one.'),
+      toolCallStep([{ id: 'b', name: 'sh', input: { command: 'sleep 300' } }]),
+      textStep('unreachable'),
+    ]);
+    const tracker = new ProcessTracker(reg);
+    const chat = new ChatController({
+      agent: new Agent({ model, registry: reg }),
+      tracker,
+      approvals: new ApprovalQueue(),
+      onLogs: () => {},
+      onExit: () => {},
+    });
+    const done = chat.submit('go');
+    await waitFor(() => startedPids.length === 2, 30_000, 'the slow tool');
+    expect(chat.busy).toBe(true);
+    expect(chat.cancel()).toBe(true);
+    await done;
+    expect(chat.busy).toBe(false);
+    const tools = chat.items.filter((i) => i.kind === 'tool');
+    expect(tools.map((t) => [t.summary, t.status])).toEqual([
+      ['echo quick', 'ok'],
+      ['sleep 300', 'aborted'],
+    ]);
+    expect(chat.items.some((i) => i.kind === 'info' && /cancelled/.test(i.text))).toBe(true);
+    await waitFor(() => !isAlive(startedPids[1]!), 30_000, 'sleep to die');
+    tracker.dispose();
+  });
+
+  it('runs ! commands without the model, and rejects unknown ones with the help', async () => {
+    const reg = makeRegistry();
+    const tracker = new ProcessTracker(reg);
+    const { model, calls } = mockModel([textStep('x')]);
+    const chat = new ChatController({
+      agent: new Agent({ model, registry: reg }),
+      tracker,
+      approvals: new ApprovalQueue(),
+      onLogs: () => {},
+      onExit: () => {},
+    });
+    await chat.submit('!ps');
+    await chat.submit('!frobnicate');
+    await chat.submit('!kill nope');
+    expect(calls).toHaveLength(0);
+    const texts = chat.items.map((i) => ('text' in i ? `${i.kind}:${i.text.split('\n')[0]}` : i.kind));
+    expect(texts).toEqual([
+      'command:!ps',
+      'info:no processes, background tasks or terminal sessions',
+      'command:!frobnicate',
+      "error:unknown command '!frobnicate'",
+      'command:!kill nope',
+      "error:no process, background task or terminal session has id 'nope'; see !ps",
+    ]);
+    tracker.dispose();
+  });
+});
+
+function childrenOf(pid: number): number[] {
+  try {
+    const text = readFileSync(`/proc/${pid}/task/${pid}/children`, 'utf8');
+    return text.trim().split(/\s+/).filter(Boolean).map(Number);
+  } catch {
+    return [];
+  }
+}
