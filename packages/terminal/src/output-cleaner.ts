@@ -3,20 +3,14 @@
  * screen. ANSI/OSC sequences are stripped, `\r` rewrites (progress bars) and backspaces are applied
  * the way a terminal applies them, and very long lines are capped.
  */
+import { stripAnsi } from '@conch/process';
 
 /* eslint-disable no-control-regex -- terminal control characters are the point */
-const ANSI =
-  /\u001b\][\s\S]*?(?:\u0007|\u001b\\|$)|\u001b[PX^_][\s\S]*?(?:\u001b\\|$)|(?:\u001b\[|\u009b)[0-?]*[ -/]*[@-~]|\u001b[()*+#%][0-9A-Za-z@]|\u001b[ -/]*[0-~]/g;
-const HAS_ESC = /[\u001b\u009b]/;
 // Control characters other than \t \n \r \b that mean nothing on a page (BEL, NUL, SO/SI, ...).
 const OTHER_CONTROLS = /[\u0000-\u0007\u000b\u000c\u000e-\u001a\u001c-\u001f\u007f]/g;
 /* eslint-enable no-control-regex */
 
-/** Removes terminal control sequences (CSI, OSC, DCS/APC strings, two-byte escapes). */
-export function stripAnsi(text: string): string {
-  if (!HAS_ESC.test(text)) return text;
-  return text.replace(ANSI, '');
-}
+export { stripAnsi };
 
 /**
  * Applies `\r` and `\b` within one line the way a terminal does: `\r` returns the cursor to

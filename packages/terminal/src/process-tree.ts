@@ -1,5 +1,6 @@
 import { readdirSync, readFileSync } from 'node:fs';
 import { setTimeout as sleep } from 'node:timers/promises';
+import { COOKIE_VAR, findCookiePids, sweepCookie } from '@conch/process';
 
 /**
  * Process-tree helpers for PTY sessions (Linux /proc). A PTY shell is a session leader whose jobs
@@ -8,8 +9,8 @@ import { setTimeout as sleep } from 'node:timers/promises';
  * `setsid`/`nohup` escapees).
  */
 
-/** The variable that tags processes; the same one @conch/process uses, so its sweeps see ours. */
-export const COOKIE_VAR = 'CONCH_PROC_COOKIE';
+/** Tagged with @conch/process's cookie variable, so its sweeps (and ours) find escapees. */
+export { COOKIE_VAR };
 
 interface ProcEntry {
   pid: number;
@@ -41,16 +42,6 @@ function readProcs(): ProcEntry[] {
   return out;
 }
 
-function hasCookie(pid: number, needle: Buffer): boolean {
-  try {
-    const env = readFileSync(`/proc/${pid}/environ`);
-    const at = env.indexOf(needle);
-    return at === 0 || (at > 0 && env[at - 1] === 0);
-  } catch {
-    return false;
-  }
-}
-
 /** Live (non-zombie) pids of `root`'s tree plus every process carrying the cookie. */
 export function sessionPids(root: number, cookie: string): number[] {
   const procs = readProcs().filter((p) => p.state !== 'Z' && p.state !== 'X');
@@ -72,8 +63,7 @@ export function sessionPids(root: number, cookie: string): number[] {
       }
     }
   }
-  const needle = Buffer.from(`${COOKIE_VAR}=${cookie}\0`);
-  for (const p of procs) if (!found.has(p.pid) && hasCookie(p.pid, needle)) found.add(p.pid);
+  for (const pid of findCookiePids({ cookie })) if (live.has(pid)) found.add(pid);
   return [...found];
 }
 
@@ -108,6 +98,7 @@ export async function killSessionTree(shellPid: number, cookie: string, graceMs:
   const killDeadline = Date.now() + 1000;
   do {
     for (const pid of sessionPids(shellPid, cookie)) signal(pid, 'SIGKILL');
+    sweepCookie(cookie);
     await sleep(20);
   } while (Date.now() < killDeadline && sessionPids(shellPid, cookie).length > 0);
 }
@@ -118,5 +109,6 @@ export function killSessionTreeSync(shellPid: number, cookie: string): void {
     const pids = sessionPids(shellPid, cookie);
     if (pids.length === 0) return;
     for (const pid of pids) signal(pid, 'SIGKILL');
+    sweepCookie(cookie);
   }
 }

@@ -71,7 +71,7 @@ export class PtySession {
   private readonly options: PtySessionOptions;
   private readonly pty: IPty;
   private readonly nonce = randomBytes(8).toString('hex');
-  private readonly key = randomBytes(12).toString('hex');
+  private readonly key = randomBytes(8).toString('hex');
   private readonly beginPrefix: string;
   private readonly endPrefix: string;
   private phase: 'starting' | 'idle' | 'pre' | 'in' | 'dead' = 'starting';
@@ -172,7 +172,7 @@ export class PtySession {
     this.lastActivity = Date.now();
     this.lastUsed = Date.now();
     this.appendLog(`\n$ ${command}\n`);
-    this.pty.write(`${this.key}\n . ${shellQuote(file)}\n`);
+    this.pty.write(`${this.key} ${file}\n . "$__conch_f"\n`);
     return seq;
   }
 
