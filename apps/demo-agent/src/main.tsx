@@ -55,6 +55,7 @@ async function main(): Promise<number> {
     scripted: args.scripted,
     scriptedOptions: {
       autoBackgroundThreshold: demo.autoBackgroundThreshold ?? DEMO_AUTO_BACKGROUND_THRESHOLD,
+      ...(process.env.CONCH_DEMO_DIR ? { demoDir: process.env.CONCH_DEMO_DIR } : {}),
     },
   });
   const approvals = new ApprovalQueue();

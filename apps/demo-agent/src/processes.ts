@@ -178,12 +178,8 @@ export class ProcessTracker {
 
   /** The full output of a process, task or session. */
   async logs(id: string): Promise<string> {
-    const background = this.background() as
-      (BackgroundService & { logs?: (id: string) => unknown }) | undefined;
-    if (background?.list().some((t) => t.id === id)) {
-      if (typeof background.logs !== 'function') return '(the background plugin offers no logs API)';
-      return textOf(await background.logs(id));
-    }
+    const background = this.background();
+    if (background?.list().some((t) => t.id === id)) return readAllLogs(background, id);
     const terminal = terminalService(this.registry);
     if (terminal && isTerminalId(terminal, id)) return await terminal.logs(id);
     const p = this.processes.get(id);
@@ -246,16 +242,21 @@ function backgroundRow(t: BackgroundTaskInfo, process: TrackedProcess | undefine
   };
 }
 
-function textOf(value: unknown): string {
-  if (typeof value === 'string') return value;
-  if (value && typeof value === 'object') {
-    const v = value as { output?: unknown; stdout?: unknown; stderr?: unknown; text?: unknown };
-    if (typeof v.output === 'string') return v.output;
-    if (typeof v.text === 'string') return v.text;
-    if (typeof v.stdout === 'string')
-      return v.stdout + (typeof v.stderr === 'string' && v.stderr ? `\n${v.stderr}` : '');
+const MAX_PAGER_BYTES = 8 * 1024 * 1024;
+
+/** Reads a background task's output page by page (the API pages by byte offset). */
+async function readAllLogs(background: BackgroundService, id: string): Promise<string> {
+  let text = '';
+  let offset = 0;
+  for (;;) {
+    const page = await background.logs(id, { offset, limit: 256 * 1024 });
+    text += page.text;
+    if (page.nextOffset <= offset || page.nextOffset >= page.totalBytes) return text;
+    if (page.nextOffset >= MAX_PAGER_BYTES) {
+      return `${text}\n(… ${page.totalBytes - page.nextOffset} more bytes in ${page.outputFile ?? 'the task log'})`;
+    }
+    offset = page.nextOffset;
   }
-  return JSON.stringify(value, null, 2);
 }
 
 export function lastNonEmptyLine(text: string): string {

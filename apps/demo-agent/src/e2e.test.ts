@@ -1,0 +1,160 @@
+// Invariant: the real app, driven in tmux like a person would, completes the scripted walkthrough for real (approval answered, sudo denied), !ps shows the background task, !kill ends it, and after exit no child remains.
+import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { dirname, join, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { randomBytes } from 'node:crypto';
+import { afterEach, describe, expect, it } from 'vitest';
+import { isAlive, waitFor } from './test-support/mock-model.js';
+import { descendantsOf, hasTmux, processesWithEnv, TmuxSession } from './test-support/tmux.js';
+
+const APP = resolve(dirname(fileURLToPath(import.meta.url)), '../dist/main.js');
+const PROVIDER_VARS = ['OPENAI_API_KEY', 'OPENAI_BASE_URL', 'ANTHROPIC_API_KEY', 'CONCH_MODEL'];
+
+let session: TmuxSession | undefined;
+let workDir: string | undefined;
+
+afterEach(() => {
+  session?.kill();
+  session = undefined;
+  if (workDir) rmSync(workDir, { recursive: true, force: true });
+  workDir = undefined;
+});
+
+/** The live part of the screen: the bottom lines, where prompts and the input line are. */
+function bottom(screen: string, lines = 16): string {
+  return screen.trimEnd().split('\n').slice(-lines).join('\n');
+}
+
+function startApp(cookie: string, extraArgs = ''): TmuxSession {
+  if (!hasTmux()) throw new Error('tmux is required for the end-to-end test (apt-get install -y tmux)');
+  if (!existsSync(APP)) throw new Error(`build the app first: ${APP} is missing`);
+  workDir = mkdtempSync(join(tmpdir(), 'conch-demo-e2e-'));
+  const unset = PROVIDER_VARS.map((v) => `-u ${v}`).join(' ');
+  return new TmuxSession(`exec env ${unset} node ${APP} ${extraArgs}`, {
+    cwd: workDir,
+    env: {
+      CONCH_E2E_COOKIE: cookie,
+      CONCH_DEMO_DIR: join(workDir, 'demo-out'),
+      CONCH_DEMO_LOG: join(workDir, 'demo.log'),
+      TERM: 'xterm-256color',
+    },
+  });
+}
+
+/** Answers every approval prompt with `answer` until `done(screen)`; returns the prompts seen. */
+async function answerPromptsUntil(
+  tmux: TmuxSession,
+  done: (screen: string) => boolean,
+  answer: string,
+  what: string,
+  timeoutMs = 150_000,
+): Promise<string[]> {
+  const prompts: string[] = [];
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const screen = tmux.screen();
+    if (done(screen)) return prompts;
+    const live = bottom(screen);
+    if (/conch asks: allow/.test(live) && /\[y\]es once/.test(live)) {
+      const command = /conch asks: allow[^\n]*\n[│| ]*([^\n│]+)/.exec(live)?.[1]?.trim() ?? '?';
+      prompts.push(command);
+      tmux.type(answer, false);
+      // Wait for this prompt to go away before looking for the next one.
+      await tmux.waitForScreen((s) => !/\[y\]es once/.test(bottom(s)), 'the prompt to close', 30_000);
+      continue;
+    }
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}; screen:\n${screen}`);
+    await new Promise((r) => setTimeout(r, 200));
+  }
+}
+
+describe('demo agent in tmux', () => {
+  it('walks through, shows and kills the background task, and leaves nothing running', async () => {
+    const cookie = randomBytes(8).toString('hex');
+    session = startApp(cookie);
+    const tmux = session;
+    const appPid = tmux.panePid();
+
+    await tmux.waitForScreen((s) => s.includes('scripted demo model'), 'the header', 60_000);
+    const prompts = await answerPromptsUntil(
+      tmux,
+      (s) => s.includes('walkthrough complete'),
+      'y',
+      'the walkthrough to complete',
+    );
+    let screen = tmux.screen();
+    // The asked command was approved and really ran.
+    expect(prompts.some((p) => p.includes('approved.txt'))).toBe(true);
+    expect(existsSync(join(workDir!, 'demo-out', 'approved.txt'))).toBe(true);
+    // Every step really ran: the pipeline's output, the promoted build, python's answer, the refusal.
+    expect(screen).toContain('apple');
+    expect(screen).toMatch(/background task \S+/);
+    expect(screen).toContain('Python answered 42');
+    expect(screen).toMatch(/⊘ cli_based_tool/);
+    expect(screen).not.toMatch(/steps skipped/);
+
+    // !ps lists the watcher as a running background task.
+    tmux.type('!ps');
+    screen = await tmux.waitForScreen(
+      (s) => /^\S+\s+background\s+running\s+\d+.*while true/m.test(s),
+      '!ps to show the watcher',
+    );
+    const row = /^(\S+)\s+background\s+running\s+(\d+).*while true/m.exec(screen)!;
+    const [, taskId, pidText] = row;
+    const watcherPid = Number(pidText);
+    expect(isAlive(watcherPid)).toBe(true);
+
+    // !logs pages its output; q closes the pager.
+    tmux.type(`!logs ${taskId}`);
+    await tmux.waitForScreen((s) => new RegExp(`!logs ${taskId} lines`).test(s), 'the pager');
+    tmux.type('q', false);
+    await tmux.waitForScreen((s) => /Processes/.test(bottom(s, 30)), 'the pager to close');
+
+    // !kill ends it: the task is no longer running and its process is gone.
+    tmux.type(`!kill ${taskId}`);
+    await tmux.waitForScreen((s) => s.includes(`killed background task ${taskId}`), '!kill to confirm');
+    await waitFor(() => !isAlive(watcherPid), 30_000, 'the watcher to die');
+    tmux.type('!ps');
+    await tmux.waitForScreen(
+      (s) => new RegExp(`^${taskId}\\s+background\\s+(cancelled|failed|completed)`, 'm').test(s),
+      '!ps to show the task ended',
+    );
+
+    // Leave another command running in the background, then exit: dispose must end it too.
+    tmux.type('$ sleep 300');
+    await answerPromptsUntil(
+      tmux,
+      (s) => /running in the background as/.test(s),
+      'y',
+      'sleep to be backgrounded',
+    );
+    expect(processesWithEnv('CONCH_E2E_COOKIE', cookie).length).toBeGreaterThan(1);
+
+    tmux.key('C-c');
+    await tmux.waitForScreen((s) => s.includes('bye: the registry is disposed'), 'a clean exit', 60_000);
+    await waitFor(() => tmux.paneDead(), 30_000, 'the app to exit');
+    await waitFor(
+      () => processesWithEnv('CONCH_E2E_COOKIE', cookie).length === 0,
+      30_000,
+      'no process with the cookie to remain',
+    );
+    expect(descendantsOf(appPid)).toEqual([]);
+    expect(readFileSync(join(workDir!, 'demo.log'), 'utf8')).not.toMatch(/"level":(50|60)/);
+  });
+
+  it('an approval answered "n" is denied and the model is told', async () => {
+    const cookie = randomBytes(8).toString('hex');
+    session = startApp(cookie, '--no-walkthrough');
+    const tmux = session;
+    await tmux.waitForScreen((s) => s.includes('scripted demo model'), 'the header', 60_000);
+    tmux.type(`$ touch ${join(workDir!, 'not-allowed.txt')}`);
+    await tmux.waitForScreen((s) => /conch asks: allow/.test(bottom(s)), 'the approval prompt');
+    tmux.type('n', false);
+    await tmux.waitForScreen((s) => /Not run: Permission denied/.test(s), 'the denial to reach the model');
+    expect(existsSync(join(workDir!, 'not-allowed.txt'))).toBe(false);
+    tmux.key('C-c');
+    await waitFor(() => tmux.paneDead(), 60_000, 'the app to exit');
+    await waitFor(() => processesWithEnv('CONCH_E2E_COOKIE', cookie).length === 0, 30_000, 'no process left');
+  });
+});

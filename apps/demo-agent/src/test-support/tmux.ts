@@ -1,0 +1,129 @@
+// Drives a program in a private tmux server as a person would: send keys, read the screen.
+import { execFileSync } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { readdirSync, readFileSync } from 'node:fs';
+
+export class TmuxSession {
+  readonly socket = `conch-e2e-${process.pid}-${randomBytes(3).toString('hex')}`;
+  readonly name = 'demo';
+
+  constructor(
+    command: string,
+    options: { cwd: string; env: Record<string, string>; width?: number; height?: number },
+  ) {
+    const envArgs = Object.entries(options.env).flatMap(([k, v]) => ['-e', `${k}=${v}`]);
+    this.tmux(
+      'new-session',
+      '-d',
+      '-s',
+      this.name,
+      '-x',
+      String(options.width ?? 150),
+      '-y',
+      String(options.height ?? 50),
+      '-c',
+      options.cwd,
+      ...envArgs,
+      command,
+    );
+    this.tmux('set-option', '-t', this.name, 'remain-on-exit', 'on');
+    this.tmux('set-option', '-t', this.name, 'history-limit', '20000');
+  }
+
+  /** The screen plus scrollback, as text. */
+  screen(): string {
+    return this.tmux('capture-pane', '-p', '-J', '-S', '-20000', '-t', this.name);
+  }
+
+  /** Types literal text (no key names) and optionally Enter. */
+  type(text: string, enter = true): void {
+    this.tmux('send-keys', '-t', this.name, '-l', text);
+    if (enter) this.tmux('send-keys', '-t', this.name, 'Enter');
+  }
+
+  key(name: string): void {
+    this.tmux('send-keys', '-t', this.name, name);
+  }
+
+  /** The pid of the program in the pane (the app itself when started with exec). */
+  panePid(): number {
+    return Number(this.tmux('display-message', '-p', '-t', this.name, '#{pane_pid}').trim());
+  }
+
+  paneDead(): boolean {
+    return this.tmux('display-message', '-p', '-t', this.name, '#{pane_dead}').trim() === '1';
+  }
+
+  async waitForScreen(test: (screen: string) => boolean, what: string, timeoutMs = 90_000): Promise<string> {
+    const deadline = Date.now() + timeoutMs;
+    let screen = '';
+    while (Date.now() < deadline) {
+      screen = this.screen();
+      if (test(screen)) return screen;
+      await new Promise((r) => setTimeout(r, 200));
+    }
+    throw new Error(`timed out waiting for ${what}; screen:\n${screen}`);
+  }
+
+  kill(): void {
+    try {
+      this.tmux('kill-server');
+    } catch {
+      // already gone
+    }
+  }
+
+  private tmux(...args: string[]): string {
+    return execFileSync('tmux', ['-L', this.socket, ...args], { encoding: 'utf8' });
+  }
+}
+
+export function hasTmux(): boolean {
+  try {
+    execFileSync('tmux', ['-V'], { stdio: 'ignore' });
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/** Pids of live processes whose environment carries `NAME=value`. */
+export function processesWithEnv(name: string, value: string): number[] {
+  const needle = `${name}=${value}`;
+  const found: number[] = [];
+  for (const entry of readdirSync('/proc')) {
+    if (!/^\d+$/.test(entry)) continue;
+    try {
+      const env = readFileSync(`/proc/${entry}/environ`, 'latin1').split('\0');
+      if (env.includes(needle)) found.push(Number(entry));
+    } catch {
+      // gone or not ours
+    }
+  }
+  return found;
+}
+
+/** `pid` and its live descendants, from /proc. */
+export function descendantsOf(pid: number): number[] {
+  const children = new Map<number, number[]>();
+  for (const entry of readdirSync('/proc')) {
+    if (!/^\d+$/.test(entry)) continue;
+    try {
+      const stat = readFileSync(`/proc/${entry}/stat`, 'utf8');
+      const ppid = Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]);
+      children.set(ppid, [...(children.get(ppid) ?? []), Number(entry)]);
+    } catch {
+      // gone
+    }
+  }
+  const out: number[] = [];
+  const queue = [pid];
+  while (queue.length) {
+    const next = queue.shift()!;
+    for (const child of children.get(next) ?? []) {
+      out.push(child);
+      queue.push(child);
+    }
+  }
+  return out;
+}
