@@ -350,3 +350,14 @@ describe('heredoc with more redirects', () => {
     expect(r.operators).toEqual(['|']);
   });
 });
+
+describe('redirects after a list or pipeline', () => {
+  it('belong to the last command, as bash reads them', () => {
+    const r = parser.parse('cd /tmp && echo x > .bashrc');
+    expect(r.commands[0]!.redirects).toEqual([]);
+    expect(r.commands[1]!.redirects).toEqual([{ operator: '>', target: '.bashrc', targetLiteral: true }]);
+    const p = parser.parse('ls | grep a | cat > out 2>&1');
+    expect(p.commands.map((c) => c.redirects.length)).toEqual([0, 0, 2]);
+    expect(p.redirects).toHaveLength(2);
+  });
+});

@@ -161,6 +161,8 @@ export class TreeWalker {
   readonly redirects: Redirect[] = [];
   private firstError: string | undefined;
   private pipelines = 0;
+  /** Redirects tree-sitter attached to an enclosing list, keyed by the command node they belong to. */
+  private readonly pending = new Map<number, Redirect[]>();
   private stage: { id: number; stage: number } | undefined;
 
   constructor(private readonly source: string) {}
@@ -305,6 +307,12 @@ export class TreeWalker {
         this.visit(child, depth + 1, nested, inSubstitution);
       }
     }
+    if (body && (body.type === 'list' || body.type === 'pipeline')) {
+      // tree-sitter-bash hangs `a && b > f` and `a | b > f` on the whole list; bash gives the
+      // redirect to the last command (`b`), so that is where it is recorded.
+      const last = lastCommandOf(body);
+      if (last) this.pending.set(last.id, [...(this.pending.get(last.id) ?? []), ...own]);
+    }
     if (body) {
       if (body.type === 'command' || body.type === 'declaration_command' || body.type === 'unset_command') {
         if (body.type !== 'command') this.flags.declaration = true;
@@ -404,6 +412,8 @@ export class TreeWalker {
       literal.push(value.literal);
       rawWords.push(child.text);
     }
+    const pending = this.pending.get(node.id);
+    if (pending) redirects.push(...pending);
     if (outerRedirects) redirects.push(...outerRedirects);
     const command: SimpleCommand = {
       text: node.text,
@@ -663,6 +673,30 @@ export class TreeWalker {
       flags: this.flags,
     };
   }
+}
+
+/** The simple command a trailing redirect of a list or pipeline belongs to. */
+function lastCommandOf(node: Node): Node | undefined {
+  let current: Node | null = node;
+  for (let i = 0; current && i < 1000; i++) {
+    if (
+      current.type === 'command' ||
+      current.type === 'declaration_command' ||
+      current.type === 'unset_command'
+    )
+      return current;
+    if (current.type === 'list' || current.type === 'pipeline') {
+      const named: Node[] = current.namedChildren.filter(
+        (n): n is Node => n !== null && n.type !== 'comment',
+      );
+      current = named[named.length - 1] ?? null;
+    } else if (current.type === 'redirected_statement') {
+      current = current.childForFieldName('body');
+    } else {
+      return undefined;
+    }
+  }
+  return undefined;
 }
 
 function isEscapedBackslash(source: string, at: number): boolean {
