@@ -1,0 +1,4 @@
+export { BackgroundTasks, isFinal, type BackgroundTasksOptions } from './background-tasks.js';
+export { backgroundPlugin, backgroundConfigSchema, type BackgroundConfig } from './plugin.js';
+export { UnknownTaskError, unknownTaskMessage } from './unknown-task-error.js';
+export type {} from './events.js';

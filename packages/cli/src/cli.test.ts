@@ -1,0 +1,376 @@
+// Invariant: cli_based_tool runs each seed example in the right mode with a non-interactive env, bounded output, actionable errors, and hands long commands to background tasks without losing a byte or leaking a process.
+import { chmodSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { homedir, tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { definePlugin, defineTool, TOKENS, type PluginRegistry } from '@conch/core';
+import { z } from 'zod';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { expandPath } from './env.js';
+import { getShellParser, runCommand } from './run-command.js';
+import { DEFAULT_SLOW_PATTERNS, estimateSeconds } from './slow-patterns.js';
+import { cookiePrefix, makeRegistry, survivors, waitFor, type Result } from './test-support/registry.js';
+
+let dir: string;
+const registries: PluginRegistry[] = [];
+const prefixes: string[] = [];
+
+beforeEach(() => {
+  dir = mkdtempSync(join(tmpdir(), 'conch-cli-'));
+});
+afterEach(async () => {
+  for (const r of registries.splice(0)) await r.dispose();
+  for (const p of prefixes.splice(0)) expect(survivors(p)).toEqual([]);
+  rmSync(dir, { recursive: true, force: true });
+});
+
+function setup(config: Record<string, unknown> = {}, options: { background?: boolean } = {}) {
+  const registry = makeRegistry(dir, config, options);
+  registries.push(registry);
+  const run = async (args: Record<string, unknown>, opts: { signal?: AbortSignal } = {}) =>
+    (await registry.execute('cli_based_tool', args, opts)) as Result;
+  const call = async (tool: string, args: Record<string, unknown>) =>
+    (await registry.execute(tool, args)) as Result;
+  return { registry, run, call };
+}
+
+function trackProcesses(registry: PluginRegistry): string {
+  // Spawn nothing: just make sure the manager exists and remember its cookie prefix.
+  const prefix = cookiePrefix(registry);
+  prefixes.push(prefix);
+  return prefix;
+}
+
+describe('seed examples and modes', () => {
+  it('ls -la runs directly', async () => {
+    writeFileSync(join(dir, 'marker.txt'), 'x');
+    const { run } = setup();
+    const r = await run({ command: 'ls -la' });
+    expect(r).toMatchObject({ returncode: 0, mode: 'direct', stderr: '' });
+    expect(r.stdout).toContain('marker.txt');
+    expect(r.error).toBeUndefined();
+  });
+
+  it("find . -name '*.py' | head -20 runs in the shell", async () => {
+    writeFileSync(join(dir, 'a.py'), '');
+    writeFileSync(join(dir, 'b.txt'), '');
+    const { run } = setup();
+    const r = await run({ command: "find . -name '*.py' | head -20" });
+    expect(r).toMatchObject({ returncode: 0, mode: 'shell', stdout: './a.py\n' });
+  });
+
+  it('chains (npm install && npm test style) run in the shell; the table estimates them slow', async () => {
+    const { run } = setup();
+    const r = await run({ command: 'echo install && echo test' });
+    expect(r).toMatchObject({ returncode: 0, mode: 'shell', stdout: 'install\ntest\n' });
+    const parser = await getShellParser();
+    expect(estimateSeconds(parser.parse('npm install && npm test'), DEFAULT_SLOW_PATTERNS)).toBe(60);
+    expect(estimateSeconds(parser.parse('cargo build --release'), DEFAULT_SLOW_PATTERNS)).toBe(60);
+    expect(estimateSeconds(parser.parse('ls -la'), DEFAULT_SLOW_PATTERNS)).toBe(0);
+  });
+
+  it("echo 'hello' > output.txt writes the file in the shell", async () => {
+    const { run } = setup();
+    const r = await run({ command: "echo 'hello' > output.txt" });
+    expect(r).toMatchObject({ returncode: 0, mode: 'shell', stdout: '' });
+    expect(readFileSync(join(dir, 'output.txt'), 'utf8')).toBe('hello\n');
+  });
+
+  it("cat file.txt || echo 'not found' falls back in the shell", async () => {
+    const { run } = setup();
+    const r = await run({ command: "cat file.txt || echo 'not found'" });
+    expect(r).toMatchObject({ returncode: 0, mode: 'shell', stdout: 'not found\n' });
+    expect(r.stderr).toMatch(/No such file/);
+    expect(r.error).toBeUndefined();
+  });
+
+  it('export FOO=bar; echo $FOO runs in the shell', async () => {
+    const { run } = setup();
+    expect(await run({ command: 'export FOO=bar; echo $FOO' })).toMatchObject({
+      returncode: 0,
+      mode: 'shell',
+      stdout: 'bar\n',
+    });
+  });
+
+  it('quoted literal words run directly after quote removal; args are never shell-interpreted', async () => {
+    const { run } = setup();
+    expect(await run({ command: 'echo "a  b" \'$HOME\'' })).toMatchObject({
+      mode: 'direct',
+      stdout: 'a  b $HOME\n',
+    });
+    expect(await run({ command: 'printf', args: ['%s|', 'x y', '$(id)', '; rm -rf /'] })).toMatchObject({
+      mode: 'direct',
+      stdout: 'x y|$(id)|; rm -rf /|',
+    });
+    expect(await run({ command: 'echo a | tr a b', args: ['$(id)'] })).toMatchObject({ mode: 'shell' });
+  });
+
+  it('cwd is relative to the workspace and a missing one is an actionable error', async () => {
+    mkdirSync(join(dir, 'sub'));
+    const { run } = setup();
+    expect((await run({ command: 'pwd', cwd: 'sub' })).stdout).toBe(`${join(dir, 'sub')}\n`);
+    expect((await run({ command: 'pwd', cwd: 'nope' })).error).toMatch(/No such directory/);
+  });
+});
+
+describe('environment', () => {
+  it('stdin is closed and the environment is non-interactive', async () => {
+    const { run } = setup({ env: { MY_VAR: 'from-config' } });
+    expect(await run({ command: 'cat' })).toMatchObject({ returncode: 0, stdout: '' });
+    expect((await run({ command: 'read x; echo "got:$x"' })).stdout).toBe('got:\n');
+    const r = await run({ command: 'echo $PAGER $GIT_PAGER $GIT_TERMINAL_PROMPT $MY_VAR' });
+    expect(r.stdout).toBe('cat cat 0 from-config\n');
+  });
+
+  it('extraPaths are prepended to PATH', async () => {
+    const bin = join(dir, 'tools');
+    mkdirSync(bin);
+    writeFileSync(join(bin, 'conch-test-tool'), '#!/bin/sh\necho tool-ran "$@"\n');
+    chmodSync(join(bin, 'conch-test-tool'), 0o755);
+    const { run } = setup({ extra_paths: ['tools'] });
+    expect(await run({ command: 'conch-test-tool x' })).toMatchObject({
+      mode: 'direct',
+      stdout: 'tool-ran x\n',
+    });
+    expect((await run({ command: 'echo $PATH' })).stdout.startsWith(`${bin}:`)).toBe(true);
+    expect(expandPath('~/bin', '/x')).toBe(join(homedir(), 'bin'));
+  });
+});
+
+describe('errors', () => {
+  it('command not found, direct and shell', async () => {
+    const { run } = setup();
+    const direct = await run({ command: 'conch-no-such-command-xyz --help' });
+    expect(direct).toMatchObject({ returncode: 127, mode: 'direct' });
+    expect(direct.error).toMatch(/Command not found: 'conch-no-such-command-xyz'.*installed/);
+    const shell = await run({ command: 'conch-no-such-command-xyz && echo never' });
+    expect(shell).toMatchObject({ returncode: 127, mode: 'shell' });
+    expect(shell.error).toMatch(/Command not found: 'conch-no-such-command-xyz'/);
+  });
+
+  it('permission denied and no such file', async () => {
+    writeFileSync(join(dir, 'script.sh'), '#!/bin/sh\necho hi\n');
+    chmodSync(join(dir, 'script.sh'), 0o644);
+    const { run } = setup();
+    const denied = await run({ command: './script.sh' });
+    expect(denied.returncode).toBe(126);
+    expect(denied.error).toMatch(/Permission denied/);
+    const missing = await run({ command: 'cat /conch/does/not/exist' });
+    expect(missing.returncode).toBe(1);
+    expect(missing.error).toMatch(/No such file or directory: verify the path exists first/);
+    const plain = await run({ command: 'sh -c "exit 3"' });
+    expect(plain).toMatchObject({ returncode: 3 });
+    expect(plain.error).toBeUndefined();
+  });
+});
+
+describe('truncation', () => {
+  it('keeps head and tail with the true size and points to the full output file', async () => {
+    const { run } = setup({ maxOutputChars: 2000 });
+    const r = await run({ command: 'seq 1 100000' });
+    expect(r).toMatchObject({ returncode: 0, truncated: true });
+    expect(r.stdout.length).toBeLessThanOrEqual(2000);
+    expect(r.stdout.startsWith('1\n2\n3\n')).toBe(true);
+    expect(r.stdout.endsWith('99999\n100000\n')).toBe(true);
+    expect(r.stdout).toContain('588,895 bytes, 100,000 lines');
+    expect(r.truncation_message).toMatch(/grep/);
+    expect(r.truncation_message).toMatch(/head -50/);
+    expect(r.truncation_message).toMatch(/-maxdepth/);
+    const full = readFileSync(r.output_file, 'utf8');
+    expect(full.length).toBe(588_895);
+    expect(full.endsWith('100000\n')).toBe(true);
+  });
+
+  it('small output is not truncated and has no output_file', async () => {
+    const { run } = setup();
+    const r = await run({ command: 'seq 1 10' });
+    expect(r.truncated).toBeUndefined();
+    expect(r.output_file).toBeUndefined();
+  });
+
+  it('binary output is reported, not dumped', async () => {
+    const { run } = setup();
+    const r = await run({ command: 'head -c 5000 /dev/zero' });
+    expect(r.stdout).toMatch(/^\[binary output: 5,000 bytes/);
+  });
+});
+
+describe('backgrounding', () => {
+  it('exposing cli exposes background; background: false does not', () => {
+    const { registry } = setup();
+    expect(registry.isExposed('background')).toBe(true);
+    expect(registry.tools().map((t) => t.name)).toEqual(
+      expect.arrayContaining([
+        'check_background_task',
+        'list_background_tasks',
+        'read_background_output',
+        'cancel_background_task',
+      ]),
+    );
+    const other = setup({ background: false });
+    expect(other.registry.isExposed('background')).toBe(false);
+  });
+
+  it('an estimated-slow command starts as a task at once; wait_seconds returns its result', async () => {
+    const { run, call } = setup({
+      autoBackgroundThreshold: 1,
+      slowPatterns: [{ pattern: 'sleep', seconds: 5 }],
+    });
+    const r = await run({ command: 'sleep 0.5; echo done' });
+    expect(r).toMatchObject({ status: 'running', mode: 'shell' });
+    expect(r.background_task_id).toMatch(/^cli_/);
+    expect(r.message).toMatch(/estimated duration/);
+    const checked = await call('check_background_task', { task_id: r.background_task_id, wait_seconds: 30 });
+    expect(checked).toMatchObject({
+      status: 'completed',
+      result: { stdout: 'done\n', returncode: 0, mode: 'shell' },
+    });
+  });
+
+  it('a command still running at the threshold is promoted without restart and without losing a byte', async () => {
+    const { run, call, registry } = setup({ autoBackgroundThreshold: 0.5 });
+    trackProcesses(registry);
+    const marker = join(dir, 'runs');
+    const r = await run({ command: `echo run >> ${marker}; echo start; sleep 1.5; echo end` });
+    expect(r.status).toBe('running');
+    expect(r.message).toMatch(/still running after 0.5s/);
+    const checked = await call('check_background_task', { task_id: r.background_task_id, wait_seconds: 30 });
+    expect(checked.result).toMatchObject({ stdout: 'start\nend\n', returncode: 0 });
+    expect(readFileSync(marker, 'utf8')).toBe('run\n');
+    const page = await call('read_background_output', { task_id: r.background_task_id });
+    expect(page).toMatchObject({ output: 'start\nend\n', next_offset: 10, total_bytes: 10, has_more: false });
+  });
+
+  it('wait_seconds returns early with running when the task is not done', async () => {
+    const { run, call } = setup();
+    const r = await run({ command: 'sleep 2; echo late', background: true });
+    const early = await call('check_background_task', { task_id: r.background_task_id, wait_seconds: 0.2 });
+    expect(early.status).toBe('running');
+    expect(early.message).toMatch(/wait_seconds/);
+    const late = await call('check_background_task', { task_id: r.background_task_id, wait_seconds: 30 });
+    expect(late).toMatchObject({ status: 'completed', result: { stdout: 'late\n' } });
+  });
+
+  it('without the background plugin the threshold is a hard timeout: tree killed, partial output, error', async () => {
+    const { run, registry } = setup({ autoBackgroundThreshold: 0.5 }, { background: false });
+    const prefix = trackProcesses(registry);
+    expect(registry.isExposed('background')).toBe(false);
+    const r = await run({ command: 'echo partial; sleep 300 & sleep 300' });
+    expect(r.stdout).toBe('partial\n');
+    expect(r.error).toMatch(/timed out after 0.5s.*autoBackgroundThreshold acts as a timeout/s);
+    expect(survivors(prefix)).toEqual([]);
+  });
+
+  it('with workers = 2, six tasks never run more than two at once', async () => {
+    const { run, call, registry } = setup({ backgroundMaxWorkers: 2 });
+    let running = 0;
+    let peak = 0;
+    registry.events.on('background.task.started', () => {
+      running++;
+      peak = Math.max(peak, running);
+    });
+    registry.events.on('background.task.finished', () => running--);
+    const ids: string[] = [];
+    const statuses: string[] = [];
+    for (let i = 0; i < 6; i++) {
+      const r = await run({ command: `sleep 0.3; echo task-${i}`, background: true });
+      ids.push(r.background_task_id);
+      statuses.push(r.status);
+    }
+    expect(statuses.filter((s) => s === 'queued').length).toBeGreaterThanOrEqual(3);
+    const service = registry.resolve<{ runningCount: number }>(TOKENS.BackgroundService);
+    let observed = 0;
+    const sampler = setInterval(() => (observed = Math.max(observed, service.runningCount)), 5);
+    for (const [i, id] of ids.entries()) {
+      const r = await call('check_background_task', { task_id: id, wait_seconds: 60 });
+      expect(r).toMatchObject({ status: 'completed', result: { stdout: `task-${i}\n` } });
+    }
+    clearInterval(sampler);
+    expect(peak).toBeLessThanOrEqual(2);
+    expect(observed).toBeLessThanOrEqual(2);
+    const listed = await call('list_background_tasks', {});
+    expect(listed.tasks).toHaveLength(6);
+  });
+
+  it('cancel kills the whole tree', async () => {
+    const { run, call, registry } = setup();
+    const prefix = trackProcesses(registry);
+    const r = await run({
+      command: 'setsid sleep 300 > /dev/null 2>&1 & sleep 300 & echo up; wait',
+      background: true,
+    });
+    await waitFor(() => survivors(prefix).length >= 3, 10_000, 'tree up');
+    const cancelled = await call('cancel_background_task', { task_id: r.background_task_id });
+    expect(cancelled.status).toBe('cancelled');
+    expect(survivors(prefix)).toEqual([]);
+    const again = await call('cancel_background_task', { task_id: r.background_task_id });
+    expect(again.message).toMatch(/already cancelled/);
+  });
+
+  it('dispose with queued and running tasks leaves nothing behind', async () => {
+    const { run, registry } = setup({ backgroundMaxWorkers: 1 });
+    const prefix = cookiePrefix(registry);
+    for (let i = 0; i < 3; i++) await run({ command: 'sleep 300 & sleep 300', background: true });
+    await waitFor(() => survivors(prefix).length >= 2, 10_000, 'first task up');
+    await registry.dispose();
+    expect(survivors(prefix)).toEqual([]);
+  });
+
+  it('unknown task ids get an error saying how to find valid ones', async () => {
+    const { call } = setup();
+    const r = await call('check_background_task', { task_id: 'cli_nope' });
+    expect(r.error).toMatch(/No background task 'cli_nope'.*list_background_tasks/);
+  });
+});
+
+describe('pipeline integration', () => {
+  it('asks the gate with a command request', async () => {
+    const { registry, run } = setup();
+    const requests: unknown[] = [];
+    registry.events.on('tool.permission', (e) => requests.push(e.request));
+    await run({ command: 'echo hi', cwd: '.' });
+    expect(requests).toEqual([{ kind: 'command', tool: 'cli_based_tool', command: 'echo hi', cwd: dir }]);
+  });
+
+  it('an abort kills the foreground tree', async () => {
+    const { run, registry } = setup({ autoBackgroundThreshold: 60 });
+    const prefix = trackProcesses(registry);
+    const controller = new AbortController();
+    const pending = run({ command: 'sleep 300 & sleep 300' }, { signal: controller.signal });
+    await waitFor(() => survivors(prefix).length >= 2, 10_000, 'tree up');
+    controller.abort();
+    await expect(pending).rejects.toMatchObject({ code: 'ABORTED' });
+    await waitFor(() => survivors(prefix).length === 0, 10_000, 'tree killed');
+  });
+
+  it('system instructions carry the error table and how to use task handles', () => {
+    const { registry } = setup();
+    const text = registry.systemInstructions();
+    expect(text).toMatch(/File exists/);
+    expect(text).toMatch(/Command not found/);
+    expect(text).toMatch(/check_background_task/);
+  });
+
+  it('runCommand works from another plugin with its own config override', async () => {
+    const tool = defineTool({
+      name: 'templated',
+      description: 'runs a composed script',
+      inputSchema: z.object({ name: z.string() }),
+      execute: (args, ctx) =>
+        runCommand(
+          ctx,
+          { command: 'echo "hello $NAME"', env: { NAME: args.name }, mode: 'shell' },
+          { maxOutputChars: 500 },
+        ),
+    });
+    const plugin = definePlugin({ name: 'templ', version: '0', configSchema: z.object({}), tools: [tool] });
+    const registry = makeRegistry(dir, {}, { extra: [plugin] });
+    registries.push(registry);
+    registry.exposeTool('templ', {});
+    expect(await registry.execute('templated', { name: 'world; id' })).toMatchObject({
+      stdout: 'hello world; id\n',
+      mode: 'shell',
+      returncode: 0,
+    });
+  });
+});

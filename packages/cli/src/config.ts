@@ -1,0 +1,60 @@
+import { z } from 'zod';
+
+export const slowPatternSchema = z.strictObject({
+  /** Leading words of a simple command, e.g. 'npm install' or 'make'. */
+  pattern: z.string().trim().min(1),
+  /** Estimated duration in seconds. */
+  seconds: z.number().positive(),
+});
+
+export const cliConfigSchema = z.strictObject({
+  extraPaths: z
+    .array(z.string().min(1))
+    .default([])
+    .describe(
+      'directories prepended to PATH (~ expanded, relative ones resolved from the working directory)',
+    ),
+  maxOutputChars: z
+    .number()
+    .int()
+    .min(200)
+    .default(50_000)
+    .describe('characters of stdout + stderr returned to the model; the rest is in output_file'),
+  autoBackgroundThreshold: z
+    .number()
+    .positive()
+    .default(10)
+    .describe(
+      'seconds before a command becomes a background task (a hard timeout without the background plugin)',
+    ),
+  backgroundMaxWorkers: z
+    .number()
+    .int()
+    .min(1)
+    .max(64)
+    .default(4)
+    .describe('background tasks running at once (passed to the background plugin)'),
+  defaultTimeout: z
+    .number()
+    .positive()
+    .optional()
+    .describe('seconds after which any command (foreground or background) is killed; default none'),
+  env: z.record(z.string(), z.string()).default({}).describe('variables added to every command environment'),
+  cwd: z.string().min(1).optional().describe("working directory (default: the registry's cwd)"),
+  slowPatterns: z
+    .array(slowPatternSchema)
+    .default([])
+    .describe('extra { pattern, seconds } estimates added to the built-in slow-command table'),
+  background: z
+    .boolean()
+    .default(true)
+    .describe('expose the background plugin with cli and hand long commands to it'),
+  shell: z.string().min(1).default('/bin/sh').describe('shell used in shell mode'),
+});
+
+export type CliConfig = z.output<typeof cliConfigSchema>;
+export type CliConfigInput = z.input<typeof cliConfigSchema>;
+export type SlowPattern = z.output<typeof slowPatternSchema>;
+
+/** The config with every default filled in. */
+export const DEFAULT_CLI_CONFIG: CliConfig = cliConfigSchema.parse({});

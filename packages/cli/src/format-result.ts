@@ -1,0 +1,156 @@
+import { constants } from 'node:os';
+import type { CaptureSnapshot, ProcessResult } from '@conch/process';
+
+export type CliMode = 'direct' | 'shell';
+
+/** What cli_based_tool returns for a command that ran to its end (or was stopped). */
+export interface CliResult {
+  [key: string]: unknown;
+  stdout: string;
+  stderr: string;
+  /** Exit code; 128+N when killed by signal N; 127 not found; 126 not executable. */
+  returncode: number;
+  /** 'direct' (argv, no shell) or 'shell' (/bin/sh -c). */
+  mode: CliMode;
+  truncated?: true;
+  truncation_message?: string;
+  /** The full output (stdout and stderr interleaved), when it did not fit. */
+  output_file?: string;
+  error?: string;
+}
+
+/** What cli_based_tool returns when the command continues as a background task. */
+export interface CliBackgroundResult {
+  [key: string]: unknown;
+  background_task_id: string;
+  /** 'running', or 'queued' while every background worker is busy. */
+  status: 'running' | 'queued';
+  message: string;
+  mode: CliMode;
+}
+
+export interface FormatOptions {
+  maxOutputChars: number;
+  mode: CliMode;
+  /** argv[0] or the script, for error messages. */
+  command: string;
+  cwd: string;
+  /** Seconds of the limit that killed it, if it timed out. */
+  limitSeconds?: number;
+  /** The limit was the auto-background threshold because no background plugin could take over. */
+  thresholdAsTimeout?: boolean;
+}
+
+const fmt = (n: number) => n.toLocaleString('en-US');
+
+function signalNumber(signal: string): number | undefined {
+  return (constants.signals as Record<string, number | undefined>)[signal];
+}
+
+function streamText(snap: CaptureSnapshot, marker: string): string {
+  if (snap.binary) return `[binary output: ${fmt(snap.totalBytes)} bytes not shown; see output_file]`;
+  if (!snap.truncated) return snap.head;
+  return `${snap.head}${marker}${snap.tail}`;
+}
+
+/** Keeps the start and end of `text` within `budget` characters, cutting at line ends when close. */
+export function cutMiddle(text: string, budget: number, marker: string): string {
+  if (text.length <= budget) return text;
+  const room = Math.max(0, budget - marker.length);
+  let headLen = Math.floor(room * 0.4);
+  let tailStart = text.length - (room - headLen);
+  const nl = text.lastIndexOf('\n', headLen);
+  if (nl > headLen - 400 && nl > 0) headLen = nl + 1;
+  const nl2 = text.indexOf('\n', tailStart);
+  if (nl2 !== -1 && nl2 < tailStart + 400) tailStart = nl2 + 1;
+  return `${text.slice(0, headLen)}${marker}${text.slice(tailStart)}`;
+}
+
+function describeSize(snap: CaptureSnapshot): string {
+  return `${fmt(snap.totalBytes)} bytes, ${fmt(snap.lines)} lines`;
+}
+
+/** Actionable guidance for the failures a model can fix itself (the jaato error table). */
+export function errorGuidance(
+  result: ProcessResult,
+  stderr: string,
+  options: FormatOptions,
+): string | undefined {
+  const name = options.command;
+  if (result.spawnError) {
+    const { code, message } = result.spawnError;
+    if (code === 'ENOENT') {
+      return `Command not found: '${name}'. Check that it is installed and on PATH (the cli config's extraPaths adds directories), or use an alternative tool.`;
+    }
+    if (code === 'EACCES') {
+      return `Permission denied: '${name}' is not executable. Check its permissions (ls -l ${name}) or run it through its interpreter (e.g. sh ${name}).`;
+    }
+    return `Could not start '${name}': ${message}`;
+  }
+  if (result.timedOut) {
+    const secs = options.limitSeconds === undefined ? '' : ` after ${options.limitSeconds}s`;
+    const base = `Command timed out${secs}; it was killed with every process it started. The output so far is above.`;
+    return options.thresholdAsTimeout
+      ? `${base} No background plugin can take it over, so autoBackgroundThreshold acts as a timeout: pass a larger timeout (seconds) if it needs longer, or narrow the command.`
+      : `${base} Pass a larger timeout (seconds), or background: true to run it as a background task.`;
+  }
+  if (result.killed) return 'Command was killed before it finished (cancelled or the session ended).';
+  if (result.aborted)
+    return 'Command was aborted by the caller; it was killed with every process it started.';
+  const rc = result.exitCode;
+  if (rc === 0 || rc === null) return undefined;
+  if (rc === 127 && /not found/i.test(stderr)) {
+    const match = /(?:^|\n)(?:[^:\n]*: )?(?:\d+: )?([^:\n]+): (?:command )?not found/i.exec(stderr);
+    const missing = match?.[1]?.trim() ?? name;
+    return `Command not found: '${missing}'. Check that it is installed and on PATH (the cli config's extraPaths adds directories), or use an alternative tool.`;
+  }
+  if (rc === 126 || /permission denied/i.test(stderr)) {
+    return 'Permission denied: try an alternative approach (a path you own, a different tool, the right permissions) or report the blocker; do not retry the same command, and never with sudo.';
+  }
+  if (/no such file or directory/i.test(stderr)) {
+    return `No such file or directory: verify the path exists first (ls, find); relative paths start at ${options.cwd}.`;
+  }
+  return undefined;
+}
+
+/**
+ * Shapes a finished process into a cli result: stdout and stderr cleaned for the model, cut to
+ * `maxOutputChars` combined (head and tail kept, with a marker giving the true size), the full
+ * output in `output_file`, and an `error` the model can act on.
+ */
+export function formatResult(result: ProcessResult, options: FormatOptions): CliResult {
+  const file = result.outputFile;
+  const where = file ? `; full output in ${file}` : '';
+  const markerFor = (snap: CaptureSnapshot) =>
+    `\n\n[... output truncated: showing the start and the end of ${describeSize(snap)}${where} ...]\n\n`;
+  let stdout = streamText(result.stdout, markerFor(result.stdout));
+  let stderr = streamText(result.stderr, markerFor(result.stderr));
+  const max = options.maxOutputChars;
+  let cut =
+    result.stdout.truncated || result.stderr.truncated || result.stdout.binary || result.stderr.binary;
+  if (stdout.length + stderr.length > max) {
+    cut = true;
+    const stderrBudget = Math.min(stderr.length, Math.max(Math.floor(max * 0.25), max - stdout.length));
+    const stdoutBudget = max - stderrBudget;
+    stdout = cutMiddle(stdout, stdoutBudget, markerFor(result.stdout));
+    stderr = cutMiddle(stderr, stderrBudget, markerFor(result.stderr));
+  }
+
+  const returncode =
+    result.exitCode ??
+    (result.signal ? 128 + (signalNumber(result.signal) ?? 0) : undefined) ??
+    (result.spawnError?.code === 'ENOENT' ? 127 : result.spawnError?.code === 'EACCES' ? 126 : -1);
+  const out: CliResult = { stdout, stderr, returncode, mode: options.mode };
+  if (cut) {
+    out.truncated = true;
+    const parts = [`stdout ${describeSize(result.stdout)}`, `stderr ${describeSize(result.stderr)}`];
+    out.truncation_message =
+      `Output truncated to ${fmt(max)} characters (${parts.join('; ')}); the start and the end are shown.` +
+      (file ? ` The full output is in ${file} (read parts of it with head, tail, grep or sed -n).` : '') +
+      ` To see less, filter the command: pipe to grep PATTERN, head -50 or tail -50, limit find with -maxdepth 2 or -name, or use quieter flags.`;
+    if (file) out.output_file = file;
+  }
+  const error = errorGuidance(result, result.stderr.head + result.stderr.tail, options);
+  if (error) out.error = error;
+  return out;
+}

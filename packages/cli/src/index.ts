@@ -1,0 +1,28 @@
+export { cliPlugin, cliToolInputSchema, type CliToolInput } from './plugin.js';
+export {
+  cliConfigSchema,
+  DEFAULT_CLI_CONFIG,
+  type CliConfig,
+  type CliConfigInput,
+  type SlowPattern,
+} from './config.js';
+export {
+  runCommand,
+  getShellParser,
+  shellQuote,
+  type RunCommandRequest,
+  type RunCommandResult,
+} from './run-command.js';
+export {
+  cutMiddle,
+  errorGuidance,
+  formatResult,
+  type CliBackgroundResult,
+  type CliMode,
+  type CliResult,
+  type FormatOptions,
+} from './format-result.js';
+export { DEFAULT_SLOW_PATTERNS, estimateSeconds } from './slow-patterns.js';
+export { commandEnv, expandPath, NON_INTERACTIVE_ENV } from './env.js';
+export { cliInstructions } from './instructions.js';
+export * from './templates/index.js';

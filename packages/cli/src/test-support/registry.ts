@@ -1,0 +1,40 @@
+// Test helpers: a registry with cli (+ background) and an allow-all permission gate.
+import { backgroundPlugin } from '@conch/background';
+import { PluginRegistry, TOKENS, type PluginDefinition, type ToolResult } from '@conch/core';
+import { findCookiePids, pidAlive, type ProcessManager } from '@conch/process';
+import { cliPlugin } from '../plugin.js';
+
+export function makeRegistry(
+  cwd: string,
+  config: Record<string, unknown> = {},
+  options: { background?: boolean; extra?: PluginDefinition[] } = {},
+): PluginRegistry {
+  const plugins: PluginDefinition[] = [
+    cliPlugin,
+    ...(options.background === false ? [] : [backgroundPlugin]),
+  ];
+  const registry = new PluginRegistry({ cwd, plugins: [...plugins, ...(options.extra ?? [])] });
+  registry.container.register(TOKENS.PermissionGate, {
+    useValue: { check: () => Promise.resolve({ outcome: 'allow' as const, reason: 'test' }) },
+  });
+  registry.exposeTool('cli', config);
+  return registry;
+}
+
+export function cookiePrefix(registry: PluginRegistry): string {
+  return registry.resolve<ProcessManager>(TOKENS.ProcessManager).cookiePrefix;
+}
+
+export function survivors(prefix: string): number[] {
+  return findCookiePids({ prefix }).filter((pid) => pidAlive(pid));
+}
+
+export async function waitFor(cond: () => boolean, timeoutMs = 20_000, what = 'condition'): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!cond()) {
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 20));
+  }
+}
+
+export type Result = ToolResult & Record<string, any>;
