@@ -1,0 +1,86 @@
+import type { ApproveFn } from '@conch/core';
+import { z } from 'zod';
+
+const examples = z.strictObject({
+  match: z.array(z.string()).default([]).describe('commands the rule must match'),
+  notMatch: z.array(z.string()).default([]).describe('commands the rule must not match'),
+});
+
+/** A host rule: a prefix-syntax string, or an object with a pattern or a regex and examples. */
+export const ruleSchema = z.union([
+  z.string().min(1, 'a rule cannot be empty'),
+  z.strictObject({
+    pattern: z.string().min(1).describe('prefix syntax: `git status`, `npm run test:*`'),
+    examples: examples.optional(),
+  }),
+  z.strictObject({
+    regex: z.string().min(1).describe('a JavaScript regular expression tested against each simple command'),
+    flags: z
+      .string()
+      .regex(/^[imsu]*$/, 'regex flags may only be i, m, s, u')
+      .optional(),
+    examples: examples.optional(),
+  }),
+]);
+export type RuleInput = z.input<typeof ruleSchema>;
+
+export const safetySchema = z.strictObject({
+  privilegeEscalation: z.boolean().default(true).describe('deny sudo, su, doas, pkexec, run0 anywhere'),
+  downloadToInterpreter: z
+    .boolean()
+    .default(true)
+    .describe('deny curl/wget output piped or substituted into sh, bash, python, node, ...'),
+  protectedPaths: z
+    .boolean()
+    .default(true)
+    .describe('deny writes to .env*, .ssh/, .git/hooks/, .git/config, shell rc files and extra globs'),
+  recursiveDeleteRoot: z
+    .boolean()
+    .default(true)
+    .describe('deny rm -r of /, ~, the workspace root or their parents'),
+  sourceDownloaded: z.boolean().default(true).describe('deny eval or source of downloaded content'),
+  forkBomb: z.boolean().default(true).describe('deny fork bombs'),
+});
+export type SafetyRuleId = keyof z.output<typeof safetySchema>;
+
+export const permissionConfigSchema = z.strictObject({
+  mode: z
+    .enum(['default', 'readOnly', 'acceptAll'])
+    .default('default')
+    .describe(
+      'default: safe commands run, others ask; readOnly: only safe commands; acceptAll: all but built-in denies',
+    ),
+  rules: z
+    .strictObject({
+      allow: z.array(ruleSchema).default([]),
+      ask: z.array(ruleSchema).default([]),
+      deny: z.array(ruleSchema).default([]),
+    })
+    .default({ allow: [], ask: [], deny: [] }),
+  approve: z
+    .custom<ApproveFn>((value) => typeof value === 'function', {
+      message: 'expected a function (request, { signal }) => Promise<"once" | "always" | "deny">',
+    })
+    .optional(),
+  safety: safetySchema.default({
+    privilegeEscalation: true,
+    downloadToInterpreter: true,
+    protectedPaths: true,
+    recursiveDeleteRoot: true,
+    sourceDownloaded: true,
+    forkBomb: true,
+  }),
+  protectedPaths: z.array(z.string().min(1)).default([]).describe('extra globs never written to'),
+  workspaceRoot: z.string().min(1).optional().describe('default: the registry cwd'),
+  maxCommandBytes: z
+    .number()
+    .int()
+    .positive()
+    .default(64 * 1024)
+    .describe('longer commands fail closed'),
+  parseTimeoutMs: z.number().int().positive().default(50).describe('slower parses fail closed'),
+  maxNesting: z.number().int().min(0).max(8).default(3).describe('how deep bash -c strings are parsed'),
+  auditLimit: z.number().int().positive().default(1000).describe('decisions kept in the audit log'),
+});
+export type PermissionConfig = z.output<typeof permissionConfigSchema>;
+export type PermissionConfigInput = z.input<typeof permissionConfigSchema>;

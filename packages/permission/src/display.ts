@@ -1,0 +1,55 @@
+// Characters a human cannot see or tell apart: control and format characters, BiDi controls,
+// odd spaces, variation selectors, tag characters, and letters from scripts that look like Latin
+// (Cyrillic, Greek, fullwidth forms). Kept as code-point ranges so no regex hides them either.
+const HIDDEN_RANGES: readonly [number, number][] = [
+  [0x00, 0x08],
+  [0x0b, 0x1f],
+  [0x7f, 0x9f],
+  [0xa0, 0xa0],
+  [0xad, 0xad],
+  [0x34f, 0x34f],
+  [0x370, 0x3ff],
+  [0x400, 0x52f],
+  [0x61c, 0x61c],
+  [0x115f, 0x1160],
+  [0x17b4, 0x17b5],
+  [0x180b, 0x180e],
+  [0x1f00, 0x1fff],
+  [0x2000, 0x200f],
+  [0x2028, 0x202f],
+  [0x205f, 0x206f],
+  [0x3000, 0x3000],
+  [0x3164, 0x3164],
+  [0xfe00, 0xfe0f],
+  [0xfeff, 0xfeff],
+  [0xff01, 0xff5e],
+  [0xffa0, 0xffa0],
+  [0xfff0, 0xfffb],
+  [0xe0000, 0xe007f],
+  [0xe0100, 0xe01ef],
+];
+
+function isHidden(code: number): boolean {
+  if (code >= 0x20 && code < 0x7f) return false;
+  for (const [from, to] of HIDDEN_RANGES) if (code >= from && code <= to) return true;
+  return false;
+}
+
+/** The command with hidden and lookalike characters escaped as `\u{...}`, so a human sees what runs. */
+export function escapeHidden(text: string, maxChars = Infinity): string {
+  let out = '';
+  if (text.length > maxChars) {
+    return `${escapeHidden(text.slice(0, maxChars))}… (${text.length - maxChars} more characters not shown)`;
+  }
+  for (const ch of text) {
+    const code = ch.codePointAt(0)!;
+    out += isHidden(code) ? `\\u{${code.toString(16).toUpperCase().padStart(4, '0')}}` : ch;
+  }
+  return out;
+}
+
+/** Whether the text contains characters escapeHidden would escape. */
+export function hasHidden(text: string): boolean {
+  for (const ch of text) if (isHidden(ch.codePointAt(0)!)) return true;
+  return false;
+}

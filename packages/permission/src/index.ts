@@ -1,0 +1,12 @@
+export { permissionPlugin, getPermissionEngine, PERMISSION_ENGINE } from './plugin.js';
+export { PermissionEngine, type AuditEntry, type PermissionEngineOptions, type RuleProblem } from './gate.js';
+export type { Analysis, Part, Verdict } from './analyze.js';
+export {
+  permissionConfigSchema,
+  type PermissionConfig,
+  type PermissionConfigInput,
+  type RuleInput,
+  type SafetyRuleId,
+} from './config.js';
+export { escapeHidden } from './display.js';
+export { permissionPlugin as default } from './plugin.js';

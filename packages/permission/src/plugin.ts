@@ -1,0 +1,82 @@
+import { definePlugin, TOKENS, type PluginDefinition, type PluginRegistry } from '@conch/core';
+import { loadShellParser } from '@conch/shell-syntax';
+import type { z } from 'zod';
+import { permissionConfigSchema, type PermissionConfig } from './config.js';
+import { compileRules, PermissionEngine } from './gate.js';
+
+/** The tree-sitter WASM loads once, when this module is imported, so exposing stays synchronous. */
+const parser = await loadShellParser();
+
+/** Token the engine is registered under besides `TOKENS.PermissionGate` (same instance). */
+export const PERMISSION_ENGINE = Symbol.for('conch.permission.PermissionEngine');
+
+/** Rules must compile and their examples must hold; problems name the rule. */
+const configSchema = permissionConfigSchema.superRefine((config, ctx) => {
+  const compiled = compileRules(config.rules);
+  if ('problems' in compiled) {
+    for (const p of compiled.problems) ctx.addIssue({ code: 'custom', path: p.path, message: p.message });
+    return;
+  }
+  const probe = new PermissionEngine({ parser, config, cwd: process.cwd() });
+  for (const p of probe.checkExamples()) ctx.addIssue({ code: 'custom', path: p.path, message: p.message });
+}) as unknown as z.ZodType<PermissionConfig>;
+
+function instructions(config: PermissionConfig): string {
+  const lines = [
+    'Every command passes a permission check before it runs, on the command as the shell will read it.',
+    'Always refused: sudo/su/doas/pkexec anywhere; piping or substituting a download (curl, wget) into a shell or interpreter (download to a file, read it, then run it); writing to .env files, .ssh/, .git/hooks/, .git/config or shell rc files; rm -r of /, ~ or the workspace root; fork bombs.',
+  ];
+  if (config.mode === 'readOnly')
+    lines.push(
+      'This session is read-only: only commands that just read (ls, cat, grep, git status/log/diff, ...) run; anything else is refused.',
+    );
+  else if (config.mode === 'acceptAll')
+    lines.push('Commands other than the refused ones run without asking.');
+  else
+    lines.push(
+      'Read-only commands (ls, cat, head, grep, rg, git status/log/diff/show, find without -exec/-delete, ...) run at once; other commands need approval. Commands with $(...), backticks, <(...), eval, ${x@P} or bash -c "$var" always need approval, so prefer plain commands and run steps separately.',
+    );
+  if (config.rules.deny.length)
+    lines.push(
+      `Also refused by the host: ${config.rules.deny.map((r) => (typeof r === 'string' ? r : 'pattern' in r ? r.pattern : `/${r.regex}/`)).join(', ')}.`,
+    );
+  lines.push(
+    'A refused call returns permission_denied with the reason; do not retry the same command in another form.',
+  );
+  return lines.join('\n');
+}
+
+/** The permission plugin: registers the gate every command tool call passes through. */
+export const permissionPlugin: PluginDefinition<PermissionConfig> = definePlugin<PermissionConfig>({
+  name: 'permission',
+  version: '0.0.0',
+  description:
+    'Decides allow / ask / deny for each command on its parse: safety rules, host rules, approvals, audit log',
+  configSchema,
+  tools: [],
+  register(ctx) {
+    const engine = new PermissionEngine({
+      parser,
+      config: ctx.config,
+      cwd: ctx.env.cwd,
+      logger: ctx.logger,
+      events: ctx.events,
+    });
+    ctx.container.register(TOKENS.PermissionGate, { useValue: engine });
+    ctx.container.register(PERMISSION_ENGINE, { useValue: engine });
+    if (ctx.config.mode === 'acceptAll')
+      ctx.logger.warn(
+        'permission: acceptAll mode — every command the safety rules do not deny runs without asking',
+      );
+  },
+  systemInstructions: (ctx) => instructions(ctx.config),
+});
+
+/** The permission engine of a registry (exposed with `exposeTool('permission')`), or undefined. */
+export function getPermissionEngine(
+  registry: Pick<PluginRegistry, 'resolveOptional'>,
+): PermissionEngine | undefined {
+  return registry.resolveOptional<PermissionEngine>(PERMISSION_ENGINE);
+}
+
+export default permissionPlugin;
