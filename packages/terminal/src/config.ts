@@ -28,8 +28,10 @@ export const terminalConfigSchema = z.strictObject({
     .number()
     .int()
     .min(50)
-    .default(10_000)
-    .describe('silence after which a running command is reported as waiting for input'),
+    .default(20_000)
+    .describe(
+      'silence after which a running command is reported as waiting for input (measured: silent tsc/eslint runs take up to 18 s here)',
+    ),
   promptQuietMs: z
     .number()
     .int()

@@ -11,6 +11,8 @@ const PROMPT_PATTERNS: readonly RegExp[] = [
   /^\? /, // inquirer-style prompts: `? Project name: (app)`
   /press (?:any key|enter|return)/i,
   /(?:continue|proceed)\s*\?\s*$/i,
+  // A short unfinished line ending like a REPL or form prompt: `> `, `mysql> `, `postgres=# `, `Name: `.
+  /^.{0,80}[>:#$%] $/,
 ];
 
 /** Whether the tail of cleaned output ends with something that waits for an answer. */

@@ -3,7 +3,7 @@ import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import pino from 'pino';
-import { PluginRegistry, TOKENS, type ToolResult } from '@conch/core';
+import { PluginRegistry, TOKENS, type Logger, type PermissionGate, type ToolResult } from '@conch/core';
 import { terminalPlugin } from './plugin.js';
 import type { TerminalConfigInput } from './config.js';
 
@@ -15,13 +15,19 @@ export interface Harness {
 }
 
 /** A registry with the terminal plugin and an allow-all permission gate, in a private temp root. */
-export function createHarness(config: TerminalConfigInput = {}): Harness {
+export function createHarness(
+  config: TerminalConfigInput = {},
+  options: { gate?: PermissionGate; logger?: Logger } = {},
+): Harness {
   const root = mkdtempSync(join(tmpdir(), 'conch-terminal-test-'));
-  const registry = new PluginRegistry({ cwd: root, tempRoot: root, logger: pino({ level: 'silent' }) });
-  registry.register(terminalPlugin);
-  registry.container.register(TOKENS.PermissionGate, {
-    useValue: { check: async () => ({ outcome: 'allow', reason: 'test' }) },
+  const registry = new PluginRegistry({
+    cwd: root,
+    tempRoot: root,
+    logger: options.logger ?? pino({ level: 'silent' }),
   });
+  registry.register(terminalPlugin);
+  const allowAll: PermissionGate = { check: async () => ({ outcome: 'allow', reason: 'test' }) };
+  registry.container.register(TOKENS.PermissionGate, { useValue: options.gate ?? allowAll });
   registry.exposeTool('terminal', config);
   return {
     registry,
