@@ -28,6 +28,8 @@ export interface TemplateRunRequest {
   /** Added to the process environment: resolved `env_vars` and the argument variables. Never log. */
   env: Record<string, string>;
   timeoutSec?: number;
+  /** How task lists and events show the call: the steps with the arguments inlined (quoted). */
+  label: string;
 }
 
 export type TemplateRunner = (ctx: ToolCallContext, request: TemplateRunRequest) => Promise<ToolResult>;
@@ -104,6 +106,7 @@ export function createCommandTool(template: CommandTemplate, runner: TemplateRun
       }
       const request: TemplateRunRequest = {
         command: compiled.script,
+        label: compiled.display(args),
         cwd: resolve(ctx.env.cwd, spec.working_dir ?? '.'),
         env,
         ...(spec.timeout === undefined ? {} : { timeoutSec: spec.timeout }),

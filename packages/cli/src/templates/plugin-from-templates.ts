@@ -2,6 +2,7 @@ import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { ConchError, type PluginDefinition, toValidationIssues, type ValidationIssue } from '@conch/core';
 import { z } from 'zod';
+import { cliConfigSchema } from '../config.js';
 import { type CommandTemplate, createCommandTool, type TemplateRunner } from './define-command-tool.js';
 import { InvalidTemplateError } from './invalid-template-error.js';
 import { utcpCliCallTemplateSchema, utcpManualSchema, utcpToolSchema } from './template-schema.js';
@@ -12,6 +13,9 @@ export const templatePluginConfigSchema = z.strictObject({
     .record(z.string(), z.string())
     .default({})
     .describe('values for ${NAME} references in the templates’ env_vars (secrets stay out of logs)'),
+  cli: cliConfigSchema
+    .optional()
+    .describe('cli settings for running the templates (output cap, background threshold, extraPaths, ...)'),
 });
 
 export type TemplatePluginConfig = z.output<typeof templatePluginConfigSchema>;
