@@ -1,0 +1,159 @@
+// Invariant: at most maxWorkers tasks run (adopted ones included), queued tasks can be cancelled before they start, output pages never lose or split a byte, and history stays bounded.
+import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import type { BackgroundRun } from '@conch/core';
+import { EventBus } from '@conch/core';
+import { findCookiePids, pidAlive, ProcessManager, type ManagedProcess } from '@conch/process';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { BackgroundTasks } from './background-tasks.js';
+import { UnknownTaskError } from './unknown-task-error.js';
+
+let dir: string;
+let manager: ProcessManager;
+let service: BackgroundTasks | undefined;
+
+beforeEach(() => {
+  dir = mkdtempSync(join(tmpdir(), 'conch-bg-'));
+  manager = new ProcessManager({ tempDir: () => dir, cwd: dir, killGraceMs: 300, drainMs: 200 });
+});
+afterEach(async () => {
+  await service?.dispose();
+  service = undefined;
+  await manager.dispose();
+  expect(findCookiePids({ prefix: manager.cookiePrefix }).filter(pidAlive)).toEqual([]);
+  rmSync(dir, { recursive: true, force: true });
+});
+
+function toRun(proc: ManagedProcess): BackgroundRun {
+  return {
+    pid: proc.pid,
+    done: proc.result.then((r) => ({
+      status: r.killed ? 'cancelled' : r.exitCode === 0 ? 'completed' : 'failed',
+      result: { stdout: r.stdout.head, stderr: r.stderr.head, returncode: r.exitCode },
+    })),
+    cancel: async () => {
+      await proc.kill();
+    },
+    readOutput: (offset, limit) => proc.combined!.read(offset, limit),
+    outputBytes: () => proc.combined!.totalBytes,
+    outputFile: () => proc.combined!.path,
+  };
+}
+
+const sh = (script: string) => () =>
+  toRun(manager.spawn(script, [], { shell: true, capture: { spill: 'combined' } }));
+
+async function waitDone(s: BackgroundTasks, id: string) {
+  return s.wait(id, 60_000);
+}
+
+describe('BackgroundTasks', () => {
+  it('runs at most maxWorkers at once and emits task events', async () => {
+    const events = new EventBus();
+    service = new BackgroundTasks({ maxWorkers: 2, events });
+    const s = service;
+    let running = 0;
+    let peak = 0;
+    const seen: string[] = [];
+    events.on('background.task.created', () => seen.push('created'));
+    events.on('background.task.started', () => {
+      running++;
+      peak = Math.max(peak, running);
+    });
+    events.on('background.task.finished', (e) => {
+      running--;
+      seen.push(`finished:${e.task.status}`);
+    });
+    const infos = Array.from({ length: 5 }, (_, i) =>
+      s.submit({ command: `task ${i}`, tool: 'test', start: sh(`sleep 0.2; echo ${i}`) }),
+    );
+    expect(infos.map((i) => i.status)).toEqual(['running', 'running', 'queued', 'queued', 'queued']);
+    for (const [i, info] of infos.entries()) {
+      const done = await waitDone(s, info.id);
+      expect(done).toMatchObject({ status: 'completed', result: { stdout: `${i}\n` } });
+    }
+    expect(peak).toBeLessThanOrEqual(2);
+    expect(seen.filter((e) => e === 'created')).toHaveLength(5);
+    expect(seen.filter((e) => e === 'finished:completed')).toHaveLength(5);
+  });
+
+  it('adopted work takes a worker slot: a submitted task queues until it ends', async () => {
+    service = new BackgroundTasks({ maxWorkers: 1 });
+    const adopted = service.adopt({ command: 'adopted', tool: 'test', run: sh('sleep 0.5; echo a')() });
+    expect(adopted.status).toBe('running');
+    const queued = service.submit({ command: 'next', tool: 'test', start: sh('echo b') });
+    expect(queued.status).toBe('queued');
+    await new Promise((r) => setTimeout(r, 100));
+    expect(service.get(queued.id)!.status).toBe('queued');
+    expect((await waitDone(service, adopted.id)).status).toBe('completed');
+    expect((await waitDone(service, queued.id)).result).toMatchObject({ stdout: 'b\n' });
+  });
+
+  it('a cancelled queued task never starts; a cancelled running one is killed', async () => {
+    service = new BackgroundTasks({ maxWorkers: 1 });
+    const marker = join(dir, 'never');
+    const first = service.submit({ command: 'long', tool: 'test', start: sh('sleep 300') });
+    const second = service.submit({ command: 'queued', tool: 'test', start: sh(`touch ${marker}`) });
+    await service.kill(second.id);
+    expect(service.get(second.id)!.status).toBe('cancelled');
+    await service.kill(first.id);
+    expect(service.get(first.id)!.status).toBe('cancelled');
+    await new Promise((r) => setTimeout(r, 100));
+    expect(existsSync(marker)).toBe(false);
+  });
+
+  it('pages output by byte offset without splitting a character or losing a byte', async () => {
+    service = new BackgroundTasks();
+    const text = 'héllo wörld € ünïcode\n'.repeat(50);
+    const source = join(dir, 'source.txt');
+    writeFileSync(source, text);
+    const info = service.submit({
+      command: 'print',
+      tool: 'test',
+      start: sh(`cat ${source}`),
+    });
+    await waitDone(service, info.id);
+    let offset = 0;
+    let out = '';
+    for (let i = 0; i < 10_000; i++) {
+      const page = await service.logs(info.id, { offset, limit: 7 });
+      out += page.text;
+      if (page.nextOffset >= page.totalBytes) break;
+      expect(page.nextOffset).toBeGreaterThan(offset);
+      offset = page.nextOffset;
+    }
+    expect(out).toBe(text);
+  });
+
+  it('keeps a bounded history, oldest finished evicted first', async () => {
+    service = new BackgroundTasks({ historyLimit: 2 });
+    const ids: string[] = [];
+    for (let i = 0; i < 4; i++) {
+      const info = service.submit({ command: `t${i}`, tool: 'test', start: sh('true') });
+      await waitDone(service, info.id);
+      ids.push(info.id);
+    }
+    expect(service.list().map((t) => t.id)).toEqual(ids.slice(2));
+  });
+
+  it('unknown ids throw UnknownTaskError naming the known ids', async () => {
+    service = new BackgroundTasks();
+    const info = service.submit({ command: 'x', tool: 'test', start: sh('true') });
+    await expect(service.kill('nope')).rejects.toSatisfy(
+      (e: unknown) =>
+        e instanceof UnknownTaskError && e.code === 'UNKNOWN_TASK' && e.message.includes(info.id),
+    );
+    await waitDone(service, info.id);
+  });
+
+  it('dispose cancels queued and running tasks and refuses new ones', async () => {
+    service = new BackgroundTasks({ maxWorkers: 1 });
+    const a = service.submit({ command: 'a', tool: 'test', start: sh('sleep 300') });
+    const b = service.submit({ command: 'b', tool: 'test', start: sh('sleep 300') });
+    await service.dispose();
+    expect(service.get(a.id)!.status).toBe('cancelled');
+    expect(service.get(b.id)!.status).toBe('cancelled');
+    expect(() => service!.submit({ command: 'c', tool: 'test', start: sh('true') })).toThrow(/disposed/);
+  });
+});
