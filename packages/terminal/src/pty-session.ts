@@ -6,6 +6,17 @@ import type { Logger } from '@conch/core';
 import { killSessionTree, killSessionTreeSync, COOKIE_VAR } from './process-tree.js';
 import { bashInitScript, commandScript, MARKER_OSC, shellQuote } from './shell-scripts.js';
 
+const TAIL_CHARS = 8192;
+
+/** Where a suffix of `text` that could begin `prefix` starts (text.length when none). */
+function partialPrefixStart(text: string, prefix: string): number {
+  const from = Math.max(0, text.length - prefix.length + 1);
+  for (let i = text.indexOf('\u001b', from); i >= 0; i = text.indexOf('\u001b', i + 1)) {
+    if (prefix.startsWith(text.slice(i))) return i;
+  }
+  return text.length;
+}
+
 export type SessionState = 'starting' | 'idle' | 'running' | 'waiting' | 'background' | 'exited';
 
 export interface PtySessionOptions {
@@ -77,10 +88,13 @@ export class PtySession {
   private phase: 'starting' | 'idle' | 'pre' | 'in' | 'dead' = 'starting';
   private seq = 0;
   private pending = '';
-  private buffer = '';
-  private readPos = 0;
-  private searchFrom = 0;
-  private emittedPos = 0;
+  /** Output of the current command not yet returned, as received (joined only when read). */
+  private unread: string[] = [];
+  private unreadChars = 0;
+  /** The last TAIL_CHARS characters of the current command's output (prompt detection, UIs). */
+  private recent = '';
+  /** Text that may be the start of an end marker split across chunks. */
+  private held = '';
   private log: WriteStream | undefined;
   private logBytes = 0;
   private killing: Promise<void> | undefined;
@@ -162,10 +176,10 @@ export class PtySession {
     if (post) writeFileSync(postFile, post, { mode: 0o600 });
     this.command = command;
     this.done = undefined;
-    this.buffer = '';
-    this.readPos = 0;
-    this.searchFrom = 0;
-    this.emittedPos = 0;
+    this.unread = [];
+    this.unreadChars = 0;
+    this.recent = '';
+    this.held = '';
     this.pending = '';
     this.droppedChars = 0;
     this.phase = 'pre';
@@ -187,19 +201,20 @@ export class PtySession {
 
   /** Raw output of the current command not yet returned, and marks it read. */
   takeUnread(): string {
-    const text = this.buffer.slice(this.readPos);
-    this.readPos = this.buffer.length;
+    const text = this.unread.join('');
+    this.unread = [];
+    this.unreadChars = 0;
     return text;
   }
 
   /** The last `chars` raw characters of the current command's output. */
   tail(chars: number): string {
-    return this.buffer.slice(Math.max(0, this.buffer.length - chars));
+    return this.recent.slice(Math.max(0, this.recent.length - chars));
   }
 
   /** Whether unread output exists. */
   get hasUnread(): boolean {
-    return this.readPos < this.buffer.length;
+    return this.unreadChars > 0;
   }
 
   /** Called by the pool after the final output of a finished command was read. */
@@ -312,31 +327,33 @@ export class PtySession {
   }
 
   private onCommandData(data: string): void {
-    this.buffer += data;
-    const at = this.buffer.indexOf(this.endPrefix, this.searchFrom);
+    // Only the new chunk (plus a few held characters) is searched: the output so far is never
+    // rescanned or flattened, so a flood costs linear time.
+    const text = this.held + data;
+    this.held = '';
+    const at = text.indexOf(this.endPrefix);
     if (at < 0) {
-      this.searchFrom = Math.max(0, this.buffer.length - this.endPrefix.length);
-      this.emitUpTo(this.searchFrom);
-      this.bound();
+      const keep = partialPrefixStart(text, this.endPrefix);
+      this.held = text.slice(keep);
+      this.commit(text.slice(0, keep));
       this.options.onChange('data');
       return;
     }
-    const close = this.buffer.indexOf('\u0007', at);
+    const close = text.indexOf('\u0007', at);
     if (close < 0) {
-      // The marker is split across chunks: wait for its end.
-      this.searchFrom = at;
-      this.emitUpTo(at);
+      // The marker is split across chunks: hold it until its end arrives (a cwd is < 4 KiB).
+      this.commit(text.slice(0, at));
+      if (text.length - at > 16 * 1024) this.commit(text.slice(at));
+      else this.held = text.slice(at);
       return;
     }
-    const [seqText, codeText, ...cwdParts] = this.buffer.slice(at + this.endPrefix.length, close).split(';');
+    const [seqText, codeText, ...cwdParts] = text.slice(at + this.endPrefix.length, close).split(';');
+    this.commit(text.slice(0, at));
     if (Number(seqText) !== this.seq) {
       // A stale marker (should not happen): drop it and keep reading.
-      this.buffer = this.buffer.slice(0, at) + this.buffer.slice(close + 1);
-      this.searchFrom = at;
+      this.onCommandData(text.slice(close + 1));
       return;
     }
-    this.buffer = this.buffer.slice(0, at);
-    this.emitUpTo(at);
     const cwd = cwdParts.join(';').replace(/\r\n/g, '\n');
     this.cwd = cwd || this.cwd;
     this.done = { exitCode: Number(codeText), cwd: this.cwd };
@@ -348,24 +365,22 @@ export class PtySession {
     this.options.onChange('end');
   }
 
-  private emitUpTo(end: number): void {
-    if (end <= this.emittedPos) return;
-    const text = this.buffer.slice(this.emittedPos, end);
-    this.emittedPos = end;
+  /** Adds command output: unread list (bounded), recent tail, log, output event. */
+  private commit(text: string): void {
+    if (text.length === 0) return;
+    this.unread.push(text);
+    this.unreadChars += text.length;
+    this.recent =
+      text.length >= TAIL_CHARS
+        ? text.slice(text.length - TAIL_CHARS)
+        : (this.recent + text).slice(-TAIL_CHARS);
+    while (this.unreadChars > this.options.maxBufferChars && this.unread.length > 1) {
+      const dropped = this.unread.shift()!;
+      this.unreadChars -= dropped.length;
+      this.droppedChars += dropped.length;
+    }
     this.appendLog(text);
     this.options.onOutput?.(text);
-  }
-
-  /** Keeps the in-memory buffer under its cap by dropping already-read text first. */
-  private bound(): void {
-    const excess = this.buffer.length - this.options.maxBufferChars;
-    if (excess <= 0) return;
-    const drop = Math.max(excess, Math.floor(this.options.maxBufferChars / 4));
-    this.buffer = this.buffer.slice(drop);
-    this.droppedChars += Math.max(0, drop - this.readPos);
-    this.readPos = Math.max(0, this.readPos - drop);
-    this.searchFrom = Math.max(0, this.searchFrom - drop);
-    this.emittedPos = Math.max(0, this.emittedPos - drop);
   }
 
   private appendLog(text: string): void {

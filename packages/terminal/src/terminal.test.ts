@@ -179,6 +179,37 @@ describe('terminal tool', () => {
     expect(existsSync(marker)).toBe(false);
   });
 
+  it('interrupts a running program with Ctrl-C sent as input and keeps the shell', async () => {
+    h = createHarness();
+    const waiting = await h.call({ command: 'echo before; sleep 300; echo not-reached', idle_ms: 300 });
+    expect(waiting).toMatchObject({ state: 'waiting', output: 'before\n' });
+    const stopped = await h.call({ session_id: waiting.session_id, input: '\u0003' });
+    expect(stopped).toMatchObject({ exit_code: 130 });
+    expect(stopped.output).not.toContain('not-reached');
+    expect(await h.call({ command: 'echo still-here' })).toMatchObject({
+      exit_code: 0,
+      output: 'still-here\n',
+    });
+  });
+
+  it('survives an output flood and keeps every line in the spill file', async () => {
+    h = createHarness();
+    const flood = await h.call({ command: 'seq 1 1000000', timeout: 120 });
+    expect(flood.exit_code).toBe(0);
+    expect(String(flood.output).length).toBeLessThanOrEqual(4000);
+    expect(flood.output).toMatch(/999999\n1000000\n$/);
+    const full = readFileSync(String(flood.output_file), 'utf8');
+    expect(full.startsWith('1\n2\n3\n')).toBe(true);
+    expect(full.split('\n')).toHaveLength(1_000_001);
+  });
+
+  it('reports a cwd that does not exist as a failed command', async () => {
+    h = createHarness();
+    const result = await h.call({ command: 'pwd', cwd: '/definitely/not/here' });
+    expect(result.exit_code).toBe(1);
+    expect(result.output).toMatch(/No such file or directory/);
+  });
+
   it('returns clear errors for bad call shapes', async () => {
     h = createHarness();
     expect((await h.call({ input: 'y\n' })).error).toMatch(/input needs session_id/);
