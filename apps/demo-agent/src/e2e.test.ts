@@ -69,6 +69,11 @@ async function answerPromptsUntil(
   }
 }
 
+/** Waits until no turn is running (the footer stops offering to cancel one). */
+async function waitIdle(tmux: TmuxSession): Promise<void> {
+  await tmux.waitForScreen((s) => !bottom(s, 3).includes('cancel the running tool'), 'the turn to end');
+}
+
 describe('demo agent in tmux', () => {
   it('walks through, shows and kills the background task, and leaves nothing running', async () => {
     const cookie = randomBytes(8).toString('hex');
@@ -131,6 +136,7 @@ describe('demo agent in tmux', () => {
     );
     expect(processesWithEnv('CONCH_E2E_COOKIE', cookie).length).toBeGreaterThan(1);
 
+    await waitIdle(tmux);
     tmux.key('C-c');
     await tmux.waitForScreen((s) => s.includes('bye: the registry is disposed'), 'a clean exit', 60_000);
     await waitFor(() => tmux.paneDead(), 30_000, 'the app to exit');
@@ -141,7 +147,7 @@ describe('demo agent in tmux', () => {
     );
     expect(descendantsOf(appPid)).toEqual([]);
     expect(readFileSync(join(workDir!, 'demo.log'), 'utf8')).not.toMatch(/"level":(50|60)/);
-  });
+  }, 400_000);
 
   it('an approval answered "n" is denied and the model is told', async () => {
     const cookie = randomBytes(8).toString('hex');
@@ -153,8 +159,9 @@ describe('demo agent in tmux', () => {
     tmux.type('n', false);
     await tmux.waitForScreen((s) => /Not run: Permission denied/.test(s), 'the denial to reach the model');
     expect(existsSync(join(workDir!, 'not-allowed.txt'))).toBe(false);
+    await waitIdle(tmux);
     tmux.key('C-c');
     await waitFor(() => tmux.paneDead(), 60_000, 'the app to exit');
     await waitFor(() => processesWithEnv('CONCH_E2E_COOKIE', cookie).length === 0, 30_000, 'no process left');
-  });
+  }, 300_000);
 });

@@ -31,12 +31,13 @@ async function main(): Promise<number> {
   }
   const plain = args.plain || !process.stdin.isTTY || !process.stdout.isTTY;
 
-  // In the full-screen UI, logs go to a file so they never tear the screen; in plain mode, stderr.
+  // Logs (permission decisions, plugin warnings) go to a file: they never tear the screen or
+  // mix with plain output. CONCH_LOG_LEVEL=debug for more.
   const logFile = process.env.CONCH_DEMO_LOG ?? join(tmpdir(), 'conch-demo.log');
-  const level = process.env.CONCH_LOG_LEVEL ?? 'warn';
-  const logger = plain
-    ? pino({ name: 'conch-demo', level }, destination({ fd: 2, sync: true }))
-    : pino({ name: 'conch-demo', level }, destination({ dest: logFile, sync: true, mkdir: true }));
+  const logger = pino(
+    { name: 'conch-demo', level: process.env.CONCH_LOG_LEVEL ?? 'info' },
+    destination({ dest: logFile, sync: true, mkdir: true }),
+  );
 
   let demo: Awaited<ReturnType<typeof createDemoRegistry>>;
   try {
@@ -93,7 +94,7 @@ async function main(): Promise<number> {
       .map((t) => t.name)
       .join(', ')}  ·  config: ${demo.source}  ·  cwd: ${registry.cwd}`,
     ...(demo.missing.length ? [`not installed, skipped: ${demo.missing.join(', ')}`] : []),
-    ...(plain ? [] : [`logs: ${logFile}  ·  !help for process commands`]),
+    `log: ${logFile}  ·  !help for process commands`,
   ];
   const initial = [
     ...(choice.scripted && !args.noWalkthrough ? [WALKTHROUGH_PROMPT] : []),

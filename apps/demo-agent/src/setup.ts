@@ -21,7 +21,17 @@ export const DEMO_AUTO_BACKGROUND_THRESHOLD = 2;
  */
 export const DEMO_CONFIG: ConchConfig = {
   plugins: {
-    permission: {},
+    permission: {
+      // The walkthrough's REPL starts without a prompt; everything else follows the defaults.
+      rules: {
+        allow: [
+          {
+            regex: '^python3 -q$',
+            examples: { match: ['python3 -q'], notMatch: ['python3 -q -c "import os"', 'python3'] },
+          },
+        ],
+      },
+    },
     cli: { autoBackgroundThreshold: DEMO_AUTO_BACKGROUND_THRESHOLD },
     background: {},
     terminal: {},
