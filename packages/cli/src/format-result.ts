@@ -41,16 +41,16 @@ export interface FormatOptions {
   thresholdAsTimeout?: boolean;
 }
 
-const fmt = (n: number) => n.toLocaleString('en-US');
+const fmt = (n: number) => String(n).replace(/\B(?=(\d{3})+(?!\d))/g, ',');
 
 function signalNumber(signal: string): number | undefined {
   return (constants.signals as Record<string, number | undefined>)[signal];
 }
 
-function streamText(snap: CaptureSnapshot, marker: string): string {
+function streamText(snap: CaptureSnapshot, marker: (snap: CaptureSnapshot) => string): string {
   if (snap.binary) return `[binary output: ${fmt(snap.totalBytes)} bytes not shown; see output_file]`;
   if (!snap.truncated) return snap.head;
-  return `${snap.head}${marker}${snap.tail}`;
+  return `${snap.head}${marker(snap)}${snap.tail}`;
 }
 
 /** Keeps the start and end of `text` within `budget` characters, cutting at line ends when close. */
@@ -123,8 +123,8 @@ export function formatResult(result: ProcessResult, options: FormatOptions): Cli
   const where = file ? `; full output in ${file}` : '';
   const markerFor = (snap: CaptureSnapshot) =>
     `\n\n[... output truncated: showing the start and the end of ${describeSize(snap)}${where} ...]\n\n`;
-  let stdout = streamText(result.stdout, markerFor(result.stdout));
-  let stderr = streamText(result.stderr, markerFor(result.stderr));
+  let stdout = streamText(result.stdout, markerFor);
+  let stderr = streamText(result.stderr, markerFor);
   const max = options.maxOutputChars;
   let cut =
     result.stdout.truncated || result.stderr.truncated || result.stdout.binary || result.stderr.binary;

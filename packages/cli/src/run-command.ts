@@ -9,7 +9,13 @@ import {
 } from '@conch/core';
 import { cleanForModel, decodeUtf8, ensureProcessManager, type ManagedProcess } from '@conch/process';
 import { loadShellParser, type ParsedCommand, type ShellParser } from '@conch/shell-syntax';
-import { cliConfigSchema, DEFAULT_CLI_CONFIG, type CliConfig, type CliConfigInput } from './config.js';
+import {
+  cliConfigSchema,
+  DEFAULT_CLI_CONFIG,
+  type CliConfig,
+  type CliConfigInput,
+  type SlowPattern,
+} from './config.js';
 import { commandEnv } from './env.js';
 import {
   formatResult,
@@ -56,6 +62,16 @@ export function getShellParser(): Promise<ShellParser> {
 }
 
 const parsedConfigs = new WeakMap<object, CliConfig>();
+const patternTables = new WeakMap<CliConfig, readonly SlowPattern[]>();
+
+function slowPatternsOf(cfg: CliConfig): readonly SlowPattern[] {
+  let table = patternTables.get(cfg);
+  if (!table) {
+    table = cfg.slowPatterns.length ? [...DEFAULT_SLOW_PATTERNS, ...cfg.slowPatterns] : DEFAULT_SLOW_PATTERNS;
+    patternTables.set(cfg, table);
+  }
+  return table;
+}
 
 function resolveConfig(
   ctx: ToolCallContext<unknown>,
@@ -213,7 +229,7 @@ export async function runCommand(
     });
 
   if (canBackground) {
-    const estimate = estimateSeconds(p.parsed, [...DEFAULT_SLOW_PATTERNS, ...cfg.slowPatterns]);
+    const estimate = estimateSeconds(p.parsed, slowPatternsOf(cfg));
     if (request.background === true || estimate > threshold) {
       const info = background.submit({
         command: label,

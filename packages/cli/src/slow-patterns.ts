@@ -20,6 +20,8 @@ export const DEFAULT_SLOW_PATTERNS: readonly SlowPattern[] = [
   { pattern: 'git clone', seconds: 20 },
 ];
 
+const splitCache = new WeakMap<readonly SlowPattern[], { words: string[]; seconds: number }[]>();
+
 /**
  * Estimated seconds of a parsed command line: the sum over its simple commands of the matching
  * pattern's estimate (a pattern matches when its words are the command's leading words).
@@ -27,7 +29,11 @@ export const DEFAULT_SLOW_PATTERNS: readonly SlowPattern[] = [
  */
 export function estimateSeconds(parsed: ParsedCommand, patterns: readonly SlowPattern[]): number {
   if (!parsed.ok) return 0;
-  const split = patterns.map((p) => ({ words: p.pattern.split(/\s+/), seconds: p.seconds }));
+  let split = splitCache.get(patterns);
+  if (!split) {
+    split = patterns.map((p) => ({ words: p.pattern.split(/\s+/), seconds: p.seconds }));
+    splitCache.set(patterns, split);
+  }
   let total = 0;
   for (const cmd of parsed.commands) {
     let best = 0;

@@ -5,7 +5,8 @@ export interface ExecutorSpawnRequest {
   file: string;
   args: readonly string[];
   cwd: string;
-  env: Record<string, string>;
+  /** The environment (may inherit keys through its prototype; undefined values are unset). */
+  env: Record<string, string | undefined>;
   stdin: 'ignore' | 'pipe';
   /** False when the caller does not capture output (stdout/stderr go to /dev/null). */
   capture: boolean;

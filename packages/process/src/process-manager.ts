@@ -422,19 +422,12 @@ export class ProcessManager implements ProcessManagerService {
     const id = `p${++this.counter}`;
     const cookie = `${this.id}-${id}`;
     const cwd = resolve(this.options.cwd ?? process.cwd(), options.cwd ?? '.');
-    const env: Record<string, string> = {};
-    if (options.extendEnv !== false) {
-      for (const key in process.env) {
-        const value = process.env[key];
-        if (value !== undefined) env[key] = value;
-      }
-    }
+    // Node's spawn enumerates the env with for...in, prototype included, and skips undefined
+    // values: layering the additions over the live process.env avoids copying it on every spawn.
+    const env: Record<string, string | undefined> =
+      options.extendEnv === false ? {} : (Object.create(process.env) as Record<string, string | undefined>);
     if (options.env) {
-      for (const key in options.env) {
-        const value = options.env[key];
-        if (value === undefined) delete env[key];
-        else env[key] = value;
-      }
+      for (const key in options.env) env[key] = options.env[key];
     }
     env[COOKIE_VAR] = cookie;
 

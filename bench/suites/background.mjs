@@ -1,0 +1,81 @@
+// 200 background `true` tasks through cli_based_tool with 8 workers, until all have finished,
+// against 200 raw node:child_process spawns under p-limit(8).
+import 'reflect-metadata';
+import { spawn } from 'node:child_process';
+import { PluginRegistry, TOKENS } from '@conch/core';
+import { backgroundPlugin } from '@conch/background';
+import { cliPlugin } from '@conch/cli';
+import pLimit from 'p-limit';
+
+const TASKS = 200;
+
+function rawRun(file, args) {
+  return new Promise((resolve, reject) => {
+    const child = spawn(file, args, { stdio: ['ignore', 'pipe', 'pipe'] });
+    child.stdout.on('data', () => {});
+    child.stderr.on('data', () => {});
+    child.on('error', reject);
+    child.on('close', resolve);
+  });
+}
+
+async function conchRound() {
+  const registry = new PluginRegistry({ plugins: [cliPlugin, backgroundPlugin] });
+  registry.container.register(TOKENS.PermissionGate, {
+    useValue: { check: async () => ({ outcome: 'allow', reason: 'bench' }) },
+  });
+  registry.exposeTool('cli', { backgroundMaxWorkers: 8 });
+  try {
+    let finished = 0;
+    let failed = 0;
+    let resolveAll;
+    const all = new Promise((resolve) => (resolveAll = resolve));
+    registry.events.on('background.task.finished', (e) => {
+      finished++;
+      if (e.task.status !== 'completed') failed++;
+      if (finished === TASKS) resolveAll();
+    });
+    const t0 = performance.now();
+    for (let i = 0; i < TASKS; i++) {
+      const r = await registry.execute('cli_based_tool', { command: 'true', background: true });
+      if (!r.background_task_id) throw new Error(`no task id: ${JSON.stringify(r)}`);
+    }
+    await all;
+    const ms = performance.now() - t0;
+    if (failed) throw new Error(`${failed} tasks did not complete`);
+    return ms;
+  } finally {
+    await registry.dispose();
+  }
+}
+
+async function rawRound() {
+  const limit = pLimit(8);
+  const t0 = performance.now();
+  await Promise.all(Array.from({ length: TASKS }, () => limit(() => rawRun('true', []))));
+  return performance.now() - t0;
+}
+
+export default async function ({ median }) {
+  await rawRound();
+  await conchRound();
+  const raw = [];
+  const conch = [];
+  for (let i = 0; i < 5; i++) {
+    raw.push(await rawRound());
+    conch.push(await conchRound());
+  }
+  const c = median(conch);
+  const b = median(raw);
+  return [
+    {
+      name: `background: ${TASKS} \`true\` tasks, 8 workers (median of 5)`,
+      conch: c,
+      baseline: b,
+      unit: 'ms',
+      ratio: c / b,
+      goal: 'ratio <= 1.5',
+      pass: c / b <= 1.5,
+    },
+  ];
+}
