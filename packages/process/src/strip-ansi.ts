@@ -3,8 +3,8 @@
  * OSC (titles, hyperlinks; BEL or ST terminated), DCS/SOS/PM/APC strings, two-byte escapes and
  * charset designations. Plain text, tabs and newlines are kept.
  */
-// eslint-disable-next-line no-control-regex
 const ANSI =
+  // eslint-disable-next-line no-control-regex
   /\u001b\][\s\S]*?(?:\u0007|\u001b\\|$)|\u001b[PX^_][\s\S]*?(?:\u001b\\|$)|(?:\u001b\[|\u009b)[0-?]*[ -/]*[@-~]|\u001b[()*+#%][0-9A-Za-z@]|\u001b[ -/]*[0-~]/g;
 
 // eslint-disable-next-line no-control-regex
