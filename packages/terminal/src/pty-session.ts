@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import pty, { type IPty } from '@lydell/node-pty';
 import type { Logger } from '@conch/core';
 import { killSessionTree, killSessionTreeSync, COOKIE_VAR } from './process-tree.js';
-import { bashInitScript, commandScript, MARKER_OSC, shellQuote } from './shell-scripts.js';
+import { commandScript, initScript, MARKER_OSC, shellQuote, type ShellKind } from './shell-scripts.js';
 
 const TAIL_CHARS = 8192;
 
@@ -22,6 +22,8 @@ export type SessionState = 'starting' | 'idle' | 'running' | 'waiting' | 'backgr
 export interface PtySessionOptions {
   id: number;
   shell: string;
+  /** Which init flavour the shell gets. */
+  shellKind: ShellKind;
   shellArgs: readonly string[];
   cwd: string;
   /** Environment of the shell process (the cookie is added). */
@@ -114,7 +116,12 @@ export class PtySession {
     const init = join(this.dir, 'init.sh');
     writeFileSync(
       init,
-      bashInitScript({ nonce: this.nonce, key: this.key, sessionEnv: options.sessionEnv }),
+      initScript({
+        kind: options.shellKind,
+        nonce: this.nonce,
+        key: this.key,
+        sessionEnv: options.sessionEnv,
+      }),
       { mode: 0o600 },
     );
     const env: Record<string, string> = {};

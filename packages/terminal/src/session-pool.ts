@@ -6,6 +6,7 @@ import type { TerminalConfig } from './config.js';
 import { capTotal, cleanOutput, lastLine } from './output-cleaner.js';
 import { looksLikePrompt } from './prompt-detector.js';
 import { PtySession, type SessionState } from './pty-session.js';
+import type { ShellKind } from './shell-scripts.js';
 import './events.js';
 
 /** A session as a UI shows it. */
@@ -325,13 +326,14 @@ export class SessionPool implements TerminalService {
   private async spawn(): Promise<PtySession | string> {
     const { config, logger, events } = this.deps;
     const id = this.nextId++;
-    const shell = resolveShell(config.shell, logger);
+    const { shell, kind } = resolveShell(config.shell, logger);
     this.starting += 1;
     let session: PtySession;
     try {
       session = new PtySession({
         id,
         shell,
+        shellKind: kind,
         shellArgs: config.shellArgs,
         cwd: this.lastCwd,
         env: process.env,
@@ -451,13 +453,19 @@ export class SessionPool implements TerminalService {
   }
 }
 
-/** The user's shell when it is bash (the marker protocol is bash's), else bash. */
-export function resolveShell(configured: string | undefined, logger: Logger): string {
-  if (configured) return configured;
-  const user = process.env.SHELL;
-  if (user && basename(user) === 'bash') return user;
-  if (user) {
-    logger.debug({ shell: user }, 'terminal sessions run bash (login + rc files); $SHELL is not bash');
+/**
+ * The shell sessions run: the configured one, else the user's $SHELL when it is bash or zsh (the
+ * shells the marker protocol speaks), else /bin/bash.
+ */
+export function resolveShell(
+  configured: string | undefined,
+  logger: Logger,
+): { shell: string; kind: ShellKind } {
+  const candidate = configured ?? process.env.SHELL;
+  const name = candidate ? basename(candidate) : '';
+  if (candidate && (name === 'bash' || name === 'zsh')) return { shell: candidate, kind: name };
+  if (candidate) {
+    logger.warn({ shell: candidate }, 'terminal sessions speak bash and zsh; running /bin/bash instead');
   }
-  return '/bin/bash';
+  return { shell: '/bin/bash', kind: 'bash' };
 }

@@ -13,6 +13,7 @@
  * (readline reads byte by byte: a short line is measurably faster).
  */
 
+/* The end marker comes from PROMPT_COMMAND (bash) or precmd_functions (zsh). */
 export const MARKER_OSC = '\u001b]6973;';
 
 /** Single-quotes a value for POSIX shells. */
@@ -22,7 +23,10 @@ export function shellQuote(value: string): string {
 
 export const ENV_NAME = /^[A-Za-z_][A-Za-z0-9_]*$/;
 
-export function bashInitScript(options: {
+export type ShellKind = 'bash' | 'zsh';
+
+export function initScript(options: {
+  kind: ShellKind;
   nonce: string;
   key: string;
   sessionEnv: Readonly<Record<string, string>>;
@@ -30,15 +34,12 @@ export function bashInitScript(options: {
   const exports = Object.entries(options.sessionEnv)
     .filter(([name]) => ENV_NAME.test(name))
     .map(([name, value]) => `export ${name}=${shellQuote(value)}`);
-  return [
+  const common = [
     `__conch_nonce=${shellQuote(options.nonce)}`,
     `__conch_key=${shellQuote(options.key)}`,
     '__conch_seq=0',
     '__conch_post=',
-    // No prompt text, no bracketed-paste toggles, nothing the typed lines would add to history.
-    "PS1=''; PS2=''; PS0=''; PS4='+ '",
-    "bind 'set enable-bracketed-paste off' 2>/dev/null",
-    'HISTCONTROL="ignorespace${HISTCONTROL:+:$HISTCONTROL}"',
+    '__conch_f=',
     ...exports,
     '__conch_begin() { __conch_seq=$1; printf \'\\033]6973;B;%s;%s\\007\' "$__conch_nonce" "$1"; }',
     '__conch_gate() {',
@@ -55,6 +56,24 @@ export function bashInitScript(options: {
     '  printf \'\\033]6973;E;%s;%s;%s;%s\\007\' "$__conch_nonce" "$__conch_seq" "$__conch_ec" "$PWD"',
     '  __conch_gate',
     '}',
+  ];
+  if (options.kind === 'zsh') {
+    return [
+      ...common,
+      // No prompt text, no bracketed-paste toggles, nothing the typed lines would add to history.
+      "PROMPT=''; PS1=''; PS2=''; PROMPT2=''; RPROMPT=''; RPS1=''; RPS2=''",
+      'unset zle_bracketed_paste',
+      'setopt HIST_IGNORE_SPACE NO_PROMPT_SP NO_PROMPT_CR',
+      // Ours runs first (it needs the command's $?); the user's own hooks still run.
+      'precmd_functions=(__conch_prompt ${precmd_functions:#__conch_prompt})',
+      '',
+    ].join('\n');
+  }
+  return [
+    ...common,
+    "PS1=''; PS2=''; PS0=''; PS4='+ '",
+    "bind 'set enable-bracketed-paste off' 2>/dev/null",
+    'HISTCONTROL="ignorespace${HISTCONTROL:+:$HISTCONTROL}"',
     // Ours runs first (it needs the command's $?); the user's own hooks (direnv, ...) still run.
     'if (( BASH_VERSINFO[0] > 5 || (BASH_VERSINFO[0] == 5 && BASH_VERSINFO[1] >= 1) )); then',
     '  __conch_pc=()',
