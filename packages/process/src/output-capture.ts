@@ -48,6 +48,7 @@ export class OutputCapture {
   private tailLen = 0;
   private newlines = 0;
   private lastByte = -1;
+  private released = false;
   totalBytes = 0;
 
   constructor(options: OutputCaptureOptions = {}) {
@@ -68,6 +69,7 @@ export class OutputCapture {
     }
     this.lastByte = chunk[len - 1]!;
     let rest = chunk;
+    if (this.released) return this.sink ? this.sink.write(chunk) : true;
     if (this.headLen < this.headLimit) {
       const take = Math.min(len, this.headLimit - this.headLen);
       this.head.push(take === len ? chunk : chunk.subarray(0, take));
@@ -119,6 +121,13 @@ export class OutputCapture {
     const full = this.fullBuffer();
     if (full) return decodeUtf8(full);
     return decodeUtf8(this.headBuffer()) + decodeUtf8(this.tailBuffer());
+  }
+
+  /** Drops the buffered head and tail (counts stay); called once the final snapshot is taken. */
+  release(): void {
+    this.head = [];
+    this.tail = [];
+    this.released = true;
   }
 
   snapshot(): CaptureSnapshot {

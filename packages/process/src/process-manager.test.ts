@@ -217,3 +217,31 @@ describe('no survivors', () => {
     expect(survivors(proc.cookie)).toEqual([]);
   });
 });
+
+describe('registry integration', () => {
+  it('ensureProcessManager registers one manager per registry, disposed with it', async () => {
+    const { PluginRegistry, TOKENS, definePlugin } = await import('@conch/core');
+    const { ensureProcessManager } = await import('./ensure.js');
+    const { z } = await import('zod');
+    let fromPlugin: ProcessManager | undefined;
+    const plugin = definePlugin({
+      name: 'uses-processes',
+      version: '0',
+      configSchema: z.object({}),
+      register: (ctx) => {
+        fromPlugin = ensureProcessManager(ctx);
+        expect(ensureProcessManager(ctx)).toBe(fromPlugin);
+      },
+      tools: [],
+    });
+    const registry = new PluginRegistry({ cwd: dir, plugins: [plugin] });
+    registry.exposeTool('uses-processes', {});
+    expect(registry.resolve(TOKENS.ProcessManager)).toBe(fromPlugin);
+    const proc = fromPlugin!.spawn('setsid sleep 300 > /dev/null 2>&1 & sleep 300', [], { shell: true });
+    prefixes.push(fromPlugin!.cookiePrefix);
+    await waitFor(() => survivors(proc.cookie).length >= 2, 10_000, 'children');
+    await registry.dispose();
+    expect(survivors(fromPlugin!.cookiePrefix)).toEqual([]);
+    expect(fromPlugin!.disposed).toBe(true);
+  });
+});

@@ -96,7 +96,7 @@ export interface ProcessManagerOptions {
   killGraceMs?: number;
   /** Default drain time after exit. Default 1000 ms. */
   drainMs?: number;
-  /** Finished processes kept for list()/get(). Default 200. */
+  /** Finished processes kept for list()/get(). Default 50. */
   historyLimit?: number;
 }
 
@@ -343,6 +343,9 @@ export class ManagedProcess {
     const sinks = new Set([this.stdout.sink, this.stderr.sink, this.combined]);
     const stdout = this.stdout.snapshot();
     const stderr = this.stderr.snapshot();
+    // The result holds the text now; free the buffers (finished processes stay listed).
+    this.stdout.release();
+    this.stderr.release();
     if (this.combined && (stdout.truncated || stderr.truncated)) this.combined.materialize();
     await Promise.all([...sinks].map((sink) => sink?.end()));
     const reason: ExitReason = this.reason ?? 'exit';
@@ -562,7 +565,7 @@ export class ProcessManager implements ProcessManagerService {
         reason: result.reason,
       });
     }
-    const limit = this.options.historyLimit ?? 200;
+    const limit = this.options.historyLimit ?? 50;
     if (this.processes.size > limit) {
       for (const [id, p] of this.processes) {
         if (this.processes.size <= limit) break;
