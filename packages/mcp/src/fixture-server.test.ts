@@ -71,7 +71,10 @@ describe('conch-mcp with fixture plugins', () => {
       { onprogress: (p) => seen.push(p) },
     );
     expect(result.structuredContent).toMatchObject({ stdout: 'step 1\nstep 2\nstep 3\n', returncode: 0 });
-    await waitFor(() => seen.length >= 3, 'progress notifications');
+    await waitFor(
+      () => seen.length >= 3,
+      `progress notifications (got ${JSON.stringify(seen)}; server stderr: ${harness?.stderr()})`,
+    );
     expect(seen.at(-1)).toMatchObject({ progress: 3, total: 3 });
     for (let i = 1; i < seen.length; i++) expect(seen[i]!.progress).toBeGreaterThan(seen[i - 1]!.progress);
   });

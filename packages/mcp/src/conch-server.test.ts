@@ -1,0 +1,169 @@
+// conch-mcp with the real cli, background and permission plugins, driven by the SDK client over stdio: commands, background tasks, asks, denials, cancellation and exit leave nothing running.
+import { existsSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import {
+  CallToolResultSchema,
+  type CallToolResult,
+  type ElicitRequest,
+} from '@modelcontextprotocol/sdk/types.js';
+import { afterEach, describe, expect, test } from 'vitest';
+import { type Harness, isAlive, readPid, startServer, tempDir, waitFor } from './test-support/harness.js';
+
+let harness: Harness | undefined;
+afterEach(async () => {
+  await harness?.close();
+  harness = undefined;
+});
+
+type Structured = Record<string, any>;
+const call = async (h: Harness, name: string, args: Record<string, unknown>) => {
+  const result = (await h.client.callTool({ name, arguments: args })) as CallToolResult;
+  return { result, data: result.structuredContent as Structured };
+};
+
+/** An elicitation handler that answers `decision` and remembers each question. */
+function answering(decision: 'once' | 'always' | 'deny', questions: string[]) {
+  return (request: ElicitRequest) => {
+    questions.push(request.params.message);
+    return { action: 'accept' as const, content: { decision } };
+  };
+}
+
+// A long command whose real process id lands in a file (the permission gate asks about it).
+const LONG = 'sleep 300 & echo $! > sleep.pid; wait';
+
+describe('conch-mcp with the default config (cli + background + permission)', () => {
+  test('lists cli_based_tool and the background tools with schemas and hints', async () => {
+    harness = await startServer({});
+    const { tools } = await harness.client.listTools();
+    const names = tools.map((t) => t.name);
+    expect(names).toEqual(
+      expect.arrayContaining([
+        'cli_based_tool',
+        'check_background_task',
+        'list_background_tasks',
+        'read_background_output',
+        'cancel_background_task',
+      ]),
+    );
+    const cli = tools.find((t) => t.name === 'cli_based_tool')!;
+    expect(cli.inputSchema).toMatchObject({ type: 'object', required: ['command'] });
+    expect(cli.annotations).toMatchObject({ destructiveHint: true });
+    expect(harness.client.getInstructions()).toContain('cli_based_tool');
+  });
+
+  test('runs a command and returns structured content plus text', async () => {
+    harness = await startServer({});
+    const { result, data } = await call(harness, 'cli_based_tool', { command: 'echo hello from conch' });
+    expect(result.isError).toBeFalsy();
+    expect(data).toMatchObject({ stdout: 'hello from conch\n', returncode: 0 });
+    expect(JSON.parse((result.content[0] as { text: string }).text)).toEqual(data);
+  });
+
+  test('backgrounds a slow command and checks it to completion', async () => {
+    harness = await startServer({});
+    const { data: started } = await call(harness, 'cli_based_tool', {
+      command: 'sleep 1 && echo background done',
+      background: true,
+    });
+    expect(started).toMatchObject({
+      status: expect.stringMatching(/running|queued/),
+      background_task_id: expect.any(String),
+    });
+    const { data: checked } = await call(harness, 'check_background_task', {
+      task_id: started.background_task_id,
+      wait_seconds: 30,
+    });
+    expect(checked).toMatchObject({
+      status: 'completed',
+      result: { stdout: 'background done\n', returncode: 0 },
+    });
+  });
+
+  test('an ask is answered through elicitation; "always" is remembered', async () => {
+    const questions: string[] = [];
+    harness = await startServer({ elicit: answering('always', questions) });
+    const { data } = await call(harness, 'cli_based_tool', { command: 'touch made-by-ask.txt' });
+    expect(data).toMatchObject({ returncode: 0 });
+    expect(existsSync(join(harness.cwd, 'made-by-ask.txt'))).toBe(true);
+    expect(questions).toHaveLength(1);
+    expect(questions[0]).toContain('touch made-by-ask.txt');
+    await call(harness, 'cli_based_tool', { command: 'touch made-by-ask.txt' });
+    expect(questions).toHaveLength(1);
+  });
+
+  test('a human deny, a safety deny, and an ask without elicitation that names the rule to add', async () => {
+    const questions: string[] = [];
+    harness = await startServer({ elicit: answering('deny', questions) });
+    const { result: humanDenied } = await call(harness, 'cli_based_tool', { command: 'touch nope.txt' });
+    expect(humanDenied).toMatchObject({ isError: true, structuredContent: { permission_denied: true } });
+    expect(existsSync(join(harness.cwd, 'nope.txt'))).toBe(false);
+    const { result: sudo } = await call(harness, 'cli_based_tool', { command: 'sudo ls' });
+    expect(sudo).toMatchObject({ isError: true, structuredContent: { permission_denied: true } });
+    expect(questions).toHaveLength(1);
+    await harness.close();
+
+    harness = await startServer({});
+    const { result: asked } = await call(harness, 'cli_based_tool', { command: 'touch nope.txt' });
+    expect(asked).toMatchObject({
+      isError: true,
+      structuredContent: { permission_denied: true, suggestion: expect.stringContaining('rules.allow') },
+    });
+    expect((asked.content[1] as { text: string }).text).toContain(join(harness.cwd, 'conch.config.json'));
+    expect(existsSync(join(harness.cwd, 'nope.txt'))).toBe(false);
+  });
+
+  test('rules from conch.config.json apply without asking', async () => {
+    const cwd = tempDir();
+    writeFileSync(
+      join(cwd, 'conch.config.json'),
+      JSON.stringify({
+        plugins: { permission: { rules: { allow: ['touch allowed.txt'] } }, cli: {}, background: {} },
+      }),
+    );
+    harness = await startServer({ cwd });
+    const { data } = await call(harness, 'cli_based_tool', { command: 'touch allowed.txt' });
+    expect(data).toMatchObject({ returncode: 0 });
+    expect(existsSync(join(cwd, 'allowed.txt'))).toBe(true);
+  });
+
+  test('cancellation kills the command’s process tree', async () => {
+    harness = await startServer({ elicit: answering('once', []) });
+    const controller = new AbortController();
+    const pending = harness.client.callTool(
+      { name: 'cli_based_tool', arguments: { command: LONG, background: false } },
+      CallToolResultSchema,
+      { signal: controller.signal },
+    );
+    const pid = await waitFor(() => readPid(join(harness!.cwd, 'sleep.pid')), 'the command to start');
+    expect(isAlive(pid)).toBe(true);
+    controller.abort('user pressed stop');
+    await expect(pending).rejects.toThrow();
+    await waitFor(() => !isAlive(pid), 'the cancelled sleep to die');
+  });
+
+  test.each(['stdin', 'SIGTERM'] as const)(
+    'server exit on %s leaves no child (foreground and background)',
+    async (how) => {
+      harness = await startServer({ elicit: answering('once', []) });
+      const { cwd, serverPid } = harness;
+      const { data: bg } = await call(harness, 'cli_based_tool', {
+        command: 'sleep 300 & echo $! > bg.pid; wait',
+        background: true,
+      });
+      expect(bg.background_task_id).toEqual(expect.any(String));
+      const fg = harness.client
+        .callTool({ name: 'cli_based_tool', arguments: { command: LONG, background: false } })
+        .catch((error: unknown) => error);
+      const fgPid = await waitFor(() => readPid(join(cwd, 'sleep.pid')), 'the foreground command');
+      const bgPid = await waitFor(() => readPid(join(cwd, 'bg.pid')), 'the background command');
+      if (how === 'stdin') harness.transport['_process']?.stdin?.end();
+      else process.kill(serverPid, how);
+      await waitFor(() => !isAlive(serverPid), 'the server to exit');
+      await waitFor(() => !isAlive(fgPid) && !isAlive(bgPid), 'every child to be gone', 10_000);
+      await harness.close();
+      harness = undefined;
+      await fg;
+    },
+  );
+});
