@@ -261,6 +261,19 @@ describe('backgrounding', () => {
     expect(survivors(prefix)).toEqual([]);
   });
 
+  it('background: false waits in the foreground, with the threshold as its timeout', async () => {
+    const { run, registry } = setup({ autoBackgroundThreshold: 0.5 });
+    const prefix = trackProcesses(registry);
+    const quick = await run({ command: 'sleep 0.1; echo fg', background: false });
+    expect(quick).toMatchObject({ stdout: 'fg\n', returncode: 0 });
+    const slow = await run({ command: 'echo partial; sleep 300', background: false });
+    expect(slow.stdout).toBe('partial\n');
+    expect(slow.error).toMatch(/foreground \(background: false\)/);
+    const longer = await run({ command: 'sleep 0.8; echo waited', background: false, timeout: 30 });
+    expect(longer).toMatchObject({ stdout: 'waited\n', returncode: 0 });
+    expect(survivors(prefix)).toEqual([]);
+  });
+
   it('with workers = 2, six tasks never run more than two at once', async () => {
     const { run, call, registry } = setup({ backgroundMaxWorkers: 2 });
     let running = 0;

@@ -37,8 +37,11 @@ export interface FormatOptions {
   cwd: string;
   /** Seconds of the limit that killed it, if it timed out. */
   limitSeconds?: number;
-  /** The limit was the auto-background threshold because no background plugin could take over. */
-  thresholdAsTimeout?: boolean;
+  /**
+   * The limit was the auto-background threshold: true when no background plugin could take over,
+   * 'foreground' when the call asked for background: false.
+   */
+  thresholdAsTimeout?: boolean | 'foreground';
 }
 
 const fmt = (n: number) => String(n).replace(/\B(?=(\d{3})+(?!\d))/g, ',');
@@ -90,6 +93,9 @@ export function errorGuidance(
   if (result.timedOut) {
     const secs = options.limitSeconds === undefined ? '' : ` after ${options.limitSeconds}s`;
     const base = `Command timed out${secs}; it was killed with every process it started. The output so far is above.`;
+    if (options.thresholdAsTimeout === 'foreground') {
+      return `${base} It ran in the foreground (background: false), where autoBackgroundThreshold acts as a timeout: pass a larger timeout (seconds), or let it run as a background task.`;
+    }
     return options.thresholdAsTimeout
       ? `${base} No background plugin can take it over, so autoBackgroundThreshold acts as a timeout: pass a larger timeout (seconds) if it needs longer, or narrow the command.`
       : `${base} Pass a larger timeout (seconds), or background: true to run it as a background task.`;

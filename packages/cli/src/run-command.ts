@@ -203,7 +203,12 @@ export async function runCommand(
   const limitSeconds = canBackground
     ? hardSeconds
     : (request.timeoutSec ?? Math.min(cfg.defaultTimeout ?? Infinity, threshold));
-  const thresholdAsTimeout = !canBackground && request.timeoutSec === undefined && limitSeconds === threshold;
+  const thresholdAsTimeout =
+    !canBackground && request.timeoutSec === undefined && limitSeconds === threshold
+      ? background && request.background === false
+        ? ('foreground' as const)
+        : true
+      : false;
   const budgetBytes = Math.max(64 * 1024, cfg.maxOutputChars * 2);
   const label = request.label ?? request.command;
   const format: FormatOptions = {
