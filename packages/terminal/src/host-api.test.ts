@@ -153,4 +153,51 @@ describe('terminal host API and lifecycle', () => {
     expect(busy).toMatchObject({ state: 'waiting' });
     expect(await h.call({ command: 'pwd' })).toMatchObject({ output: '/usr\n', cwd: '/usr' });
   });
+
+  it('reports a shell that fails or hangs at startup, and kills it', async () => {
+    h = createHarness({ shell: '/bin/bash', shellArgs: ['-c', 'echo rc is broken; exit 5'] });
+    const failed = await h.call({ command: 'echo hi' });
+    expect(failed.error).toMatch(
+      /could not start the shell \/bin\/bash: the shell exited \(code 5\) before it was ready/,
+    );
+    expect(failed.error).toMatch(/rc is broken/);
+    await h.dispose();
+
+    const tag = `conch-hang-${process.pid}`;
+    h = createHarness({
+      shell: '/bin/bash',
+      shellArgs: ['-c', `exec -a ${tag} sleep 300`],
+      startupTimeoutMs: 500,
+    });
+    const hung = await h.call({ command: 'echo hi' });
+    expect(hung.error).toMatch(/did not become ready within 500 ms/);
+    expect(pidsWithCmdline(tag)).toEqual([]);
+    const service = h.registry.resolve<TerminalService>(TERMINAL_SERVICE);
+    expect(service.list()).toEqual([]);
+  });
+
+  it('gives concurrent commands their own shells', async () => {
+    h = createHarness();
+    const results = await Promise.all([1, 2, 3].map((n) => h!.call({ command: `sleep 0.2; echo job${n}` })));
+    expect(results.map((r) => r.output)).toEqual(['job1\n', 'job2\n', 'job3\n']);
+    const service = h.registry.resolve<TerminalService>(TERMINAL_SERVICE);
+    expect(
+      service
+        .list()
+        .map((s) => s.id)
+        .sort(),
+    ).toEqual([1, 2, 3]);
+    expect(service.list().every((s) => s.state === 'idle')).toBe(true);
+  });
+
+  it('returns a command still printing at its timeout as background, and polls it', async () => {
+    h = createHarness();
+    const running = await h.call({ command: 'while true; do echo tick; sleep 0.1; done', timeout: 1 });
+    expect(running).toMatchObject({ state: 'background' });
+    expect(running.output).toContain('tick');
+    const polled = await h.call({ session_id: running.session_id, input: '', timeout: 1 });
+    expect(polled).toMatchObject({ session_id: running.session_id, state: 'background' });
+    expect(polled.output).toContain('tick');
+    expect(await h.call({ session_id: running.session_id, kill: true })).toMatchObject({ killed: true });
+  });
 });

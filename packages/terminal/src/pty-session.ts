@@ -78,8 +78,7 @@ export class PtySession {
   reading = false;
   /** Characters of the current command dropped from memory (the log keeps them). */
   droppedChars = 0;
-  /** Output seen before the shell was ready (rc noise, errors), for startup failures. */
-  startupOutput = '';
+  private startupText: string | undefined;
 
   private readonly options: PtySessionOptions;
   private readonly pty: IPty;
@@ -139,6 +138,11 @@ export class PtySession {
     this.pty.onExit(({ exitCode, signal }) => this.onExit(exitCode, signal ?? 0));
     // Typed once the rc files are done (the tty queues it until then).
     this.pty.write(` . ${shellQuote(init)}\n`);
+  }
+
+  /** Output seen before the shell was ready (rc noise, errors): what explains a startup failure. */
+  get startupOutput(): string {
+    return this.startupText ?? this.pending;
   }
 
   get pid(): number {
@@ -300,7 +304,7 @@ export class PtySession {
           if (close < 0) return;
           const fields = this.pending.slice(at + this.endPrefix.length, close).split(';');
           this.cwd = fields.slice(2).join(';').replace(/\r\n/g, '\n') || this.cwd;
-          this.startupOutput = this.pending.slice(0, at);
+          this.startupText = this.pending.slice(0, at);
           this.pending = '';
           this.phase = 'idle';
           this.state = 'idle';
@@ -326,6 +330,10 @@ export class PtySession {
       }
       case 'in':
         this.onCommandData(data);
+        return;
+      case 'dead':
+        // Late bytes of a shell that died before it was ready still explain why.
+        if (this.startupText === undefined) this.pending += data;
         return;
       default:
         // idle: the prompt hook's tail, a late job notice; not part of any command.

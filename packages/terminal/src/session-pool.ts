@@ -357,8 +357,13 @@ export class SessionPool implements TerminalService {
     try {
       await session.ready(config.startupTimeoutMs);
     } catch (error) {
-      const noise = cleanOutput(session.startupOutput, { maxLineChars: 300 }).text.slice(-1500);
       await this.kill(id, 'startup-failed');
+      const noise = cleanOutput(session.startupOutput, { maxLineChars: 300 })
+        .text.split('\n')
+        .filter((line) => !line.includes('init.sh'))
+        .join('\n')
+        .trim()
+        .slice(-1500);
       return `could not start the shell ${shell}: ${(error as Error).message}${noise ? `\nits output:\n${noise}` : ''}`;
     }
     logger.debug({ sessionId: id, pid: session.pid, shell }, 'terminal session started');
