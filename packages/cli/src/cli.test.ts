@@ -148,6 +148,12 @@ describe('errors', () => {
     expect(shell.error).toMatch(/Command not found: 'conch-no-such-command-xyz'/);
   });
 
+  it('an argument the OS cannot take comes back as an error result', async () => {
+    const { run } = setup();
+    const r = await run({ command: 'echo', args: ['a\u0000b'] });
+    expect(r.error).toMatch(/Could not start the command/);
+  });
+
   it('permission denied and no such file', async () => {
     writeFileSync(join(dir, 'script.sh'), '#!/bin/sh\necho hi\n');
     chmodSync(join(dir, 'script.sh'), 0o644);

@@ -255,7 +255,13 @@ export async function runCommand(
     }
   }
 
-  const proc = spawn(ctx.signal);
+  let proc: ManagedProcess;
+  try {
+    proc = spawn(ctx.signal);
+  } catch (error) {
+    // Synchronous spawn failures: a NUL byte in an argument, an invalid option.
+    return errorResult(p.mode, `Could not start the command: ${(error as Error).message}`);
+  }
   if (canBackground) {
     let timer: NodeJS.Timeout | undefined;
     const promoted = await Promise.race([
