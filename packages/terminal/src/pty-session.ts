@@ -4,6 +4,7 @@ import { join } from 'node:path';
 import pty, { type IPty } from '@lydell/node-pty';
 import type { Logger } from '@conch/core';
 import { killSessionTree, killSessionTreeSync, COOKIE_VAR } from './process-tree.js';
+import { foregroundReadsTty, ttyOf } from './tty-reader.js';
 import { commandScript, initScript, MARKER_OSC, shellQuote, type ShellKind } from './shell-scripts.js';
 
 const TAIL_CHARS = 8192;
@@ -79,6 +80,7 @@ export class PtySession {
   /** Characters of the current command dropped from memory (the log keeps them). */
   droppedChars = 0;
   private startupText: string | undefined;
+  private tty: string | undefined;
 
   private readonly options: PtySessionOptions;
   private readonly pty: IPty;
@@ -138,6 +140,13 @@ export class PtySession {
     this.pty.onExit(({ exitCode, signal }) => this.onExit(exitCode, signal ?? 0));
     // Typed once the rc files are done (the tty queues it until then).
     this.pty.write(` . ${shellQuote(init)}\n`);
+  }
+
+  /** Whether the running command's foreground job is blocked reading the terminal (Linux). */
+  readsTerminal(): boolean {
+    if (this.phase !== 'in' && this.phase !== 'pre') return false;
+    this.tty ??= ttyOf(this.pty.pid);
+    return foregroundReadsTty(this.pty.pid, this.tty);
   }
 
   /** Output seen before the shell was ready (rc noise, errors): what explains a startup failure. */

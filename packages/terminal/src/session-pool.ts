@@ -176,10 +176,15 @@ export class SessionPool implements TerminalService {
         if (!mode.background) {
           const quietSince = Math.max(start, session.lastActivity);
           const quiet = now - quietSince;
-          if (mode.detectPrompt && quiet >= promptQuietMs && promptCheckedAt !== quietSince) {
-            promptCheckedAt = quietSince;
-            const tail = cleanOutput(session.tail(4000), { maxLineChars: 100_000 }).full;
-            if (looksLikePrompt(tail)) return finish('waiting');
+          if (mode.detectPrompt && quiet >= promptQuietMs) {
+            // The text check once per quiet period; the kernel's view every promptQuietMs, since a
+            // silent program may start reading the terminal later.
+            if (promptCheckedAt !== quietSince) {
+              promptCheckedAt = quietSince;
+              const tail = cleanOutput(session.tail(4000), { maxLineChars: 100_000 }).full;
+              if (looksLikePrompt(tail)) return finish('waiting');
+            }
+            if (session.readsTerminal()) return finish('waiting');
           }
           if (quiet >= mode.idleMs) return finish('waiting');
           next = Math.min(next, mode.idleMs - quiet);

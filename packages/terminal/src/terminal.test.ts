@@ -58,6 +58,25 @@ describe('terminal tool', () => {
     expect(done.output).toContain('answer=y');
   });
 
+  it('returns waiting quickly when a program reads the terminal without a prompt', async () => {
+    h = createHarness();
+    // idle_ms is huge: only the kernel's view (blocked in read on the tty) can return this early.
+    const waiting = await h.call({ command: 'grep needle', idle_ms: 600_000, timeout: 120 });
+    expect(waiting).toMatchObject({ state: 'waiting', output: '' });
+    const done = await h.call({ session_id: waiting.session_id, input: 'hay\nneedle here\n\u0004' });
+    expect(done).toMatchObject({ exit_code: 0 });
+    expect(done.output).toContain('needle here');
+    const read = await h.call({
+      command: 'sleep 1; read line; echo "got $line"',
+      idle_ms: 600_000,
+      timeout: 120,
+    });
+    expect(read).toMatchObject({ state: 'waiting' });
+    expect(await h.call({ session_id: read.session_id, input: 'x\n' })).toMatchObject({
+      output: 'x\ngot x\n',
+    });
+  });
+
   it('returns waiting after idle_ms of silence and polls with input ""', async () => {
     h = createHarness();
     const waiting = await h.call({ command: 'echo start; sleep 1.5; echo end', idle_ms: 300 });
