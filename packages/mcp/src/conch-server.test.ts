@@ -1,4 +1,5 @@
 // conch-mcp with the real cli, background and permission plugins, driven by the SDK client over stdio: commands, background tasks, asks, denials, cancellation and exit leave nothing running.
+import { execFileSync } from 'node:child_process';
 import { existsSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import {
@@ -7,7 +8,15 @@ import {
   type ElicitRequest,
 } from '@modelcontextprotocol/sdk/types.js';
 import { afterEach, describe, expect, test } from 'vitest';
-import { type Harness, isAlive, readPid, startServer, tempDir, waitFor } from './test-support/harness.js';
+import {
+  GIT_HELPERS,
+  type Harness,
+  isAlive,
+  readPid,
+  startServer,
+  tempDir,
+  waitFor,
+} from './test-support/harness.js';
 
 let harness: Harness | undefined;
 afterEach(async () => {
@@ -166,4 +175,28 @@ describe('conch-mcp with the default config (cli + background + permission)', ()
       await fg;
     },
   );
+
+  test('a template-only plugin package (git-helpers) is served like any plugin', async () => {
+    const cwd = tempDir();
+    execFileSync('git', ['init', '-q', '-b', 'main'], { cwd });
+    writeFileSync(join(cwd, 'new.txt'), 'x');
+    harness = await startServer({
+      cwd,
+      config: {
+        pluginDirs: [GIT_HELPERS],
+        plugins: { permission: { parseTimeoutMs: 5000 }, cli: {}, background: {}, 'git-helpers': {} },
+      },
+    });
+    const { tools } = await harness.client.listTools();
+    expect(tools.find((t) => t.name === 'git_status_summary')?.annotations).toMatchObject({
+      readOnlyHint: true,
+    });
+    const { result, data } = await call(harness, 'git_status_summary', {});
+    expect(result.isError).toBeFalsy();
+    expect(data).toMatchObject({
+      returncode: 0,
+      stdout:
+        'staged: 0, modified: 0, untracked: 2\n## No commits yet on main\n?? new.txt\n?? test.config.json\n',
+    });
+  });
 });

@@ -16,6 +16,7 @@ export const PACKAGE_DIR = resolve(here, '../..');
 export const BIN = join(PACKAGE_DIR, 'dist/bin.js');
 export const FIXTURE_PLUGINS = join(here, 'fixture-plugins');
 export const WORD_COUNT = resolve(PACKAGE_DIR, '../../examples/word-count');
+export const GIT_HELPERS = resolve(PACKAGE_DIR, '../../examples/git-helpers');
 
 export interface Harness {
   client: Client;
