@@ -1,5 +1,5 @@
 // Invariant: the real app, driven in tmux like a person would, completes the scripted walkthrough for real (approval answered, sudo denied), !ps shows the background task, !kill ends it, and after exit no child remains.
-import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -26,10 +26,14 @@ function bottom(screen: string, lines = 16): string {
   return screen.trimEnd().split('\n').slice(-lines).join('\n');
 }
 
-function startApp(cookie: string, extraArgs = ''): TmuxSession {
+function startApp(cookie: string, extraArgs = '', config?: unknown): TmuxSession {
   if (!hasTmux()) throw new Error('tmux is required for the end-to-end test (apt-get install -y tmux)');
   if (!existsSync(APP)) throw new Error(`build the app first: ${APP} is missing`);
   workDir = mkdtempSync(join(tmpdir(), 'conch-demo-e2e-'));
+  if (config) {
+    writeFileSync(join(workDir, 'conch.config.json'), JSON.stringify(config, null, 2));
+    extraArgs += ' --config conch.config.json';
+  }
   const unset = PROVIDER_VARS.map((v) => `-u ${v}`).join(' ');
   return new TmuxSession(`exec env ${unset} node ${APP} ${extraArgs}`, {
     cwd: workDir,
@@ -40,6 +44,24 @@ function startApp(cookie: string, extraArgs = ''): TmuxSession {
       TERM: 'xterm-256color',
     },
   });
+}
+
+/**
+ * Answers the prompt on screen as a person would: after it has appeared (the app ignores keys
+ * pressed in its first 300 ms, typeahead), then waits for it to close.
+ */
+async function answerPrompt(tmux: TmuxSession, answer: string): Promise<void> {
+  for (let attempt = 0; attempt < 5; attempt++) {
+    await new Promise((r) => setTimeout(r, 600));
+    tmux.type(answer, false);
+    try {
+      await tmux.waitForScreen((s) => !/\[y\]es once/.test(bottom(s)), 'the prompt to close', 5_000);
+      return;
+    } catch {
+      // not taken yet (e.g. a slow render under load): press again
+    }
+  }
+  throw new Error(`the approval prompt did not take the answer '${answer}'; screen:\n${tmux.screen()}`);
 }
 
 /** Answers every approval prompt with `answer` until `done(screen)`; returns the prompts seen. */
@@ -59,9 +81,7 @@ async function answerPromptsUntil(
     if (/conch asks: allow/.test(live) && /\[y\]es once/.test(live)) {
       const command = /conch asks: allow[^\n]*\n[│| ]*([^\n│]+)/.exec(live)?.[1]?.trim() ?? '?';
       prompts.push(command);
-      tmux.type(answer, false);
-      // Wait for this prompt to go away before looking for the next one.
-      await tmux.waitForScreen((s) => !/\[y\]es once/.test(bottom(s)), 'the prompt to close', 30_000);
+      await answerPrompt(tmux, answer);
       continue;
     }
     if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}; screen:\n${screen}`);
@@ -156,10 +176,45 @@ describe('demo agent in tmux', () => {
     await tmux.waitForScreen((s) => s.includes('scripted demo model'), 'the header', 60_000);
     tmux.type(`$ touch ${join(workDir!, 'not-allowed.txt')}`);
     await tmux.waitForScreen((s) => /conch asks: allow/.test(bottom(s)), 'the approval prompt');
-    tmux.type('n', false);
+    await answerPrompt(tmux, 'n');
     await tmux.waitForScreen((s) => /Not run: Permission denied/.test(s), 'the denial to reach the model');
     expect(existsSync(join(workDir!, 'not-allowed.txt'))).toBe(false);
     await waitIdle(tmux);
+    tmux.key('C-c');
+    await waitFor(() => tmux.paneDead(), 60_000, 'the app to exit');
+    await waitFor(() => processesWithEnv('CONCH_E2E_COOKIE', cookie).length === 0, 30_000, 'no process left');
+  }, 300_000);
+
+  it('with --config, Ctrl+C cancels a running command and kills its tree; a second Ctrl+C exits', async () => {
+    const cookie = randomBytes(8).toString('hex');
+    session = startApp(cookie, '--no-walkthrough', {
+      plugins: {
+        permission: { mode: 'acceptAll' },
+        cli: { autoBackgroundThreshold: 600 },
+        background: {},
+      },
+    });
+    const tmux = session;
+    const appPid = tmux.panePid();
+    await tmux.waitForScreen(
+      (s) => s.includes('config: conch.config.json'),
+      'the header naming the config',
+      60_000,
+    );
+    tmux.type(`$ sh -c 'sleep 300 & sleep 300; wait'`);
+    await tmux.waitForScreen(
+      (s) => /cli_based_tool sh -c .* running \d/.test(s),
+      'the spinner with elapsed time',
+    );
+    await waitFor(() => descendantsOf(appPid).length >= 3, 30_000, 'the shell and both sleeps');
+    const tree = descendantsOf(appPid);
+
+    tmux.key('C-c');
+    await tmux.waitForScreen((s) => s.includes('cancelled: the running tool'), 'the cancel notice');
+    await waitFor(() => tree.every((pid) => !isAlive(pid)), 30_000, 'the command tree to die');
+    expect(descendantsOf(appPid)).toEqual([]);
+    expect(tmux.paneDead()).toBe(false);
+
     tmux.key('C-c');
     await waitFor(() => tmux.paneDead(), 60_000, 'the app to exit');
     await waitFor(() => processesWithEnv('CONCH_E2E_COOKIE', cookie).length === 0, 30_000, 'no process left');

@@ -52,7 +52,7 @@ export class ProcessTracker {
       events.on('process.started', (e) => {
         this.processes.set(e.id, {
           id: e.id,
-          command: [e.command, ...e.args].join(' '),
+          command: e.command,
           pid: e.pid,
           startedAt: e.startedAt,
           state: 'running',

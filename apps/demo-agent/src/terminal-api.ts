@@ -47,7 +47,7 @@ export function terminalService(registry: PluginRegistry): TerminalHostApi | und
         startedAt: s.startedAt,
         endedAt: undefined,
         state: s.state === 'waiting' ? 'waiting for input' : s.state,
-        running: s.state !== 'exited',
+        running: s.state !== 'exited' && s.state !== 'idle',
         lastLine: s.lastLine,
       })),
     kill: async (id) => {

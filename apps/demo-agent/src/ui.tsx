@@ -5,6 +5,9 @@ import type { ChatController, ChatItem } from './chat.js';
 import { truncate } from './commands.js';
 import { formatDuration, type ProcessRow, type ProcessTracker } from './processes.js';
 
+/** Keys pressed this soon after an approval prompt appears are ignored (typeahead). */
+const PROMPT_GUARD_MS = 300;
+
 const SPINNER = ['⠋', '⠙', '⠹', '⠸', '⠼', '⠴', '⠦', '⠧', '⠇', '⠏'];
 
 export interface AppProps {
@@ -22,11 +25,16 @@ export interface AppProps {
   registerPager: (open: (id: string, text: string) => void) => void;
 }
 
+interface Pager {
+  title: string;
+  lines: string[];
+  offset: number;
+}
+
 /** Re-renders when a store changes; the store is read through its own accessors. */
-function useStore(subscribe: (listener: () => void) => () => void): number {
-  const [version, setVersion] = useState(0);
-  useEffect(() => subscribe(() => setVersion((v) => v + 1)), [subscribe]);
-  return version;
+function useStore(store: { subscribe: (listener: () => void) => () => void }): void {
+  const [, setVersion] = useState(0);
+  useEffect(() => store.subscribe(() => setVersion((v) => v + 1)), [store]);
 }
 
 function useNow(intervalMs: number): number {
@@ -41,9 +49,9 @@ function useNow(intervalMs: number): number {
 export function App(props: AppProps) {
   const { chat, approvals, tracker } = props;
   const { exit } = useApp();
-  useStore(chat.subscribe.bind(chat));
-  useStore(approvals.subscribe.bind(approvals));
-  useStore(tracker.subscribe.bind(tracker));
+  useStore(chat);
+  useStore(approvals);
+  useStore(tracker);
   const now = useNow(chat.busy ? 100 : 500);
   const [input, setInputState] = useState('');
   const inputRef = useRef('');
@@ -51,10 +59,21 @@ export function App(props: AppProps) {
     inputRef.current = value;
     setInputState(value);
   };
-  const [pager, setPager] = useState<{ title: string; lines: string[]; offset: number } | undefined>();
+  const [pager, setPagerState] = useState<Pager | undefined>();
+  const pagerRef = useRef<Pager | undefined>(undefined);
+  const setPager = (value: Pager | undefined) => {
+    pagerRef.current = value;
+    setPagerState(value);
+  };
   const [exiting, setExiting] = useState(false);
   const [hint, setHint] = useState<string | undefined>();
   const approval = approvals.current();
+  const promptShownAt = useRef(0);
+  const shownId = useRef<number | undefined>(undefined);
+  if (approval && shownId.current !== approval.id) {
+    shownId.current = approval.id;
+    promptShownAt.current = Date.now();
+  }
   const { stdout } = useStdout();
   const rows = stdout.rows || 24;
   const columns = stdout.columns || 80;
@@ -82,6 +101,42 @@ export function App(props: AppProps) {
     void props.onExit().finally(() => exit());
   };
 
+  type Key = Parameters<Parameters<typeof useInput>[0]>[1];
+  const plainKey = {} as Key;
+
+  /** One keypress (a chunk of pasted or fast-typed text is fed one character at a time). */
+  const onKey = (char: string, key: Key, pasted = false) => {
+    const pager = pagerRef.current;
+    if (pager) {
+      const page = Math.max(1, rows - 6);
+      const max = Math.max(0, pager.lines.length - page);
+      let offset = pager.offset;
+      if (char === 'q' || key.escape) return setPager(undefined);
+      if (char === ' ' || char === 'f' || key.pageDown) offset += page;
+      else if (char === 'b' || key.pageUp) offset -= page;
+      else if (char === 'j' || key.downArrow || key.return || char === '\r') offset += 1;
+      else if (char === 'k' || key.upArrow) offset -= 1;
+      else if (char === 'g') offset = 0;
+      else if (char === 'G') offset = max;
+      return setPager({ ...pager, offset: Math.min(max, Math.max(0, offset)) });
+    }
+    const pending = approvals.current();
+    if (pending) {
+      // Typeahead and pastes never answer a prompt: only a key pressed after it appeared does.
+      if (pasted || Date.now() - promptShownAt.current < PROMPT_GUARD_MS) return;
+      const c = char.toLowerCase();
+      const answer = c === 'y' ? 'once' : c === 'a' ? 'always' : c === 'n' || key.escape ? 'deny' : undefined;
+      if (answer) approvals.answer(pending.id, answer);
+      return;
+    }
+    if (key.return || char === '\r' || char === '\n') return submit();
+    if (key.backspace || key.delete) return setInput(inputRef.current.slice(0, -1));
+    if (key.ctrl && char === 'u') return setInput('');
+    if (key.ctrl || key.meta || key.tab || key.upArrow || key.downArrow || key.leftArrow || key.rightArrow)
+      return;
+    setInput(inputRef.current + char);
+  };
+
   useInput((char, key) => {
     if (key.ctrl && char === 'c') {
       if (chat.busy && !chat.cancelling) {
@@ -91,37 +146,12 @@ export function App(props: AppProps) {
       return;
     }
     if (exiting) return;
-    if (pager) {
-      const page = Math.max(1, rows - 6);
-      const max = Math.max(0, pager.lines.length - page);
-      let offset = pager.offset;
-      if (char === 'q' || key.escape) return setPager(undefined);
-      if (char === ' ' || char === 'f' || key.pageDown) offset += page;
-      else if (char === 'b' || key.pageUp) offset -= page;
-      else if (char === 'j' || key.downArrow || key.return) offset += 1;
-      else if (char === 'k' || key.upArrow) offset -= 1;
-      else if (char === 'g') offset = 0;
-      else if (char === 'G') offset = max;
-      setPager({ ...pager, offset: Math.min(max, Math.max(0, offset)) });
+    // Terminals (and tmux) may deliver several keys in one chunk, e.g. "q!ps\r".
+    if (char.length > 1 && !key.ctrl && !key.meta) {
+      for (const c of char) onKey(c, plainKey, true);
       return;
     }
-    if (approval) {
-      const answer =
-        char === 'y' ? 'once' : char === 'a' ? 'always' : char === 'n' || key.escape ? 'deny' : undefined;
-      if (answer) approvals.answer(approval.id, answer);
-      return;
-    }
-    if (key.return) return submit();
-    if (key.backspace || key.delete) return setInput(inputRef.current.slice(0, -1));
-    if (key.ctrl && char === 'u') return setInput('');
-    if (key.ctrl || key.meta || key.tab || key.upArrow || key.downArrow || key.leftArrow || key.rightArrow)
-      return;
-    // Typed or pasted text; a chunk may carry Enter too (terminals and tmux send "text\r" at once).
-    const parts = char.split(/\r\n|\r|\n/);
-    parts.forEach((part, i) => {
-      setInput(inputRef.current + part);
-      if (i < parts.length - 1) submit();
-    });
+    onKey(char, key);
   });
 
   // Finished items go to <Static> (printed once, scroll back works); the rest stays live.
