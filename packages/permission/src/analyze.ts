@@ -64,7 +64,8 @@ interface Scope {
 const OUTPUT_OPERATORS = new Set(['>', '>>', '&>', '&>>', '>|', '<>']);
 const HARMLESS_TARGETS = /^\/dev\/(null|stdout|stderr|tty|fd\/[0-2])$/;
 const PRIVILEGE_WORD = /(^|[\s;&|(){}`$'"=])(sudo|sudoedit|su|doas|pkexec|run0|runuser)(?=$|[\s;&|(){}`'"])/;
-const FORK_BOMB = /([A-Za-z_:.][\w:.-]*)\s*\(\s*\)\s*\{[^}]*?\1\s*\|\s*\1\s*&/;
+// The lookbehind makes each name start only at the beginning of a run, so the match stays linear.
+const FORK_BOMB = /(?<![\w:.-])([A-Za-z_:.][\w:.-]*)\s*\(\s*\)\s*\{[^}]*?\1\s*\|\s*\1\s*&/;
 
 /** Decides on a command line by reading it as the shell will. */
 export class Analyzer {
@@ -90,7 +91,7 @@ export class Analyzer {
   private analyzeLine(line: string, scope: Scope): Part[] {
     const parts: Part[] = [];
     const shown = short(line);
-    if (this.o.safety.forkBomb && FORK_BOMB.test(line)) {
+    if (this.o.safety.forkBomb && line.length <= this.o.maxBytes && FORK_BOMB.test(line)) {
       parts.push({
         command: shown,
         verdict: 'deny',

@@ -535,16 +535,13 @@ export class TreeWalker {
         const unquoted = parts
           .map((p) => (p.type === 'word' || p.type === 'number' ? p.text : '\0'))
           .join('');
-        if (/(^|[^\\])\[[^\0\]]+\]/.test(unquoted)) {
+        if (hasBracketGlob(unquoted)) {
           this.flags.glob = true;
           literal = false;
           value = node.text;
         }
         // tree-sitter-bash splits `{a,b}` into words `{`, `a,b`, `}`.
-        if (
-          parts.some((p) => p.type === 'word' && p.text.startsWith('{')) &&
-          /\{[^{}]*(,|\.\.)[^{}]*\}/.test(node.text)
-        ) {
+        if (parts.some((p) => p.type === 'word' && p.text.startsWith('{')) && hasBraceExpansion(node.text)) {
           this.flags.braceExpansion = true;
           literal = false;
           value = node.text;
@@ -571,6 +568,7 @@ export class TreeWalker {
       this.flags.tilde = true;
       literal = false;
     }
+    const lastClose = text.lastIndexOf(']');
     for (let i = 0; i < text.length; i++) {
       const ch = text[i]!;
       if (ch === '\\') {
@@ -586,13 +584,13 @@ export class TreeWalker {
         }
         continue;
       }
-      if (ch === '*' || ch === '?' || (ch === '[' && text.indexOf(']', i + 1) > i)) {
+      if (ch === '*' || ch === '?' || (ch === '[' && lastClose > i + 1)) {
         this.flags.glob = true;
         literal = false;
       }
       value += ch;
     }
-    if (/^\{[^{}]*(,|\.\.)[^{}]*\}$/.test(text)) {
+    if (text.startsWith('{') && text.endsWith('}') && hasBraceExpansion(text)) {
       this.flags.braceExpansion = true;
       literal = false;
     }
@@ -673,6 +671,40 @@ export class TreeWalker {
       flags: this.flags,
     };
   }
+}
+
+/** `{a,b}` or `{1..3}` somewhere in the text (linear scan: no backtracking on hostile input). */
+function hasBraceExpansion(text: string): boolean {
+  let open = -1;
+  let sawSeparator = false;
+  for (let i = 0; i < text.length; i++) {
+    const ch = text[i];
+    if (ch === '\\') {
+      i++;
+    } else if (ch === '{') {
+      open = i;
+      sawSeparator = false;
+    } else if (open >= 0 && (ch === ',' || (ch === '.' && text[i + 1] === '.'))) {
+      sawSeparator = true;
+    } else if (ch === '}' && open >= 0) {
+      if (sawSeparator) return true;
+      open = -1;
+    }
+  }
+  return false;
+}
+
+/** An unescaped `[...]` with something inside, the pieces of quoted parts marked by NUL (linear scan). */
+function hasBracketGlob(text: string): boolean {
+  let open = -1;
+  for (let i = 0; i < text.length; i++) {
+    const ch = text[i];
+    if (ch === '\\') i++;
+    else if (ch === '\0') open = -1;
+    else if (ch === '[') open = i;
+    else if (ch === ']' && open >= 0 && i > open + 1) return true;
+  }
+  return false;
 }
 
 /** The simple command a trailing redirect of a list or pipeline belongs to. */
