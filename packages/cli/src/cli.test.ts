@@ -3,6 +3,7 @@ import { chmodSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync 
 import { homedir, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { definePlugin, defineTool, TOKENS, type PluginRegistry } from '@conch/core';
+import { findBwrap } from '@conch/process';
 import { z } from 'zod';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { expandPath } from './env.js';
@@ -339,6 +340,18 @@ describe('backgrounding', () => {
     const { call } = setup();
     const r = await call('check_background_task', { task_id: 'cli_nope' });
     expect(r.error).toMatch(/No background task 'cli_nope'.*list_background_tasks/);
+  });
+});
+
+describe.runIf(findBwrap())('sandbox (bwrap present)', () => {
+  it('sandbox: true keeps the root read-only and the workspace writable', async () => {
+    const { run, registry } = setup({ sandbox: true });
+    const prefix = trackProcesses(registry);
+    const r = await run({ command: 'echo hi > inside.txt; touch /usr/conch-sandbox-test; cat inside.txt' });
+    expect(r.stdout).toBe('hi\n');
+    expect(r.stderr).toMatch(/Read-only file system/);
+    expect(readFileSync(join(dir, 'inside.txt'), 'utf8')).toBe('hi\n');
+    expect(survivors(prefix)).toEqual([]);
   });
 });
 

@@ -50,6 +50,18 @@ export const cliConfigSchema = z.strictObject({
     .default(true)
     .describe('expose the background plugin with cli and hand long commands to it'),
   shell: z.string().min(1).default('/bin/sh').describe('shell used in shell mode'),
+  sandbox: z
+    .union([
+      z.boolean(),
+      z.strictObject({
+        writable: z.array(z.string().min(1)).optional(),
+        network: z.boolean().optional(),
+      }),
+    ])
+    .default(false)
+    .describe(
+      'run every command in bubblewrap: read-only root, writable workspace (+ writable dirs), private /tmp and PID namespace',
+    ),
 });
 
 export type CliConfig = z.output<typeof cliConfigSchema>;

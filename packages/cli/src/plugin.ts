@@ -1,6 +1,6 @@
-import { definePlugin, defineTool, TOKENS, type PluginContext } from '@conch/core';
+import { ConchError, definePlugin, defineTool, TOKENS, type PluginContext } from '@conch/core';
 import { resolve } from 'node:path';
-import { ensureProcessManager } from '@conch/process';
+import { ensureProcessManager, findBwrap } from '@conch/process';
 import { z } from 'zod';
 import { cliConfigSchema, type CliConfig } from './config.js';
 import { cliInstructions } from './instructions.js';
@@ -46,6 +46,13 @@ export const cliPlugin = definePlugin<CliConfig>({
     },
   ],
   register(ctx) {
+    if (ctx.config.sandbox !== false && !findBwrap()) {
+      throw new ConchError({
+        code: 'SANDBOX_UNAVAILABLE',
+        message:
+          "cli config 'sandbox': expected bubblewrap (bwrap) on PATH to sandbox commands; it was not found. Install it (apt-get install bubblewrap) or set sandbox: false.",
+      });
+    }
     // The registry's process manager exists from now on (its dispose kills what cli started).
     ensureProcessManager(ctx);
     // Warm the WASM parser so the first call does not pay for loading it.

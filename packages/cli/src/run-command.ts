@@ -7,7 +7,14 @@ import {
   type BackgroundService,
   type ToolCallContext,
 } from '@conch/core';
-import { cleanForModel, decodeUtf8, ensureProcessManager, type ManagedProcess } from '@conch/process';
+import {
+  BubblewrapExecutor,
+  cleanForModel,
+  decodeUtf8,
+  ensureProcessManager,
+  type Executor,
+  type ManagedProcess,
+} from '@conch/process';
 import { loadShellParser, type ParsedCommand, type ShellParser } from '@conch/shell-syntax';
 import {
   cliConfigSchema,
@@ -63,6 +70,25 @@ export function getShellParser(): Promise<ShellParser> {
 
 const parsedConfigs = new WeakMap<object, CliConfig>();
 const patternTables = new WeakMap<CliConfig, readonly SlowPattern[]>();
+
+const sandboxes = new WeakMap<CliConfig, Map<string, Executor>>();
+
+/** The bubblewrap executor of a sandboxed config (one per workspace), or undefined. */
+export function sandboxExecutor(cfg: CliConfig, workspace: string): Executor | undefined {
+  if (cfg.sandbox === false) return undefined;
+  let byWorkspace = sandboxes.get(cfg);
+  if (!byWorkspace) sandboxes.set(cfg, (byWorkspace = new Map()));
+  let executor = byWorkspace.get(workspace);
+  if (!executor) {
+    const extra = cfg.sandbox === true ? {} : cfg.sandbox;
+    executor = new BubblewrapExecutor({
+      writable: [workspace, ...(extra.writable ?? []).map((dir) => resolve(workspace, dir))],
+      ...(extra.network === undefined ? {} : { network: extra.network }),
+    });
+    byWorkspace.set(workspace, executor);
+  }
+  return executor;
+}
 
 function slowPatternsOf(cfg: CliConfig): readonly SlowPattern[] {
   let table = patternTables.get(cfg);
@@ -220,8 +246,15 @@ export async function runCommand(
     thresholdAsTimeout,
   };
   const manager = ensureProcessManager(ctx);
+  let executor: Executor | undefined;
+  try {
+    executor = sandboxExecutor(cfg, baseCwd);
+  } catch (error) {
+    return errorResult(p.mode, (error as Error).message);
+  }
   const spawn = (signal: AbortSignal | undefined) =>
     manager.spawn(p.file, p.args, {
+      ...(executor ? { executor } : {}),
       cwd,
       env,
       ...(p.shell ? { shell: p.shell } : {}),

@@ -50,6 +50,8 @@ export interface SpawnOptions {
   drainMs?: number;
   /** How list() and events show the command (default: command + args). */
   label?: string;
+  /** Runs this spawn with another executor (e.g. a BubblewrapExecutor) than the manager's. */
+  executor?: Executor;
 }
 
 export type ExitReason = 'exit' | 'timeout' | 'aborted' | 'killed' | 'error';
@@ -463,7 +465,7 @@ export class ProcessManager implements ProcessManagerService {
       sink: capture ? sinkFor('stderr') : undefined,
     });
 
-    const child = this.executor.spawn({
+    const child = (options.executor ?? this.executor).spawn({
       file,
       args: argv,
       cwd,
