@@ -1,6 +1,14 @@
 // Template tools run through the registry like cli_based_tool: args stay data, the gate sees the steps, env secrets stay out of logs and events, slow steps background, aborts kill.
 import { execFileSync } from 'node:child_process';
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import {
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  rmSync,
+  writeFileSync,
+} from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Writable } from 'node:stream';
@@ -36,6 +44,11 @@ afterEach(async () => {
   }
   rmSync(dir, { recursive: true, force: true });
 });
+
+/** The per-call directories templates keep step outputs in, still present. */
+function templateDirs(registry: PluginRegistry): string[] {
+  return readdirSync(registry.tempDir()).filter((name) => name.startsWith('template-'));
+}
 
 async function waitFor(cond: () => boolean, what: string, timeoutMs = 30_000): Promise<void> {
   const deadline = Date.now() + timeoutMs;
@@ -155,7 +168,7 @@ describe('steps, outputs, env and working dir', () => {
         },
       ],
     });
-    const { run } = setup(plugin);
+    const { run, registry } = setup(plugin);
     expect(await run('steps', { sub: 'inner' })).toMatchObject({
       returncode: 0,
       stdout: 'hello\ndir=inner got=hello\n',
@@ -164,6 +177,7 @@ describe('steps, outputs, env and working dir', () => {
     expect(failed.returncode).not.toBe(0);
     expect(failed.stderr).toMatch(/missing dir/);
     expect(failed.stdout).toBe('');
+    expect(templateDirs(registry)).toEqual([]);
   });
 
   test('env_vars take host variables from plugin config; secrets never reach logs or events', async () => {
@@ -224,20 +238,22 @@ describe('same process layer as cli_based_tool', () => {
           inputSchema: z.strictObject({ label: z.string() }),
           commands: [
             { command: 'echo starting UTCP_ARG_label_UTCP_END', append_to_final_output: true },
-            { command: 'sleep 3; echo done' },
+            { command: 'sleep 3; echo "done after $CMD_0_OUTPUT"' },
           ],
         },
       ],
     });
-    const { run } = setup(plugin, { cli: { autoBackgroundThreshold: 1 } });
+    const { run, registry } = setup(plugin, { cli: { autoBackgroundThreshold: 1 } });
     const started = await run('slow_build', { label: 'x; touch pwned' });
     expect(started).toMatchObject({ status: 'running', background_task_id: expect.any(String) });
+    expect(templateDirs(registry)).toHaveLength(1);
     const checked = await run('check_background_task', {
       task_id: started.background_task_id,
       wait_seconds: 30,
     });
     expect(checked).toMatchObject({ status: 'completed' });
-    expect(checked.result.stdout).toBe('starting x; touch pwned\ndone\n');
+    expect(checked.result.stdout).toBe('starting x; touch pwned\ndone after starting x; touch pwned\n');
+    await waitFor(() => templateDirs(registry).length === 0, 'the task to remove its directory');
     expect(existsSync(join(dir, 'pwned'))).toBe(false);
   });
 

@@ -28,10 +28,10 @@ function run(
       encoding: 'utf8',
       stdio: ['ignore', 'pipe', 'pipe'],
     });
-    return { stdout, code: 0, dirRemoved: !existsSync(dir) };
+    return { stdout, code: 0 };
   } catch (error) {
     const e = error as { stdout: string; status: number };
-    return { stdout: e.stdout, code: e.status, dirRemoved: !existsSync(dir) };
+    return { stdout: e.stdout, code: e.status };
   }
 }
 
@@ -116,7 +116,7 @@ describe('arguments are data, never code', () => {
 describe('steps share one shell', () => {
   test('cd carries over, only the last output by default', () => {
     mkdirSync(join(work, 'sub dir'), { recursive: true });
-    const { stdout, code, dirRemoved } = run(
+    const { stdout, code } = run(
       [
         { command: 'cd UTCP_ARG_target_UTCP_END' },
         { command: 'echo hidden' },
@@ -126,7 +126,6 @@ describe('steps share one shell', () => {
     );
     expect(code).toBe(0);
     expect(stdout).toBe('sub dir\n');
-    expect(dirRemoved).toBe(true);
   });
 
   test('$CMD_<i>_OUTPUT holds each step’s stdout; append_to_final_output shows more steps', () => {
@@ -139,6 +138,18 @@ describe('steps share one shell', () => {
       {},
     );
     expect(stdout).toBe('[one\ntwo]\nlast saw [one\ntwo]\n');
+  });
+
+  test('steps that are shown and not referenced write straight to stdout (no temp files)', () => {
+    const compiled = compileTemplate('t', [
+      { command: 'echo a', append_to_final_output: true },
+      { command: 'echo b' },
+    ]);
+    expect(compiled.needsDir).toBe(false);
+    expect(compiled.script).not.toContain('CONCH_TEMPLATE_DIR');
+    expect(run([{ command: 'echo a', append_to_final_output: true }, { command: 'echo b' }], {}).stdout).toBe(
+      'a\nb\n',
+    );
   });
 
   test('the last step can be hidden explicitly', () => {
@@ -161,7 +172,6 @@ describe('steps share one shell', () => {
     expect(result.code).toBe(3);
     expect(result.stdout).toBe('why it failed\n');
     expect(existsSync(marker)).toBe(false);
-    expect(result.dirRemoved).toBe(true);
   });
 
   test('continue_on_error runs every step (UTCP behaviour)', () => {

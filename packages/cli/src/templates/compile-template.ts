@@ -31,8 +31,9 @@ export interface CompiledTemplate {
 
 /**
  * Compiles a template's steps into one POSIX shell script. Steps run in the same shell, one after
- * the other, so `cd` and variables carry over; each step's stdout is kept as `$CMD_<i>_OUTPUT`;
- * shown steps stream their stdout through `tee`; stderr always passes through. Unless
+ * the other, so `cd` and variables carry over; the stdout of a step a later step references is
+ * kept as `$CMD_<i>_OUTPUT` (through `tee` when it is also shown, so it still streams); shown steps
+ * write straight to stdout; stderr always passes through. Unless
  * `continueOnError`, a step that exits non-zero ends the script with its status (its stdout is
  * shown even when it was hidden, so the failure can be understood).
  */
@@ -42,9 +43,11 @@ export function compileTemplate(
   options: { continueOnError?: boolean; knownArguments?: readonly string[] } = {},
 ): CompiledTemplate {
   const issues: ValidationIssue[] = [];
+  const referenced = new Set<number>();
   const compiled: CompiledStep[] = steps.map((step, index) => {
     for (const match of step.command.matchAll(OUTPUT_REFERENCE)) {
       const ref = Number(match[1]);
+      referenced.add(ref);
       if (ref >= index) {
         issues.push({
           path: `commands.${index}.command`,
@@ -92,11 +95,13 @@ export function compileTemplate(
     substitute(step, (p) => variableForContext(variables.get(p.name)!, p.context)),
   );
   const single = compiled.length === 1 && compiled[0]!.shown;
-  const script = single ? bodies[0]! : composeScript(compiled, bodies, options.continueOnError ?? false);
+  const { script, needsDir } = single
+    ? { script: bodies[0]!, needsDir: false }
+    : composeScript(compiled, bodies, referenced, options.continueOnError ?? false);
 
   return {
     script,
-    needsDir: !single,
+    needsDir,
     variables,
     display(args) {
       return compiled
@@ -124,32 +129,36 @@ function substitute(step: CompiledStep, replace: (p: Placeholder) => string): st
 function composeScript(
   steps: readonly CompiledStep[],
   bodies: readonly string[],
+  referenced: ReadonlySet<number>,
   continueOnError: boolean,
-): string {
-  const lines = [`__conch_d="$${TEMPLATE_DIR_VARIABLE}"`, '__conch_rc=0'];
+): { script: string; needsDir: boolean } {
+  const lines = [`__conch_d="$${TEMPLATE_DIR_VARIABLE}"`];
+  let needsDir = false;
   steps.forEach((step, i) => {
     const file = `"$__conch_d/${i}"`;
-    if (step.shown) {
+    const keep = referenced.has(i);
+    const checked = !continueOnError && i < steps.length - 1;
+    if (step.shown && keep) {
+      // stream the output and keep a copy for $CMD_i_OUTPUT (the step still runs in this shell)
       const fifo = `"$__conch_d/p${i}"`;
-      lines.push(
-        `mkfifo ${fifo} || exit 125`,
-        `tee ${file} < ${fifo} &`,
-        '__conch_tee=$!',
-        '{',
-        bodies[i]!,
-        `} > ${fifo}`,
-        '__conch_rc=$?',
-        'wait "$__conch_tee"',
-      );
+      lines.push(`mkfifo ${fifo} || exit 125`, `tee ${file} < ${fifo} &`, '__conch_tee=$!');
+      lines.push('{', bodies[i]!, `} > ${fifo}`, '__conch_rc=$?', 'wait "$__conch_tee"');
+      needsDir = true;
+    } else if (step.shown) {
+      lines.push('{', bodies[i]!, '}', '__conch_rc=$?');
     } else {
+      // hidden: kept in a file, shown only if the step fails
       lines.push('{', bodies[i]!, `} > ${file}`, '__conch_rc=$?');
+      needsDir = true;
     }
-    lines.push(`CMD_${i}_OUTPUT=$(cat ${file})`);
-    if (!continueOnError && i < steps.length - 1) {
-      const showHidden = step.shown ? '' : `cat ${file}; `;
-      lines.push(`if [ "$__conch_rc" -ne 0 ]; then ${showHidden}rm -rf "$__conch_d"; exit "$__conch_rc"; fi`);
+    if (keep) lines.push(`CMD_${i}_OUTPUT=$(cat ${file})`);
+    if (checked) {
+      lines.push(
+        `if [ "$__conch_rc" -ne 0 ]; then ${step.shown ? '' : `cat ${file}; `}exit "$__conch_rc"; fi`,
+      );
     }
   });
-  lines.push('rm -rf "$__conch_d"', 'exit "$__conch_rc"');
-  return lines.join('\n');
+  lines.push('exit "$__conch_rc"');
+  if (!needsDir) lines.shift();
+  return { script: lines.join('\n'), needsDir };
 }

@@ -1,7 +1,10 @@
 import { mkdirSync, rmSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import {
+  type BackgroundService,
+  type ConchEventName,
   type JsonSchema,
+  TOKENS,
   toJsonSchema,
   toValidationIssues,
   type ToolCallContext,
@@ -111,17 +114,40 @@ export function createCommandTool(template: CommandTemplate, runner: TemplateRun
         env,
         ...(spec.timeout === undefined ? {} : { timeoutSec: spec.timeout }),
       };
+      let result: ToolResult;
       try {
-        const result = await runner(ctx, request);
-        // a backgrounded script still needs its directory; it removes it itself when it ends
-        if (dir && result.background_task_id === undefined) rmSync(dir, { recursive: true, force: true });
-        return result;
+        result = await runner(ctx, request);
       } catch (error) {
-        if (dir) rmSync(dir, { recursive: true, force: true });
+        if (dir) removeDir(dir);
         throw error;
       }
+      if (dir) {
+        const taskId = result.background_task_id;
+        if (typeof taskId === 'string') removeWhenTaskEnds(ctx, taskId, dir);
+        else removeDir(dir);
+      }
+      return result;
     },
   };
+}
+
+function removeDir(dir: string): void {
+  rmSync(dir, { recursive: true, force: true });
+}
+
+/** A backgrounded script still needs its directory: remove it when the task ends (or at dispose). */
+function removeWhenTaskEnds(ctx: ToolCallContext, taskId: string, dir: string): void {
+  const done = () => {
+    off();
+    removeDir(dir);
+  };
+  // the event is declared by @conch/background; the name is its contract
+  const off = ctx.events.on('background.task.finished' as ConchEventName, (event: unknown) => {
+    if ((event as { task?: { id?: string } }).task?.id === taskId) done();
+  });
+  ctx.onDispose(off);
+  const status = ctx.resolveOptional<BackgroundService>(TOKENS.BackgroundService)?.get(taskId)?.status;
+  if (status === 'completed' || status === 'failed' || status === 'cancelled') done();
 }
 
 function toZod(tool: string, schema: unknown): z.ZodType {

@@ -1,0 +1,106 @@
+// Command templates end to end (registry.execute -> gate -> compose -> cli runner -> spawn) against
+// a raw node:child_process spawn of /bin/sh running the same steps with the argument inlined.
+import 'reflect-metadata';
+import { spawn } from 'node:child_process';
+import { PluginRegistry, TOKENS } from '@conch/core';
+import { backgroundPlugin } from '@conch/background';
+import { cliPlugin, definePluginFromTemplates } from '@conch/cli';
+import { z } from 'zod';
+
+function rawSh(script, env) {
+  return new Promise((resolve, reject) => {
+    const child = spawn('/bin/sh', ['-c', script], { stdio: ['ignore', 'pipe', 'pipe'], env });
+    child.stdout.on('data', () => {});
+    child.stderr.on('data', () => {});
+    child.on('error', reject);
+    child.on('close', resolve);
+  });
+}
+
+const plugin = definePluginFromTemplates({
+  name: 'bench-templates',
+  version: '0',
+  tools: [
+    {
+      name: 'one_step',
+      description: 'one step',
+      inputSchema: z.object({ text: z.string() }),
+      commands: [{ command: "printf '%s\\n' UTCP_ARG_text_UTCP_END" }],
+    },
+    {
+      name: 'three_steps',
+      description: 'three steps with an output reference',
+      inputSchema: z.object({ text: z.string() }),
+      commands: [
+        { command: 'cd .' },
+        { command: "printf '%s\\n' UTCP_ARG_text_UTCP_END", append_to_final_output: true },
+        { command: 'echo "$CMD_1_OUTPUT"' },
+      ],
+    },
+  ],
+});
+
+async function compare(median, conchFn, rawFn) {
+  for (let i = 0; i < 20; i++) {
+    await rawFn();
+    await conchFn();
+  }
+  const raw = [];
+  const conch = [];
+  for (let i = 0; i < 200; i++) {
+    let t0 = performance.now();
+    await rawFn();
+    raw.push(performance.now() - t0);
+    t0 = performance.now();
+    await conchFn();
+    conch.push(performance.now() - t0);
+  }
+  return { c: median(conch), b: median(raw) };
+}
+
+export default async function ({ median }) {
+  const registry = new PluginRegistry({ plugins: [cliPlugin, backgroundPlugin, plugin] });
+  registry.container.register(TOKENS.PermissionGate, {
+    useValue: { check: async () => ({ outcome: 'allow', reason: 'bench' }) },
+  });
+  registry.exposeTool('cli', {});
+  registry.exposeTool('bench-templates', {});
+  const args = { text: 'hello; world' };
+  try {
+    const check = await registry.execute('three_steps', args);
+    if (check.stdout !== 'hello; world\nhello; world\n')
+      throw new Error(`unexpected ${JSON.stringify(check)}`);
+    const one = await compare(
+      median,
+      () => registry.execute('one_step', args),
+      () => rawSh("printf '%s\\n' 'hello; world'"),
+    );
+    const three = await compare(
+      median,
+      () => registry.execute('three_steps', args),
+      () => rawSh('cd .\nX=$(printf \'%s\\n\' \'hello; world\')\necho "$X"\necho "$X"'),
+    );
+    return [
+      {
+        name: 'templates: one-step template vs raw sh -c (median of 200)',
+        conch: one.c,
+        baseline: one.b,
+        unit: 'ms',
+        ratio: one.c / one.b,
+        goal: 'ratio <= 1.5',
+        pass: one.c / one.b <= 1.5,
+      },
+      {
+        name: 'templates: three steps with $CMD_1_OUTPUT vs raw sh -c (median of 200)',
+        conch: three.c,
+        baseline: three.b,
+        unit: 'ms',
+        ratio: three.c / three.b,
+        goal: 'ratio <= 3',
+        pass: three.c / three.b <= 3,
+      },
+    ];
+  } finally {
+    await registry.dispose();
+  }
+}
