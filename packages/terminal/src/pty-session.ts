@@ -121,6 +121,7 @@ export class PtySession {
         kind: options.shellKind,
         nonce: this.nonce,
         key: this.key,
+        commandFile: join(this.dir, 'cmd.sh'),
         sessionEnv: options.sessionEnv,
       }),
       { mode: 0o600 },
@@ -189,8 +190,10 @@ export class PtySession {
     if (this.phase !== 'idle') throw new Error(`session ${this.id} is not idle (${this.phase})`);
     this.seq += 1;
     const seq = this.seq;
-    const file = join(this.dir, `cmd-${seq}.sh`);
-    const postFile = join(this.dir, `cmd-${seq}.post.sh`);
+    // One file per session, rewritten for each command: bash reads a sourced file whole, and the
+    // next command is only written after this one's end marker.
+    const file = join(this.dir, 'cmd.sh');
+    const postFile = join(this.dir, 'post.sh');
     const { script, post } = commandScript({ seq, command, ...options, postFile });
     writeFileSync(file, script, { mode: 0o600 });
     if (post) writeFileSync(postFile, post, { mode: 0o600 });
@@ -206,7 +209,7 @@ export class PtySession {
     this.lastActivity = Date.now();
     this.lastUsed = Date.now();
     this.appendLog(`\n$ ${command}\n`);
-    this.pty.write(`${this.key} ${file}\n . "$__conch_f"\n`);
+    this.pty.write(`${this.key}\n . "$__conch_f"\n`);
     return seq;
   }
 
@@ -383,9 +386,6 @@ export class PtySession {
     this.done = { exitCode: Number(codeText), cwd: this.cwd };
     this.phase = 'idle';
     this.appendLog(`\n[exit ${this.done.exitCode}]\n`);
-    for (const name of [`cmd-${this.seq}.sh`, `cmd-${this.seq}.post.sh`]) {
-      rmSync(join(this.dir, name), { force: true });
-    }
     this.options.onChange('end');
   }
 

@@ -7,10 +7,10 @@
  * typed line nor a command's own text can contain them:
  *   begin: ESC ] 6973 ; B ; <nonce> ; <seq> BEL
  *   end:   ESC ] 6973 ; E ; <nonce> ; <seq> ; <exit code> ; <cwd> BEL   (from PROMPT_COMMAND)
- * After the end marker the shell waits in a gate that discards every line but `<session key> <file>`,
- * so a late `input` (one that arrives after its program finished) can never run as a command. The
- * gate stores the file in $__conch_f and the line readline then reads is only ` . "$__conch_f"`
- * (readline reads byte by byte: a short line is measurably faster).
+ * After the end marker the shell waits in a gate that discards every line but the session key, so a
+ * late `input` (one that arrives after its program finished) can never run as a command. The line
+ * readline then reads is only ` . "$__conch_f"` (readline reads byte by byte: short lines are
+ * measurably faster).
  */
 
 /* The end marker comes from PROMPT_COMMAND (bash) or precmd_functions (zsh). */
@@ -29,6 +29,8 @@ export function initScript(options: {
   kind: ShellKind;
   nonce: string;
   key: string;
+  /** The file each command is written to. */
+  commandFile: string;
   sessionEnv: Readonly<Record<string, string>>;
 }): string {
   const exports = Object.entries(options.sessionEnv)
@@ -39,14 +41,14 @@ export function initScript(options: {
     `__conch_key=${shellQuote(options.key)}`,
     '__conch_seq=0',
     '__conch_post=',
-    '__conch_f=',
+    `__conch_f=${shellQuote(options.commandFile)}`,
     ...exports,
     '__conch_begin() { __conch_seq=$1; printf \'\\033]6973;B;%s;%s\\007\' "$__conch_nonce" "$1"; }',
     '__conch_gate() {',
     '  local __conch_line',
     "  trap '' INT",
     '  while IFS= read -r -s __conch_line; do',
-    '    case $__conch_line in "$__conch_key "*) __conch_f=${__conch_line#"$__conch_key "}; break ;; esac',
+    '    [ "$__conch_line" = "$__conch_key" ] && break',
     '  done',
     '  trap - INT',
     '}',

@@ -189,10 +189,17 @@ async function run(
   session.reading = true;
   const startedAt = Date.now();
   try {
-    const seq = session.run(shape.command, {
-      ...(args.cwd === undefined ? {} : { cwd: args.cwd }),
-      ...(args.env === undefined ? {} : { env: args.env }),
-    });
+    let seq: number;
+    try {
+      seq = session.run(shape.command, {
+        ...(args.cwd === undefined ? {} : { cwd: args.cwd }),
+        ...(args.env === undefined ? {} : { env: args.env }),
+      });
+    } catch (error) {
+      // Writing the command file failed (disk full, temp dir removed): nothing was typed.
+      pool.setState(session, 'idle');
+      return { error: `could not start the command: ${(error as Error).message}` };
+    }
     ctx.events.emit('terminal.command.started', {
       sessionId: session.id,
       seq,
