@@ -200,4 +200,13 @@ describe('terminal host API and lifecycle', () => {
     expect(polled.output).toContain('tick');
     expect(await h.call({ session_id: running.session_id, kill: true })).toMatchObject({ killed: true });
   });
+
+  it('keeps output of jobs left running after their command in the session log', async () => {
+    h = createHarness();
+    const done = await h.call({ command: '(sleep 0.3; echo late-job-output) &' });
+    expect(done).toMatchObject({ exit_code: 0 });
+    const service = h.registry.resolve<TerminalService>(TERMINAL_SERVICE);
+    await waitFor(async () => (await service.readLog(1)).includes('late-job-output'));
+    expect(await h.call({ command: 'echo next' })).toMatchObject({ output: 'next\n' });
+  });
 });

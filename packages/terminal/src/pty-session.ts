@@ -348,7 +348,9 @@ export class PtySession {
         if (this.startupText === undefined) this.pending += data;
         return;
       default:
-        // idle: the prompt hook's tail, a late job notice; not part of any command.
+        // idle: output of a job a command left running (`server &`) and job notices. Not part of
+        // any command's result, but kept in the session log so nothing is lost.
+        this.appendLog(data);
         return;
     }
   }
