@@ -45,6 +45,11 @@ async function main(): Promise<void> {
 }
 
 main().catch((error: unknown) => {
-  process.stderr.write(`conch-mcp: ${error instanceof Error ? error.message : String(error)}\n`);
+  const message = error instanceof Error ? error.message : String(error);
+  const hint =
+    (error as { code?: unknown }).code === 'NO_SUCH_PLUGIN'
+      ? '\nInstall the plugin package where conch-mcp can find it (node_modules next to the config) or list its folder in "pluginDirs".'
+      : '';
+  process.stderr.write(`conch-mcp: ${message}${hint}\n`);
   process.exit(1);
 });
