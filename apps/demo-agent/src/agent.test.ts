@@ -8,7 +8,7 @@ import { ChatController } from './chat.js';
 import { ApprovalQueue } from './approvals.js';
 import { ProcessTracker } from './processes.js';
 import { isAlive, mockModel, textStep, toolCallStep, waitFor } from './test-support/mock-model.js';
-import { shellPlugin, startedPids } from './test-support/shell-plugin.js';
+import { shellPlugin, shTool, startedPids } from './test-support/shell-plugin.js';
 
 let registry: PluginRegistry | undefined;
 
@@ -196,3 +196,36 @@ function childrenOf(pid: number): number[] {
     return [];
   }
 }
+
+describe('ScriptedDemoModel', () => {
+  it('skips, and says so, the steps whose tools the host did not expose', async () => {
+    const { ScriptedDemoModel } = await import('./scripted-model.js');
+    const reg = makeRegistry();
+    const agent = new Agent({ model: new ScriptedDemoModel({ wordDelayMs: 0 }), registry: reg });
+    let text = '';
+    expect(
+      await agent.run('walk me through it', new AbortController().signal, { onText: (d) => (text += d) }),
+    ).toBe('done');
+    expect(text).toContain('Skipping "direct": the host did not expose cli_based_tool');
+    expect(text).toMatch(/steps skipped because their plugins are not exposed/);
+    expect(text).not.toContain('walkthrough complete');
+  });
+
+  it('runs `$ <command>` through the tool it names and reports the result it got', async () => {
+    const { ScriptedDemoModel } = await import('./scripted-model.js');
+    const reg = new PluginRegistry({
+      plugins: [{ ...shellPlugin, name: 'renamed', tools: [{ ...shTool, name: 'cli_based_tool' }] }],
+    });
+    registry = reg;
+    reg.exposeTool('renamed');
+    const agent = new Agent({ model: new ScriptedDemoModel({ wordDelayMs: 0 }), registry: reg });
+    let text = '';
+    const results: unknown[] = [];
+    await agent.run('$ echo scripted', new AbortController().signal, {
+      onText: (d) => (text += d),
+      onToolResult: (r) => results.push(r.output),
+    });
+    expect(results).toEqual([{ stdout: 'scripted\n', returncode: 0 }]);
+    expect(text).toBe('Exit code 0.');
+  });
+});

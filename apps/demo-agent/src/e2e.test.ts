@@ -9,7 +9,8 @@ import { isAlive, waitFor } from './test-support/mock-model.js';
 import { descendantsOf, hasTmux, processesWithEnv, TmuxSession } from './test-support/tmux.js';
 
 const APP = resolve(dirname(fileURLToPath(import.meta.url)), '../dist/main.js');
-const PROVIDER_VARS = ['OPENAI_API_KEY', 'OPENAI_BASE_URL', 'ANTHROPIC_API_KEY', 'CONCH_MODEL'];
+// Provider keys would pick a real model; CI=true would make Ink print only the last frame.
+const PROVIDER_VARS = ['OPENAI_API_KEY', 'OPENAI_BASE_URL', 'ANTHROPIC_API_KEY', 'CONCH_MODEL', 'CI'];
 
 let session: TmuxSession | undefined;
 let workDir: string | undefined;

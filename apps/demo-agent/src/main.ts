@@ -3,7 +3,6 @@
 import 'reflect-metadata';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { render } from 'ink';
 import { destination, pino } from 'pino';
 import { Agent } from './agent.js';
 import { ApprovalQueue } from './approvals.js';
@@ -13,7 +12,6 @@ import { runPlain } from './plain.js';
 import { ProcessTracker } from './processes.js';
 import { chooseModel } from './providers.js';
 import { createDemoRegistry, DEMO_AUTO_BACKGROUND_THRESHOLD } from './setup.js';
-import { App } from './ui.js';
 
 export const WALKTHROUGH_PROMPT = 'Walk me through what conch can do.';
 
@@ -52,7 +50,7 @@ async function main(): Promise<number> {
   }
   const { registry } = demo;
 
-  const choice = chooseModel(process.env, {
+  const choice = await chooseModel(process.env, {
     scripted: args.scripted,
     scriptedOptions: {
       autoBackgroundThreshold: demo.autoBackgroundThreshold ?? DEMO_AUTO_BACKGROUND_THRESHOLD,
@@ -128,22 +126,21 @@ async function main(): Promise<number> {
     return 0;
   }
 
-  const app = render(
-    <App
-      chat={chat}
-      approvals={approvals}
-      tracker={tracker}
-      modelLabel={choice.label}
-      scripted={choice.scripted}
-      notes={notes}
-      initial={initial}
-      onExit={shutdown}
-      registerPager={(open) => {
-        openPager = open;
-      }}
-    />,
-    { exitOnCtrlC: false },
-  );
+  // Ink (and its layout engine) loads only for the full-screen UI.
+  const { startTui } = await import('./ui.js');
+  const app = startTui({
+    chat,
+    approvals,
+    tracker,
+    modelLabel: choice.label,
+    scripted: choice.scripted,
+    notes,
+    initial,
+    onExit: shutdown,
+    registerPager: (open) => {
+      openPager = open;
+    },
+  });
   requestExit = () => void shutdown().finally(() => app.unmount());
   await app.waitUntilExit();
   await shutdown();

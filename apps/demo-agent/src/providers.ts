@@ -1,5 +1,3 @@
-import { createAnthropic } from '@ai-sdk/anthropic';
-import { createOpenAICompatible } from '@ai-sdk/openai-compatible';
 import type { LanguageModelV2 } from '@ai-sdk/provider';
 import { ScriptedDemoModel } from './scripted-model.js';
 
@@ -18,13 +16,15 @@ export const DEFAULT_ANTHROPIC_MODEL = 'claude-sonnet-4-5';
  * OPENAI_API_KEY is set, Anthropic when ANTHROPIC_API_KEY is set, else the offline scripted model.
  * Keys are read here and handed to the provider; they are never printed or logged.
  */
-export function chooseModel(
+export async function chooseModel(
   env: NodeJS.ProcessEnv,
   options: { scripted?: boolean; scriptedOptions?: ConstructorParameters<typeof ScriptedDemoModel>[0] } = {},
-): ModelChoice {
+): Promise<ModelChoice> {
   const modelId = env.CONCH_MODEL?.trim() || undefined;
   if (!options.scripted && (env.OPENAI_BASE_URL || env.OPENAI_API_KEY)) {
     const baseURL = (env.OPENAI_BASE_URL || 'https://api.openai.com/v1').replace(/\/+$/, '');
+    // Providers load on demand: the offline demo never pays for them.
+    const { createOpenAICompatible } = await import('@ai-sdk/openai-compatible');
     const provider = createOpenAICompatible({
       name: 'openai-compatible',
       baseURL,
@@ -34,6 +34,7 @@ export function chooseModel(
     return { model: provider.chatModel(id), label: `${id} (OpenAI-compatible, ${baseURL})`, scripted: false };
   }
   if (!options.scripted && env.ANTHROPIC_API_KEY) {
+    const { createAnthropic } = await import('@ai-sdk/anthropic');
     const provider = createAnthropic({ apiKey: env.ANTHROPIC_API_KEY });
     const id = modelId ?? DEFAULT_ANTHROPIC_MODEL;
     return { model: provider(id), label: `${id} (Anthropic)`, scripted: false };

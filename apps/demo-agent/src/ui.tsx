@@ -1,4 +1,4 @@
-import { Box, Static, Text, useApp, useInput, useStdout } from 'ink';
+import { Box, render, Static, Text, useApp, useInput, useStdout } from 'ink';
 import { useEffect, useRef, useState } from 'react';
 import type { ApprovalQueue, PendingApproval } from './approvals.js';
 import type { ChatController, ChatItem } from './chat.js';
@@ -395,4 +395,10 @@ function Pager({
       <Text dimColor>space/b page · j/k line · g/G top/end · q close</Text>
     </Box>
   );
+}
+
+/** Renders the app full-screen; Ctrl+C is handled by the app (cancel, then exit). */
+export function startTui(props: AppProps): { waitUntilExit: () => Promise<unknown>; unmount: () => void } {
+  const instance = render(<App {...props} />, { exitOnCtrlC: false });
+  return { waitUntilExit: () => instance.waitUntilExit(), unmount: () => instance.unmount() };
 }
