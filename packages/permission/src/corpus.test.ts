@@ -349,12 +349,12 @@ beforeAll(async () => {
   mkdirSync(join(ws, '.git', 'hooks'), { recursive: true });
 
   const config = permissionConfigSchema.parse({});
-  engineFor = (wsDir, homeDir) => new PermissionEngine({ parser, config, cwd: wsDir, home: homeDir });
+  engineFor = (wsDir, homeDir) => new PermissionEngine({ parser, config, cwd: wsDir, home: homeDir }, 60_000);
 });
 
 afterAll(() => {
   if (root) rmSync(root, { recursive: true, force: true });
-});
+}, 120_000);
 
 function writeExec(path: string, text: string): void {
   writeFileSync(path, text);
@@ -363,6 +363,8 @@ function writeExec(path: string, text: string): void {
 
 let caseNo = 0;
 function freshCase(): { ws: string; home: string } {
+  // One case directory at a time: the previous one is removed before the next is made.
+  if (caseNo > 0) rmSync(join(root, `case-${caseNo - 1}`), { recursive: true, force: true });
   const dir = join(root, `case-${caseNo++}`);
   cpSync(template, dir, { recursive: true, verbatimSymlinks: true });
   rmSync(join(root, 'markers', 'hit'), { force: true });
