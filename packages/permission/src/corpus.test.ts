@@ -349,8 +349,8 @@ beforeAll(async () => {
   mkdirSync(join(ws, '.git', 'hooks'), { recursive: true });
 
   const config = permissionConfigSchema.parse({});
-  engineFor = (wsDir, homeDir) => new PermissionEngine({ parser, config, cwd: wsDir, home: homeDir }, 60_000);
-});
+  engineFor = (wsDir, homeDir) => new PermissionEngine({ parser, config, cwd: wsDir, home: homeDir });
+}, 60_000);
 
 afterAll(() => {
   if (root) rmSync(root, { recursive: true, force: true });

@@ -1,12 +1,13 @@
-import type {
-  ApprovalAnswer,
-  ApprovalRequest,
-  ApproveFn,
-  EventBus,
-  Logger,
-  PermissionDecision,
-  PermissionGate,
-  PermissionRequest,
+import {
+  InvalidConfigError,
+  type ApprovalAnswer,
+  type ApprovalRequest,
+  type ApproveFn,
+  type EventBus,
+  type Logger,
+  type PermissionDecision,
+  type PermissionGate,
+  type PermissionRequest,
 } from '@conch/core';
 import type { ShellParser } from '@conch/shell-syntax';
 import { homedir } from 'node:os';
@@ -76,7 +77,14 @@ export class PermissionEngine implements PermissionGate {
     this.workspaceRoot = resolve(options.cwd, options.config.workspaceRoot ?? '.');
     const compiled = compileRules(options.config.rules);
     if ('problems' in compiled)
-      throw new Error(compiled.problems.map((p) => `${p.path.join('.')}: ${p.message}`).join('; '));
+      throw new InvalidConfigError(
+        'permission',
+        compiled.problems.map((p) => ({
+          path: p.path.join('.'),
+          expected: 'a rule in prefix syntax (`*` only at the end) or a valid regex',
+          received: p.message,
+        })),
+      );
     this.rules = compiled.rules;
     this.analyzer = new Analyzer({
       parser: options.parser,

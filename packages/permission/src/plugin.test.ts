@@ -59,3 +59,15 @@ describe('permission plugin config', () => {
     expect(loadError({ rules: { deny: [{ regex: '(' }] } }).message).toMatch(/invalid regex/);
   });
 });
+
+describe('PermissionEngine built directly', () => {
+  it('throws InvalidConfigError naming a bad rule', async () => {
+    const { loadShellParser } = await import('@conch/shell-syntax');
+    const { permissionConfigSchema } = await import('./config.js');
+    const parser = await loadShellParser();
+    const config = permissionConfigSchema.parse({ rules: { ask: ['ok', 'a * b'] } });
+    expect(() => new PermissionEngine({ parser, config, cwd: '/tmp' })).toThrow(
+      expect.objectContaining({ code: 'INVALID_CONFIG', message: expect.stringMatching(/rules\.ask\.1/) }),
+    );
+  });
+});
