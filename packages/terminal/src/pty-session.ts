@@ -1,5 +1,14 @@
 import { randomBytes } from 'node:crypto';
-import { createWriteStream, mkdirSync, rmSync, writeFileSync, type WriteStream } from 'node:fs';
+import {
+  appendFileSync,
+  closeSync,
+  ftruncateSync,
+  mkdirSync,
+  openSync,
+  rmSync,
+  writeFileSync,
+  writeSync,
+} from 'node:fs';
 import { join } from 'node:path';
 import pty, { type IPty } from '@lydell/node-pty';
 import type { Logger } from '@conch/core';
@@ -8,6 +17,7 @@ import { foregroundReadsTty, ttyOf } from './tty-reader.js';
 import { commandScript, initScript, MARKER_OSC, shellQuote, type ShellKind } from './shell-scripts.js';
 
 const TAIL_CHARS = 8192;
+const LOG_FLUSH_MS = 100;
 
 /** Where a suffix of `text` that could begin `prefix` starts (text.length when none). */
 function partialPrefixStart(text: string, prefix: string): number {
@@ -98,7 +108,11 @@ export class PtySession {
   private recent = '';
   /** Text that may be the start of an end marker split across chunks. */
   private held = '';
-  private log: WriteStream | undefined;
+  private logPending: string[] = [];
+  private logPendingChars = 0;
+  private logTimer: NodeJS.Timeout | undefined;
+  private logFailed = false;
+  private cmdFd: number | undefined;
   private logBytes = 0;
   private killing: Promise<void> | undefined;
   private exitKilled = false;
@@ -195,7 +209,12 @@ export class PtySession {
     const file = join(this.dir, 'cmd.sh');
     const postFile = join(this.dir, 'post.sh');
     const { script, post } = commandScript({ seq, command, ...options, postFile });
-    writeFileSync(file, script, { mode: 0o600 });
+    // Rewritten in place through one fd per session: an open() per command was most of the
+    // node-side cost of a round trip.
+    this.cmdFd ??= openSync(file, 'w', 0o600);
+    const bytes = Buffer.from(script);
+    writeSync(this.cmdFd, bytes, 0, bytes.length, 0);
+    ftruncateSync(this.cmdFd, bytes.length);
     if (post) writeFileSync(postFile, post, { mode: 0o600 });
     this.command = command;
     this.done = undefined;
@@ -267,8 +286,8 @@ export class PtySession {
 
   /** Removes the session directory (command files, init file); the log is kept unless `all`. */
   cleanup(all: boolean): void {
-    this.log?.end();
-    this.log = undefined;
+    this.flushLog();
+    this.closeCommandFile();
     if (all) rmSync(this.dir, { recursive: true, force: true });
   }
 
@@ -296,8 +315,8 @@ export class PtySession {
     this.phase = 'dead';
     this.state = 'exited';
     this.appendLog(`\n[shell exited: ${signal ? `signal ${signal}` : `code ${exitCode}`}]\n`);
-    this.log?.end();
-    this.log = undefined;
+    this.flushLog();
+    this.closeCommandFile();
     if (wasStarting) {
       const error = new Error(`${this.exitDescription()} before it was ready`);
       for (const w of this.readyWaiters.splice(0)) w.reject(error);
@@ -409,20 +428,53 @@ export class PtySession {
     this.options.onOutput?.(text);
   }
 
+  /**
+   * Appends to the session log. Text is batched and written synchronously every LOG_FLUSH_MS (or
+   * at 256 KiB): one small write per batch instead of a threadpool round trip per chunk.
+   */
   private appendLog(text: string): void {
-    if (this.logBytes >= this.options.maxLogBytes) return;
-    if (!this.log) {
-      if (this.phase === 'dead' && this.logBytes > 0) return;
-      this.log = createWriteStream(this.logPath, { flags: 'a', mode: 0o600 });
-      this.log.on('error', (error) => {
-        this.options.logger.warn({ err: error, sessionId: this.id }, 'terminal session log write failed');
-      });
+    if (this.logBytes >= this.options.maxLogBytes || text.length === 0) return;
+    this.logPending.push(text);
+    this.logPendingChars += text.length;
+    if (this.logPendingChars >= 256 * 1024) this.flushLog();
+    else if (!this.logTimer) {
+      this.logTimer = setTimeout(() => this.flushLog(), LOG_FLUSH_MS);
+      this.logTimer.unref();
     }
-    const bytes = Buffer.byteLength(text);
+  }
+
+  private closeCommandFile(): void {
+    if (this.cmdFd === undefined) return;
+    try {
+      closeSync(this.cmdFd);
+    } catch {
+      // already closed
+    }
+    this.cmdFd = undefined;
+  }
+
+  /** Writes the batched log text now (before a host reads the log, and at the end). */
+  flushLog(): void {
+    if (this.logTimer) clearTimeout(this.logTimer);
+    this.logTimer = undefined;
+    if (this.logPending.length === 0) return;
+    let text = this.logPending.join('');
+    this.logPending = [];
+    this.logPendingChars = 0;
+    const room = this.options.maxLogBytes - this.logBytes;
+    let bytes = Buffer.byteLength(text);
+    if (bytes > room) {
+      text = `${Buffer.from(text).subarray(0, Math.max(0, room)).toString()}\n[log truncated at ${this.options.maxLogBytes} bytes]\n`;
+      bytes = this.options.maxLogBytes - this.logBytes;
+    }
     this.logBytes += bytes;
-    this.log.write(text);
-    if (this.logBytes >= this.options.maxLogBytes) {
-      this.log.write(`\n[log truncated at ${this.options.maxLogBytes} bytes]\n`);
+    try {
+      appendFileSync(this.logPath, text, { mode: 0o600 });
+    } catch (error) {
+      if (!this.logFailed) {
+        this.logFailed = true;
+        this.options.logger.warn({ err: error, sessionId: this.id }, 'terminal session log write failed');
+      }
     }
   }
 }

@@ -271,6 +271,7 @@ export class SessionPool implements TerminalService {
 
   async readLog(id: number, options: { clean?: boolean } = {}): Promise<string> {
     const session = this.sessions.get(id);
+    session?.flushLog();
     const path = session?.logPath ?? join(this.sessionsDir(), `session-${id}`, 'session.log');
     let text: string;
     try {
