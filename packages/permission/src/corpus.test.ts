@@ -183,6 +183,12 @@ const CORPUS: Entry[] = [
   ['find / -delete', 'deny', 'find'],
   ['find ~ -exec rm -rf {} +', 'deny', 'find -exec', 'M'],
   ['echo / | xargs rm -rf', 'ask', 'xargs', 'M'],
+  // the bypasses a shell-function safe-rm (Clacky) cannot see: the gate reads through them
+  ['command rm -rf /', 'deny', 'safe-rm bypass', 'M'],
+  ['builtin command rm -rf ~', 'deny', 'safe-rm bypass', 'M'],
+  ['/bin/rm -rf /', 'deny', 'safe-rm bypass'],
+  ['find . -maxdepth 0 -exec rm -rf / \\;', 'deny', 'safe-rm bypass', 'M'],
+  ['find . -maxdepth 0 -exec sh -c "sudo id" \\;', 'deny', 'find -exec', 'M'],
   ['rm -r build', 'ask', 'rm', 'M'],
   ['rm file.txt', 'ask', 'rm', 'M'],
   // eval, source, fork bombs
