@@ -1,0 +1,46 @@
+// A host that exits without dispose() still leaves no terminal process behind (sync kill on exit).
+import { execFile } from 'node:child_process';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { afterAll, describe, expect, it } from 'vitest';
+import { pidsWithCmdline, waitFor } from './test-support.js';
+
+const packageDir = join(dirname(fileURLToPath(import.meta.url)), '..');
+const dir = mkdtempSync(join(tmpdir(), 'conch-terminal-exit-'));
+afterAll(() => rmSync(dir, { recursive: true, force: true }));
+
+describe('host exit', () => {
+  it('SIGKILLs every session tree when the host process exits', async () => {
+    const tag = `conch-exit-${process.pid}`;
+    const script = join(dir, 'host.mjs');
+    writeFileSync(
+      script,
+      `
+import ${JSON.stringify(join(packageDir, 'node_modules/reflect-metadata/Reflect.js'))};
+import { PluginRegistry, TOKENS } from ${JSON.stringify(join(packageDir, 'node_modules/@conch/core/dist/index.js'))};
+import { terminalPlugin } from ${JSON.stringify(join(packageDir, 'dist/index.js'))};
+const registry = new PluginRegistry({ cwd: ${JSON.stringify(dir)}, tempRoot: ${JSON.stringify(dir)} });
+registry.register(terminalPlugin);
+registry.container.register(TOKENS.PermissionGate, { useValue: { check: async () => ({ outcome: 'allow', reason: 'test' }) } });
+registry.exposeTool('terminal', {});
+const bg = await registry.execute('terminal', { command: "exec -a ${tag}-server sleep 300", background: true });
+const esc = await registry.execute('terminal', { command: "setsid bash -c 'exec -a ${tag}-escapee sleep 300' & python3 -c 'input()'" });
+console.log(JSON.stringify({ bg, esc }));
+process.exit(0);
+`,
+    );
+    const stdout = await new Promise<string>((resolve, reject) => {
+      execFile(process.execPath, [script], { timeout: 60_000 }, (error, out, err) => {
+        if (error) reject(new Error(`${error.message}\n${err}`));
+        else resolve(out);
+      });
+    });
+    const results = JSON.parse(stdout) as { bg: { state?: string }; esc: { state?: string } };
+    expect(results.bg.state).toBe('background');
+    expect(results.esc.state).toBe('waiting');
+    await waitFor(() => pidsWithCmdline(tag).length === 0, 10_000, 'the host-exit kill');
+    expect(pidsWithCmdline(tag)).toEqual([]);
+  });
+});
