@@ -220,4 +220,17 @@ describe('demo agent in tmux', () => {
     await waitFor(() => tmux.paneDead(), 60_000, 'the app to exit');
     await waitFor(() => processesWithEnv('CONCH_E2E_COOKIE', cookie).length === 0, 30_000, 'no process left');
   }, 300_000);
+
+  it('closing the terminal (SIGHUP) disposes the registry too: no background task survives', async () => {
+    const cookie = randomBytes(8).toString('hex');
+    session = startApp(cookie, '--no-walkthrough');
+    const tmux = session;
+    await tmux.waitForScreen((s) => s.includes('scripted demo model'), 'the header', 60_000);
+    tmux.type('$ while true; do date +%T; sleep 1; done');
+    await tmux.waitForScreen((s) => /running in the background as/.test(s), 'the loop to be backgrounded');
+    expect(processesWithEnv('CONCH_E2E_COOKIE', cookie).length).toBeGreaterThan(1);
+    tmux.kill();
+    session = undefined;
+    await waitFor(() => processesWithEnv('CONCH_E2E_COOKIE', cookie).length === 0, 30_000, 'no process left');
+  }, 300_000);
 });

@@ -80,11 +80,17 @@ async function main(): Promise<number> {
     onExit: () => requestExit(),
   });
 
-  for (const signal of ['SIGTERM', 'SIGHUP'] as const) {
-    process.once(signal, () => {
-      void shutdown().finally(() => process.exit(signal === 'SIGTERM' ? 143 : 129));
-    });
-  }
+  // The terminal closing (SIGHUP, or EIO/EPIPE on a write) or a kill (SIGTERM) ends the app the
+  // same clean way: dispose the registry, then exit. The listeners stay registered (not `once`):
+  // a repeated signal must not fall through to the default action, which would kill the app
+  // mid-dispose, and Ink's signal-exit re-raises a signal it believes nobody else handles.
+  const exitOn = (code: number) => () => {
+    void shutdown().finally(() => process.exit(code));
+  };
+  process.on('SIGTERM', exitOn(143));
+  process.on('SIGHUP', exitOn(129));
+  process.stdout.on('error', exitOn(129));
+  process.stderr.on('error', exitOn(129));
 
   const notes = [
     `tools: ${registry
