@@ -191,7 +191,8 @@ export class SessionPool implements TerminalService {
           if (mode.detectPrompt && quiet < promptQuietMs) next = Math.min(next, promptQuietMs - quiet);
           else if (mode.detectPrompt) next = Math.min(next, promptQuietMs);
         }
-        timer = setTimeout(check, Math.max(1, next));
+        // setTimeout fires at once beyond 2^31-1 ms; long waits re-check in steps.
+        timer = setTimeout(check, Math.min(Math.max(1, next), 2_147_483_647));
       };
       const onEvent = (kind: 'data' | 'end') => {
         if (kind === 'end') {

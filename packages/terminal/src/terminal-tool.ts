@@ -38,6 +38,7 @@ export const terminalInputSchema = z.strictObject({
   timeout: z
     .number()
     .positive()
+    .max(86_400)
     .optional()
     .describe('Seconds to wait before returning a session_id for a command still running (default 60).'),
   idle_ms: z

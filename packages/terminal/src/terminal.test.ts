@@ -245,6 +245,7 @@ describe('terminal tool', () => {
     );
     expect((await h.call({})).error).toMatch(/give a command/);
     expect((await h.call({ session_id: 1 })).error).toMatch(/without input or kill/);
+    await expect(h.call({ command: 'ls', timeout: 1e12 })).rejects.toThrow(/timeout/);
   });
 
   it('never hands a busy shell a second command and bounds the pool', async () => {
