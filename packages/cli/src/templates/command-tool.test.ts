@@ -221,8 +221,38 @@ describe('steps, outputs, env and working dir', () => {
     const { run } = setup(plugin);
     const result = await run('needs_key', {});
     expect(result.error).toBe(
-      'env_vars.TOKEN uses ${MISSING_TOKEN}, which the host did not supply: add MISSING_TOKEN to plugins.needs-key.variables',
+      'env_vars.TOKEN uses ${MISSING_TOKEN}, which the host did not supply: add MISSING_TOKEN to plugins.needs-key.variables (or name it in variablesFromEnv)',
     );
+  });
+
+  test('variablesFromEnv takes only the named host environment variables', async () => {
+    process.env.CONCH_TEMPLATE_TEST_TOKEN = 'from-the-host-env';
+    process.env.CONCH_TEMPLATE_TEST_OTHER = 'not-named';
+    try {
+      const plugin = definePluginFromTemplates({
+        name: 'from-env',
+        version: '0.0.0',
+        tools: [
+          {
+            name: 'from_env',
+            description: 'uses a host env var',
+            inputSchema: z.strictObject({}),
+            env_vars: { T: '${CONCH_TEMPLATE_TEST_TOKEN}', O: '${CONCH_TEMPLATE_TEST_OTHER}' },
+            commands: [{ command: 'echo "$T"' }],
+          },
+        ],
+      });
+      const { run } = setup(plugin, { variablesFromEnv: ['CONCH_TEMPLATE_TEST_TOKEN'] });
+      expect((await run('from_env', {})).error).toMatch(/env_vars\.O uses \$\{CONCH_TEMPLATE_TEST_OTHER\}/);
+      const { run: run2 } = setup(
+        { ...plugin, name: 'from-env-2' },
+        { variablesFromEnv: ['CONCH_TEMPLATE_TEST_TOKEN', 'CONCH_TEMPLATE_TEST_OTHER'] },
+      );
+      expect(await run2('from_env', {})).toMatchObject({ stdout: 'from-the-host-env\n', returncode: 0 });
+    } finally {
+      delete process.env.CONCH_TEMPLATE_TEST_TOKEN;
+      delete process.env.CONCH_TEMPLATE_TEST_OTHER;
+    }
   });
 });
 

@@ -40,6 +40,17 @@ export type TemplateRunner = (ctx: ToolCallContext, request: TemplateRunRequest)
 /** Plugin config keys a template tool reads (see `templatePluginConfigSchema`). */
 interface TemplateConfig {
   variables?: Record<string, string>;
+  variablesFromEnv?: readonly string[];
+}
+
+/** The host variables a call may use: the named host environment variables, then `variables`. */
+function hostVariables(config: TemplateConfig | undefined): Record<string, string> {
+  const fromEnv: Record<string, string> = {};
+  for (const name of config?.variablesFromEnv ?? []) {
+    const value = process.env[name];
+    if (value !== undefined) fromEnv[name] = value;
+  }
+  return { ...fromEnv, ...config?.variables };
 }
 
 /**
@@ -83,11 +94,11 @@ export function createCommandTool(template: CommandTemplate, runner: TemplateRun
       cwd: resolve(ctx.env.cwd, spec.working_dir ?? '.'),
     }),
     async execute(args: Record<string, unknown>, ctx: ToolCallContext<TemplateConfig>) {
-      const resolved = resolveEnvVars(spec.env_vars, ctx.config?.variables ?? {}, args);
+      const resolved = resolveEnvVars(spec.env_vars, hostVariables(ctx.config), args);
       if (resolved.missing.length > 0) {
         const list = resolved.missing.map((m) => `env_vars.${m.variable} uses ${m.reference}`).join(', ');
         return {
-          error: `${list}, which the host did not supply: add ${resolved.missing.map((m) => m.reference.slice(2, -1)).join(', ')} to plugins.${ctx.pluginName}.variables`,
+          error: `${list}, which the host did not supply: add ${resolved.missing.map((m) => m.reference.slice(2, -1)).join(', ')} to plugins.${ctx.pluginName}.variables (or name it in variablesFromEnv)`,
           returncode: -1,
         };
       }

@@ -13,6 +13,10 @@ export const templatePluginConfigSchema = z.strictObject({
     .record(z.string(), z.string())
     .default({})
     .describe('values for ${NAME} references in the templates’ env_vars (secrets stay out of logs)'),
+  variablesFromEnv: z
+    .array(z.string().regex(/^[A-Za-z_][A-Za-z0-9_]*$/, 'an environment variable name'))
+    .default([])
+    .describe('host environment variables the templates may use as ${NAME} (explicit: nothing else leaks)'),
   cli: cliConfigSchema
     .optional()
     .describe('cli settings for running the templates (output cap, background threshold, extraPaths, ...)'),
