@@ -115,7 +115,10 @@ async function main(): Promise<number> {
       }
       void shutdown().finally(() => process.exit(130));
     });
-    requestExit = () => void shutdown().finally(() => process.exit(0));
+    let stopped = false;
+    requestExit = () => {
+      stopped = true;
+    };
     chat.subscribe(() => {
       if (!chat.busy) interrupts = 0;
     });
@@ -128,6 +131,7 @@ async function main(): Promise<number> {
       input: process.stdin,
       output: process.stdout,
       shutdown,
+      stopped: () => stopped,
     });
     return 0;
   }

@@ -68,13 +68,18 @@ describe('plain mode', () => {
   }, 240_000);
 
   it('reads approval answers from stdin: "n" denies and the model is told', async () => {
-    const { code, stdout } = await runApp(['--no-walkthrough'], '$ touch refused.txt\nn\n$ echo after\n');
+    const { code, stdout } = await runApp(
+      ['--no-walkthrough'],
+      '$ touch refused.txt\nn\n$ echo after\n!exit\n$ echo never-read\n',
+    );
     expect(code).toBe(0);
     expect(stdout).toContain('? conch asks to run: touch refused.txt');
     expect(stdout).toContain('→ deny');
     expect(stdout).toMatch(/Not run: Permission denied/);
     expect(existsSync(join(workDir!, 'refused.txt'))).toBe(false);
     expect(stdout).toMatch(/✓ cli_based_tool ok .*\n\s+after/);
+    // !exit stops reading input.
+    expect(stdout).not.toContain('never-read');
   }, 240_000);
 
   it('denies an approval at end of input and reports bad options', async () => {

@@ -16,6 +16,8 @@ export interface PlainOptions {
   output: Writable;
   /** Disposes the registry; called once at the end. */
   shutdown: () => Promise<void>;
+  /** True once `!exit` was typed: no more input is read. */
+  stopped?: () => boolean;
 }
 
 const STATUS_MARK: Record<string, string> = {
@@ -116,8 +118,12 @@ export async function runPlain(options: PlainOptions): Promise<void> {
 
   for (const line of options.header) write(line);
   try {
-    for (const message of options.initial) await chat.submit(message);
-    for (;;) {
+    const stopped = options.stopped ?? (() => false);
+    for (const message of options.initial) {
+      if (stopped()) break;
+      await chat.submit(message);
+    }
+    while (!stopped()) {
       const line = await reader.next();
       if (line === undefined) break;
       await chat.submit(line);
