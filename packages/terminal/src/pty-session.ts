@@ -5,7 +5,6 @@ import {
   ftruncateSync,
   mkdirSync,
   openSync,
-  rmSync,
   writeFileSync,
   writeSync,
 } from 'node:fs';
@@ -254,16 +253,6 @@ export class PtySession {
     return this.recent.slice(Math.max(0, this.recent.length - chars));
   }
 
-  /** Whether unread output exists. */
-  get hasUnread(): boolean {
-    return this.unreadChars > 0;
-  }
-
-  /** Called by the pool after the final output of a finished command was read. */
-  markIdle(): void {
-    if (this.phase === 'idle') this.state = 'idle';
-  }
-
   /** Kills the shell and everything it started (tree + cookie sweep). Idempotent. */
   kill(graceMs: number): Promise<void> {
     this.killing ??= (async () => {
@@ -284,11 +273,10 @@ export class PtySession {
     killSessionTreeSync(this.pty.pid, this.cookie);
   }
 
-  /** Removes the session directory (command files, init file); the log is kept unless `all`. */
-  cleanup(all: boolean): void {
+  /** Flushes the log and closes the command file; the directory stays for readLog (registry temp). */
+  release(): void {
     this.flushLog();
     this.closeCommandFile();
-    if (all) rmSync(this.dir, { recursive: true, force: true });
   }
 
   private waitExit(timeoutMs: number): Promise<void> {

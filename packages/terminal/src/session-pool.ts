@@ -283,11 +283,14 @@ export class SessionPool implements TerminalService {
     return options.clean ? cleanOutput(text, { maxLineChars: Number.MAX_SAFE_INTEGER }).full : text;
   }
 
-  /** Closes idle shells unused for `idleSessionTtlMs`. */
+  /** Closes idle (or finished, unread) shells unused for `idleSessionTtlMs`. */
   reapIdle(now = Date.now()): number[] {
     const reaped: number[] = [];
     for (const s of this.sessions.values()) {
-      if (s.state === 'idle' && !s.reading && now - s.lastUsed >= this.deps.config.idleSessionTtlMs) {
+      // Idle shells, and shells whose command finished while nobody read its result (the log
+      // keeps that output), unused for the TTL.
+      const unused = s.state === 'idle' ? now - s.lastUsed : s.done ? now - s.lastActivity : -1;
+      if (!s.reading && unused >= this.deps.config.idleSessionTtlMs) {
         reaped.push(s.id);
         void this.kill(s.id, 'reaped').catch((error: unknown) => {
           this.deps.logger.warn({ err: error, sessionId: s.id }, 'reaping a terminal session failed');
@@ -384,6 +387,8 @@ export class SessionPool implements TerminalService {
   }
 
   private onChange(id: number, kind: 'data' | 'end'): void {
+    // Collectors compute quiet periods from timestamps; only ends wake them.
+    if (kind === 'data') return;
     for (const listener of [...(this.listeners.get(id) ?? [])]) listener(kind);
     const session = this.sessions.get(id);
     if (session && !session.alive && !session.reading) {
@@ -396,7 +401,7 @@ export class SessionPool implements TerminalService {
     if (this.sessions.get(session.id) !== session) return;
     this.sessions.delete(session.id);
     this.listeners.delete(session.id);
-    session.cleanup(false);
+    session.release();
     const reason = this.exitReasons.get(session.id) ?? 'exit';
     this.exitReasons.delete(session.id);
     this.deps.events.emit('terminal.session.exited', {
