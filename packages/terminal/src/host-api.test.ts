@@ -6,7 +6,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import type { PermissionGate, PermissionRequest } from '@conch/core';
 import type { TerminalService } from './session-pool.js';
 import { TERMINAL_SERVICE } from './tokens.js';
-import { alive, createHarness, pidsWithCmdline, waitFor, type Harness } from './test-support.js';
+import { alive, createHarness, pidsWithCmdline, waitFor, type Harness } from './test-support/harness.js';
 
 let h: Harness | undefined;
 afterEach(async () => {

@@ -5,7 +5,7 @@ import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, describe, expect, it } from 'vitest';
-import { pidsWithCmdline, waitFor } from './test-support.js';
+import { pidsWithCmdline, waitFor } from './test-support/harness.js';
 
 const packageDir = join(dirname(fileURLToPath(import.meta.url)), '..');
 const dir = mkdtempSync(join(tmpdir(), 'conch-terminal-exit-'));

@@ -4,7 +4,7 @@ import { randomBytes } from 'node:crypto';
 import { afterEach, describe, expect, it } from 'vitest';
 import type { TerminalService } from './session-pool.js';
 import { TERMINAL_SERVICE } from './tokens.js';
-import { alive, createHarness, pidsWithCmdline, waitFor, type Harness } from './test-support.js';
+import { alive, createHarness, pidsWithCmdline, waitFor, type Harness } from './test-support/harness.js';
 
 let h: Harness | undefined;
 afterEach(async () => {

@@ -3,7 +3,7 @@ import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { createHarness, type Harness } from './test-support.js';
+import { createHarness, type Harness } from './test-support/harness.js';
 
 const ZSH = '/usr/bin/zsh';
 

@@ -4,8 +4,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import pino from 'pino';
 import { PluginRegistry, TOKENS, type Logger, type PermissionGate, type ToolResult } from '@conch/core';
-import { terminalPlugin } from './plugin.js';
-import type { TerminalConfigInput } from './config.js';
+import { terminalPlugin } from '../plugin.js';
+import type { TerminalConfigInput } from '../config.js';
 
 export interface Harness {
   registry: PluginRegistry;
