@@ -87,11 +87,21 @@ export function App(props: AppProps) {
     }
   }, []);
 
+  // Lines sent so far, for ↑/↓ recall; `historyAt` is the recalled index (length = a new line).
+  const history = useRef<string[]>([]);
+  const historyAt = useRef(0);
   const submit = () => {
     const line = inputRef.current;
     setInput('');
     setHint(undefined);
+    if (line.trim() && history.current.at(-1) !== line) history.current.push(line);
+    historyAt.current = history.current.length;
     void chat.submit(line);
+  };
+  const recall = (step: -1 | 1) => {
+    const at = Math.min(history.current.length, Math.max(0, historyAt.current + step));
+    historyAt.current = at;
+    setInput(history.current[at] ?? '');
   };
 
   const quit = () => {
@@ -132,8 +142,9 @@ export function App(props: AppProps) {
     if (key.return || char === '\r' || char === '\n') return submit();
     if (key.backspace || key.delete) return setInput(inputRef.current.slice(0, -1));
     if (key.ctrl && char === 'u') return setInput('');
-    if (key.ctrl || key.meta || key.tab || key.upArrow || key.downArrow || key.leftArrow || key.rightArrow)
-      return;
+    if (key.upArrow) return recall(-1);
+    if (key.downArrow) return recall(1);
+    if (key.ctrl || key.meta || key.tab || key.leftArrow || key.rightArrow) return;
     setInput(inputRef.current + char);
   };
 
