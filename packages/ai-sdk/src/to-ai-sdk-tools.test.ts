@@ -144,6 +144,16 @@ const testPlugin = definePlugin({
       execute: ({ command }) => ({ ran: command }),
     }),
     defineTool({
+      name: 'progress',
+      description: 'Reports progress twice',
+      inputSchema: z.strictObject({}),
+      execute: (_args, ctx) => {
+        ctx.reportProgress({ progress: 1, total: 2, message: 'half' });
+        ctx.reportProgress({ progress: 2, total: 2 });
+        return { ok: true };
+      },
+    }),
+    defineTool({
       name: 'buggy',
       description: 'Throws a plain error',
       inputSchema: z.strictObject({}),
@@ -170,7 +180,7 @@ describe('toAiSdkTools', () => {
   it('gives the model every exposed tool with its JSON schema and description', async () => {
     const reg = await makeRegistry();
     const tools = toAiSdkTools(reg);
-    expect(Object.keys(tools).sort()).toEqual(['buggy', 'echo', 'guarded', 'sleep']);
+    expect(Object.keys(tools).sort()).toEqual(['buggy', 'echo', 'guarded', 'progress', 'sleep']);
     const { model } = scriptedModel([textStep('hi')]);
     const result = streamText({ model, tools, prompt: 'hi' });
     await result.consumeStream();
@@ -188,6 +198,7 @@ describe('toAiSdkTools', () => {
     expect(Object.keys(toAiSdkTools(reg, { include: ['echo'] }))).toEqual(['echo']);
     expect(Object.keys(toAiSdkTools(reg, { exclude: ['echo', 'buggy'] })).sort()).toEqual([
       'guarded',
+      'progress',
       'sleep',
     ]);
     expect(() => toAiSdkTools(reg, { include: ['nope'] })).toThrow(/tool 'nope'.*exposed tools: buggy, echo/);
@@ -308,5 +319,20 @@ describe('toAiSdkTools', () => {
     expect(parts.find((p) => p.toolCallId === 'no-call').output.value).toMatchObject({
       permission_denied: true,
     });
+  });
+
+  it('relays progress reports with the AI SDK tool call id', async () => {
+    const reg = await makeRegistry();
+    const seen: unknown[] = [];
+    const { model } = scriptedModel([
+      toolCallStep([{ id: 'p-1', name: 'progress', input: {} }]),
+      textStep('ok'),
+    ]);
+    const tools = toAiSdkTools(reg, { onProgress: (id, progress) => seen.push([id, progress]) });
+    await streamText({ model, tools, prompt: 'x', stopWhen: stepCountIs(3) }).consumeStream();
+    expect(seen).toEqual([
+      ['p-1', { progress: 1, total: 2, message: 'half' }],
+      ['p-1', { progress: 2, total: 2 }],
+    ]);
   });
 });
