@@ -6,7 +6,7 @@ import { emptyFlags, TreeWalker } from './walk.js';
 /** Default bound on the source size, in UTF-8 bytes. */
 export const DEFAULT_MAX_BYTES = 64 * 1024;
 /** Default bound on the parse time, in milliseconds. */
-export const DEFAULT_TIMEOUT_MS = 50;
+export const DEFAULT_TIMEOUT_MS = 500;
 
 let loading: Promise<ShellParser> | undefined;
 
