@@ -1,4 +1,6 @@
 // Small timing helpers shared by the bench suites.
+import { spawn } from 'node:child_process';
+
 export function median(values) {
   const sorted = [...values].sort((a, b) => a - b);
   const mid = sorted.length >> 1;
@@ -20,4 +22,15 @@ export async function time(fn, { runs = 100, warmup = 5 } = {}) {
     out.push(performance.now() - t0);
   }
   return out;
+}
+
+/** The baseline every process suite compares against: a raw node:child_process spawn, drained. */
+export function rawRun(file, args) {
+  return new Promise((resolve, reject) => {
+    const child = spawn(file, args, { stdio: ['ignore', 'pipe', 'pipe'] });
+    child.stdout.on('data', () => {});
+    child.stderr.on('data', () => {});
+    child.on('error', reject);
+    child.on('close', resolve);
+  });
 }

@@ -1,23 +1,13 @@
 // 200 background `true` tasks through cli_based_tool with 8 workers, until all have finished,
 // against 200 raw node:child_process spawns under p-limit(8).
 import 'reflect-metadata';
-import { spawn } from 'node:child_process';
 import { PluginRegistry, TOKENS } from '@conch/core';
 import { backgroundPlugin } from '@conch/background';
 import { cliPlugin } from '@conch/cli';
 import pLimit from 'p-limit';
+import { rawRun } from '../lib.mjs';
 
 const TASKS = 200;
-
-function rawRun(file, args) {
-  return new Promise((resolve, reject) => {
-    const child = spawn(file, args, { stdio: ['ignore', 'pipe', 'pipe'] });
-    child.stdout.on('data', () => {});
-    child.stderr.on('data', () => {});
-    child.on('error', reject);
-    child.on('close', resolve);
-  });
-}
 
 async function conchRound() {
   const registry = new PluginRegistry({ plugins: [cliPlugin, backgroundPlugin] });

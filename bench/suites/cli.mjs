@@ -1,20 +1,10 @@
 // cli_based_tool end to end (registry.execute -> permission gate -> parse -> spawn -> capture ->
 // result) in direct mode against a raw node:child_process spawn of the same command.
 import 'reflect-metadata';
-import { spawn } from 'node:child_process';
 import { PluginRegistry, TOKENS } from '@conch/core';
 import { backgroundPlugin } from '@conch/background';
 import { cliPlugin } from '@conch/cli';
-
-function rawRun(file, args) {
-  return new Promise((resolve, reject) => {
-    const child = spawn(file, args, { stdio: ['ignore', 'pipe', 'pipe'] });
-    child.stdout.on('data', () => {});
-    child.stderr.on('data', () => {});
-    child.on('error', reject);
-    child.on('close', resolve);
-  });
-}
+import { rawRun } from '../lib.mjs';
 
 export default async function ({ median }) {
   const registry = new PluginRegistry({ plugins: [cliPlugin, backgroundPlugin] });

@@ -1,20 +1,10 @@
 // @conch/process against raw node:child_process: spawn-to-exit of `true`, and 1 GiB through the
 // bounded capture (throughput vs draining the raw pipe, peak RSS growth).
-import { spawn } from 'node:child_process';
 import { ProcessManager } from '@conch/process';
+import { rawRun } from '../lib.mjs';
 
 const GiB = 1024 * 1024 * 1024;
 const FLOOD = `yes 'the quick brown fox jumps over the lazy dog 0123456789' | head -c ${GiB}`;
-
-function rawRun(file, args) {
-  return new Promise((resolve, reject) => {
-    const child = spawn(file, args, { stdio: ['ignore', 'pipe', 'pipe'] });
-    child.stdout.on('data', () => {});
-    child.stderr.on('data', () => {});
-    child.on('error', reject);
-    child.on('close', resolve);
-  });
-}
 
 export default async function ({ median }) {
   const manager = new ProcessManager();

@@ -325,20 +325,22 @@ export class Analyzer {
         }
         wrapperSafe = u.safe === true;
       }
+      const plainCheck = () =>
+        this.plain(words, base, args, {
+          add,
+          ctx,
+          dynamicArgs,
+          writes,
+          writesOutsideWorkspace,
+          envRisk,
+          wrapperSafe,
+          levels,
+          scope,
+        });
       if (SHELLS.has(base) || base === 'busybox') {
         const shArgs = base === 'busybox' ? args.slice(1) : args;
         if (base === 'busybox' && !(args[0] && SHELLS.has(args[0].value))) {
-          this.plain(words, base, args, {
-            add,
-            ctx,
-            dynamicArgs,
-            writes,
-            writesOutsideWorkspace,
-            envRisk,
-            wrapperSafe,
-            levels,
-            scope,
-          });
+          plainCheck();
           break;
         }
         if (envRisk) add('ask', envRisk, 'failClosed:environment');
@@ -382,17 +384,7 @@ export class Analyzer {
         }
       }
       if (base === 'find') this.findExec(args, shown, ctx, scope, parts);
-      this.plain(words, base, args, {
-        add,
-        ctx,
-        dynamicArgs,
-        writes,
-        writesOutsideWorkspace,
-        envRisk,
-        wrapperSafe,
-        levels,
-        scope,
-      });
+      plainCheck();
       break;
     }
     return { parts, ...(final ? { final } : {}), cwdAfter };
