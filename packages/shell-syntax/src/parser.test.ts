@@ -159,6 +159,9 @@ describe('flags', () => {
     ['A=1', 'assignment'],
     ['cd /tmp', 'shellBuiltin'],
     ['echo "open', 'parseError'],
+    // MISSING nodes (tree-sitter's error recovery) count as parse errors too.
+    ['echo $(ls', 'parseError'],
+    ['a &&', 'parseError'],
   ])('%j sets %s', (source, flag) => {
     const r = parser.parse(source);
     expect(r.flags[flag]).toBe(true);

@@ -67,7 +67,7 @@ class BashParser implements ShellParser {
         this.parser.reset();
         return failed(source, `parsing took longer than ${timeoutMs} ms`);
       }
-      const walker = new TreeWalker(source);
+      const walker = new TreeWalker(source, tree.rootNode.hasError);
       walker.walkProgram(tree.rootNode);
       let parsed: ParsedCommand = { ...walker.result(source), needsShell: true };
       if (walker.continuations.length > 0 && !nestedNormalize) {

@@ -165,7 +165,14 @@ export class TreeWalker {
   private readonly pending = new Map<number, Redirect[]>();
   private stage: { id: number; stage: number } | undefined;
 
-  constructor(private readonly source: string) {}
+  /**
+   * @param mayHaveErrors the tree's root `hasError`: when false no node is an error or missing,
+   *   and the walk skips two WASM calls per node.
+   */
+  constructor(
+    private readonly source: string,
+    private readonly mayHaveErrors = true,
+  ) {}
 
   walkProgram(root: Node): void {
     const statements = root.namedChildren.filter(
@@ -183,7 +190,7 @@ export class TreeWalker {
 
   private visit(node: Node, depth: number, nested: boolean, inSubstitution: boolean): void {
     const type = node.type;
-    if (node.isError || node.isMissing) {
+    if (this.mayHaveErrors && (node.isError || node.isMissing)) {
       this.flags.parseError = true;
       this.firstError ??= node.isMissing
         ? `missing ${JSON.stringify(type)} at offset ${node.startIndex}`
