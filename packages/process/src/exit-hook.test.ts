@@ -1,5 +1,5 @@
-// Invariant: when the host process exits without dispose(), every process tree and escapee it started is killed synchronously.
-import { execFileSync, spawnSync } from 'node:child_process';
+// Invariant: when the host process exits without dispose() (exit() or an unhandled SIGTERM/SIGHUP), every process tree and escapee it started is killed.
+import { execFileSync, spawn, spawnSync } from 'node:child_process';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { beforeAll, describe, expect, it } from 'vitest';
@@ -36,4 +36,31 @@ describe('host exit', () => {
     await waitFor(() => survivors(prefix).length === 0, 10_000, 'no survivors');
     expect(survivors(prefix)).toEqual([]);
   }, 120_000);
+
+  it.each(['SIGTERM', 'SIGHUP', 'SIGINT'] as const)(
+    'kills running trees when the host dies of an unhandled %s',
+    async (signal) => {
+      const script = `
+        import { ProcessManager } from ${JSON.stringify(join(pkg, 'dist/index.js'))};
+        const m = new ProcessManager();
+        const p = m.spawn('setsid sleep 300 > /dev/null 2>&1 & echo up; sleep 300', [], { shell: true });
+        p.onOutput(() => console.log(m.cookiePrefix));
+        setInterval(() => {}, 1000);
+      `;
+      const host = spawn(process.execPath, ['--input-type=module', '-e', script], {
+        stdio: ['ignore', 'pipe', 'inherit'],
+      });
+      let out = '';
+      host.stdout.on('data', (chunk: Buffer) => (out += chunk.toString()));
+      await waitFor(() => /^[0-9a-f]{8}-/.test(out), 30_000, 'host started its child');
+      const prefix = out.trim();
+      await waitFor(() => survivors(prefix).length >= 2, 10_000, 'tree running');
+      const exited = new Promise<NodeJS.Signals | null>((resolve) => host.on('exit', (_code, sig) => resolve(sig)));
+      host.kill(signal);
+      expect(await exited).toBe(signal);
+      await waitFor(() => survivors(prefix).length === 0, 10_000, 'no survivors');
+      expect(survivors(prefix)).toEqual([]);
+    },
+    120_000,
+  );
 });

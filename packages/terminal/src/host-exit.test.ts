@@ -1,5 +1,5 @@
-// A host that exits without dispose() still leaves no terminal process behind (sync kill on exit).
-import { execFile } from 'node:child_process';
+// A host that exits without dispose(), or dies of an unhandled SIGTERM, still leaves no terminal process behind.
+import { execFile, spawn } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
@@ -40,6 +40,38 @@ process.exit(0);
     const results = JSON.parse(stdout) as { bg: { state?: string }; esc: { state?: string } };
     expect(results.bg.state).toBe('background');
     expect(results.esc.state).toBe('waiting');
+    await waitFor(() => pidsWithCmdline(tag).length === 0, 10_000, 'the host-exit kill');
+    expect(pidsWithCmdline(tag)).toEqual([]);
+  });
+
+  it('SIGKILLs every session tree when the host dies of an unhandled SIGTERM', async () => {
+    const tag = `conch-sigterm-${process.pid}`;
+    const script = join(dir, 'host-sigterm.mjs');
+    writeFileSync(
+      script,
+      `
+import ${JSON.stringify(join(packageDir, 'node_modules/reflect-metadata/Reflect.js'))};
+import { PluginRegistry, TOKENS } from ${JSON.stringify(join(packageDir, 'node_modules/@conch/core/dist/index.js'))};
+import { terminalPlugin } from ${JSON.stringify(join(packageDir, 'dist/index.js'))};
+const registry = new PluginRegistry({ cwd: ${JSON.stringify(dir)}, tempRoot: ${JSON.stringify(dir)} });
+registry.register(terminalPlugin);
+registry.container.register(TOKENS.PermissionGate, { useValue: { check: async () => ({ outcome: 'allow', reason: 'test' }) } });
+registry.exposeTool('terminal', {});
+const bg = await registry.execute('terminal', { command: "exec -a ${tag}-server sleep 300", background: true });
+console.log(JSON.stringify({ bg }));
+setInterval(() => {}, 1000);
+`,
+    );
+    const host = spawn(process.execPath, [script], { stdio: ['ignore', 'pipe', 'inherit'] });
+    let out = '';
+    host.stdout.on('data', (chunk: Buffer) => (out += chunk.toString()));
+    await waitFor(() => out.includes('"state":"background"'), 60_000, 'the background session');
+    await waitFor(() => pidsWithCmdline(tag).length > 0, 10_000, 'the server running');
+    const exited = new Promise<NodeJS.Signals | null>((resolve) =>
+      host.on('exit', (_c, sig) => resolve(sig)),
+    );
+    host.kill('SIGTERM');
+    expect(await exited).toBe('SIGTERM');
     await waitFor(() => pidsWithCmdline(tag).length === 0, 10_000, 'the host-exit kill');
     expect(pidsWithCmdline(tag)).toEqual([]);
   });

@@ -8,6 +8,7 @@ import { looksLikePrompt } from './prompt-detector.js';
 import { PtySession, type SessionState } from './pty-session.js';
 import type { ShellKind } from './shell-scripts.js';
 import './events.js';
+import { onExit } from 'signal-exit';
 
 /** A session as a UI shows it. */
 export interface TerminalSessionInfo {
@@ -89,6 +90,7 @@ export class SessionPool implements TerminalService {
   private lastCwd: string;
   private reaper: NodeJS.Timeout | undefined;
   private disposing: Promise<void> | undefined;
+  private readonly removeExitHook: () => void;
   private readonly onProcessExit = () => {
     for (const session of this.sessions.values()) session.killSync();
   };
@@ -96,7 +98,8 @@ export class SessionPool implements TerminalService {
   constructor(deps: PoolDeps) {
     this.deps = deps;
     this.lastCwd = deps.cwd;
-    process.on('exit', this.onProcessExit);
+    // signal-exit also covers a host killed by SIGTERM / SIGINT / SIGHUP that nothing handles.
+    this.removeExitHook = onExit(this.onProcessExit, { alwaysLast: true });
   }
 
   get config(): TerminalConfig {
@@ -306,7 +309,7 @@ export class SessionPool implements TerminalService {
       if (this.reaper) clearInterval(this.reaper);
       this.reaper = undefined;
       await Promise.all([...this.sessions.keys()].map((id) => this.kill(id, 'disposed')));
-      process.off('exit', this.onProcessExit);
+      this.removeExitHook();
     })();
     return this.disposing;
   }
