@@ -55,7 +55,9 @@ describe('host exit', () => {
       await waitFor(() => /^[0-9a-f]{8}-/.test(out), 30_000, 'host started its child');
       const prefix = out.trim();
       await waitFor(() => survivors(prefix).length >= 2, 10_000, 'tree running');
-      const exited = new Promise<NodeJS.Signals | null>((resolve) => host.on('exit', (_code, sig) => resolve(sig)));
+      const exited = new Promise<NodeJS.Signals | null>((resolve) =>
+        host.on('exit', (_code, sig) => resolve(sig)),
+      );
       host.kill(signal);
       expect(await exited).toBe(signal);
       await waitFor(() => survivors(prefix).length === 0, 10_000, 'no survivors');
