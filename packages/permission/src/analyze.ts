@@ -603,18 +603,8 @@ export class Analyzer {
     for (let i = 0; i < args.length; i++) {
       const v = args[i]!.value;
       if (v === '-delete' && this.o.safety.recursiveDeleteRoot) {
-        for (const s of starts.length ? starts : [{ value: '.', literal: true, raw: '.' }]) {
-          const abs = expandKnown(s.value, s.literal, ctx);
-          const full = abs === undefined ? undefined : absolute(abs, ctx);
-          const root = full && isRootLike(full, ctx);
-          if (root)
-            parts.push({
-              command: shown,
-              verdict: 'deny',
-              reason: `find -delete would delete everything in ${root}`,
-              rule: 'safety:recursiveDeleteRoot',
-            });
-        }
+        const from = starts.length ? starts : [{ value: '.', literal: true, raw: '.' }];
+        denyRootDeletes(from, 'find -delete', ctx, shown, parts);
       }
       if (!/^-(exec|execdir|ok|okdir)$/.test(v)) continue;
       const end = args.findIndex((a, j) => j > i && (a.value === ';' || a.value === '+'));
@@ -642,18 +632,7 @@ export class Analyzer {
         this.o.safety.recursiveDeleteRoot &&
         r.final.args.some((a) => /^-[A-Za-z]*[rR]/.test(a.value))
       ) {
-        for (const s of starts) {
-          const abs = expandKnown(s.value, s.literal, ctx);
-          const full = abs === undefined ? undefined : absolute(abs, ctx);
-          const root = full && isRootLike(full, ctx);
-          if (root)
-            parts.push({
-              command: shown,
-              verdict: 'deny',
-              reason: `find -exec rm -r would delete everything in ${root}`,
-              rule: 'safety:recursiveDeleteRoot',
-            });
-        }
+        denyRootDeletes(starts, 'find -exec rm -r', ctx, shown, parts);
       }
     }
   }
@@ -812,4 +791,26 @@ export function suggestRule(words: Word[]): string | undefined {
 function short(text: string): string {
   const oneLine = text.length > 200 ? `${text.slice(0, 200)}… (${text.length} chars)` : text;
   return oneLine;
+}
+
+/** Adds a deny for each start path of a recursive delete that resolves to /, ~ or the workspace root. */
+function denyRootDeletes(
+  starts: readonly Word[],
+  what: string,
+  ctx: PathContext,
+  shown: string,
+  parts: Part[],
+) {
+  for (const s of starts) {
+    const abs = expandKnown(s.value, s.literal, ctx);
+    const full = abs === undefined ? undefined : absolute(abs, ctx);
+    const root = full && isRootLike(full, ctx);
+    if (root)
+      parts.push({
+        command: shown,
+        verdict: 'deny',
+        reason: `${what} would delete everything in ${root}`,
+        rule: 'safety:recursiveDeleteRoot',
+      });
+  }
 }
