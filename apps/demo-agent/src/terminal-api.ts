@@ -1,17 +1,9 @@
 import type { PluginRegistry } from '@conch/core';
 import { TERMINAL_SERVICE, type TerminalService } from '@conch/terminal';
+import type { ProcessRow } from './processes.js';
 
 /** A terminal session as the process panel shows it; ids are `t<session_id>`. */
-export interface TerminalSessionRow {
-  id: string;
-  command: string;
-  pid: number | undefined;
-  startedAt: number | undefined;
-  endedAt: number | undefined;
-  state: string;
-  running: boolean;
-  lastLine?: string;
-}
+export type TerminalSessionRow = Omit<ProcessRow, 'kind' | 'lastLine'> & { lastLine?: string };
 
 export interface TerminalHostApi {
   list(): TerminalSessionRow[];
