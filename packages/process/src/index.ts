@@ -9,6 +9,9 @@ export {
   killGroupSync,
   killProcessTree,
   pidAlive,
+  procEntry,
+  procTable,
+  type ProcEntry,
   sweepCookie,
   type KillTreeOptions,
 } from './kill-tree.js';

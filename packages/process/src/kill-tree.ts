@@ -35,16 +35,40 @@ function procPids(): number[] {
   return out;
 }
 
-/** `[state, pgrp]` of a pid from /proc/<pid>/stat, or undefined when gone. */
-function procStat(pid: number): [string, number] | undefined {
+/** One process as /proc/<pid>/stat describes it. */
+export interface ProcEntry {
+  pid: number;
+  ppid: number;
+  pgrp: number;
+  /** R, S, D, Z (zombie), X (dead), ... */
+  state: string;
+}
+
+/** A pid's /proc/<pid>/stat entry, or undefined when it is gone (or not on Linux). */
+export function procEntry(pid: number): ProcEntry | undefined {
   try {
     const stat = readFileSync(`/proc/${pid}/stat`, 'latin1');
-    const close = stat.lastIndexOf(')');
-    const fields = stat.slice(close + 2).split(' ');
-    return [fields[0]!, Number(fields[2])];
+    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    return { pid, state: fields[0]!, ppid: Number(fields[1]), pgrp: Number(fields[2]) };
   } catch {
     return undefined;
   }
+}
+
+/** Every process but this one (Linux /proc; empty elsewhere). */
+export function procTable(): ProcEntry[] {
+  const out: ProcEntry[] = [];
+  for (const pid of procPids()) {
+    const entry = procEntry(pid);
+    if (entry) out.push(entry);
+  }
+  return out;
+}
+
+/** `[state, pgrp]` of a pid, or undefined when gone. */
+function procStat(pid: number): [string, number] | undefined {
+  const entry = procEntry(pid);
+  return entry && [entry.state, entry.pgrp];
 }
 
 /**

@@ -1,6 +1,5 @@
-import { readdirSync, readFileSync } from 'node:fs';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { COOKIE_VAR, findCookiePids, sweepCookie } from '@conch/process';
+import { COOKIE_VAR, findCookiePids, procTable, sweepCookie } from '@conch/process';
 
 /**
  * Process-tree helpers for PTY sessions (Linux /proc). A PTY shell is a session leader whose jobs
@@ -12,39 +11,9 @@ import { COOKIE_VAR, findCookiePids, sweepCookie } from '@conch/process';
 /** Tagged with @conch/process's cookie variable, so its sweeps (and ours) find escapees. */
 export { COOKIE_VAR };
 
-interface ProcEntry {
-  pid: number;
-  ppid: number;
-  state: string;
-}
-
-function readProcs(): ProcEntry[] {
-  let names: string[];
-  try {
-    names = readdirSync('/proc');
-  } catch {
-    return [];
-  }
-  const out: ProcEntry[] = [];
-  for (const name of names) {
-    const c = name.charCodeAt(0);
-    if (c < 48 || c > 57) continue;
-    const pid = Number(name);
-    if (pid === process.pid) continue;
-    try {
-      const stat = readFileSync(`/proc/${pid}/stat`, 'latin1');
-      const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-      out.push({ pid, state: fields[0]!, ppid: Number(fields[1]) });
-    } catch {
-      // exited while scanning
-    }
-  }
-  return out;
-}
-
 /** Live (non-zombie) pids of `root`'s tree plus every process carrying the cookie. */
 export function sessionPids(root: number, cookie: string): number[] {
-  const procs = readProcs().filter((p) => p.state !== 'Z' && p.state !== 'X');
+  const procs = procTable().filter((p) => p.state !== 'Z' && p.state !== 'X');
   const children = new Map<number, number[]>();
   for (const p of procs) {
     const list = children.get(p.ppid);
