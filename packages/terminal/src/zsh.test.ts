@@ -8,7 +8,8 @@ import { createHarness, type Harness } from './test-support/harness.js';
 const ZSH = '/usr/bin/zsh';
 
 // zsh is not on every machine (apt-get install zsh); the bash suites cover the protocol there.
-describe.skipIf(!existsSync(ZSH))('terminal on zsh', () => {
+// Under CI (.ci/run installs zsh) a missing zsh fails these tests instead of skipping them.
+describe.skipIf(!existsSync(ZSH) && !process.env.CI)('terminal on zsh', () => {
   let zdotdir: string;
   const saved = process.env.ZDOTDIR;
   let h: Harness | undefined;
