@@ -7,6 +7,7 @@ export { InvalidConfigError } from './errors/invalid-config-error.js';
 export { InvalidArgumentsError } from './errors/invalid-arguments-error.js';
 export { PluginLoadError, type PluginLoadFailure } from './errors/plugin-load-error.js';
 export { DuplicateToolError } from './errors/duplicate-tool-error.js';
+export { ToolExecutionError } from './errors/tool-execution-error.js';
 export {
   AbortedError,
   InvalidPluginError,

@@ -231,6 +231,34 @@ describe('execute', () => {
   });
 });
 
+describe('a crashing plugin', () => {
+  test('a tool that throws gives TOOL_FAILED with the cause, and the registry keeps working', async () => {
+    const buggy = definePlugin({
+      name: 'buggy',
+      version: '1',
+      configSchema: z.object({}),
+      tools: [
+        defineTool({
+          name: 'crash',
+          description: 'throws',
+          inputSchema: z.object({}),
+          execute: () => {
+            throw new TypeError('undefined is not a function');
+          },
+        }),
+      ],
+    });
+    const registry = makeRegistry({ plugins: [echoPlugin, buggy] });
+    registry.exposeTool('buggy');
+    registry.exposeTool('echo');
+    const error = await thrown(() => registry.execute('crash', {}));
+    expect(error.code).toBe('TOOL_FAILED');
+    expect(error.message).toBe("Tool 'crash' failed: undefined is not a function");
+    expect(error.cause).toBeInstanceOf(TypeError);
+    expect(await registry.execute('echo', { text: 'still here' })).toEqual({ text: 'still here' });
+  });
+});
+
 describe('isolation and lifecycle', () => {
   test('two registries share no state: exposure, services, events, temp dirs', async () => {
     const a = makeRegistry();

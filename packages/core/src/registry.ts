@@ -31,6 +31,7 @@ import {
   PluginAlreadyExposedError,
   RegistryDisposedError,
 } from './errors/simple-errors.js';
+import { ToolExecutionError } from './errors/tool-execution-error.js';
 import { toValidationIssues } from './errors/validation-issue.js';
 import { EventBus } from './events.js';
 import { createDefaultLogger, type Logger } from './logger.js';
@@ -446,7 +447,8 @@ export class PluginRegistry {
       });
       return result;
     } catch (error) {
-      throw fail(error);
+      // A plugin bug surfaces as a typed error; the registry and its other tools keep working.
+      throw fail(ConchError.isInstance(error) ? error : new ToolExecutionError(toolName, error));
     } finally {
       options.signal?.removeEventListener('abort', onAbort);
       this.inFlight.delete(controller);

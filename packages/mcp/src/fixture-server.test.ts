@@ -55,7 +55,10 @@ describe('conch-mcp with fixture plugins', () => {
     expect((bad.content[0] as { text: string }).text).toMatch(/exactly one of `text` or `path`/);
 
     const thrown = (await harness.client.callTool({ name: 'explode', arguments: {} })) as CallToolResult;
-    expect(thrown).toMatchObject({ isError: true, structuredContent: { error: 'boom' } });
+    expect(thrown).toMatchObject({
+      isError: true,
+      structuredContent: { error: "Tool 'explode' failed: boom", code: 'TOOL_FAILED' },
+    });
 
     await expect(harness.client.callTool({ name: 'no_such_tool', arguments: {} })).rejects.toThrow(
       /no_such_tool/,
