@@ -176,11 +176,13 @@ describe('terminal tool', () => {
   it('kills a session mid-command, and a late input never runs as a command', async () => {
     h = createHarness();
     const marker = `${h.root}/should-not-exist`;
-    const waiting = await h.call({ command: 'sleep 300', idle_ms: 200 });
+    // A tag of its own: other test files run `sleep 300` in their sessions at the same time.
+    const tag = `conch-midkill-${process.pid}`;
+    const waiting = await h.call({ command: `(exec -a ${tag} sleep 300)`, idle_ms: 200 });
     expect(waiting).toMatchObject({ state: 'waiting' });
     const service = h.registry.resolve<TerminalService>(TERMINAL_SERVICE);
     const shellPid = service.list()[0]!.pid;
-    const sleeps = pidsWithCmdline('sleep 300');
+    const sleeps = pidsWithCmdline(tag);
     expect(sleeps.length).toBeGreaterThan(0);
     const killed = await h.call({ session_id: waiting.session_id, kill: true });
     expect(killed).toMatchObject({ killed: true });
