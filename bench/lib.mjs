@@ -34,3 +34,25 @@ export function rawRun(file, args) {
     child.on('close', resolve);
   });
 }
+
+/**
+ * Measures conch and its baseline alternately (after `warmup` unmeasured rounds of both), so
+ * machine load hits both alike; returns the two medians in ms.
+ */
+export async function alternate(conchFn, baselineFn, { runs = 300, warmup = 20 } = {}) {
+  for (let i = 0; i < warmup; i++) {
+    await baselineFn();
+    await conchFn();
+  }
+  const baseline = [];
+  const conch = [];
+  for (let i = 0; i < runs; i++) {
+    let t0 = performance.now();
+    await baselineFn();
+    baseline.push(performance.now() - t0);
+    t0 = performance.now();
+    await conchFn();
+    conch.push(performance.now() - t0);
+  }
+  return { conch: median(conch), baseline: median(baseline) };
+}

@@ -4,7 +4,7 @@ import { ProcessManager } from '@conch/process';
 import { execFileSync } from 'node:child_process';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { rawRun } from '../lib.mjs';
+import { alternate, rawRun } from '../lib.mjs';
 
 const GiB = 1024 * 1024 * 1024;
 const FLOOD = `yes 'the quick brown fox jumps over the lazy dog 0123456789' | head -c ${GiB}`;
@@ -16,27 +16,15 @@ function floodIn(mode) {
   return JSON.parse(out.toString());
 }
 
-export default async function ({ median }) {
+export default async function () {
   const manager = new ProcessManager();
   const rows = [];
   try {
-    // Warm up both paths, then alternate so machine load hits both alike.
-    for (let i = 0; i < 20; i++) {
-      await rawRun('true', []);
-      await manager.spawn('true').result;
-    }
-    const raw = [];
-    const conch = [];
-    for (let i = 0; i < 300; i++) {
-      let t0 = performance.now();
-      await rawRun('true', []);
-      raw.push(performance.now() - t0);
-      t0 = performance.now();
-      await manager.spawn('true').result;
-      conch.push(performance.now() - t0);
-    }
-    const c = median(conch);
-    const b = median(raw);
+    // Alternate the two so machine load hits both alike.
+    const { conch: c, baseline: b } = await alternate(
+      () => manager.spawn('true').result,
+      () => rawRun('true', []),
+    );
     rows.push({
       name: 'process: spawn-to-exit `true` (median of 300)',
       conch: c,

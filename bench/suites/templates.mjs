@@ -6,6 +6,7 @@ import { PluginRegistry, TOKENS } from '@conch/core';
 import { backgroundPlugin } from '@conch/background';
 import { cliPlugin, definePluginFromTemplates } from '@conch/cli';
 import { z } from 'zod';
+import { alternate } from '../lib.mjs';
 
 function rawSh(script, env) {
   return new Promise((resolve, reject) => {
@@ -40,25 +41,7 @@ const plugin = definePluginFromTemplates({
   ],
 });
 
-async function compare(median, conchFn, rawFn) {
-  for (let i = 0; i < 20; i++) {
-    await rawFn();
-    await conchFn();
-  }
-  const raw = [];
-  const conch = [];
-  for (let i = 0; i < 200; i++) {
-    let t0 = performance.now();
-    await rawFn();
-    raw.push(performance.now() - t0);
-    t0 = performance.now();
-    await conchFn();
-    conch.push(performance.now() - t0);
-  }
-  return { c: median(conch), b: median(raw) };
-}
-
-export default async function ({ median }) {
+export default async function () {
   const registry = new PluginRegistry({ plugins: [cliPlugin, backgroundPlugin, plugin] });
   registry.container.register(TOKENS.PermissionGate, {
     useValue: { check: async () => ({ outcome: 'allow', reason: 'bench' }) },
@@ -70,34 +53,34 @@ export default async function ({ median }) {
     const check = await registry.execute('three_steps', args);
     if (check.stdout !== 'hello; world\nhello; world\n')
       throw new Error(`unexpected ${JSON.stringify(check)}`);
-    const one = await compare(
-      median,
+    const one = await alternate(
       () => registry.execute('one_step', args),
       () => rawSh("printf '%s\\n' 'hello; world'"),
+      { runs: 200 },
     );
-    const three = await compare(
-      median,
+    const three = await alternate(
       () => registry.execute('three_steps', args),
       () => rawSh('cd .\nX=$(printf \'%s\\n\' \'hello; world\')\necho "$X"\necho "$X"'),
+      { runs: 200 },
     );
     return [
       {
         name: 'templates: one-step template vs raw sh -c (median of 200)',
-        conch: one.c,
-        baseline: one.b,
+        conch: one.conch,
+        baseline: one.baseline,
         unit: 'ms',
-        ratio: one.c / one.b,
+        ratio: one.conch / one.baseline,
         goal: 'ratio <= 1.5',
-        pass: one.c / one.b <= 1.5,
+        pass: one.conch / one.baseline <= 1.5,
       },
       {
         name: 'templates: three steps with $CMD_1_OUTPUT vs raw sh -c (median of 200)',
-        conch: three.c,
-        baseline: three.b,
+        conch: three.conch,
+        baseline: three.baseline,
         unit: 'ms',
-        ratio: three.c / three.b,
+        ratio: three.conch / three.baseline,
         goal: 'ratio <= 3',
-        pass: three.c / three.b <= 3,
+        pass: three.conch / three.baseline <= 3,
       },
     ];
   } finally {
