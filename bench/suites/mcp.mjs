@@ -1,31 +1,12 @@
 // @conch/mcp: a tools/call round trip through the MCP server (in-memory transport, JSON-RPC,
 // structured + text result) against registry.execute of the same trivial tool.
-import 'reflect-metadata';
-import { z } from 'zod';
-import { PluginRegistry, definePlugin, defineTool } from '@conch/core';
 import { createConchMcpServer } from '@conch/mcp';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { InMemoryTransport } from '@modelcontextprotocol/sdk/inMemory.js';
+import { incRegistry } from './helpers/inc-registry.mjs';
 
 export default async function ({ median, time }) {
-  const registry = new PluginRegistry({
-    plugins: [
-      definePlugin({
-        name: 'bench',
-        version: '0',
-        configSchema: z.object({}),
-        tools: [
-          defineTool({
-            name: 'inc',
-            description: 'inc',
-            inputSchema: z.object({ n: z.number() }),
-            execute: (args) => ({ n: args.n + 1 }),
-          }),
-        ],
-      }),
-    ],
-  });
-  registry.exposeTool('bench', {});
+  const registry = incRegistry();
   const server = createConchMcpServer(registry);
   const client = new Client({ name: 'bench', version: '0' });
   const [clientSide, serverSide] = InMemoryTransport.createLinkedPair();
