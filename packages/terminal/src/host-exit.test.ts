@@ -11,13 +11,8 @@ const packageDir = join(dirname(fileURLToPath(import.meta.url)), '..');
 const dir = mkdtempSync(join(tmpdir(), 'conch-terminal-exit-'));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
-describe('host exit', () => {
-  it('SIGKILLs every session tree when the host process exits', async () => {
-    const tag = `conch-exit-${process.pid}`;
-    const script = join(dir, 'host.mjs');
-    writeFileSync(
-      script,
-      `
+/** The start of each host script: a registry with the terminal plugin and an allow-all gate. */
+const HOST_PRELUDE = `
 import ${JSON.stringify(join(packageDir, 'node_modules/reflect-metadata/Reflect.js'))};
 import { PluginRegistry, TOKENS } from ${JSON.stringify(join(packageDir, 'node_modules/@conch/core/dist/index.js'))};
 import { terminalPlugin } from ${JSON.stringify(join(packageDir, 'dist/index.js'))};
@@ -25,7 +20,16 @@ const registry = new PluginRegistry({ cwd: ${JSON.stringify(dir)}, tempRoot: ${J
 registry.register(terminalPlugin);
 registry.container.register(TOKENS.PermissionGate, { useValue: { check: async () => ({ outcome: 'allow', reason: 'test' }) } });
 registry.exposeTool('terminal', {});
-const bg = await registry.execute('terminal', { command: "exec -a ${tag}-server sleep 300", background: true });
+`;
+
+describe('host exit', () => {
+  it('SIGKILLs every session tree when the host process exits', async () => {
+    const tag = `conch-exit-${process.pid}`;
+    const script = join(dir, 'host.mjs');
+    writeFileSync(
+      script,
+      `
+${HOST_PRELUDE}const bg = await registry.execute('terminal', { command: "exec -a ${tag}-server sleep 300", background: true });
 const esc = await registry.execute('terminal', { command: "setsid bash -c 'exec -a ${tag}-escapee sleep 300' & python3 -c 'input()'" });
 console.log(JSON.stringify({ bg, esc }));
 process.exit(0);
@@ -50,14 +54,7 @@ process.exit(0);
     writeFileSync(
       script,
       `
-import ${JSON.stringify(join(packageDir, 'node_modules/reflect-metadata/Reflect.js'))};
-import { PluginRegistry, TOKENS } from ${JSON.stringify(join(packageDir, 'node_modules/@conch/core/dist/index.js'))};
-import { terminalPlugin } from ${JSON.stringify(join(packageDir, 'dist/index.js'))};
-const registry = new PluginRegistry({ cwd: ${JSON.stringify(dir)}, tempRoot: ${JSON.stringify(dir)} });
-registry.register(terminalPlugin);
-registry.container.register(TOKENS.PermissionGate, { useValue: { check: async () => ({ outcome: 'allow', reason: 'test' }) } });
-registry.exposeTool('terminal', {});
-const bg = await registry.execute('terminal', { command: "exec -a ${tag}-server sleep 300", background: true });
+${HOST_PRELUDE}const bg = await registry.execute('terminal', { command: "exec -a ${tag}-server sleep 300", background: true });
 console.log(JSON.stringify({ bg }));
 setInterval(() => {}, 1000);
 `,
