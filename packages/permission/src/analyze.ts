@@ -1,653 +1,714 @@
-import type { ParsedCommand, Redirect, ShellParser, SimpleCommand } from '@conch/shell-syntax';
-import { dirname } from 'node:path';
-import {
-  baseName,
-  DANGEROUS_ENV,
-  DOWNLOADERS,
-  isInterpreter,
-  PRIVILEGE,
-  readsProgramFromStdin,
-  SAFE_COMMANDS,
-  shellInvocation,
-  SHELLS,
-  SYSTEM_DIRS,
-  unwrap,
-  type Word,
-} from './commands.js';
+import type { ParsedCommand, ShellParser, Syntax } from '@conch/shell-syntax';
+import { posix } from 'node:path';
+import picomatch from 'picomatch';
+import { READ_ONLY, VERSION_ONLY, type ReadOnlyEffects } from './commands/read-only.js';
+import { unwrap } from './commands/wrappers.js';
+import { writeFacts } from './commands/writers.js';
 import type { SafetyRuleId } from './config.js';
 import { hasHidden } from './display.js';
-import { absolute, checkWriteTarget, expandKnown, isRootLike, type PathContext } from './paths.js';
-import type { CompiledRule } from './rules.js';
+import type {
+  CodeSource,
+  CommandFacts,
+  LineFacts,
+  Part,
+  RuleContext,
+  Verdict,
+  WriteTarget,
+} from './facts.js';
+import { gitConfigRisk } from './git-config.js';
+import { grammar, parseArgs } from './grammar.js';
+import { matchHostRules, type HostRules, type CompiledRule } from './host-rules.js';
+import { classifyName } from './names.js';
+import { HARMLESS_TARGET, type PathContext } from './paths.js';
+import { baseName, DOWNLOADERS, isInterpreter, SHELLS, SYSTEM_DIRS } from './program.js';
+import { downloadToInterpreter } from './rules/download-to-interpreter.js';
+import { forkBomb } from './rules/fork-bomb.js';
+import { privilegeEscalation, PRIVILEGE, PRIVILEGE_WORD } from './rules/privilege-escalation.js';
+import { protectedPaths, targetCheck } from './rules/protected-paths.js';
+import { recursiveDeleteRoot } from './rules/recursive-delete-root.js';
+import { sourceDownloaded } from './rules/source-downloaded.js';
+import { terminalProtocol } from './rules/terminal-protocol.js';
+import { clip, evaluate, literalArg, runtimeArg, type Arg, type ShellState } from './words.js';
 
-export type Verdict = 'allow' | 'ask' | 'deny';
+export type { Part, Verdict } from './facts.js';
+
 const RANK: Record<Verdict, number> = { allow: 0, ask: 1, deny: 2 };
 
-/** The decision on one simple command (or on a whole-command construct). */
-export interface Part {
-  command: string;
-  verdict: Verdict;
-  reason: string;
-  /** `safety:<id>`, `deny:<rule>`, `ask:<rule>`, `allow:<rule>`, `readOnly:<cmd>`, `failClosed:<what>`, `unknown`. */
-  rule: string;
-  /** The rule that would allow this part (for asks host rules can answer). */
-  suggestedRule?: string;
-}
+/** The shell that will run the command: what the gate must read it as. */
+export type Dialect = 'bash' | 'sh' | 'zsh';
 
 export interface Analysis {
   verdict: Verdict;
   /** The strictest part. */
   decisive: Part;
   parts: Part[];
+  /** Allowed only because every part only reads: a runner may enforce that with a read-only sandbox. */
+  readOnly: boolean;
 }
 
 export interface AnalyzerOptions {
   parser: ShellParser;
   safety: Record<SafetyRuleId, boolean>;
-  rules: { allow: CompiledRule[]; ask: CompiledRule[]; deny: CompiledRule[] };
+  rules: HostRules;
   /** `always` answers of this session, in the host-rule syntax. */
   sessionAllow: () => readonly CompiledRule[];
   /** Whether host allow rules count (false in readOnly mode). */
   useAllowRules: boolean;
-  home: string;
-  workspaceRoot: string;
-  protectedGlobs: PathContext['extra'];
+  paths: PathContext;
   maxBytes: number;
   timeoutMs: number;
   maxNesting: number;
 }
 
-interface Scope {
-  cwd: string | undefined;
-  depth: number;
+interface State {
+  cwds: string[] | undefined;
+  vars: Map<string, string | null>;
 }
 
-const OUTPUT_OPERATORS = new Set(['>', '>>', '&>', '&>>', '>|', '<>']);
-const HARMLESS_TARGETS = /^\/dev\/(null|stdout|stderr|tty|fd\/[0-2])$/;
-const PRIVILEGE_WORD = /(^|[\s;&|(){}`$'"=])(sudo|sudoedit|su|doas|pkexec|run0|runuser)(?=$|[\s;&|(){}`'"])/;
-// The lookbehind makes each name start only at the beginning of a run, so the match stays linear.
-const FORK_BOMB = /(?<![\w:.-])([A-Za-z_:.][\w:.-]*)\s*\(\s*\)\s*\{[^}]*?\1\s*\|\s*\1\s*&/;
+interface Ends {
+  ok: State;
+  fail: State;
+}
 
-/** Decides on a command line by reading it as the shell will. */
+interface Walk {
+  parts: Part[];
+  line: LineFacts;
+  depth: number;
+  dialect: Dialect;
+}
+
+/** How a command's standard input is fed (for interpreters that read code from it). */
+interface Io {
+  stdinPiped: boolean;
+  /** The previous pipeline stage's output when it is literal (`echo 'x' |`). */
+  stdinText?: string;
+}
+
+const NO_IO: Io = { stdinPiped: false };
+
+/**
+ * Decides on a command line by reading it the way the shell will, by allow-lists at every level:
+ * every node of the syntax tree is known or the line asks; every simple command is unwrapped once
+ * by the resolver (wrappers, `bash -c`, `eval`, `find -exec`, `xargs`), its arguments parsed by the
+ * grammar of the options it accepts, and allowed only when it only reads. The safety rules (one
+ * file each in `rules/`) deny what must never run; host rules (`host-rules.ts`) deny, ask or allow
+ * by prefix or regex. Deny beats ask beats allow.
+ */
 export class Analyzer {
-  constructor(private readonly o: AnalyzerOptions) {}
+  private readonly ruleCtx: RuleContext;
 
-  analyze(line: string, cwd: string): Analysis {
-    const parts = this.analyzeLine(line, { cwd, depth: 0 });
-    return summarize(parts);
+  constructor(private readonly o: AnalyzerOptions) {
+    this.ruleCtx = { paths: o.paths };
   }
 
-  /** Whether `rule` (a compiled host rule) matches `line` the way the gate would use it. */
+  analyze(line: string, cwd: string, options: { dialect?: Dialect; parsed?: ParsedCommand } = {}): Analysis {
+    const walk: Walk = {
+      parts: [],
+      line: { downloads: [], interpreters: [] },
+      depth: 0,
+      dialect: options.dialect ?? 'bash',
+    };
+    this.line(line, { cwds: [cwd], vars: new Map() }, walk, options.parsed);
+    if (this.o.safety.downloadToInterpreter) walk.parts.push(...downloadToInterpreter(walk.line));
+    if (this.o.safety.sourceDownloaded) walk.parts.push(...sourceDownloaded(walk.line));
+    return summarize(walk.parts);
+  }
+
+  /** Whether a compiled host rule matches `line` the way the gate uses it (for rule examples). */
   ruleMatches(rule: CompiledRule, line: string): boolean {
     const parsed = this.o.parser.parse(line, { maxBytes: this.o.maxBytes, timeoutMs: this.o.timeoutMs });
-    if (!parsed.ok) return false;
-    const texts: string[][] = parsed.commands
-      .filter((c) => c.words.length > 0)
-      .map((c) => this.levels(c).map((l) => l.map((w) => w.value).join(' ')));
+    if (!parsed.ok || !parsed.syntax) return false;
+    const texts: string[][] = [];
+    const state: State = { cwds: undefined, vars: new Map() };
+    const collect = (seq: Syntax.Sequence) => {
+      for (const item of seq.items)
+        visitSimple(item.statement, (cmd) => {
+          if (cmd.words.length === 0) return;
+          const args = cmd.words.map((w) => evaluate(w, toShell(state, this.o.paths.home)));
+          texts.push(this.levelsOf(args).map(levelText));
+        });
+    };
+    collect(parsed.syntax.body);
     if (texts.length === 0) return false;
     if (rule.list === 'allow') return texts.every((levels) => levels.some((t) => rule.test(t)));
     return texts.some((levels) => levels.some((t) => rule.test(t)));
   }
 
-  private analyzeLine(line: string, scope: Scope): Part[] {
-    const parts: Part[] = [];
-    const shown = short(line);
-    if (this.o.safety.forkBomb && line.length <= this.o.maxBytes && FORK_BOMB.test(line)) {
-      parts.push({
+  // -----------------------------------------------------------------------------------------------
+  // a line
+
+  private line(source: string, state: State, walk: Walk, given?: ParsedCommand): Ends {
+    const shown = clip(source, 200);
+    const add = (verdict: Verdict, reason: string, rule: string) =>
+      walk.parts.push({ command: shown, verdict, reason, rule });
+    const parsed =
+      given ?? this.o.parser.parse(source, { maxBytes: this.o.maxBytes, timeoutMs: this.o.timeoutMs });
+    if (!parsed.ok || !parsed.syntax) {
+      if (this.o.safety.privilegeEscalation && PRIVILEGE_WORD.test(source.slice(0, 1 << 20)))
+        add(
+          'deny',
+          'it names a privilege-escalation program (sudo, su, doas, pkexec) and cannot be parsed to prove it is not run',
+          'safety:privilegeEscalation',
+        );
+      if (this.o.safety.forkBomb) walk.parts.push(...forkBomb(undefined, source));
+      add('ask', `the command cannot be checked: ${parsed.error ?? 'parse error'}`, 'failClosed:parse');
+      return { ok: state, fail: state };
+    }
+    const tree = parsed.syntax;
+    if (hasHidden(parsed.source))
+      add('ask', 'the command contains invisible or lookalike characters', 'failClosed:hiddenCharacters');
+    if (parsed.normalizedSource !== undefined && continuationInsideWord(parsed.source))
+      add(
+        'ask',
+        'a backslash-newline splits a word, which hides what really runs',
+        'failClosed:lineContinuation',
+      );
+    if (tree.unknowns.length > 0) {
+      const u = tree.unknowns[0]!;
+      add(
+        'ask',
+        `the gate does not know the construct ${JSON.stringify(u.text)} (${u.nodeType})`,
+        'failClosed:syntax',
+      );
+    }
+    const dialect = dialectRisk(tree, walk.dialect);
+    if (dialect) add('ask', dialect, 'failClosed:dialect');
+    if (this.o.safety.forkBomb) walk.parts.push(...forkBomb(tree, parsed.normalizedSource ?? source));
+    return this.sequence(tree.body, state, walk);
+  }
+
+  private sequence(seq: Syntax.Sequence, state: State, walk: Walk): Ends {
+    let current = state;
+    let ends: Ends = { ok: state, fail: state };
+    for (const item of seq.items) {
+      if (item.background) {
+        this.statement(item.statement, clone(current), walk, NO_IO);
+        ends = { ok: current, fail: current };
+        continue;
+      }
+      ends = this.statement(item.statement, current, walk, NO_IO);
+      current = union(ends.ok, ends.fail);
+    }
+    return ends;
+  }
+
+  private statement(st: Syntax.Statement, state: State, walk: Walk, io: Io): Ends {
+    if (st.kind !== 'simple' && st.redirects.length > 0) this.compoundRedirects(st, state, walk);
+    const same: Ends = { ok: state, fail: state };
+    const ask = (reason: string, rule: string) =>
+      walk.parts.push({ command: clip(st.text, 200), verdict: 'ask', reason, rule });
+    switch (st.kind) {
+      case 'simple':
+        return this.simple(st, state, walk, io);
+      case 'pipeline':
+        st.stages.forEach((stage, i) => {
+          const text =
+            i > 0 ? literalOutput(st.stages[i - 1]!, toShell(state, this.o.paths.home)) : io.stdinText;
+          this.statement(stage, clone(state), walk, {
+            stdinPiped: i > 0 || io.stdinPiped,
+            ...(text !== undefined ? { stdinText: text } : {}),
+          });
+        });
+        return same;
+      case 'and-or': {
+        const left = this.statement(st.left, state, walk, io);
+        if (st.operator === '&&') {
+          const right = this.statement(st.right, left.ok, walk, io);
+          return { ok: right.ok, fail: union(left.fail, right.fail) };
+        }
+        const right = this.statement(st.right, left.fail, walk, io);
+        return { ok: union(left.ok, right.ok), fail: right.fail };
+      }
+      case 'subshell':
+        this.sequence(st.body, clone(state), walk);
+        return same;
+      case 'group':
+        return this.sequence(st.body, state, walk);
+      case 'negated': {
+        const e = this.statement(st.body, state, walk, io);
+        return { ok: e.fail, fail: e.ok };
+      }
+      case 'if': {
+        const all: State[] = [];
+        let current = state;
+        for (const clause of st.clauses) {
+          const cond = this.sequence(clause.condition, current, walk);
+          const body = this.sequence(clause.body, cond.ok, walk);
+          all.push(body.ok, body.fail);
+          current = cond.fail;
+        }
+        if (st.otherwise) {
+          const e = this.sequence(st.otherwise, current, walk);
+          all.push(e.ok, e.fail);
+        } else all.push(current);
+        const end = all.reduce(union);
+        return { ok: end, fail: end };
+      }
+      case 'for': {
+        this.assignedName(
+          st.variable,
+          `a ${st.select ? 'select' : 'for'} loop variable`,
+          clip(st.text, 200),
+          walk,
+        );
+        for (const w of st.values ?? [])
+          this.wordRisks(evaluate(w, toShell(state, this.o.paths.home)), clip(st.text, 200), state, walk);
+        const inner = clone(state);
+        inner.vars.set(st.variable, null);
+        const body = this.sequence(st.body, inner, walk);
+        const end = [state, body.ok, body.fail].reduce(union);
+        return { ok: end, fail: end };
+      }
+      case 'while': {
+        const cond = this.sequence(st.condition, state, walk);
+        const body = this.sequence(st.body, cond.ok, walk);
+        const end = [state, cond.fail, body.ok, body.fail].reduce(union);
+        return { ok: end, fail: end };
+      }
+      case 'case': {
+        const shown = clip(st.text, 200);
+        this.wordRisks(evaluate(st.value, toShell(state, this.o.paths.home)), shown, state, walk);
+        const all: State[] = [state];
+        for (const item of st.items) {
+          for (const p of item.patterns)
+            this.wordRisks(evaluate(p, toShell(state, this.o.paths.home)), shown, state, walk);
+          const e = this.sequence(item.body, state, walk);
+          all.push(e.ok, e.fail);
+        }
+        const end = all.reduce(union);
+        return { ok: end, fail: end };
+      }
+      case 'function': {
+        const shown = clip(st.text, 200);
+        if (st.name.startsWith('__conch_'))
+          walk.parts.push({
+            command: shown,
+            verdict: 'deny',
+            reason: `it redefines ${st.name}, a function of conch's terminal protocol`,
+            rule: 'protocol:terminal',
+          });
+        ask(
+          `it defines a shell function (${st.name}), which can shadow any command`,
+          'failClosed:functionDefinition',
+        );
+        this.statement(st.body, clone(state), walk, NO_IO);
+        return same;
+      }
+      case 'test':
+        this.test(st, state, walk);
+        return same;
+      case 'arithmetic':
+        ask(
+          'arithmetic evaluation (( … )) can run commands through array subscripts',
+          'failClosed:arithmetic',
+        );
+        if (st.body) this.sequence(st.body, clone(state), walk);
+        return same;
+      case 'unknown':
+        ask(
+          `the gate does not know the construct ${JSON.stringify(clip(st.text, 60))} (${st.nodeType})`,
+          'failClosed:syntax',
+        );
+        return same;
+    }
+  }
+
+  /** `[[ … ]]` and `[ … ]`: operands evaluated; arithmetic comparisons and `-v` only with plain operands. */
+  private test(st: Syntax.Test, state: State, walk: Walk): void {
+    const shown = clip(st.text, 200);
+    const shell = toShell(state, this.o.paths.home);
+    let risky: string | undefined;
+    const visit = (e: Syntax.TestExpression | undefined) => {
+      if (!e) return;
+      switch (e.kind) {
+        case 'word':
+          this.wordRisks(evaluate(e.word, shell), shown, state, walk);
+          return;
+        case 'regex':
+          return;
+        case 'unknown':
+          risky ??= `the gate does not know ${JSON.stringify(clip(e.text, 40))} in a test`;
+          return;
+        case 'unary':
+          if ((e.operator === '-v' || e.operator === '-R') && !plainName(e.operand))
+            risky ??= `${e.operator} evaluates an array subscript as arithmetic, which can run commands; only a plain variable name is known to be harmless`;
+          visit(e.operand);
+          return;
+        case 'binary':
+          if (
+            st.bracket === '[[' &&
+            /^-(eq|ne|lt|le|gt|ge)$/.test(e.operator) &&
+            (!integer(e.left) || !integer(e.right))
+          )
+            risky ??= `[[ … ${e.operator} … ]] evaluates its operands as arithmetic, which can run commands through array subscripts; only integer literals are known to be harmless`;
+          visit(e.left);
+          visit(e.right);
+          return;
+      }
+    };
+    visit(st.expression);
+    walk.parts.push(
+      risky
+        ? { command: shown, verdict: 'ask', reason: risky, rule: 'failClosed:arithmetic' }
+        : { command: shown, verdict: 'allow', reason: 'a test only reads', rule: 'readOnly:test' },
+    );
+  }
+
+  /** Redirects of a compound statement (`{ …; } > f`, `for … done > f`): a write wherever it attaches. */
+  private compoundRedirects(st: Syntax.Statement, state: State, walk: Walk): void {
+    const shown = clip(st.text, 200);
+    const facts = emptyFacts(shown, state.cwds);
+    for (const r of st.redirects) this.redirect(r, state, walk, facts, shown);
+    if (facts.writes.length > 0) {
+      walk.parts.push({
+        command: shown,
+        verdict: 'ask',
+        reason: `it writes ${facts.writes.map((w) => w.target.raw).join(', ')} through a redirection`,
+        rule: 'unknown',
+      });
+      if (this.o.safety.protectedPaths) walk.parts.push(...protectedPaths(facts, this.ruleCtx));
+    }
+  }
+
+  /** One redirect: its write target (if it writes), its risks and substitutions. */
+  private redirect(r: Syntax.Redirect, state: State, walk: Walk, facts: CommandFacts, shown: string): void {
+    const shell = toShell(state, this.o.paths.home);
+    if (r.heredoc) {
+      const h = r.heredoc;
+      if (!h.quoted) {
+        // tree-sitter does not parse backticks in bodies, so no body substitution is judged: they ask.
+        if (h.backtick || h.parts.some((p) => p.kind === 'command-sub' || p.kind === 'process-sub'))
+          walk.parts.push({
+            command: shown,
+            verdict: 'ask',
+            reason: 'the here-document body runs a command substitution ($(…) or `…`)',
+            rule: 'failClosed:commandSubstitution',
+          });
+        const fake: Syntax.Word = { text: h.body, parts: h.parts, start: 0, end: 0 };
+        this.wordRisks(evaluate(fake, shell), shown, state, walk);
+      }
+      return;
+    }
+    if (!r.target) return;
+    const target = evaluate(r.target, shell);
+    this.wordRisks(target, shown, state, walk);
+    if (target.value !== undefined && /^\/dev\/(tcp|udp)\//.test(target.value))
+      walk.line.downloads.push(shown);
+    const op = r.operator;
+    if (op === '<<<' || op === '<' || op === '<&' || op === '>&-' || op === '<&-') return;
+    if (
+      op === '>&' ||
+      op === '&>' ||
+      op === '&>>' ||
+      op === '>' ||
+      op === '>>' ||
+      op === '>|' ||
+      op === '<>'
+    ) {
+      // `>&2`, `2>&1`, `>&-`: descriptors, not files.
+      if (op === '>&' && target.value !== undefined && /^(\d+|-)$/.test(target.value)) return;
+      if (target.value !== undefined && HARMLESS_TARGET.test(target.value)) return;
+      facts.writes.push({ target, via: `the redirection ${op}`, followFinal: true });
+    }
+  }
+
+  /** Risks of an evaluated word become asks; its substitutions are analyzed as commands. */
+  private wordRisks(arg: Arg, shown: string, state: State, walk: Walk): void {
+    for (const risk of arg.risks)
+      walk.parts.push({ command: shown, verdict: 'ask', reason: risk.reason, rule: risk.rule });
+    for (const sub of arg.subs) this.sequence(sub.body, clone(state), walk);
+    for (const name of arg.assigns) this.assignedName(name, '${name:=value}', shown, walk);
+  }
+
+  /**
+   * Variables whose value the shell later runs as code: PROMPT_COMMAND, and prompt strings whose
+   * command substitutions run at every prompt. Their (known) values are judged as commands now.
+   */
+  private storedCode(name: string, value: Arg, shown: string, state: State, walk: Walk, parts: Part[]): void {
+    if (value.value === undefined) return;
+    if (name === 'PROMPT_COMMAND') this.nested(value, name, shown, state.cwds, state, walk, parts);
+    else if (/^PS[0-4]$/.test(name))
+      this.nested(literalArg(`: ${value.value}`), name, shown, state.cwds, state, walk, parts);
+  }
+
+  /** A name assigned somehow: the protocol names are denied, special ones ask. */
+  private assignedName(name: string, how: string, shown: string, walk: Walk): void {
+    const c = classifyName(name);
+    if (c.kind === 'protocol')
+      walk.parts.push({
         command: shown,
         verdict: 'deny',
-        reason: 'this is a fork bomb: a function that pipes into itself in the background',
-        rule: 'safety:forkBomb',
+        reason: `it changes ${name} (${how}), a variable of conch's terminal protocol`,
+        rule: 'protocol:terminal',
       });
-      return parts;
+    else if (c.kind !== 'inert')
+      walk.parts.push({
+        command: shown,
+        verdict: 'ask',
+        reason: `it assigns ${name} through ${how}: ${c.reason}`,
+        rule: 'failClosed:environment',
+      });
+  }
+
+  // -----------------------------------------------------------------------------------------------
+  // a simple command
+
+  private simple(cmd: Syntax.SimpleCommand, state: State, walk: Walk, io: Io): Ends {
+    const shown = clip(cmd.text, 200);
+    const shell = toShell(state, this.o.paths.home);
+    const parts: Part[] = [];
+    const add = (verdict: Verdict, reason: string, rule: string, suggestedRule?: string) =>
+      parts.push({ command: shown, verdict, reason, rule, ...(suggestedRule ? { suggestedRule } : {}) });
+    const facts = emptyFacts(shown, state.cwds);
+    let envRisk: string | undefined;
+
+    // Assignments: prefix (`A=1 cmd`, for the command only) or bare (`A=1`, for the shell).
+    const after = clone(state);
+    for (const a of cmd.assignments) {
+      facts.names.push({ name: a.name, how: 'an assignment' });
+      const c = classifyName(a.name);
+      if (c.kind === 'special' || c.kind === 'invalid') envRisk ??= `it sets ${a.name}: ${c.reason}`;
+      if (a.subscript !== undefined && !/^\[\d+\]$/.test(a.subscript))
+        add(
+          'ask',
+          `the array subscript ${a.subscript} of ${a.name} is evaluated as arithmetic, which can run commands`,
+          'failClosed:arithmetic',
+        );
+      let value: string | null = null;
+      if (a.value) {
+        const v = evaluate(a.value, shell, { assignment: true });
+        this.storedCode(a.name, v, shown, state, walk, parts);
+        this.wordRisks(v, shown, state, walk);
+        value = v.fields && v.fields.length <= 1 ? (v.fields[0] ?? '') : null;
+        if (!v.fields && !v.opaque && v.glob) value = v.pattern.replace(/\\(.)/g, '$1');
+      } else if (!a.array) value = '';
+      for (const el of a.array ?? []) this.wordRisks(evaluate(el, shell), shown, state, walk);
+      if (cmd.words.length === 0) after.vars.set(a.name, a.append || a.array || a.subscript ? null : value);
     }
-    const parsed = this.o.parser.parse(line, { maxBytes: this.o.maxBytes, timeoutMs: this.o.timeoutMs });
-    if (!parsed.ok) {
-      if (this.o.safety.privilegeEscalation && PRIVILEGE_WORD.test(line.slice(0, 1 << 20))) {
-        parts.push({
-          command: shown,
-          verdict: 'deny',
-          reason:
-            'the command mentions a privilege-escalation program (sudo, su, doas, pkexec) and cannot be parsed to prove it is not run',
-          rule: 'safety:privilegeEscalation',
-        });
+
+    const evaluated = cmd.words.map((w) => evaluate(w, shell));
+    for (const a of evaluated) this.wordRisks(a, shown, state, walk);
+    const args = splitFields(evaluated);
+    for (const r of cmd.redirects) this.redirect(r, state, walk, facts, shown);
+    let stdinText = io.stdinText;
+    for (const r of cmd.redirects) {
+      if (r.operator === '<<<' && r.target) {
+        const v = evaluate(r.target, shell).value;
+        stdinText = v === undefined ? undefined : `${v}\n`;
+      } else if (r.heredoc) {
+        const h = r.heredoc;
+        stdinText =
+          h.quoted || (h.parts.length === 0 && !h.backtick && !h.body.includes('\\')) ? h.body : undefined;
+      } else if (r.operator === '<') stdinText = undefined;
+    }
+
+    if (args.length === 0) {
+      // Bare assignments (and redirect-only statements such as `> f`).
+      this.commandRules(facts, false, parts);
+      if (envRisk) add('ask', envRisk, 'failClosed:environment');
+      else if (facts.writes.length > 0)
+        add('ask', `it writes ${facts.writes[0]!.target.raw} through a redirection`, 'unknown');
+      else add('allow', 'it only sets shell variables', 'readOnly:assignment');
+      walk.parts.push(...parts);
+      return { ok: after, fail: after };
+    }
+    if (args.length === 0) {
+      walk.parts.push({
+        command: shown,
+        verdict: 'ask',
+        reason: 'the command expands to nothing known',
+        rule: 'failClosed:dynamicName',
+      });
+      return { ok: state, fail: state };
+    }
+    const ends = this.command({
+      args,
+      facts,
+      envRisk,
+      state,
+      walk,
+      parts,
+      shown,
+      cwds: state.cwds,
+      dynamicArgs: false,
+      ...(stdinText !== undefined ? { stdinText } : {}),
+    });
+    walk.parts.push(...parts);
+    return ends;
+  }
+
+  /**
+   * The resolver and the judge of one command whose words are evaluated: looks through wrappers
+   * once, level by level, then decides on the innermost command and applies the safety rules.
+   */
+  private command(c: {
+    args: Arg[];
+    facts: CommandFacts;
+    envRisk: string | undefined;
+    state: State;
+    walk: Walk;
+    parts: Part[];
+    shown: string;
+    cwds: string[] | undefined;
+    dynamicArgs: boolean;
+    /** What the command reads on stdin, when it is literal text (a here-string, `echo x |`). */
+    stdinText?: string;
+  }): Ends {
+    const { facts, state, walk, parts, shown } = c;
+    let envRisk = c.envRisk;
+    const add = (verdict: Verdict, reason: string, rule: string, suggestedRule?: string) =>
+      parts.push({ command: shown, verdict, reason, rule, ...(suggestedRule ? { suggestedRule } : {}) });
+    let argv = c.args;
+    const levels: Arg[][] = [argv];
+    let cwds = c.cwds;
+    let dynamicArgs = c.dynamicArgs;
+    let ends: Ends = { ok: state, fail: state };
+    let judged = false;
+    for (let level = 0; level < 8; level++) {
+      const nameArg = argv[0]!;
+      if (nameArg.value === undefined) {
+        if (this.o.safety.privilegeEscalation && nameArg.glob && !nameArg.opaque) {
+          const pattern = nameArg.pattern.slice(nameArg.pattern.lastIndexOf('/') + 1);
+          const re = picomatch.makeRe(pattern, { dot: true });
+          const hit = [...PRIVILEGE].find((p) => re.test(p));
+          if (hit && pattern !== '*')
+            add(
+              'deny',
+              `the command name ${nameArg.raw} is a pattern that can match ${hit}`,
+              'safety:privilegeEscalation',
+            );
+        }
+        add('ask', `the command name ${nameArg.raw} is only known at run time`, 'failClosed:dynamicName');
+        judged = true;
+        break;
       }
+      if (nameArg.word.parts.some((p) => p.kind === 'text' && p.quoting === 'ansi-c'))
+        add(
+          'ask',
+          `the command name is written with ANSI-C quoting (${nameArg.raw} is ${JSON.stringify(nameArg.value)})`,
+          'failClosed:quotedName',
+        );
+      const name = nameArg.value;
+      const base = baseName(name);
+      facts.programs.push(base);
+      if (PRIVILEGE.has(base)) {
+        facts.name = base;
+        facts.args = argv.slice(1);
+        if (!this.o.safety.privilegeEscalation)
+          add('ask', `${base} runs commands with elevated privileges`, 'unknown', suggestRule(levels[0]!));
+        judged = true;
+        break;
+      }
+      if (name.includes('/') && !SYSTEM_DIRS.has(posix.dirname(name))) break;
+      const u = unwrap(base, argv.slice(1));
+      if (!u) break;
+      if (u.kind === 'inner') {
+        for (const e of u.env ?? []) {
+          const n = (e.value ?? e.raw).split('=')[0]!;
+          facts.names.push({ name: n, how: `env ${n}=…` });
+          const cls = classifyName(n);
+          if (cls.kind === 'special' || cls.kind === 'invalid')
+            envRisk ??= `it sets ${n} through env: ${cls.reason}`;
+        }
+        if (u.cwd) cwds = u.cwd.value === undefined ? undefined : resolveCwds(cwds, u.cwd.value);
+        for (const w of u.writes ?? []) facts.writes.push({ target: w, via: base, followFinal: true });
+        if (u.dynamicArgs) dynamicArgs = true;
+        argv = u.argv;
+        levels.push(argv);
+        continue;
+      }
+      for (const w of ('writes' in u ? u.writes : undefined) ?? [])
+        facts.writes.push({ target: w, via: base, followFinal: true });
+      facts.name = base;
+      facts.args = argv.slice(1);
+      judged = true;
+      if (u.kind === 'string') {
+        if (envRisk) add('ask', envRisk, 'failClosed:environment');
+        this.nested(u.script, base, shown, cwds, state, walk, parts);
+      } else if (u.kind === 'opaque') {
+        add(
+          'ask',
+          `cannot see what ${base} runs: ${u.reason}`,
+          'failClosed:wrapper',
+          suggestRule(levels[0]!),
+        );
+      } else if (u.readOnly && facts.writes.length === 0 && !envRisk) {
+        if (!this.hostRules(levels, add, false)) add('allow', `${base} alone only reads`, `readOnly:${base}`);
+      } else if (!this.hostRules(levels, add, true, envRisk !== undefined)) {
+        add('ask', u.reason ?? envRisk ?? `${base} writes a file`, 'unknown', suggestRule(levels[0]!));
+      }
+      break;
+    }
+    facts.cwds = cwds;
+
+    if (!judged) {
+      const name = argv[0]!.value!;
+      const base = baseName(name);
+      const finalArgs = argv.slice(1);
+      facts.name = base;
+      facts.args = finalArgs;
+      const wf = writeFacts(base, finalArgs);
+      if (wf) {
+        facts.writes.push(...wf.writes);
+        facts.intoDirs.push(...wf.intoDirs);
+        facts.trees.push(...wf.trees);
+        if (wf.gitExecKey) facts.gitExecKey = wf.gitExecKey;
+      }
+      ends = this.judge({
+        name,
+        base,
+        args: finalArgs,
+        levels,
+        facts,
+        envRisk,
+        dynamicArgs,
+        cwds,
+        state,
+        walk,
+        parts,
+        add,
+        shown,
+        ...(c.stdinText !== undefined ? { stdinText: c.stdinText } : {}),
+      });
+    }
+    this.commandRules(
+      facts,
+      parts.some((p) => p.rule.startsWith('readOnly:')),
+      parts,
+    );
+    return ends;
+  }
+
+  /** The safety rules on one resolved command. */
+  private commandRules(facts: CommandFacts, readOnly: boolean, parts: Part[]): void {
+    const s = this.o.safety;
+    if (s.privilegeEscalation) {
+      const p = privilegeEscalation(facts, readOnly);
+      if (p) parts.push(p);
+    }
+    const protocol = terminalProtocol(facts);
+    if (protocol) parts.push(protocol);
+    if (s.protectedPaths) parts.push(...protectedPaths(facts, this.ruleCtx));
+    if (s.recursiveDeleteRoot) parts.push(...recursiveDeleteRoot(facts, this.ruleCtx));
+  }
+
+  /** A command string run by a shell (`bash -c`, `env -S`, `watch`, `eval`): parsed and judged like a line. */
+  private nested(
+    script: Arg,
+    via: string,
+    shown: string,
+    cwds: string[] | undefined,
+    state: State,
+    walk: Walk,
+    parts: Part[],
+  ): void {
+    if (script.value === undefined) {
       parts.push({
         command: shown,
         verdict: 'ask',
-        reason: `the command cannot be checked: ${parsed.error ?? 'parse error'}`,
-        rule: 'failClosed:parse',
+        reason: `${via} runs a command string that is only known at run time (${clip(script.raw)})`,
+        rule: 'failClosed:dynamicScript',
       });
-      return parts;
-    }
-    parts.push(...this.constructs(parsed, shown));
-    if (this.o.safety.forkBomb && parsed.normalizedSource && FORK_BOMB.test(parsed.normalizedSource)) {
-      parts.push({ command: shown, verdict: 'deny', reason: 'this is a fork bomb', rule: 'safety:forkBomb' });
-    }
-    const finals: { command: SimpleCommand; base: string; args: Word[] }[] = [];
-    let cwd = scope.cwd;
-    for (const command of parsed.commands) {
-      const result = this.simple(command, { cwd, depth: scope.depth });
-      parts.push(...result.parts);
-      if (result.final) finals.push({ command, ...result.final });
-      if (result.cwdAfter !== 'same') cwd = result.cwdAfter;
-    }
-    parts.push(...this.downloads(parsed, finals, shown));
-    return parts;
-  }
-
-  /** Whole-command constructs the gate cannot prove harmless. */
-  private constructs(parsed: ParsedCommand, shown: string): Part[] {
-    const f = parsed.flags;
-    const out: Part[] = [];
-    const ask = (what: string, reason: string) =>
-      out.push({ command: shown, verdict: 'ask', reason, rule: `failClosed:${what}` });
-    if (f.commandSubstitution)
-      ask(
-        'commandSubstitution',
-        'it runs a command substitution $(...) whose output becomes part of the command',
-      );
-    if (f.processSubstitution) ask('processSubstitution', 'it uses process substitution <(...) / >(...)');
-    if (f.parameterTransform)
-      ask('parameterTransform', 'it uses an evaluating or indirect expansion (${x@P}, ${!x})');
-    if (f.arithmetic) ask('arithmetic', 'arithmetic evaluation can run commands through array subscripts');
-    if (f.functionDefinition)
-      ask('functionDefinition', 'it defines a shell function, which can shadow any command');
-    if (f.lineContinuation && parsed.normalizedSource !== undefined && continuationInsideWord(parsed.source))
-      ask('lineContinuation', 'a backslash-newline splits a word, which hides what really runs');
-    if (hasHidden(parsed.source))
-      ask('hiddenCharacters', 'the command contains invisible or lookalike characters');
-    return out;
-  }
-
-  /** A download that flows into an interpreter, through a pipe or a substitution. */
-  private downloads(
-    parsed: ParsedCommand,
-    finals: { command: SimpleCommand; base: string; args: Word[] }[],
-    shown: string,
-  ): Part[] {
-    const downloaders = finals.filter((f) => DOWNLOADERS.has(f.base));
-    if (downloaders.length === 0) return [];
-    const out: Part[] = [];
-    for (const f of finals) {
-      const sourcing = f.base === 'eval' || f.base === 'source' || f.base === '.';
-      if (!isInterpreter(f.base) && !sourcing) continue;
-      const substituted = f.args.some((a) => !a.literal && /\$\(|`|<\(/.test(a.raw));
-      const fromStdin = sourcing
-        ? f.args.some(
-            (a) =>
-              a.value === '/dev/stdin' ||
-              a.value === '-' ||
-              a.value.startsWith('/dev/fd/') ||
-              a.value.startsWith('/proc/self/fd/'),
-          )
-        : readsProgramFromStdin(f.base, f.args);
-      const piped =
-        f.command.pipeline !== undefined &&
-        downloaders.some(
-          (d) =>
-            d.command.pipeline?.id === f.command.pipeline!.id &&
-            d.command.pipeline!.stage < f.command.pipeline!.stage,
-        );
-      if (!(substituted || (piped && fromStdin))) continue;
-      const rule: SafetyRuleId = sourcing ? 'sourceDownloaded' : 'downloadToInterpreter';
-      if (!this.o.safety[rule]) continue;
-      out.push({
-        command: shown,
-        verdict: 'deny',
-        reason: `it runs downloaded code with ${f.base} without review. Download it to a file first (curl -fsSLo script.sh URL), read it, then run it (sh script.sh)`,
-        rule: `safety:${rule}`,
-      });
-    }
-    if (parsed.flags.pipeline && out.length === 0) return [];
-    return out;
-  }
-
-  /** Every wrapper level of a command's argv: [full, unwrapped once, ...]. */
-  private levels(command: SimpleCommand): Word[][] {
-    const out: Word[][] = [];
-    let words = toWords(command);
-    for (let i = 0; i < 8 && words.length; i++) {
-      out.push(words);
-      const w0 = words[0]!;
-      if (!w0.literal) break;
-      const u = unwrap(baseName(w0.value), words.slice(1));
-      if (!u || u.kind !== 'inner') break;
-      words = u.words;
-    }
-    return out;
-  }
-
-  private simple(
-    command: SimpleCommand,
-    scope: Scope,
-  ): { parts: Part[]; final?: { base: string; args: Word[] }; cwdAfter: string | undefined | 'same' } {
-    const parts: Part[] = [];
-    const shown = short(command.text);
-    const ctx: PathContext = {
-      cwd: scope.cwd,
-      home: this.o.home,
-      workspaceRoot: this.o.workspaceRoot,
-      extra: this.o.protectedGlobs,
-    };
-    const add = (verdict: Verdict, reason: string, rule: string, suggestedRule?: string) =>
-      parts.push({ command: shown, verdict, reason, rule, ...(suggestedRule ? { suggestedRule } : {}) });
-
-    // Writes through redirections.
-    let writes = false;
-    let writesOutsideWorkspace = false;
-    for (const r of command.redirects) {
-      const target = writeTarget(r);
-      if (target === undefined) continue;
-      writes = true;
-      const check = checkWriteTarget(target, r.targetLiteral, ctx);
-      if (check.kind === 'protected') {
-        if (this.o.safety.protectedPaths)
-          add('deny', `it writes to ${check.reason}`, 'safety:protectedPaths');
-        else writesOutsideWorkspace = true;
-      } else if (check.kind === 'unknown') {
-        writesOutsideWorkspace = true;
-      } else if (!inside(check.abs, this.o.workspaceRoot) && !inside(check.abs, '/tmp')) {
-        writesOutsideWorkspace = true;
-      }
-    }
-
-    // Assignments before the command (`FOO=1 cmd`) and bare ones (`PATH=...`).
-    let envRisk: string | undefined;
-    for (const a of command.assignments) {
-      const name = a.name.replace(/\+$/, '');
-      if (DANGEROUS_ENV.test(name))
-        envRisk = `it sets ${name}, which changes what later commands run or load`;
-    }
-    if (command.words.length === 0) {
-      if (envRisk) add('ask', envRisk, 'failClosed:environment');
-      else add('allow', 'it only sets shell variables', 'readOnly:assignment');
-      return { parts, cwdAfter: 'same' };
-    }
-
-    let words = toWords(command);
-    let cwdAfter: string | undefined | 'same' = 'same';
-    let dynamicArgs = false;
-    const levels: Word[][] = [];
-    let final: { base: string; args: Word[] } | undefined;
-    let wrapperSafe = false;
-    for (let level = 0; level < 8; level++) {
-      levels.push(words);
-      const name = words[0]!;
-      const args = words.slice(1);
-      if (!name.literal) {
-        add(
-          'ask',
-          `the command name ${name.raw} is not literal, so what runs is decided at run time`,
-          'failClosed:dynamicName',
-        );
-        break;
-      }
-      if (/^\$['"]/.test(name.raw)) {
-        add(
-          'ask',
-          `the command name is written with ANSI-C or locale quoting (${name.raw} is ${JSON.stringify(name.value)})`,
-          'failClosed:quotedName',
-        );
-      }
-      const base = baseName(name.value);
-      final = { base, args };
-      if (PRIVILEGE.has(base)) {
-        if (this.o.safety.privilegeEscalation)
-          add(
-            'deny',
-            `${base} runs commands with elevated privileges, which agents may not do`,
-            'safety:privilegeEscalation',
-          );
-        else add('ask', `${base} runs commands with elevated privileges`, 'unknown', suggestRule(words));
-        break;
-      }
-      const u = unwrap(base, args);
-      if (u) {
-        if (u.kind === 'inner') {
-          if (u.env)
-            for (const e of u.env)
-              if (DANGEROUS_ENV.test(e.value.split('=')[0]!))
-                envRisk = `it sets ${e.value.split('=')[0]} through env`;
-          if (u.cwdChange) ctx.cwd = undefined;
-          if (u.dynamicArgs) dynamicArgs = true;
-          words = u.words;
-          continue;
-        }
-        if (u.kind === 'string') {
-          if (envRisk) add('ask', envRisk, 'failClosed:environment');
-          parts.push(...this.nestedLine(u.script, base, shown, { cwd: ctx.cwd, depth: scope.depth }));
-          final = undefined;
-          break;
-        }
-        if (u.kind === 'opaque') {
-          add('ask', `cannot see what ${base} runs: ${u.reason}`, 'failClosed:wrapper', suggestRule(words));
-          break;
-        }
-        wrapperSafe = u.safe === true;
-      }
-      const plainCheck = () =>
-        this.plain(words, base, args, {
-          add,
-          ctx,
-          dynamicArgs,
-          writes,
-          writesOutsideWorkspace,
-          envRisk,
-          wrapperSafe,
-          levels,
-          scope,
-        });
-      if (SHELLS.has(base) || base === 'busybox') {
-        const shArgs = base === 'busybox' ? args.slice(1) : args;
-        if (base === 'busybox' && !(args[0] && SHELLS.has(args[0].value))) {
-          plainCheck();
-          break;
-        }
-        if (envRisk) add('ask', envRisk, 'failClosed:environment');
-        const how = shellInvocation(shArgs);
-        if (how.kind === 'string')
-          parts.push(...this.nestedLine(how.script, base, shown, { cwd: ctx.cwd, depth: scope.depth }));
-        else if (how.kind === 'file')
-          add(
-            'ask',
-            `${base} runs the script ${how.file.raw}, which the gate cannot read`,
-            'unknown',
-            suggestRule(words),
-          );
-        else if (how.kind === 'stdin')
-          add('ask', `${base} runs commands read from its input`, 'unknown', suggestRule(words));
-        else add('ask', `cannot see what ${base} runs: ${how.reason}`, 'failClosed:wrapper');
-        this.hostRules(levels, add, false);
-        break;
-      }
-      if (base === 'eval') {
-        if (args.every((a) => a.literal) && args.length) {
-          const text = args.map((a) => a.value).join(' ');
-          parts.push(
-            ...this.nestedLine({ value: text, literal: true, raw: text }, 'eval', shown, {
-              cwd: ctx.cwd,
-              depth: scope.depth,
-            }),
-          );
-        }
-        add('ask', 'eval builds a command at run time', 'failClosed:eval');
-        if (envRisk) add('ask', envRisk, 'failClosed:environment');
-        this.hostRules(levels, add, false);
-        break;
-      }
-      if (base === 'cd' || base === 'pushd') {
-        const target = args.find((a) => !a.value.startsWith('-') || !a.literal);
-        if (!target) cwdAfter = base === 'cd' && args.length === 0 ? this.o.home : undefined;
-        else {
-          const expanded = expandKnown(target.value, target.literal, ctx);
-          cwdAfter = expanded === undefined ? undefined : absolute(expanded, ctx);
-        }
-      }
-      if (base === 'find') this.findExec(args, shown, ctx, scope, parts);
-      plainCheck();
-      break;
-    }
-    return { parts, ...(final ? { final } : {}), cwdAfter };
-  }
-
-  /** The decision for a command once wrappers are looked through. */
-  private plain(
-    words: Word[],
-    base: string,
-    args: Word[],
-    s: {
-      add: (verdict: Verdict, reason: string, rule: string, suggestedRule?: string) => void;
-      ctx: PathContext;
-      dynamicArgs: boolean;
-      writes: boolean;
-      writesOutsideWorkspace: boolean;
-      envRisk: string | undefined;
-      wrapperSafe: boolean;
-      levels: Word[][];
-      scope: Scope;
-    },
-  ): void {
-    const { add, ctx } = s;
-    const name = words[0]!.value;
-    const denied = this.safetyOnArgs(base, args, ctx, add, s.dynamicArgs);
-    const host = this.hostRules(s.levels, add, true, s.writesOutsideWorkspace || s.envRisk !== undefined);
-    if (denied || host) return;
-    if (s.envRisk) {
-      add('ask', s.envRisk, 'failClosed:environment', suggestRule(words));
-      return;
-    }
-    const byPath = name.includes('/');
-    if (byPath && !SYSTEM_DIRS.has(dirname(name))) {
-      add(
-        'ask',
-        `${name} runs a program by path, which may not be the system's ${base}`,
-        'unknown',
-        suggestRule(words),
-      );
-      return;
-    }
-    const check = SAFE_COMMANDS[base];
-    if (s.wrapperSafe || check) {
-      let why = s.wrapperSafe ? undefined : check!(args);
-      if (why === undefined && s.dynamicArgs && check) {
-        // xargs / find -exec append file names at run time: safe only if any argument is.
-        why = check([...args, { value: '{}', literal: false, raw: '(arguments supplied at run time)' }]);
-      }
-      if (why === undefined) {
-        if (s.writes)
-          add(
-            'ask',
-            `${base} is read-only but the command writes a file through a redirection`,
-            'unknown',
-            suggestRule(words),
-          );
-        else add('allow', `${base} only reads`, `readOnly:${base}`);
-        return;
-      }
-      add('ask', why, 'unknown', suggestRule(words));
-      return;
-    }
-    // Unknown commands that are handed a privilege program as an argument may run it.
-    if (this.o.safety.privilegeEscalation) {
-      const priv = args.find((a) => a.literal && PRIVILEGE.has(baseName(a.value)));
-      if (priv) {
-        add(
-          'deny',
-          `${base} is given ${priv.value} as an argument and may run it with elevated privileges`,
-          'safety:privilegeEscalation',
-        );
-        return;
-      }
-    }
-    add('ask', `${base} is not a known read-only command`, 'unknown', suggestRule(words));
-  }
-
-  /** Host deny/ask rules on every wrapper level, allow rules on the full and innermost command. */
-  private hostRules(
-    levels: Word[][],
-    add: (verdict: Verdict, reason: string, rule: string, suggestedRule?: string) => void,
-    allowToo: boolean,
-    allowBlocked = false,
-  ): boolean {
-    const texts = levels.map((l) => l.map((w) => w.value).join(' '));
-    for (const rule of this.o.rules.deny) {
-      if (texts.some((t) => rule.test(t))) {
-        add('deny', `the host rule "${rule.text}" denies it`, `deny:${rule.text}`);
-        return true;
-      }
-    }
-    for (const rule of this.o.rules.ask) {
-      if (texts.some((t) => rule.test(t))) {
-        add('ask', `the host rule "${rule.text}" asks for it`, `ask:${rule.text}`);
-        return true;
-      }
-    }
-    if (!allowToo || allowBlocked) return false;
-    const candidates = [texts[0]!, texts[texts.length - 1]!];
-    const allowRules = [...(this.o.useAllowRules ? this.o.rules.allow : []), ...this.o.sessionAllow()];
-    for (const rule of allowRules) {
-      if (candidates.some((t) => rule.test(t))) {
-        add('allow', `the rule "${rule.text}" allows it`, `allow:${rule.text}`);
-        return true;
-      }
-    }
-    return false;
-  }
-
-  /** Safety rules that look at a command's arguments: rm -r of roots, writes to protected paths. */
-  private safetyOnArgs(
-    base: string,
-    args: Word[],
-    ctx: PathContext,
-    add: (verdict: Verdict, reason: string, rule: string) => void,
-    dynamicArgs: boolean,
-  ): boolean {
-    let denied = false;
-    const positionals = positionalArgs(args);
-    if (base === 'rm' && this.o.safety.recursiveDeleteRoot) {
-      const recursive = args.some(
-        (a) => a.literal && (/^-[A-Za-z]*[rR][A-Za-z]*$/.test(a.value) || a.value === '--recursive'),
-      );
-      if (recursive) {
-        for (const t of positionals) {
-          const root = this.rootTarget(t, ctx);
-          if (root) {
-            add('deny', `rm -r would delete ${root}`, 'safety:recursiveDeleteRoot');
-            denied = true;
-            break;
-          }
-        }
-      }
-    }
-    if (this.o.safety.protectedPaths) {
-      let targets: Word[] = [];
-      if (
-        [
-          'rm',
-          'rmdir',
-          'unlink',
-          'shred',
-          'truncate',
-          'touch',
-          'chmod',
-          'chown',
-          'chgrp',
-          'tee',
-          'mv',
-        ].includes(base)
-      )
-        targets = positionals;
-      else if (['cp', 'install', 'ln', 'rsync', 'scp'].includes(base)) {
-        const t = args.findIndex((a) => a.value === '-t' || a.value === '--target-directory');
-        targets = t >= 0 && args[t + 1] ? [args[t + 1]!] : positionals.slice(-1);
-      } else if (base === 'dd')
-        targets = args
-          .filter((a) => a.value.startsWith('of='))
-          .map((a) => ({ ...a, value: a.value.slice(3) }));
-      else if (
-        (base === 'sed' || base === 'perl') &&
-        args.some((a) => /^-[A-Za-z]*i/.test(a.value) || a.value.startsWith('--in-place'))
-      )
-        targets = positionals.slice(1);
-      else if (base === 'git') {
-        const danger = gitConfigDanger(args);
-        if (danger) {
-          add(
-            'deny',
-            `it writes ${danger} to the git config, which makes git run a program`,
-            'safety:protectedPaths',
-          );
-          return true;
-        }
-      }
-      if (base === 'chmod' || base === 'chown' || base === 'chgrp') targets = targets.slice(1);
-      for (const t of targets) {
-        const check = checkWriteTarget(t.value === t.raw || t.literal ? t.value : t.raw, t.literal, ctx);
-        if (check.kind === 'protected') {
-          add('deny', `${base} would modify ${check.reason}`, 'safety:protectedPaths');
-          denied = true;
-          break;
-        }
-      }
-      if (dynamicArgs && ['rm', 'mv', 'cp', 'tee', 'chmod', 'truncate', 'shred'].includes(base)) {
-        // xargs / find -exec supply the file names at run time: nothing to prove here, it asks.
-      }
-    }
-    return denied;
-  }
-
-  private rootTarget(t: Word, ctx: PathContext): string | undefined {
-    const expanded = expandKnown(t.literal ? t.value : t.raw, t.literal, ctx);
-    if (expanded === undefined) return undefined;
-    let path = expanded;
-    if (!t.literal && /[*?[]/.test(expanded)) {
-      // `rm -rf *`, `./*`, `/*`, `~/.*`: the directory whose contents go.
-      const m = /^(.*?)\/?\.?\*$/.exec(expanded);
-      if (!m) return undefined;
-      path = m[1] === '' ? (expanded.startsWith('/') ? '/' : '.') : m[1]!;
-    }
-    const abs = absolute(path, ctx);
-    if (abs === undefined)
-      return path === '.' || path === '..' || !path.startsWith('/')
-        ? 'a directory under an unknown working directory'
-        : undefined;
-    const root = isRootLike(abs, ctx);
-    return root ? (t.literal ? root : `everything in ${root}`) : undefined;
-  }
-
-  /** find -exec / -execdir / -ok: the inner command is decided like any other. */
-  private findExec(args: Word[], shown: string, ctx: PathContext, scope: Scope, parts: Part[]): void {
-    const leading = args.filter((a, i) => i < args.length && /^-[HLP]$|^-O\d$|^-D/.test(a.value) === false);
-    const firstExpr = leading.findIndex((a) => /^[-(!]/.test(a.value));
-    const starts = firstExpr < 0 ? leading : leading.slice(0, firstExpr);
-    for (let i = 0; i < args.length; i++) {
-      const v = args[i]!.value;
-      if (v === '-delete' && this.o.safety.recursiveDeleteRoot) {
-        const from = starts.length ? starts : [{ value: '.', literal: true, raw: '.' }];
-        denyRootDeletes(from, 'find -delete', ctx, shown, parts);
-      }
-      if (!/^-(exec|execdir|ok|okdir)$/.test(v)) continue;
-      const end = args.findIndex((a, j) => j > i && (a.value === ';' || a.value === '+'));
-      const innerWords = args.slice(i + 1, end < 0 ? args.length : end);
-      i = end < 0 ? args.length : end;
-      if (innerWords.length === 0) continue;
-      const synthetic: SimpleCommand = {
-        text: innerWords.map((w) => w.raw).join(' '),
-        words: innerWords.map((w) => w.value),
-        // `{}` is a file name find supplies at run time.
-        literal: innerWords.map((w) => w.literal && !w.value.includes('{}')),
-        rawWords: innerWords.map((w) => w.raw),
-        assignments: [],
-        redirects: [],
-        nested: true,
-        inSubstitution: false,
-        start: 0,
-        end: 0,
-        name: innerWords[0]!.value,
-      };
-      const r = this.simple(synthetic, { cwd: undefined, depth: scope.depth });
-      for (const p of r.parts) parts.push({ ...p, command: `${shown} → ${p.command}` });
-      if (
-        r.final?.base === 'rm' &&
-        this.o.safety.recursiveDeleteRoot &&
-        r.final.args.some((a) => /^-[A-Za-z]*[rR]/.test(a.value))
-      ) {
-        denyRootDeletes(starts, 'find -exec rm -r', ctx, shown, parts);
-      }
-    }
-  }
-
-  /** A command string a wrapper hands to a shell: parsed recursively, bounded in depth. */
-  private nestedLine(script: Word, via: string, shown: string, scope: Scope): Part[] {
-    if (!script.literal) {
-      const parts: Part[] = [
-        {
-          command: shown,
-          verdict: 'ask',
-          reason: `${via} runs a command string that is only known at run time (${short(script.raw)})`,
-          rule: 'failClosed:dynamicScript',
-        },
-      ];
       if (this.o.safety.privilegeEscalation && PRIVILEGE_WORD.test(script.raw))
         parts.push({
           command: shown,
@@ -655,23 +716,883 @@ export class Analyzer {
           reason: `${via} runs a command string that mentions a privilege-escalation program`,
           rule: 'safety:privilegeEscalation',
         });
-      return parts;
+      return;
     }
-    if (scope.depth >= this.o.maxNesting) {
-      return [
-        {
-          command: shown,
-          verdict: 'ask',
-          reason: `${via} strings are nested deeper than ${this.o.maxNesting} levels`,
-          rule: 'failClosed:nesting',
-        },
-      ];
+    if (walk.depth >= this.o.maxNesting) {
+      parts.push({
+        command: shown,
+        verdict: 'ask',
+        reason: `${via} strings are nested deeper than ${this.o.maxNesting} levels`,
+        rule: 'failClosed:nesting',
+      });
+      return;
     }
-    return this.analyzeLine(script.value, { cwd: scope.cwd, depth: scope.depth + 1 }).map((p) => ({
-      ...p,
-      command: p.command === short(script.value) ? `${via} -c ${p.command}` : p.command,
-    }));
+    const inner: Walk = {
+      ...walk,
+      parts: [],
+      depth: walk.depth + 1,
+      dialect:
+        via === 'eval' || via === 'source' ? walk.dialect : SHELLS.has(via) && via !== 'bash' ? 'sh' : 'bash',
+    };
+    this.line(script.value, { cwds, vars: new Map(state.vars) }, inner);
+    for (const p of inner.parts)
+      parts.push({
+        ...p,
+        command: p.command === clip(script.value, 200) ? `${via} -c ${p.command}` : p.command,
+      });
   }
+
+  private judge(j: {
+    name: string;
+    base: string;
+    args: Arg[];
+    levels: Arg[][];
+    facts: CommandFacts;
+    envRisk: string | undefined;
+    dynamicArgs: boolean;
+    cwds: string[] | undefined;
+    state: State;
+    walk: Walk;
+    parts: Part[];
+    add: (verdict: Verdict, reason: string, rule: string, suggestedRule?: string) => void;
+    shown: string;
+    stdinText?: string;
+  }): Ends {
+    const { name, base, args, levels, facts, add, shown, walk, state } = j;
+    const suggestion = suggestRule(levels[0]!);
+    const same: Ends = { ok: state, fail: state };
+    const byPath = name.includes('/');
+    if (byPath && !SYSTEM_DIRS.has(posix.dirname(name))) {
+      if (!this.hostRules(levels, add, true, true))
+        add(
+          'ask',
+          `${name} runs a program by path, which may not be the system's ${base}`,
+          'unknown',
+          suggestion,
+        );
+      return same;
+    }
+    if (DOWNLOADERS.has(base) || (base === 'busybox' && args[0]?.value && DOWNLOADERS.has(args[0].value)))
+      walk.line.downloads.push(shown);
+
+    // Interpreters, shells, eval, source: where their code comes from decides the download rules.
+    if (SHELLS.has(base) || (base === 'busybox' && args[0]?.value && SHELLS.has(args[0].value))) {
+      const shArgs = base === 'busybox' ? args.slice(1) : args;
+      const how = shellInvocation(shArgs, j.dynamicArgs);
+      walk.line.interpreters.push({ shown, name: base, code: how.code, sourcing: false });
+      if (j.envRisk) add('ask', j.envRisk, 'failClosed:environment');
+      if (how.kind === 'string') this.nested(how.script, base, shown, j.cwds, state, walk, j.parts);
+      else if (how.kind === 'file')
+        add(
+          'ask',
+          `${base} runs the script ${how.file.raw}, which the gate cannot read`,
+          'unknown',
+          suggestion,
+        );
+      else if (how.kind === 'stdin' && j.stdinText !== undefined)
+        this.nested(literalArg(j.stdinText), base, shown, j.cwds, state, walk, j.parts);
+      else if (how.kind === 'stdin')
+        add('ask', `${base} runs commands read from its input`, 'unknown', suggestion);
+      else add('ask', `cannot see what ${base} runs: ${how.reason}`, 'failClosed:wrapper');
+      this.hostRules(levels, add, false);
+      return same;
+    }
+    if (base === 'eval') {
+      const known = args.every((a) => a.value !== undefined);
+      walk.line.interpreters.push({
+        shown,
+        name: 'eval',
+        code: known ? 'literal' : 'dynamic',
+        sourcing: true,
+      });
+      if (known && args.length > 0)
+        this.nested(
+          literalArg(args.map((a) => a.value).join(' ')),
+          'eval',
+          shown,
+          j.cwds,
+          state,
+          walk,
+          j.parts,
+        );
+      add('ask', 'eval builds a command at run time', 'failClosed:eval');
+      this.hostRules(levels, add, false);
+      return same;
+    }
+    if (base === 'source' || base === '.') {
+      const file = args[0];
+      walk.line.interpreters.push({
+        shown,
+        name: base,
+        code: file ? fileSource(file) : 'stdin',
+        sourcing: true,
+      });
+      add(
+        'ask',
+        `${base} runs the script ${file?.raw ?? ''} in this shell, which the gate cannot read`,
+        'unknown',
+        suggestion,
+      );
+      this.hostRules(levels, add, false);
+      return same;
+    }
+    if ((base === 'at' || base === 'batch') && j.stdinText !== undefined) {
+      this.nested(literalArg(j.stdinText), base, shown, j.cwds, state, walk, j.parts);
+    }
+    if (isInterpreter(base)) {
+      walk.line.interpreters.push({
+        shown,
+        name: base,
+        code: interpreterSource(base, args, j.dynamicArgs),
+        sourcing: false,
+      });
+    }
+
+    // Shell builtins that assign, print or change the shell.
+    const builtin = this.builtin(base, args, facts, shown);
+    // Code kept for later (a trap's action, an alias) is judged now: deny rules apply to it.
+    if (builtin?.code?.value !== undefined)
+      this.nested(builtin.code, base, shown, j.cwds, state, walk, j.parts);
+    if (builtin) {
+      if (builtin.verdict === 'allow' && !j.envRisk && facts.writes.length === 0)
+        add('allow', builtin.reason, `readOnly:${base}`);
+      else if (builtin.verdict === 'allow')
+        add(
+          'ask',
+          j.envRisk ?? `${base} writes ${facts.writes[0]!.target.raw} through a redirection`,
+          j.envRisk ? 'failClosed:environment' : 'unknown',
+          suggestion,
+        );
+      else if (!this.hostRules(levels, add, true, facts.writes.length > 0 || j.envRisk !== undefined))
+        add(builtin.verdict, builtin.reason, builtin.rule ?? 'unknown', suggestion);
+      return same;
+    }
+
+    // Known read-only commands, judged by the grammar of the options they accept.
+    const ro = Object.hasOwn(READ_ONLY, base) ? READ_ONLY[base] : undefined;
+    if (ro) {
+      const verdict = this.readOnly(ro, base, args, j);
+      if (verdict.ok) {
+        const hostDecided = this.hostRules(levels, add, false);
+        if (!hostDecided) {
+          if (j.envRisk) add('ask', j.envRisk, 'failClosed:environment', suggestion);
+          else if (facts.writes.length > 0)
+            add(
+              'ask',
+              `${base} only reads, but the command writes ${facts.writes[0]!.target.raw} (${facts.writes[0]!.via})`,
+              'unknown',
+              suggestion,
+            );
+          else add('allow', `${base} only reads`, `readOnly:${base}`);
+        }
+        return verdict.ends ?? same;
+      }
+      if (
+        !this.hostRules(
+          levels,
+          add,
+          true,
+          (facts.writes.length > 0 && this.writesOutside(facts)) || j.envRisk !== undefined,
+        )
+      )
+        add('ask', verdict.reason, 'unknown', suggestion);
+      return same;
+    }
+    const version = VERSION_ONLY[base];
+    if (
+      version &&
+      args.length === 1 &&
+      args[0]!.value !== undefined &&
+      version.includes(args[0]!.value) &&
+      !j.envRisk &&
+      facts.writes.length === 0
+    ) {
+      if (!this.hostRules(levels, add, false))
+        add('allow', `${base} ${args[0]!.value} only prints its version`, `readOnly:${base}`);
+      return same;
+    }
+    if (!this.hostRules(levels, add, true, this.writesOutside(facts) || j.envRisk !== undefined)) {
+      if (j.envRisk) add('ask', j.envRisk, 'failClosed:environment', suggestion);
+      else add('ask', `${base} is not a known read-only command`, 'unknown', suggestion);
+    }
+    return same;
+  }
+
+  /** A read-only command's arguments against its grammar, its effects applied. */
+  private readOnly(
+    spec: (typeof READ_ONLY)[string],
+    base: string,
+    args: Arg[],
+    j: Parameters<Analyzer['judge']>[0],
+  ): { ok: true; ends?: Ends } | { ok: false; reason: string } {
+    let all = args;
+    // xargs / find -exec supply arguments at run time: the command must be safe with any of them.
+    if (j.dynamicArgs) all = [...args, runtimeArg('(arguments supplied at run time)')];
+    let effects: ReadOnlyEffects | undefined;
+    if (spec.custom) {
+      const r = spec.custom(all);
+      effects = r.effects;
+      if (effects?.commands)
+        for (const cmd of effects.commands) this.innerCommand(cmd.argv, cmd.via, cmd.roots ?? [], j);
+      if (r.reason) return { ok: false, reason: r.reason };
+    } else {
+      const parsed = parseArgs(spec.grammar, all, base);
+      if (!parsed.ok) return { ok: false, reason: parsed.reason };
+      if (spec.maxOperands !== undefined && parsed.args.operands.length > spec.maxOperands)
+        return {
+          ok: false,
+          reason: `${base} with ${parsed.args.operands.length} operands writes or changes something (at most ${spec.maxOperands} only read)`,
+        };
+      const why = spec.check?.(parsed.args, all);
+      if (why) return { ok: false, reason: why };
+      effects = spec.effects?.(parsed.args, all);
+    }
+    if (effects?.assigns) {
+      for (const a of effects.assigns) {
+        const n = a.name.value;
+        if (n === undefined)
+          return { ok: false, reason: `${a.how} assigns a variable whose name is only known at run time` };
+        j.facts.names.push({ name: n, how: a.how });
+        const c = classifyName(n);
+        if (c.kind !== 'inert')
+          return {
+            ok: false,
+            reason:
+              c.kind === 'protocol'
+                ? `${a.how} ${n} changes conch's terminal protocol`
+                : `${a.how} ${n}: ${c.reason}`,
+          };
+      }
+    }
+    if (effects?.git || effects?.gitDir) {
+      const dirs = effects.gitDir
+        ? effects.gitDir.value === undefined
+          ? undefined
+          : resolveCwds(j.cwds, effects.gitDir.value)
+        : j.cwds;
+      if (!dirs)
+        return {
+          ok: false,
+          reason:
+            'git runs in a directory only known at run time, whose repository config the gate cannot check',
+        };
+      for (const dir of dirs) {
+        const risk = gitConfigRisk(dir);
+        if (risk) return { ok: false, reason: risk };
+      }
+    }
+    if (effects?.cd !== undefined) {
+      const cd = effects.cd;
+      const next =
+        cd === 'home'
+          ? [this.o.paths.home]
+          : cd === 'unknown' || cd.value === undefined
+            ? undefined
+            : resolveCwds(j.cwds, cd.value);
+      return { ok: true, ends: { ok: { cwds: next, vars: j.state.vars }, fail: j.state } };
+    }
+    return { ok: true };
+  }
+
+  /**
+   * A command run by find -exec / -execdir: judged like any command (its `{}` is a path supplied
+   * at run time). A recursive delete of `{}` removes what find starts from.
+   */
+  private innerCommand(argv: Arg[], via: string, roots: Arg[], j: Parameters<Analyzer['judge']>[0]): void {
+    if (argv.length === 0) return;
+    const shown = `${j.shown} → ${clip(argv.map((a) => a.raw).join(' '), 120)}`;
+    const facts = emptyFacts(shown, undefined);
+    const parts: Part[] = [];
+    const cwds = /dir$/.test(via) ? undefined : j.cwds;
+    this.command({
+      args: argv,
+      facts,
+      envRisk: undefined,
+      state: j.state,
+      walk: j.walk,
+      parts,
+      shown,
+      cwds,
+      dynamicArgs: false,
+    });
+    j.parts.push(...parts);
+    if (facts.trees.some((t) => t.target.opaque)) {
+      for (const r of roots)
+        j.facts.trees.push({ target: r, via: `${via} ${facts.name ?? ''} -r`.replace(/\s+/g, ' ') });
+    }
+  }
+
+  /** Shell builtins the allow-list covers by hand: assignments, prints, and what changes the shell. */
+  private builtin(
+    base: string,
+    args: Arg[],
+    facts: CommandFacts,
+    shown: string,
+  ): { verdict: Verdict; reason: string; rule?: string; code?: Arg | undefined } | undefined {
+    void shown;
+    const values = args.map((a) => a.value);
+    const known = values.every((v) => v !== undefined);
+    const names = (
+      list: Arg[],
+      how: string,
+    ): { verdict: Verdict; reason: string; rule?: string } | undefined => {
+      for (const a of list) {
+        const text = a.value ?? a.raw;
+        const n = text.split(/[=+[]/)[0]!;
+        facts.names.push({ name: n, how });
+        if (a.value === undefined && !/^[A-Za-z_][A-Za-z0-9_]*=/.test(a.raw))
+          return {
+            verdict: 'ask',
+            reason: `${how} of a name only known at run time (${a.raw})`,
+            rule: 'failClosed:environment',
+          };
+        if (/^[A-Za-z_][A-Za-z0-9_]*\[/.test(text))
+          return {
+            verdict: 'ask',
+            reason: `${how} ${text}: the array subscript is evaluated as arithmetic`,
+            rule: 'failClosed:arithmetic',
+          };
+        const c = classifyName(n);
+        if (c.kind === 'protocol')
+          return {
+            verdict: 'deny',
+            reason: `${how} ${n} changes conch's terminal protocol`,
+            rule: 'protocol:terminal',
+          };
+        if (c.kind !== 'inert')
+          return { verdict: 'ask', reason: `${how} ${n}: ${c.reason}`, rule: 'failClosed:environment' };
+      }
+      return undefined;
+    };
+    switch (base) {
+      case 'export':
+      case 'declare':
+      case 'typeset':
+      case 'local':
+      case 'readonly': {
+        let i = 0;
+        let printOnly = args.length === 0;
+        for (; i < args.length; i++) {
+          const v = args[i]!.value;
+          if (v === undefined || !/^[-+][A-Za-z]+$/.test(v)) break;
+          if (/[niItf]/.test(v.slice(1)) && !(v === '-f' || v === '-F' || v === '-p')) {
+            if (/f/.test(v.slice(1)) && base === 'export')
+              return {
+                verdict: 'ask',
+                reason: 'export -f exports a function to every child shell',
+                rule: 'failClosed:environment',
+              };
+            if (/[nIi]/.test(v.slice(1)))
+              return {
+                verdict: 'ask',
+                reason: `${base} ${v}: namerefs and integer variables evaluate names and arithmetic`,
+                rule: 'failClosed:environment',
+              };
+          }
+          if (/^-[pFf]+$/.test(v)) printOnly = true;
+        }
+        const rest = args.slice(i);
+        if (printOnly && rest.every((a) => a.value !== undefined && !a.value.includes('='))) {
+          for (const a of rest)
+            if (a.value!.startsWith('__conch_')) facts.names.push({ name: a.value!, how: base });
+          return { verdict: 'allow', reason: `${base} only prints` };
+        }
+        const bad = names(rest, base);
+        if (bad) return bad;
+        return { verdict: 'allow', reason: `${base} only sets inert shell variables` };
+      }
+      case 'unset': {
+        let i = 0;
+        let functions = false;
+        for (; i < args.length; i++) {
+          const v = args[i]!.value;
+          if (v === undefined || !/^-[fvn]+$/.test(v)) break;
+          if (v.includes('f')) functions = true;
+        }
+        const rest = args.slice(i);
+        if (functions) {
+          for (const a of rest) facts.names.push({ name: a.value ?? a.raw, how: 'unset -f' });
+          return {
+            verdict: 'ask',
+            reason: 'unset -f removes shell functions',
+            rule: 'failClosed:environment',
+          };
+        }
+        return names(rest, 'unset') ?? { verdict: 'allow', reason: 'unset of inert shell variables' };
+      }
+      case 'read': {
+        const g = grammar({ flags: 'ers', values: 'adinNptu', permute: false });
+        const parsed = parseArgs(g, args, 'read');
+        if (!parsed.ok) return { verdict: 'ask', reason: parsed.reason };
+        const targets = [
+          ...parsed.args.operands,
+          ...parsed.args.options
+            .filter((o) => o.def.key === '-a')
+            .map((o) => (typeof o.value === 'string' ? literalArg(o.value) : o.value!)),
+        ];
+        return names(targets, 'read') ?? { verdict: 'allow', reason: 'read into inert variables' };
+      }
+      case 'mapfile':
+      case 'readarray': {
+        const g = grammar({ flags: 't', values: 'dnOsu', permute: false });
+        const parsed = parseArgs(g, args, base);
+        if (!parsed.ok) return { verdict: 'ask', reason: `${parsed.reason} (-C runs a callback)` };
+        return (
+          names(parsed.args.operands.length ? parsed.args.operands : [literalArg('MAPFILE')], base) ?? {
+            verdict: 'allow',
+            reason: `${base} into inert variables`,
+          }
+        );
+      }
+      case 'getopts':
+        return args.length >= 2
+          ? (names([args[1]!], 'getopts') ?? { verdict: 'allow', reason: 'getopts into an inert variable' })
+          : { verdict: 'ask', reason: 'getopts without a name' };
+      case 'wait': {
+        const p = values.indexOf('-p');
+        if (p >= 0) return names(args.slice(p + 1, p + 2), 'wait -p') ?? { verdict: 'allow', reason: 'wait' };
+        return known
+          ? { verdict: 'allow', reason: 'wait only waits' }
+          : { verdict: 'ask', reason: 'wait with arguments only known at run time' };
+      }
+      case 'let':
+        return {
+          verdict: 'ask',
+          reason: 'let evaluates arithmetic, which can run commands through array subscripts',
+          rule: 'failClosed:arithmetic',
+        };
+      case 'set':
+        if (known && /^[-+]o$/.test(values[0] ?? '') && args.length === 1)
+          return { verdict: 'allow', reason: 'set -o only prints options' };
+        if (args.length === 0)
+          return {
+            verdict: 'ask',
+            reason: 'set without arguments prints every shell variable, secrets included',
+          };
+        return { verdict: 'ask', reason: 'set changes shell options or positional parameters' };
+      case 'shopt':
+        if (known && !values.some((v) => /^-[A-Za-z]*[su]/.test(v!)))
+          return { verdict: 'allow', reason: 'shopt only prints' };
+        return { verdict: 'ask', reason: 'shopt -s/-u changes shell options' };
+      case 'alias': {
+        if (known && values.every((v) => !v!.includes('=')))
+          return { verdict: 'allow', reason: 'alias only prints' };
+        const defs = args.filter((a) => (a.value ?? '').includes('='));
+        return {
+          verdict: 'ask',
+          reason: 'alias defines an alias, which can shadow any command',
+          code:
+            defs.length === 1
+              ? literalArg(defs[0]!.value!.slice(defs[0]!.value!.indexOf('=') + 1))
+              : undefined,
+        };
+      }
+      case 'trap':
+        if (args.length === 0 || (known && values.every((v) => v === '-p' || v === '-l')))
+          return { verdict: 'allow', reason: 'trap only prints' };
+        return {
+          verdict: 'ask',
+          reason: 'trap sets a command the shell runs on a signal or on every command',
+          code: args.find((a) => a.value !== '--' && !/^-[lp]$/.test(a.value ?? '')),
+        };
+      case 'hash':
+        if (
+          args.length === 0 ||
+          (known &&
+            values.every((v) => v === '-l' || v === '-t' || !v!.startsWith('-')) &&
+            !values.includes('-p'))
+        )
+          return { verdict: 'allow', reason: 'hash only prints or looks up' };
+        return { verdict: 'ask', reason: 'hash -p/-r changes which program a name runs' };
+      case 'enable':
+        if (args.length === 0 || (known && values.every((v) => /^-[aps]+$/.test(v!))))
+          return { verdict: 'allow', reason: 'enable only prints' };
+        return { verdict: 'ask', reason: 'enable turns shell builtins on or off' };
+      case 'ulimit':
+      case 'umask':
+        if (args.length === 0 || (known && values.every((v) => /^-[aSHp]+$/.test(v!))))
+          return { verdict: 'allow', reason: `${base} only prints` };
+        return { verdict: 'ask', reason: `${base} changes the shell's limits or file mode mask` };
+      case 'history':
+        if (args.length === 0 || (known && values.length === 1 && /^\d+$/.test(values[0]!)))
+          return { verdict: 'allow', reason: 'history only prints' };
+        return { verdict: 'ask', reason: 'history with options clears, writes or reads the history' };
+      case 'fc':
+        if (
+          known &&
+          values.some((v) => /^-[A-Za-z]*l/.test(v!)) &&
+          !values.some((v) => /^-[A-Za-z]*[es]/.test(v!))
+        )
+          return { verdict: 'allow', reason: 'fc -l only prints' };
+        return { verdict: 'ask', reason: 'fc edits and re-runs earlier commands' };
+      case 'exit':
+      case 'return':
+      case 'break':
+      case 'continue':
+      case 'shift':
+      case 'jobs':
+      case 'times':
+      case 'caller':
+      case 'logout':
+        return known
+          ? { verdict: 'allow', reason: `${base} only ends or reports` }
+          : { verdict: 'ask', reason: `${base} with arguments only known at run time` };
+      case 'bind':
+      case 'complete':
+      case 'compgen':
+      case 'compopt':
+      case 'disown':
+      case 'suspend':
+      case 'bg':
+      case 'fg':
+      case 'coproc':
+      case 'builtin':
+        return { verdict: 'ask', reason: `${base} changes the shell's state or jobs` };
+      default:
+        return undefined;
+    }
+  }
+
+  /** Host deny/ask rules on every wrapper level; allow rules on the full and innermost command. */
+  private hostRules(
+    levels: Arg[][],
+    add: (verdict: Verdict, reason: string, rule: string, suggestedRule?: string) => void,
+    allowToo: boolean,
+    allowBlocked = false,
+  ): boolean {
+    const hit = matchHostRules(
+      this.o.rules,
+      levels.map(levelText),
+      allowToo && !allowBlocked
+        ? [...(this.o.useAllowRules ? this.o.rules.allow : []), ...this.o.sessionAllow()]
+        : [],
+    );
+    if (!hit) return false;
+    add(hit.verdict, hit.reason, hit.rule);
+    return true;
+  }
+
+  /** Whether a command writes (by redirect or option) outside the workspace and /tmp. */
+  private writesOutside(facts: CommandFacts): boolean {
+    for (const w of facts.writes) {
+      const check = targetCheck(w.target, facts.cwds, this.ruleCtx, w.followFinal);
+      if (check.kind === 'harmless') continue;
+      if (check.kind !== 'ok') return true;
+      const ws = this.o.paths.workspaceRoot;
+      if (check.paths.some((p) => !(inside(p, ws) || inside(p, '/tmp')))) return true;
+    }
+    return false;
+  }
+
+  private levelsOf(args: Arg[]): Arg[][] {
+    const levels: Arg[][] = [args];
+    let argv = args;
+    for (let i = 0; i < 8 && argv.length > 0; i++) {
+      const name = argv[0]!.value;
+      if (name === undefined) break;
+      const u = unwrap(baseName(name), argv.slice(1));
+      if (!u || u.kind !== 'inner') break;
+      argv = u.argv;
+      levels.push(argv);
+    }
+    return levels;
+  }
+}
+
+/** argv after field splitting: a known word that expands to several fields is several words. */
+function splitFields(args: Arg[]): Arg[] {
+  const out: Arg[] = [];
+  for (const a of args) {
+    if (a.fields && a.fields.length !== 1)
+      for (const f of a.fields) {
+        const arg = literalArg(f);
+        arg.raw = a.raw;
+        out.push(arg);
+      }
+    else out.push(a);
+  }
+  return out;
+}
+
+/** What a pipeline stage writes when it is literal: `echo words`, `printf 'text'` without conversions. */
+function literalOutput(st: Syntax.Statement, shell: ShellState): string | undefined {
+  if (st.kind !== 'simple' || st.redirects.length > 0 || st.assignments.length > 0) return undefined;
+  const args = splitFields(st.words.map((w) => evaluate(w, shell)));
+  if (args.some((a) => a.value === undefined)) return undefined;
+  const [name, ...rest] = args.map((a) => a.value!);
+  if (name === 'echo') {
+    let newline = true;
+    while (rest[0] !== undefined && /^-[nEe]+$/.test(rest[0])) {
+      if (rest[0].includes('e')) return undefined;
+      if (rest[0].includes('n')) newline = false;
+      rest.shift();
+    }
+    return `${rest.join(' ')}${newline ? '\n' : ''}`;
+  }
+  if (name === 'printf' && rest.length === 1 && !/[%\\]/.test(rest[0]!)) return rest[0];
+  return undefined;
+}
+
+function levelText(level: Arg[]): string {
+  return level.map((a) => a.value ?? a.raw).join(' ');
+}
+
+function emptyFacts(shown: string, cwds: readonly string[] | undefined): CommandFacts {
+  return {
+    shown,
+    programs: [],
+    args: [],
+    cwds,
+    writes: [] as WriteTarget[],
+    intoDirs: [],
+    trees: [],
+    names: [],
+  };
+}
+
+function toShell(state: State, home: string): ShellState {
+  return { home, cwds: state.cwds, vars: state.vars };
+}
+
+function clone(state: State): State {
+  return { cwds: state.cwds, vars: new Map(state.vars) };
+}
+
+function union(a: State, b: State): State {
+  if (a === b) return a;
+  const cwds = a.cwds && b.cwds ? [...new Set([...a.cwds, ...b.cwds])] : undefined;
+  const vars = new Map<string, string | null>();
+  for (const key of new Set([...a.vars.keys(), ...b.vars.keys()])) {
+    const x = a.vars.get(key);
+    const y = b.vars.get(key);
+    vars.set(key, x !== undefined && x === y ? x : null);
+  }
+  return { cwds, vars };
+}
+
+function resolveCwds(cwds: readonly string[] | undefined, target: string): string[] | undefined {
+  if (posix.isAbsolute(target)) return [posix.resolve(target)];
+  if (!cwds) return undefined;
+  return [...new Set(cwds.map((c) => posix.resolve(c, target)))];
+}
+
+function inside(abs: string, dir: string): boolean {
+  return abs === dir || abs.startsWith(dir.endsWith('/') ? dir : `${dir}/`);
+}
+
+function plainName(e: Syntax.TestExpression): boolean {
+  if (e.kind !== 'word') return false;
+  const p = e.word.parts;
+  return p.length === 1 && p[0]!.kind === 'text' && /^[A-Za-z_][A-Za-z0-9_]*$/.test(p[0]!.value);
+}
+
+function integer(e: Syntax.TestExpression): boolean {
+  if (e.kind !== 'word') return false;
+  const p = e.word.parts;
+  return p.length === 1 && p[0]!.kind === 'text' && /^-?\d+$/.test(p[0]!.value);
+}
+
+function visitSimple(st: Syntax.Statement, fn: (cmd: Syntax.SimpleCommand) => void): void {
+  switch (st.kind) {
+    case 'simple':
+      fn(st);
+      return;
+    case 'pipeline':
+      st.stages.forEach((s) => visitSimple(s, fn));
+      return;
+    case 'and-or':
+      visitSimple(st.left, fn);
+      visitSimple(st.right, fn);
+      return;
+    case 'subshell':
+    case 'group':
+      st.body.items.forEach((i) => visitSimple(i.statement, fn));
+      return;
+    case 'negated':
+      visitSimple(st.body, fn);
+      return;
+    default:
+      return;
+  }
+}
+
+/** How a shell is told what to run: a `-c` string, a script file, or stdin. */
+function shellInvocation(
+  args: Arg[],
+  dynamicArgs: boolean,
+): (
+  | { kind: 'string'; script: Arg }
+  | { kind: 'file'; file: Arg }
+  | { kind: 'stdin' }
+  | { kind: 'opaque'; reason: string }
+) & { code: CodeSource } {
+  let wantsString = false;
+  for (let i = 0; i < args.length; i++) {
+    const a = args[i]!;
+    const v = a.value;
+    if (v === undefined) {
+      if (wantsString) return { kind: 'string', script: a, code: 'dynamic' };
+      if (a.subs.some((s) => s.kind === 'process-sub')) return { kind: 'file', file: a, code: 'stdin' };
+      return { kind: 'opaque', reason: `shell argument ${a.raw} is only known at run time`, code: 'dynamic' };
+    }
+    if (v === '--' || v === '-') {
+      const next = args[i + 1];
+      if (wantsString && next)
+        return { kind: 'string', script: next, code: next.value === undefined ? 'dynamic' : 'literal' };
+      if (v === '-' || !next) return { kind: 'stdin', code: 'stdin' };
+      return { kind: 'file', file: next, code: fileSource(next) };
+    }
+    if (v === '--rcfile' || v === '--init-file' || v === '-o' || v === '+o' || v === '-O' || v === '+O') {
+      i++;
+      continue;
+    }
+    if (v.startsWith('--')) continue;
+    if (/^[-+][A-Za-z]+$/.test(v)) {
+      if (v.startsWith('-') && v.includes('c')) wantsString = true;
+      if (v.startsWith('-') && v.includes('s') && !wantsString) return { kind: 'stdin', code: 'stdin' };
+      continue;
+    }
+    if (wantsString) return { kind: 'string', script: a, code: 'literal' };
+    return { kind: 'file', file: a, code: fileSource(a) };
+  }
+  if (wantsString)
+    return dynamicArgs
+      ? { kind: 'string', script: runtimeArg('(a command string supplied at run time)'), code: 'dynamic' }
+      : { kind: 'opaque', reason: 'shell -c without a command string', code: 'literal' };
+  return { kind: 'stdin', code: dynamicArgs ? 'dynamic' : 'stdin' };
+}
+
+/** Where a script path argument really reads from. */
+function fileSource(a: Arg): CodeSource {
+  if (a.subs.some((s) => s.kind === 'process-sub')) return 'stdin';
+  const v = a.value;
+  if (v === undefined) return 'dynamic';
+  if (v === '-' || /^\/dev\/(stdin|fd\/\d+|tcp\/|udp\/)|^\/proc\/[^/]+\/fd\//.test(v)) return 'stdin';
+  return 'file';
+}
+
+/** Where an interpreter (python, node, perl, …) takes its program from. */
+function interpreterSource(base: string, args: Arg[], dynamicArgs: boolean): CodeSource {
+  const codeFlag = /^python|^pypy/.test(base)
+    ? /^-[A-Za-z]*c$/
+    : /^(node|nodejs|deno|bun|ts-node|tsx)$/.test(base)
+      ? /^(-e|-p|--eval|--print)$/
+      : /^php/.test(base)
+        ? /^-[A-Za-z]*[rBRFE]$/
+        : /^(awk|gawk|mawk|nawk)$/.test(base)
+          ? /^$/
+          : /^-[A-Za-z]*[eE]$/;
+  for (let i = 0; i < args.length; i++) {
+    const a = args[i]!;
+    const v = a.value;
+    if (v === undefined) return a.subs.some((s) => s.kind === 'process-sub') ? 'stdin' : 'dynamic';
+    if (codeFlag.test(v)) {
+      const code = args[i + 1];
+      if (!code) return dynamicArgs ? 'dynamic' : 'stdin';
+      return code.value === undefined ? 'dynamic' : 'literal';
+    }
+    if (/^python|^pypy/.test(base) && /^-[A-Za-z]*m$/.test(v)) return 'file';
+    if (/^(awk|gawk|mawk|nawk)$/.test(base)) {
+      if (v === '-f') return args[i + 1] ? fileSource(args[i + 1]!) : 'stdin';
+      if (v.startsWith('-')) continue;
+      return 'literal';
+    }
+    if (v === 'run' && /^(deno|bun)$/.test(base)) continue;
+    if (v.startsWith('-') && v !== '-') continue;
+    return fileSource(a);
+  }
+  return dynamicArgs ? 'dynamic' : 'stdin';
+}
+
+/** Constructs the shell that will run the command reads differently from bash. */
+function dialectRisk(tree: Syntax.SyntaxTree, dialect: Dialect): string | undefined {
+  if (dialect === 'bash') return undefined;
+  let found: string | undefined;
+  const word = (w: Syntax.Word) => {
+    for (const p of w.parts) {
+      if (found) return;
+      if (dialect === 'sh') {
+        if (p.kind === 'text' && p.quoting === 'ansi-c') found = `$'…' is not ANSI-C quoting in /bin/sh`;
+        else if (p.kind === 'locale' || p.kind === 'process-sub' || p.kind === 'brace')
+          found = `${p.kind} is a bash construct /bin/sh reads differently`;
+        else if (p.kind === 'param' && p.op && !/^(:?[-=?+]|##?|%%?)$/.test(p.op))
+          found = `\${…${p.op}…} is a bash expansion /bin/sh does not have`;
+      } else if (p.kind === 'text' && p.quoting === 'none' && /[()]|^=/.test(p.value)) {
+        found = `zsh reads ${JSON.stringify(w.text)} as a glob qualifier or an = expansion, which bash does not`;
+      }
+    }
+  };
+  const seq = (s: Syntax.Sequence) => s.items.forEach((i) => stmt(i.statement));
+  const stmt = (st: Syntax.Statement): void => {
+    if (found) return;
+    for (const r of st.redirects) {
+      if (
+        dialect === 'sh' &&
+        /^(&>>?|<<<|>&)$/.test(r.operator) &&
+        !(r.operator === '>&' && r.target && /^\d+$/.test(r.target.text))
+      )
+        found = `${r.operator} is a bash redirection /bin/sh reads differently`;
+      if (r.target) word(r.target);
+    }
+    switch (st.kind) {
+      case 'simple':
+        st.words.forEach(word);
+        st.assignments.forEach((a) => {
+          if (a.value) word(a.value);
+          if (dialect === 'sh' && (a.array || a.subscript))
+            found = 'arrays are a bash construct /bin/sh does not have';
+        });
+        return;
+      case 'pipeline':
+        if (dialect === 'sh' && st.operators.includes('|&'))
+          found = '|& is a bash construct /bin/sh reads differently';
+        st.stages.forEach(stmt);
+        return;
+      case 'and-or':
+        stmt(st.left);
+        stmt(st.right);
+        return;
+      case 'subshell':
+      case 'group':
+        seq(st.body);
+        return;
+      case 'test':
+        if (dialect === 'sh' && st.bracket === '[[')
+          found = '[[ … ]] is a bash construct /bin/sh does not have';
+        return;
+      case 'function':
+        if (dialect === 'sh' && st.text.startsWith('function'))
+          found = 'the function keyword is a bash construct';
+        stmt(st.body);
+        return;
+      case 'negated':
+        stmt(st.body);
+        return;
+      case 'if':
+        st.clauses.forEach((c) => {
+          seq(c.condition);
+          seq(c.body);
+        });
+        if (st.otherwise) seq(st.otherwise);
+        return;
+      case 'for':
+        if (dialect === 'sh' && st.select) found = 'select is a bash construct';
+        (st.values ?? []).forEach(word);
+        seq(st.body);
+        return;
+      case 'while':
+        seq(st.condition);
+        seq(st.body);
+        return;
+      case 'case':
+        st.items.forEach((i) => seq(i.body));
+        return;
+      default:
+        return;
+    }
+  };
+  seq(tree.body);
+  return found;
 }
 
 function summarize(parts: Part[]): Analysis {
@@ -682,50 +1603,12 @@ function summarize(parts: Part[]): Analysis {
       reason: 'the command is empty',
       rule: 'readOnly:empty',
     };
-    return { verdict: 'allow', decisive: empty, parts: [empty] };
+    return { verdict: 'allow', decisive: empty, parts: [empty], readOnly: true };
   }
   let decisive = parts[0]!;
   for (const p of parts) if (RANK[p.verdict] > RANK[decisive.verdict]) decisive = p;
-  return { verdict: decisive.verdict, decisive, parts };
-}
-
-function toWords(command: SimpleCommand): Word[] {
-  return command.words.map((value, i) => ({
-    value,
-    literal: command.literal[i] ?? false,
-    raw: command.rawWords[i] ?? value,
-  }));
-}
-
-function positionalArgs(args: Word[]): Word[] {
-  const out: Word[] = [];
-  let options = true;
-  for (const a of args) {
-    if (options && a.literal && a.value === '--') {
-      options = false;
-      continue;
-    }
-    if (options && a.literal && a.value.startsWith('-') && a.value !== '-') continue;
-    out.push(a);
-  }
-  return out;
-}
-
-function writeTarget(r: Redirect): string | undefined {
-  if (r.target === undefined) return undefined;
-  const op = r.operator;
-  if (op === '>&' || op === '<&' || op === '>&-' || op === '<&-') {
-    if (/^(\d+|-)$/.test(r.target) || !r.targetLiteral)
-      return op === '>&' && !/^(\d+|-)$/.test(r.target) ? r.target : undefined;
-    return op === '>&' ? r.target : undefined;
-  }
-  if (!OUTPUT_OPERATORS.has(op)) return undefined;
-  if (r.targetLiteral && HARMLESS_TARGETS.test(r.target)) return undefined;
-  return r.target;
-}
-
-function inside(abs: string, dir: string): boolean {
-  return abs === dir || abs.startsWith(dir.endsWith('/') ? dir : `${dir}/`);
+  const readOnly = decisive.verdict === 'allow' && parts.every((p) => p.rule.startsWith('readOnly:'));
+  return { verdict: decisive.verdict, decisive, parts, readOnly };
 }
 
 function continuationInsideWord(source: string): boolean {
@@ -737,41 +1620,10 @@ function continuationInsideWord(source: string): boolean {
   return false;
 }
 
-const GIT_EXEC_KEYS =
-  /^(core\.(pager|editor|hookspath|fsmonitor|sshcommand|askpass|gitproxy)|diff\..*\.(textconv|command)|diff\.external|merge\..*\.driver|filter\..*|alias\..*|credential\..*helper|credential\.helper|gpg\.program|gpg\..*\.program|sequence\.editor|include\.path|includeif\..*|uploadpack\..*|receive\..*|pager\..*|web\.browser|browser\..*\.cmd|sendemail\..*cmd|remote\..*\.(uploadpack|receivepack|proxy))$/i;
-
-/** `git config <exec-key> <value>` or `git -c <exec-key>=...`: which key, when one runs programs. */
-function gitConfigDanger(args: Word[]): string | undefined {
-  for (let i = 0; i < args.length; i++) {
-    const v = args[i]!.value;
-    if (v === '-c' && args[i + 1]) {
-      const key = args[i + 1]!.value.split('=')[0]!;
-      if (GIT_EXEC_KEYS.test(key)) return undefined; // -c is per-invocation: asked, not a config write
-      i++;
-      continue;
-    }
-    if (v.startsWith('-')) {
-      if (v === '-C') i++;
-      continue;
-    }
-    if (v !== 'config') return undefined;
-    const rest = args.slice(i + 1).filter((a) => !a.value.startsWith('-'));
-    const readOnly = args
-      .slice(i + 1)
-      .some((a) => /^--(get|get-all|get-regexp|list|show-origin|unset|unset-all)$|^-l$/.test(a.value));
-    if (readOnly) return undefined;
-    const key = rest[0]?.value === 'set' ? rest[1]?.value : rest[0]?.value;
-    const hasValue = rest[0]?.value === 'set' ? rest.length >= 3 : rest.length >= 2;
-    if (key && hasValue && GIT_EXEC_KEYS.test(key)) return key;
-    return undefined;
-  }
-  return undefined;
-}
-
 /** A host rule that would allow this command: exact for short commands, else a prefix. */
-export function suggestRule(words: Word[]): string | undefined {
-  if (words.length === 0 || !words.every((w) => w.literal)) return undefined;
-  const values = words.map((w) => w.value);
+export function suggestRule(words: Arg[]): string | undefined {
+  if (words.length === 0 || !words.every((w) => w.value !== undefined)) return undefined;
+  const values = words.map((w) => w.value!);
   if (values.some((v) => /[\s*]/.test(v))) {
     const head = values.slice(
       0,
@@ -786,31 +1638,4 @@ export function suggestRule(words: Word[]): string | undefined {
     else break;
   }
   return `${head.join(' ')}:*`;
-}
-
-function short(text: string): string {
-  const oneLine = text.length > 200 ? `${text.slice(0, 200)}… (${text.length} chars)` : text;
-  return oneLine;
-}
-
-/** Adds a deny for each start path of a recursive delete that resolves to /, ~ or the workspace root. */
-function denyRootDeletes(
-  starts: readonly Word[],
-  what: string,
-  ctx: PathContext,
-  shown: string,
-  parts: Part[],
-) {
-  for (const s of starts) {
-    const abs = expandKnown(s.value, s.literal, ctx);
-    const full = abs === undefined ? undefined : absolute(abs, ctx);
-    const root = full && isRootLike(full, ctx);
-    if (root)
-      parts.push({
-        command: shown,
-        verdict: 'deny',
-        reason: `${what} would delete everything in ${root}`,
-        rule: 'safety:recursiveDeleteRoot',
-      });
-  }
 }

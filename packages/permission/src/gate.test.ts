@@ -7,7 +7,7 @@ import { join } from 'node:path';
 import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { permissionConfigSchema, type PermissionConfigInput } from './config.js';
-import { compileRule } from './rules.js';
+import { compileRule } from './host-rules.js';
 import { PermissionEngine } from './gate.js';
 
 let parser: ShellParser;

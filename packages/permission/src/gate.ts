@@ -12,11 +12,11 @@ import {
 import type { ShellParser } from '@conch/shell-syntax';
 import { homedir } from 'node:os';
 import { resolve } from 'node:path';
-import { Analyzer, type Analysis, type Part, type Verdict } from './analyze.js';
+import { Analyzer, type Analysis, type Dialect, type Part, type Verdict } from './analyze.js';
 import type { PermissionConfig } from './config.js';
 import { escapeHidden } from './display.js';
 import { compileProtected } from './paths.js';
-import { compileRule, type CompiledRule, type RuleList } from './rules.js';
+import { compileRule, type CompiledRule, type HostRules, type RuleList } from './host-rules.js';
 
 /** One decision as the audit log keeps it. */
 export interface AuditEntry {
@@ -62,7 +62,7 @@ export interface RuleProblem {
  */
 export class PermissionEngine implements PermissionGate {
   private readonly analyzer: Analyzer;
-  private readonly rules: { allow: CompiledRule[]; ask: CompiledRule[]; deny: CompiledRule[] };
+  private readonly rules: HostRules;
   private readonly session: CompiledRule[] = [];
   private readonly log: AuditEntry[] = [];
   private readonly config: PermissionConfig;
@@ -92,9 +92,11 @@ export class PermissionEngine implements PermissionGate {
       rules: this.rules,
       sessionAllow: () => this.session,
       useAllowRules: options.config.mode !== 'readOnly',
-      home: options.home ?? homedir(),
-      workspaceRoot: this.workspaceRoot,
-      protectedGlobs: compileProtected(options.config.protectedPaths),
+      paths: {
+        home: options.home ?? homedir(),
+        workspaceRoot: this.workspaceRoot,
+        extra: compileProtected(options.config.protectedPaths),
+      },
       maxBytes: options.config.maxCommandBytes,
       timeoutMs: options.config.parseTimeoutMs,
       maxNesting: options.config.maxNesting,
@@ -102,8 +104,8 @@ export class PermissionEngine implements PermissionGate {
   }
 
   /** The policy's answer for a command line, without asking anyone or logging (for UIs and tests). */
-  evaluate(command: string, cwd: string = this.workspaceRoot): Analysis {
-    return this.analyzer.analyze(command, resolve(this.workspaceRoot, cwd));
+  evaluate(command: string, cwd: string = this.workspaceRoot, dialect: Dialect = 'bash'): Analysis {
+    return this.analyzer.analyze(command, resolve(this.workspaceRoot, cwd), { dialect });
   }
 
   /** The decisions so far, oldest first (at most `auditLimit`). */
@@ -278,7 +280,7 @@ export class PermissionEngine implements PermissionGate {
           rule: 'unknown',
         };
     return {
-      analysis: { verdict: part.verdict, decisive: part, parts: [part] },
+      analysis: { verdict: part.verdict, decisive: part, parts: [part], readOnly: part.verdict === 'allow' },
       display: escapeHidden(request.summary),
     };
   }
@@ -325,9 +327,7 @@ export class PermissionEngine implements PermissionGate {
 
 export function compileRules(
   rules: PermissionConfig['rules'],
-):
-  | { rules: { allow: CompiledRule[]; ask: CompiledRule[]; deny: CompiledRule[] } }
-  | { problems: RuleProblem[] } {
+): { rules: HostRules } | { problems: RuleProblem[] } {
   const out = { allow: [] as CompiledRule[], ask: [] as CompiledRule[], deny: [] as CompiledRule[] };
   const problems: RuleProblem[] = [];
   for (const list of ['allow', 'ask', 'deny'] as RuleList[]) {

@@ -1,13 +1,14 @@
-import { lstatSync, readlinkSync, realpathSync } from 'node:fs';
-import { basename, dirname, isAbsolute, relative, resolve, sep } from 'node:path';
-import { globToRegExp, hasGlobChars } from './glob.js';
+import { lstatSync, readlinkSync, realpathSync, statSync } from 'node:fs';
+import { basename, dirname, isAbsolute, posix, relative, resolve } from 'node:path';
+import picomatch from 'picomatch';
 
-/** Shell start-up files: writing one runs code in every later shell. */
+/** Shell start-up files (in any directory): writing one runs code in every later shell. */
 const RC_FILES = new Set([
   '.bashrc',
   '.bash_profile',
   '.bash_login',
   '.bash_logout',
+  '.bash_aliases',
   '.profile',
   '.zshrc',
   '.zshenv',
@@ -19,10 +20,13 @@ const RC_FILES = new Set([
   '.cshrc',
   '.tcshrc',
   '.inputrc',
-  'config.fish',
+  '.gitconfig',
+  '.pam_environment',
 ]);
-const RC_PATHS = ['/etc/profile', '/etc/bash.bashrc', '/etc/zsh/', '/etc/profile.d/', '/etc/environment'];
-/** Base names a glob target is tested against: would `rm .e*` or `> .*rc` reach a protected file? */
+/** System-wide start-up files and directories. */
+const SYSTEM_RC = ['/etc/profile', '/etc/bash.bashrc', '/etc/environment', '/etc/zshenv', '/etc/zshrc'];
+const SYSTEM_RC_DIRS = ['/etc/zsh/', '/etc/profile.d/'];
+/** Base names a pattern target is tested against: would `rm .e*` or `> .*rc` reach a protected file? */
 const PROTECTED_SAMPLES = [
   '.env',
   '.env.local',
@@ -30,162 +34,276 @@ const PROTECTED_SAMPLES = [
   '.ssh',
   '.bashrc',
   '.zshrc',
+  '.zshenv',
   '.profile',
   '.bash_profile',
+  '.gitconfig',
+  '.git',
 ];
+/** Writing these is harmless: they are not files. */
+const HARMLESS = /^\/dev\/(null|zero|full|stdout|stderr|tty|fd\/[0-2])$/;
+
+export interface ProtectedGlob {
+  glob: string;
+  test: (path: string) => boolean;
+}
 
 export interface PathContext {
-  cwd: string | undefined;
   home: string;
   workspaceRoot: string;
-  extra: readonly { glob: string; re: RegExp }[];
+  /** The host's extra protected globs. */
+  extra: readonly ProtectedGlob[];
 }
 
-/** Compiles the host's extra protected globs. */
-export function compileProtected(globs: readonly string[]): { glob: string; re: RegExp }[] {
-  return globs.map((glob) => ({ glob, re: globToRegExp(glob) }));
+/**
+ * Compiles the host's protected globs with picomatch (`{a,b}`, `**`, dotfiles matched). A glob
+ * with a `/` matches absolute paths and paths relative to the workspace; one without matches the
+ * base name anywhere.
+ */
+export function compileProtected(globs: readonly string[]): ProtectedGlob[] {
+  return globs.map((glob) => {
+    const matcher = picomatch(glob, { dot: true, basename: !glob.includes('/') });
+    return { glob, test: (path: string) => matcher(path) };
+  });
 }
 
-/** Why writing `abs` is refused, or undefined when it is not protected. */
+/** Why writing `abs` (an absolute, normalized path) is refused, or undefined when it is not protected. */
 export function protectedReason(abs: string, ctx: PathContext): string | undefined {
   const base = basename(abs);
-  const parts = abs.split(sep);
-  if (/^\.env(\..*|rc)?$/.test(base) || base.startsWith('.env'))
-    return `${abs} is an environment file (.env*)`;
+  const parts = abs.split('/');
+  if (/^\.env($|[.\-_]|rc$)/.test(base)) return `${abs} is an environment file (.env*)`;
   if (parts.includes('.ssh')) return `${abs} is inside an .ssh directory`;
+  if (parts.some((p) => p === '.bashrc.d' || p === '.zshrc.d'))
+    return `${abs} is sourced by a shell start-up file`;
+  const bare = parts.findIndex((p, i) => p.endsWith('.git') && p !== '.git' && parts[i + 1] === 'hooks');
+  if (bare >= 0) return `${abs} is a git hook of a bare repository`;
   const gitAt = parts.lastIndexOf('.git');
   if (gitAt >= 0) {
-    const rest = parts.slice(gitAt + 1);
-    if (rest[0] === 'hooks') return `${abs} is a git hook (.git/hooks)`;
-    if (rest[0] === 'config' && rest.length === 1) return `${abs} is the git config (.git/config)`;
+    const rest = parts.slice(gitAt + 1).filter((p) => p !== '');
     if (rest.length === 0) return `${abs} is a .git directory`;
+    if (rest[0] === 'hooks') return `${abs} is a git hook (.git/hooks)`;
+    if ((rest[0] === 'config' || rest[0] === 'config.worktree') && rest.length === 1)
+      return `${abs} is the git config (.git/${rest[0]})`;
   }
-  if (RC_FILES.has(base)) return `${abs} is a shell start-up file`;
-  if (RC_PATHS.some((p) => abs === p.replace(/\/$/, '') || (p.endsWith('/') && abs.startsWith(p))))
+  if (RC_FILES.has(base)) return `${abs} is a shell or git start-up file`;
+  const home = ctx.home.endsWith('/') ? ctx.home : `${ctx.home}/`;
+  if (abs.startsWith(`${home}.config/git/`) || abs === `${home}.config/git`)
+    return `${abs} is the user's git config`;
+  if (abs.startsWith(`${home}.config/fish/`)) return `${abs} is a fish start-up file`;
+  if (abs.startsWith(`${home}.config/environment.d/`)) return `${abs} sets the user's session environment`;
+  if (SYSTEM_RC.includes(abs) || SYSTEM_RC_DIRS.some((d) => abs.startsWith(d) || `${abs}/` === d))
     return `${abs} is a system shell start-up file`;
-  for (const { glob, re } of ctx.extra) {
+  for (const g of ctx.extra) {
     const rel = relative(ctx.workspaceRoot, abs);
-    if (re.test(abs) || re.test(rel) || (!glob.includes('/') && re.test(base)))
-      return `${abs} matches the protected path pattern ${JSON.stringify(glob)}`;
+    if (g.test(abs) || (!rel.startsWith('..') && !isAbsolute(rel) && g.test(rel)))
+      return `${abs} matches the protected path pattern ${JSON.stringify(g.glob)}`;
   }
   return undefined;
 }
 
 /**
- * Expands what a path word can be proven to mean: `~`, `~/x`, `$HOME`, `${HOME}`, `$PWD`, quotes.
- * Returns undefined when the word depends on anything else (other variables, substitutions).
+ * Resolves a path the way the kernel does: component by component from `/` or the working
+ * directory, following each symlink before a later `..` applies (so `link/../x` lands next to the
+ * link's target, not next to the link). The final component is followed only when `followFinal`
+ * (a write through `>` follows it; `rm` and `mv` act on the link itself). Missing components are
+ * kept as written (a `..` after one fails at run time anyway).
  */
-export function expandKnown(word: string, literal: boolean, ctx: PathContext): string | undefined {
-  if (literal) return word;
-  let text = word;
-  if (/^"[^"]*"$/.test(text)) text = text.slice(1, -1);
-  if (text === '~' || text.startsWith('~/')) text = ctx.home + text.slice(1);
-  text = text.replace(/\$\{HOME\}|\$HOME(?![A-Za-z0-9_])/g, ctx.home);
-  if (ctx.cwd !== undefined) text = text.replace(/\$\{PWD\}|\$PWD(?![A-Za-z0-9_])/g, ctx.cwd);
-  if (/[$`"'\\~]/.test(text)) return undefined;
-  return text;
+export function resolveLikeKernel(path: string, cwd: string, followFinal = true): string {
+  return walk(path, realCwd(cwd), followFinal, 0);
 }
 
-/** Absolute path of a target relative to the (possibly unknown) working directory. */
-export function absolute(target: string, ctx: PathContext): string | undefined {
-  if (isAbsolute(target)) return resolve(target);
-  if (ctx.cwd === undefined) return undefined;
-  return resolve(ctx.cwd, target);
-}
-
-/** The path with symlinks resolved as far as it exists, dangling links followed too. */
-export function realish(abs: string, hops = 0): string {
-  let head = abs;
-  const tail: string[] = [];
-  for (let i = 0; i < 256; i++) {
+function walk(path: string, cwd: string, followFinal: boolean, hops: number): string {
+  const components = path.split('/');
+  while (components.length > 1 && components[components.length - 1] === '') components.pop();
+  let current = path.startsWith('/') ? '/' : cwd;
+  let missing = false;
+  for (let i = 0; i < components.length; i++) {
+    const c = components[i]!;
+    if (c === '' || c === '.') continue;
+    if (c === '..') {
+      current = dirname(current);
+      continue;
+    }
+    const next = current === '/' ? `/${c}` : `${current}/${c}`;
+    const last = i === components.length - 1;
+    if (missing) {
+      current = next;
+      continue;
+    }
+    let link: string | undefined;
     try {
-      const real = realpathSync(head);
-      return tail.length ? resolve(real, ...[...tail].reverse()) : real;
+      if (lstatSync(next).isSymbolicLink()) link = readlinkSync(next);
     } catch {
-      // A dangling symlink (`envlink -> .env` before .env exists) still says where a write lands.
-      try {
-        if (hops < 40 && lstatSync(head).isSymbolicLink()) {
-          const target = resolve(dirname(head), readlinkSync(head));
-          return realish(tail.length ? resolve(target, ...[...tail].reverse()) : target, hops + 1);
-        }
-      } catch {
-        // not there at all: look at the parent
-      }
-      const parent = dirname(head);
-      if (parent === head) return abs;
-      tail.push(basename(head));
-      head = parent;
+      missing = true;
+      current = next;
+      continue;
     }
+    if (link !== undefined && (!last || followFinal) && hops < 40) {
+      current = walk(link, current, true, hops + 1);
+      continue;
+    }
+    current = next;
   }
-  return abs;
+  return current;
 }
 
-export type WriteCheck =
-  { kind: 'protected'; reason: string } | { kind: 'unknown'; reason: string } | { kind: 'ok'; abs: string };
+function realCwd(cwd: string): string {
+  try {
+    return realpathSync(cwd);
+  } catch {
+    return resolve(cwd);
+  }
+}
 
-/** Checks one write target (literal or not, maybe a glob) against the protected paths. */
-export function checkWriteTarget(word: string, literal: boolean, ctx: PathContext): WriteCheck {
-  const expanded = expandKnown(word, literal, ctx);
-  if (expanded === undefined) {
-    // Even an unresolvable word names a protected file when its last part is one (`$D/.env`).
-    const tailBase = word.replace(/["']/g, '').split('/').pop() ?? '';
-    if (tailBase && !/[$`*?[]/.test(tailBase)) {
-      const reason = protectedReason(`/${tailBase}`, { ...ctx, extra: [] });
-      if (reason)
-        return {
-          kind: 'protected',
-          reason: `${word} names a protected file (${reason.replace(/^\/\S+ /, '')})`,
-        };
-    }
-    return { kind: 'unknown', reason: `cannot tell where ${word} points` };
-  }
-  if (!literal && hasGlobChars(expanded)) {
-    const dir = expanded.includes('/') ? expanded.slice(0, expanded.lastIndexOf('/')) || '/' : '.';
-    const pattern = expanded.slice(expanded.lastIndexOf('/') + 1);
-    const dirAbs = hasGlobChars(dir) ? undefined : absolute(dir, ctx);
-    if (dirAbs) {
-      const dirReason = protectedReason(dirAbs, ctx) ?? protectedReason(realish(dirAbs), ctx);
-      if (dirReason && !dirReason.includes('environment file'))
-        return { kind: 'protected', reason: dirReason };
-    }
-    const re = globToRegExp(pattern, { shellDot: true });
-    const hit = PROTECTED_SAMPLES.find((name) => re.test(name));
-    if (hit) return { kind: 'protected', reason: `the pattern ${word} can match ${hit}, a protected file` };
-    return { kind: 'unknown', reason: `${word} is a pattern the shell expands at run time` };
-  }
-  const abs = absolute(expanded, ctx);
-  if (abs === undefined) {
-    const reason = protectedReason(`/${expanded}`, { ...ctx, extra: [] });
-    if (reason)
-      return { kind: 'protected', reason: `${expanded} is protected (${reason.replace(/^\/\S+ /, '')})` };
+export type TargetCheck =
+  | { kind: 'protected'; reason: string }
+  | { kind: 'harmless' }
+  | { kind: 'ok'; paths: string[] }
+  | { kind: 'unknown'; reason: string };
+
+/**
+ * Checks a known write target against the protected paths, in every working directory the
+ * command may run in: the lexical path, the kernel's resolution (symlinks before `..`), and — for
+ * an existing file with several hard links — whether it is a protected file under another name.
+ */
+export function checkTarget(
+  value: string,
+  cwds: readonly string[] | undefined,
+  ctx: PathContext,
+  options: { followFinal?: boolean } = {},
+): TargetCheck {
+  if (HARMLESS.test(value)) return { kind: 'harmless' };
+  if (value === '') return { kind: 'unknown', reason: 'the target is empty' };
+  const bases = isAbsolute(value) ? ['/'] : cwds;
+  if (!bases) {
+    const reason = protectedReason(`/${value}`.replace(/\/+/g, '/'), { ...ctx, extra: [] });
+    if (reason) return { kind: 'protected', reason: `${value} is protected (${stripPath(reason)})` };
     return {
       kind: 'unknown',
-      reason: `the working directory of ${word} is unknown (an earlier non-literal cd)`,
+      reason: `the working directory of ${value} is unknown (an earlier cd that cannot be resolved)`,
     };
   }
-  const reason = protectedReason(abs, ctx) ?? protectedReason(realish(abs), ctx);
-  if (reason) {
-    const real = realish(abs);
-    return {
-      kind: 'protected',
-      reason: real !== abs && !protectedReason(abs, ctx) ? `${abs} resolves to ${real}: ${reason}` : reason,
-    };
+  const paths: string[] = [];
+  for (const base of bases) {
+    const lexical = posix.resolve(base, value);
+    if (lexical.startsWith('/proc/'))
+      return {
+        kind: 'unknown',
+        reason: `${value} is under /proc, which the gate cannot resolve for the command`,
+      };
+    const kernel = resolveLikeKernel(value, base, options.followFinal ?? true);
+    for (const p of new Set([lexical, kernel])) {
+      const reason = protectedReason(p, ctx);
+      if (reason) {
+        return {
+          kind: 'protected',
+          reason:
+            p !== lexical && !protectedReason(lexical, ctx)
+              ? `${lexical} resolves to ${p}: ${reason}`
+              : reason,
+        };
+      }
+    }
+    const link = hardLinkOfProtected(kernel, ctx);
+    if (link) return { kind: 'protected', reason: `${kernel} is a hard link of ${link}` };
+    paths.push(kernel);
   }
-  return { kind: 'ok', abs };
+  return { kind: 'ok', paths };
 }
 
-/** Whether `abs` is `/`, the home directory, the workspace root, or an ancestor of one of them. */
-export function isRootLike(abs: string, ctx: PathContext): string | undefined {
-  const candidates = [abs, realish(abs)];
-  for (const p of candidates) {
-    if (p === '/') return 'the filesystem root';
-    if (p === ctx.home) return 'the home directory';
-    if (p === ctx.workspaceRoot) return 'the workspace root';
-    const rel = relative(p, ctx.workspaceRoot);
-    if (rel && !rel.startsWith('..') && !isAbsolute(rel)) return `${p}, which contains the workspace root`;
-    const relHome = relative(p, ctx.home);
-    if (relHome && !relHome.startsWith('..') && !isAbsolute(relHome))
-      return `${p}, which contains the home directory`;
+function stripPath(reason: string): string {
+  return reason.replace(/^\/\S* /, '');
+}
+
+/** An existing file with more than one link: is it the same inode as a protected file we know? */
+function hardLinkOfProtected(path: string, ctx: PathContext): string | undefined {
+  let st;
+  try {
+    st = statSync(path);
+  } catch {
+    return undefined;
+  }
+  if (!st.isFile() || st.nlink < 2) return undefined;
+  for (const candidate of knownProtectedFiles(ctx)) {
+    try {
+      const other = statSync(candidate);
+      if (other.ino === st.ino && other.dev === st.dev) return candidate;
+    } catch {
+      // not there
+    }
   }
   return undefined;
 }
+
+function knownProtectedFiles(ctx: PathContext): string[] {
+  const out: string[] = [];
+  for (const name of RC_FILES) out.push(resolve(ctx.home, name));
+  for (const name of ['.env', '.env.local', '.envrc', '.git/config'])
+    out.push(resolve(ctx.workspaceRoot, name));
+  for (const name of ['authorized_keys', 'id_rsa', 'id_ed25519', 'config'])
+    out.push(resolve(ctx.home, '.ssh', name));
+  return out;
+}
+
+/**
+ * Checks a write target only known as a glob pattern (an unquoted `*`, `?` or `[…]`): protected
+ * when the directory part is protected or the name part can match a protected name.
+ */
+export function checkPatternTarget(
+  pattern: string,
+  cwds: readonly string[] | undefined,
+  ctx: PathContext,
+): TargetCheck {
+  const slash = pattern.lastIndexOf('/');
+  const dir = slash > 0 ? pattern.slice(0, slash) : slash === 0 ? '/' : '.';
+  const namePattern = pattern.slice(slash + 1);
+  const re = picomatch.makeRe(namePattern, { dot: false });
+  const hit = PROTECTED_SAMPLES.find((name) => re.test(name));
+  if (hit) return { kind: 'protected', reason: `the pattern ${pattern} can match ${hit}, a protected file` };
+  if (!/[*?[]/.test(dir)) {
+    const check = checkTarget(dir, cwds, ctx);
+    if (check.kind === 'protected' && !/environment file/.test(check.reason)) return check;
+  } else {
+    const parts = dir.split('/');
+    for (const part of parts) {
+      const partRe = picomatch.makeRe(part, { dot: false });
+      if (['.ssh', '.git'].some((n) => partRe.test(n)))
+        return { kind: 'protected', reason: `the pattern ${pattern} can reach a protected directory` };
+    }
+  }
+  return { kind: 'unknown', reason: `${pattern} is a pattern the shell expands at run time` };
+}
+
+/** Whether `abs` is `/`, the home directory, the workspace root, or an ancestor of one of them. */
+export function rootLike(abs: string, ctx: PathContext): string | undefined {
+  const candidates = new Set([normalize(abs), normalize(realish(abs))]);
+  for (const p of candidates) {
+    if (p === '/') return 'the filesystem root';
+    if (p === normalize(ctx.home)) return 'the home directory';
+    if (p === normalize(ctx.workspaceRoot)) return 'the workspace root';
+    if (isAncestor(p, ctx.workspaceRoot)) return `${p}, which contains the workspace root`;
+    if (isAncestor(p, ctx.home)) return `${p}, which contains the home directory`;
+  }
+  return undefined;
+}
+
+function normalize(p: string): string {
+  const n = posix.normalize(p);
+  return n.length > 1 && n.endsWith('/') ? n.slice(0, -1) : n;
+}
+
+function isAncestor(dir: string, of: string): boolean {
+  const rel = relative(dir, of);
+  return rel !== '' && !rel.startsWith('..') && !isAbsolute(rel);
+}
+
+/** The path with symlinks resolved as far as it exists. */
+export function realish(abs: string): string {
+  try {
+    return realpathSync(abs);
+  } catch {
+    return resolveLikeKernel(abs, '/', true);
+  }
+}
+
+export { HARMLESS as HARMLESS_TARGET };

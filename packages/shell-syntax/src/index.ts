@@ -10,3 +10,5 @@ export type {
   SimpleCommand,
   SyntaxFlags,
 } from './types.js';
+export type * as Syntax from './syntax-types.js';
+export { hasBraceExpansion, hasGlob, literalValue } from './syntax-tree.js';

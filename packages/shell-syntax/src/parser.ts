@@ -1,6 +1,7 @@
 import { createRequire } from 'node:module';
 import { Language, Parser, type Tree } from 'web-tree-sitter';
 import type { ParsedCommand, ParseOptions, ShellParser } from './types.js';
+import { SyntaxConverter } from './syntax-tree.js';
 import { emptyFlags, TreeWalker } from './walk.js';
 
 /** Default bound on the source size, in UTF-8 bytes. */
@@ -70,6 +71,7 @@ class BashParser implements ShellParser {
       const walker = new TreeWalker(source, tree.rootNode.hasError);
       walker.walkProgram(tree.rootNode);
       let parsed: ParsedCommand = { ...walker.result(source), needsShell: true };
+      if (parsed.ok) parsed.syntax = new SyntaxConverter(source).convert(tree.rootNode);
       if (walker.continuations.length > 0 && !nestedNormalize) {
         // The shell removes backslash-newline before it splits words (`$\<newline>(id)` is `$(id)`):
         // parse the command as the shell will see it, and keep the flag.

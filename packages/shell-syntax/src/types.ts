@@ -1,3 +1,5 @@
+import type { SyntaxTree } from './syntax-types.js';
+
 /** The shell operators between commands, in source order. */
 export type ShellOperator = '&&' | '||' | ';' | '|' | '|&' | '&';
 
@@ -111,6 +113,12 @@ export interface ParsedCommand {
   needsShell: boolean;
   /** Present iff the source is one simple command of literal words: argv after quote removal. */
   direct?: { argv: string[] };
+  /**
+   * The typed syntax tree (allow-list conversion: unknown node kinds are listed in
+   * `syntax.unknowns`). Present when the source parsed (`ok`), of the normalized source when the
+   * command had line continuations.
+   */
+  syntax?: SyntaxTree;
 }
 
 export interface ParseOptions {

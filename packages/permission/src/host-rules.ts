@@ -1,5 +1,4 @@
 import type { RuleInput } from './config.js';
-import { escapeRegExp } from './glob.js';
 
 export type RuleList = 'allow' | 'ask' | 'deny';
 
@@ -62,4 +61,41 @@ export function compileRule(list: RuleList, index: number, input: RuleInput): Co
 
 function norm(examples: { match?: string[] | undefined; notMatch?: string[] | undefined }) {
   return { match: examples.match ?? [], notMatch: examples.notMatch ?? [] };
+}
+
+export interface HostRules {
+  allow: CompiledRule[];
+  ask: CompiledRule[];
+  deny: CompiledRule[];
+}
+
+/**
+ * Host rules on one command: deny and ask rules match any wrapper level (`timeout 5 git push`
+ * is `git push` too); allow rules only the full command or its innermost level. Deny beats ask
+ * beats allow. Returns the decision of the first rule that matches, or undefined.
+ */
+export function matchHostRules(
+  rules: HostRules,
+  levelTexts: readonly string[],
+  allowRules: readonly CompiledRule[],
+): { verdict: 'allow' | 'ask' | 'deny'; reason: string; rule: string } | undefined {
+  for (const rule of rules.deny) {
+    if (levelTexts.some((t) => rule.test(t)))
+      return { verdict: 'deny', reason: `the host rule "${rule.text}" denies it`, rule: `deny:${rule.text}` };
+  }
+  for (const rule of rules.ask) {
+    if (levelTexts.some((t) => rule.test(t)))
+      return { verdict: 'ask', reason: `the host rule "${rule.text}" asks for it`, rule: `ask:${rule.text}` };
+  }
+  if (levelTexts.length === 0) return undefined;
+  const candidates = [levelTexts[0]!, levelTexts[levelTexts.length - 1]!];
+  for (const rule of allowRules) {
+    if (candidates.some((t) => rule.test(t)))
+      return { verdict: 'allow', reason: `the rule "${rule.text}" allows it`, rule: `allow:${rule.text}` };
+  }
+  return undefined;
+}
+
+function escapeRegExp(text: string): string {
+  return text.replace(/[.*+?^${}()|[\]\\/]/g, '\\$&');
 }
