@@ -26,6 +26,8 @@ export {
   defineTool,
   type PluginContext,
   type PluginDefinition,
+  type PluginScope,
+  type PluginSetup,
   type RegistryEnvironment,
   type ToolAnnotations,
   type ToolCallContext,
@@ -39,6 +41,8 @@ export type {
   ApprovalAnswer,
   ApprovalRequest,
   ApproveFn,
+  CommandPlan,
+  KernelPolicy,
   PermissionDecision,
   PermissionGate,
   PermissionRequest,
@@ -54,7 +58,9 @@ export type {
   ProcessInfo,
   ProcessManagerService,
 } from './services.js';
-export { TOKENS } from './tokens.js';
+export { BACKGROUND_SERVICE, PERMISSION_GATE, TOKENS } from './tokens.js';
+export { isToken, token, type Token } from './token.js';
+export { DuplicateServiceError, NoSuchServiceError } from './errors/service-errors.js';
 export { toJsonSchema, formatToolSchema, type JsonSchema, type SchemaFormat } from './schema.js';
 export { normalizeConfigKeys } from './config-aliases.js';
 export {
@@ -65,6 +71,7 @@ export {
   type PermissionDeniedResult,
   type PluginInfo,
   type PluginRegistryOptions,
+  type RegistryStatus,
   type ToolInfo,
 } from './registry.js';
 export {

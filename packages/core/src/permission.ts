@@ -1,3 +1,24 @@
+/**
+ * One command call, planned once and handed to both the gate and the runner: what is judged is
+ * exactly what runs. Built by `planCommand` in @conch/shell-syntax.
+ */
+export interface CommandPlan {
+  /** The command line as it reaches the shell (extra `args` appended shell-quoted). */
+  readonly line: string;
+  /** 'direct': `argv` runs without a shell; 'shell': `line` runs as a script of `shell`. */
+  readonly mode: 'direct' | 'shell';
+  /** The argv of a direct command. */
+  readonly argv?: readonly string[];
+  /** The shell that runs the line in shell mode (absolute path). */
+  readonly shell: string;
+  /** How that shell reads the line; the gate reads it the same way. */
+  readonly dialect: 'bash' | 'sh' | 'zsh';
+  /** Where it runs (absolute). */
+  readonly cwd: string;
+  /** The parse of `line` (a `ParsedCommand` of @conch/shell-syntax), shared by the gate and the runner. */
+  readonly parsed: object;
+}
+
 /** What a tool asks the permission gate about. Built by the tool's `permission` hook. */
 export type PermissionRequest =
   | {
@@ -8,6 +29,8 @@ export type PermissionRequest =
       /** Extra argv passed separately (direct mode with `args`). */
       args?: readonly string[];
       cwd: string;
+      /** The call's plan: when present the gate judges it (its parse, dialect and cwd) instead of re-reading `command`. */
+      plan?: CommandPlan;
     }
   | {
       kind: 'action';
@@ -47,6 +70,18 @@ export interface PermissionDecision {
   askedHuman?: boolean;
   /** For a deny: what to add to the rules to allow it. */
   suggestion?: string;
+  /**
+   * Allowed only because every part of the command only reads: a runner may (and conch's do,
+   * where bubblewrap works) enforce that with a read-only sandbox, so a parser mistake becomes a
+   * failed write instead of a breach.
+   */
+  readOnly?: boolean;
+}
+
+/** What the gate asks the kernel to enforce for commands it allowed (see @conch/permission). */
+export interface KernelPolicy {
+  /** Existing paths every command must see read-only (protected files and directories). */
+  readOnlyPaths: readonly string[];
 }
 
 /** The gate core calls before every tool run that declares a permission request. */
@@ -55,4 +90,6 @@ export interface PermissionGate {
     request: PermissionRequest,
     options: { signal?: AbortSignal; approve?: ApproveFn; callId: string },
   ): Promise<PermissionDecision>;
+  /** Paths the kernel must keep read-only for every command (undefined: no kernel wall wanted). */
+  kernelPolicy?(): KernelPolicy | undefined;
 }

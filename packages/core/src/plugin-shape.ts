@@ -24,21 +24,29 @@ export const pluginShape = z.object({
   name: z.string().regex(PLUGIN_NAME_PATTERN, 'expected a plugin name matching ^[a-z][a-z0-9-]{0,63}$'),
   version: z.string().min(1, 'expected a version string'),
   configSchema: zodLike,
-  tools: z.union([
-    z.array(toolShape),
-    z.custom<(...a: unknown[]) => unknown>((v) => typeof v === 'function', {
-      message: 'expected an array of tools or a function returning one',
-    }),
-  ]),
+  setup: z.custom((v) => typeof v === 'function', { message: 'expected a function' }).optional(),
+  tools: z
+    .union([
+      z.array(toolShape),
+      z.custom<(...a: unknown[]) => unknown>((v) => typeof v === 'function', {
+        message: 'expected an array of tools or a function returning one',
+      }),
+    ])
+    .optional(),
   register: z.custom((v) => typeof v === 'function', { message: 'expected a function' }).optional(),
   dispose: z.custom((v) => typeof v === 'function', { message: 'expected a function' }).optional(),
+});
+
+const withSetup = pluginShape.refine((p) => p.setup !== undefined || p.tools !== undefined, {
+  message: 'expected setup(ctx) => { tools } (or the deprecated tools)',
+  path: ['setup'],
 });
 
 export type ShapeCheck = { ok: true; plugin: PluginDefinition } | { ok: false; detail: string };
 
 /** Checks that a value is a plugin definition, naming the first bad field. */
 export function checkPluginShape(value: unknown): ShapeCheck {
-  const parsed = pluginShape.safeParse(value);
+  const parsed = withSetup.safeParse(value);
   if (parsed.success) return { ok: true, plugin: value as PluginDefinition };
   const issue = parsed.error.issues[0];
   const path = issue?.path.map(String).join('.') || '(root)';

@@ -9,6 +9,7 @@ import { normalizeConfigKeys } from './config-aliases.js';
 import type {
   PluginContext,
   PluginDefinition,
+  PluginSetup,
   RegistryEnvironment,
   ToolAnnotations,
   ToolCallContext,
@@ -40,6 +41,8 @@ import { checkPluginShape, toolShape } from './plugin-shape.js';
 import { formatToolSchema, toJsonSchema, type JsonSchema, type SchemaFormat } from './schema.js';
 import type { ProcessManagerService } from './services.js';
 import { TOKENS } from './tokens.js';
+import { isToken, type Token } from './token.js';
+import { DuplicateServiceError, NoSuchServiceError } from './errors/service-errors.js';
 
 export interface PluginRegistryOptions {
   /** Working directory of the registry and default cwd of its tools. Default: process.cwd(). */
@@ -89,6 +92,12 @@ export interface PluginInfo {
   exposed: boolean;
 }
 
+export interface RegistryStatus {
+  plugins: PluginInfo[];
+  /** One section per `ctx.reportStatus(section, read)` of the exposed plugins. */
+  [section: string]: unknown;
+}
+
 export interface DiscoveryReport {
   loaded: string[];
   errors: PluginLoadError[];
@@ -132,7 +141,11 @@ export class PluginRegistry {
 
   private readonly options: PluginRegistryOptions;
   private readonly known = new Map<string, KnownPlugin>();
-  private readonly exposed = new Map<string, PluginContext>();
+  private readonly exposed = new Map<string, { ctx: PluginContext; setup: PluginSetup }>();
+  private readonly exposing = new Set<string>();
+  private readonly provided = new Map<string, string>();
+  private readonly statusReaders: { section: string; read: () => unknown }[] = [];
+  private warnedExposeTool = false;
   private readonly toolsByName = new Map<string, ExposedTool>();
   private readonly disposers: { owner: string; fn: () => void | Promise<void> }[] = [];
   private readonly inFlight = new Set<AbortController>();
@@ -240,15 +253,46 @@ export class PluginRegistry {
   }
 
   /**
-   * Validates `config` with the plugin's schema (snake_case keys accepted as aliases), registers
-   * its services, exposes its tools and converts their schemas once. Partners the plugin names
-   * are exposed with their defaults if they are known and not yet exposed.
+   * Exposes a plugin: validates `config` with its schema (snake_case keys accepted as aliases),
+   * runs its `setup`, exposes its tools (schemas converted once), then exposes the partners it
+   * names with derived config. Bad config and unknown plugins throw at once (synchronously);
+   * when setup is synchronous the tools are usable as soon as this returns, and the promise is
+   * already resolved. Resolves to the names of the tools exposed.
+   */
+  expose(pluginName: string, config: unknown = {}, options: ExposeOptions = {}): Promise<string[]> {
+    const result = this.exposeNow(pluginName, config, options);
+    return Array.isArray(result) ? Promise.resolve(result) : result;
+  }
+
+  /**
+   * @deprecated renamed `expose` (it exposes a plugin, not a tool); kept for one release. Works
+   * only for plugins whose setup is synchronous (every built-in one), returning the tool names.
    */
   exposeTool(pluginName: string, config: unknown = {}, options: ExposeOptions = {}): string[] {
+    if (!this.warnedExposeTool) {
+      this.warnedExposeTool = true;
+      this.logger.warn('registry.exposeTool() is deprecated: use registry.expose() (same arguments)');
+    }
+    const result = this.exposeNow(pluginName, config, options);
+    if (!Array.isArray(result)) {
+      void result.catch(() => undefined);
+      throw new InvalidPluginError(
+        `plugin '${pluginName}' has an asynchronous setup; expose it with await registry.expose('${pluginName}', config)`,
+      );
+    }
+    return result;
+  }
+
+  private exposeNow(
+    pluginName: string,
+    config: unknown,
+    options: ExposeOptions,
+  ): string[] | Promise<string[]> {
     this.assertAlive('expose a plugin');
     const known = this.known.get(pluginName);
     if (!known) throw new NoSuchPluginError(pluginName, [...this.known.keys()].sort());
-    if (this.exposed.has(pluginName)) throw new PluginAlreadyExposedError(pluginName);
+    if (this.exposed.has(pluginName) || this.exposing.has(pluginName))
+      throw new PluginAlreadyExposedError(pluginName);
     const { plugin } = known;
 
     const normalized = normalizeConfigKeys(config ?? {});
@@ -269,12 +313,75 @@ export class PluginRegistry {
         parsed.error,
       );
     }
-
     const ctx = this.pluginContext(plugin.name, parsed.data);
+    this.exposing.add(pluginName);
+    let setup: PluginSetup | Promise<PluginSetup>;
+    try {
+      setup = this.runSetup(plugin, ctx);
+    } catch (error) {
+      this.exposing.delete(pluginName);
+      throw error;
+    }
+    const finish = (done: PluginSetup): string[] | Promise<string[]> => {
+      const names = this.registerExposure(plugin, ctx, done);
+      const partners: Promise<string[]>[] = [];
+      for (const partner of plugin.partners ?? []) {
+        if (
+          this.exposed.has(partner.plugin) ||
+          this.exposing.has(partner.plugin) ||
+          !this.known.has(partner.plugin)
+        )
+          continue;
+        if (options.deferPartners?.includes(partner.plugin)) continue;
+        if (partner.when && !partner.when(parsed.data)) continue;
+        const r = this.exposeNow(partner.plugin, partner.config?.(parsed.data) ?? {}, {});
+        if (!Array.isArray(r)) partners.push(r);
+      }
+      return partners.length ? Promise.all(partners).then(() => names) : names;
+    };
+    if (!(setup instanceof Promise)) {
+      try {
+        return finish(setup);
+      } finally {
+        this.exposing.delete(pluginName);
+      }
+    }
+    return setup.then(
+      (done) => {
+        this.exposing.delete(pluginName);
+        return finish(done);
+      },
+      (error: unknown) => {
+        this.exposing.delete(pluginName);
+        throw ConchError.isInstance(error)
+          ? error
+          : new InvalidPluginError(
+              `plugin '${pluginName}' setup failed: ${(error as Error)?.message ?? String(error)}`,
+            );
+      },
+    );
+  }
+
+  /** Runs `setup` (or, for plugins still on the deprecated hooks, `register` + `tools`). */
+  private runSetup(plugin: PluginDefinition, ctx: PluginContext): PluginSetup | Promise<PluginSetup> {
+    if (plugin.setup) return plugin.setup(ctx);
     plugin.register?.(ctx);
-    const tools = typeof plugin.tools === 'function' ? plugin.tools(ctx) : plugin.tools;
+    const tools = typeof plugin.tools === 'function' ? plugin.tools(ctx) : (plugin.tools ?? []);
+    const instructions = plugin.systemInstructions;
+    return {
+      tools,
+      ...(instructions === undefined
+        ? {}
+        : { instructions: typeof instructions === 'function' ? () => instructions(ctx) : instructions }),
+      ...(plugin.dispose ? { dispose: plugin.dispose } : {}),
+    };
+  }
+
+  /** Checks and exposes the tools setup returned; records instructions and disposal. */
+  private registerExposure(plugin: PluginDefinition, ctx: PluginContext, setup: PluginSetup): string[] {
+    const pluginName = plugin.name;
     const prepared: ExposedTool[] = [];
-    for (const tool of tools) {
+    for (const tool of setup.tools ?? []) {
       const shape = toolShape.safeParse(tool);
       if (!shape.success) {
         const issue = shape.error.issues[0];
@@ -302,18 +409,12 @@ export class PluginRegistry {
       prepared.push({ tool, plugin: pluginName, info, ctx });
     }
     for (const entry of prepared) this.toolsByName.set(entry.tool.name, entry);
-    this.exposed.set(pluginName, ctx);
-    if (plugin.dispose) this.disposers.push({ owner: pluginName, fn: plugin.dispose });
-    ctx.logger.debug({ tools: prepared.map((p) => p.tool.name) }, 'plugin exposed');
-    this.events.emit('plugin.exposed', { plugin: pluginName, tools: prepared.map((p) => p.tool.name) });
-
-    for (const partner of plugin.partners ?? []) {
-      if (this.exposed.has(partner.plugin) || !this.known.has(partner.plugin)) continue;
-      if (options.deferPartners?.includes(partner.plugin)) continue;
-      if (partner.when && !partner.when(parsed.data)) continue;
-      this.exposeTool(partner.plugin, partner.config?.(parsed.data) ?? {});
-    }
-    return prepared.map((p) => p.tool.name);
+    this.exposed.set(pluginName, { ctx, setup });
+    if (setup.dispose) this.disposers.push({ owner: pluginName, fn: setup.dispose });
+    const names = prepared.map((p) => p.tool.name);
+    ctx.logger.debug({ tools: names }, 'plugin exposed');
+    this.events.emit('plugin.exposed', { plugin: pluginName, tools: names });
+    return names;
   }
 
   /** The exposed tools with their JSON Schemas. */
@@ -335,21 +436,51 @@ export class PluginRegistry {
   /** Each exposed plugin's guidance for the model, joined in expose order. */
   systemInstructions(): string {
     const parts: string[] = [];
-    for (const [name, ctx] of this.exposed) {
-      const instructions = this.known.get(name)?.plugin.systemInstructions;
-      const text = typeof instructions === 'function' ? instructions(ctx) : instructions;
+    for (const { setup } of this.exposed.values()) {
+      const instructions = setup.instructions;
+      const text = typeof instructions === 'function' ? instructions() : instructions;
       if (text?.trim()) parts.push(text.trim());
     }
     return parts.join('\n\n');
   }
 
-  /** Resolves a service a plugin registered (throws if none did). */
-  resolve<T>(token: InjectionToken<T>): T {
-    return this.container.resolve(token);
+  /** The service provided under `token` (throws a ConchError when no exposed plugin provides it). */
+  resolve<T>(token: Token<T>): T;
+  /** @deprecated a raw tsyringe token; use a typed `Token`. */
+  resolve<T>(token: InjectionToken<T>): T;
+  resolve<T>(token: Token<T> | InjectionToken<T>): T {
+    const value = this.resolveOptional<T>(token as Token<T>);
+    if (value === undefined) throw new NoSuchServiceError(tokenName(token), this.providedServices());
+    return value;
   }
 
-  resolveOptional<T>(token: InjectionToken<T>): T | undefined {
-    return this.container.isRegistered(token, true) ? this.container.resolve(token) : undefined;
+  /** The service provided under `token`, or undefined when no exposed plugin provides it. */
+  resolveOptional<T>(token: Token<T>): T | undefined;
+  /** @deprecated a raw tsyringe token; use a typed `Token`. */
+  resolveOptional<T>(token: InjectionToken<T>): T | undefined;
+  resolveOptional<T>(token: Token<T> | InjectionToken<T>): T | undefined {
+    const key = (isToken(token) ? token.id : token) as InjectionToken<T>;
+    return this.container.isRegistered(key, true) ? this.container.resolve(key) : undefined;
+  }
+
+  /**
+   * What the exposed plugins report about themselves (sandbox, supervisor, sessions …), one
+   * section each, read now. A section that throws reports its error instead.
+   */
+  status(): RegistryStatus {
+    const sections: Record<string, unknown> = {};
+    for (const { section, read } of this.statusReaders) {
+      try {
+        sections[section] = read();
+      } catch (error) {
+        sections[section] = { error: error instanceof Error ? error.message : String(error) };
+      }
+    }
+    return { plugins: this.plugins(), ...sections };
+  }
+
+  private providedServices(): string[] {
+    return [...this.provided.keys()].sort();
   }
 
   /**
@@ -392,7 +523,7 @@ export class PluginRegistry {
       const validArgs: unknown = parsed.data;
       this.events.emit('tool.validated', { callId, tool: toolName, args: validArgs });
 
-      const ctx: ToolCallContext = {
+      let ctx: ToolCallContext = {
         ...entry.ctx,
         callId,
         toolName,
@@ -401,7 +532,17 @@ export class PluginRegistry {
         reportProgress: (progress) => options.onProgress?.(progress),
       };
 
-      const request = tool.permission?.(validArgs, ctx);
+      // One prepared object per call for the gate and the run (a command's plan).
+      const prepared: unknown = tool.prepare
+        ? await raceAbort(Promise.resolve(tool.prepare(validArgs, ctx)), controller.signal, toolName)
+        : undefined;
+      const request = tool.permission
+        ? await raceAbort(
+            Promise.resolve(tool.permission(validArgs, ctx, prepared)),
+            controller.signal,
+            toolName,
+          )
+        : undefined;
       if (request) {
         const gate = this.resolveOptional<PermissionGate>(TOKENS.PermissionGate);
         if (!gate) throw new PermissionGateMissingError(toolName);
@@ -431,11 +572,12 @@ export class PluginRegistry {
           });
           return denied;
         }
+        ctx = { ...ctx, decision };
       }
 
       this.events.emit('tool.start', { callId, tool: toolName });
       const result = await raceAbort(
-        Promise.resolve().then(() => tool.execute(validArgs, ctx)),
+        Promise.resolve().then(() => tool.execute(validArgs, ctx, prepared)),
         controller.signal,
         toolName,
       );
@@ -507,18 +649,25 @@ export class PluginRegistry {
       logger: this.logger.child({ plugin: pluginName }),
       events: this.events,
       env: { cwd: this.cwd, tempDir: () => this.tempDir() },
-      resolveOptional: (token) => this.resolveOptional(token),
+      resolveOptional: <T>(token: Token<T> | InjectionToken<T>) => this.resolveOptional<T>(token as Token<T>),
       isExposed: (name) => this.exposed.has(name),
+      provide: (token, value) => {
+        const by = this.provided.get(token.name);
+        if (by) throw new DuplicateServiceError(token.name, by, pluginName);
+        this.provided.set(token.name, pluginName);
+        this.container.register(token.id, { useValue: value });
+      },
       onDispose: (fn) => this.disposers.push({ owner: pluginName, fn }),
+      reportStatus: (section, read) => this.statusReaders.push({ section, read }),
     };
   }
 
   private staticToolClash(plugin: PluginDefinition): { tool: string; plugin: string } | undefined {
-    if (typeof plugin.tools === 'function') return undefined;
-    for (const tool of plugin.tools) {
+    if (!Array.isArray(plugin.tools)) return undefined;
+    for (const tool of plugin.tools as readonly ToolDefinition[]) {
       for (const other of this.known.values()) {
-        if (other.plugin === plugin || typeof other.plugin.tools === 'function') continue;
-        if (other.plugin.tools.some((t) => t.name === tool.name))
+        if (other.plugin === plugin || !Array.isArray(other.plugin.tools)) continue;
+        if ((other.plugin.tools as readonly ToolDefinition[]).some((t) => t.name === tool.name))
           return { tool: tool.name, plugin: other.plugin.name };
       }
     }
@@ -546,4 +695,10 @@ function raceAbort<T>(promise: Promise<T>, signal: AbortSignal, toolName: string
       },
     );
   });
+}
+
+function tokenName(token: Token<unknown> | InjectionToken<unknown>): string {
+  if (isToken(token)) return token.name;
+  if (typeof token === 'symbol') return token.description ?? String(token);
+  return String(token);
 }

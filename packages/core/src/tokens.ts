@@ -1,3 +1,7 @@
+import type { PermissionGate } from './permission.js';
+import type { BackgroundService } from './services.js';
+import { token } from './token.js';
+
 /**
  * DI tokens plugins meet through. Resolve partners optionally (`ctx.resolveOptional(TOKEN)`), at
  * call time, so each plugin works alone and gains behaviour when its partner is exposed.
@@ -16,3 +20,8 @@ export const TOKENS = {
   /** `ProcessManagerService`, one per registry, provided by @conch/process. */
   ProcessManager: Symbol.for('conch.process.ProcessManager'),
 } as const;
+
+/** The permission gate every command tool consults (provided by @conch/permission). */
+export const PERMISSION_GATE = token<PermissionGate>('conch.permission.PermissionGate');
+/** The background task service (provided by @conch/background). */
+export const BACKGROUND_SERVICE = token<BackgroundService>('conch.background.BackgroundService');
