@@ -1,7 +1,7 @@
 import { accessSync, constants } from 'node:fs';
 import { delimiter, join } from 'node:path';
+import { BwrapNotFoundError } from './errors.js';
 import { LocalExecutor, type ExecutorSpawnRequest } from './executor.js';
-import type { ChildProcess } from 'node:child_process';
 
 export interface BubblewrapOptions {
   /** Directories the command may write (the workspace). Default: the spawn's cwd. */
@@ -30,9 +30,14 @@ export function findBwrap(pathEnv = process.env.PATH ?? ''): string | undefined 
 }
 
 /**
- * Runs each command inside bubblewrap: the root filesystem read-only, the workspace (and /tmp)
- * writable, a private PID namespace (`--unshare-pid`) and `--die-with-parent`, so nothing it
+ * Runs each command inside its own bubblewrap: the root filesystem read-only, the workspace (and
+ * /tmp) writable, a private PID namespace (`--unshare-pid`) and `--die-with-parent`, so nothing it
  * starts can outlive it or escape the kill — not even a `setsid` double fork.
+ *
+ * This is the per-command sandbox of the cli's `sandbox: true` config: one bwrap per command,
+ * started by the manager's supervisor (`prepare` wraps the request, so the host does not fork).
+ * Sandbox profiles (`spawn(..., { sandbox })`) are the cheaper wall: the namespaces are set up
+ * once, around the supervisor itself.
  */
 export class BubblewrapExecutor extends LocalExecutor {
   override readonly name = 'bubblewrap';
@@ -42,11 +47,7 @@ export class BubblewrapExecutor extends LocalExecutor {
   constructor(options: BubblewrapOptions = {}) {
     super();
     const bwrap = options.bwrap ?? findBwrap();
-    if (!bwrap) {
-      throw new Error(
-        'BubblewrapExecutor: bwrap was not found on PATH; install bubblewrap (apt-get install bubblewrap) or use LocalExecutor',
-      );
-    }
+    if (!bwrap) throw new BwrapNotFoundError('BubblewrapExecutor');
     this.bwrap = bwrap;
     this.options = options;
   }
@@ -74,7 +75,7 @@ export class BubblewrapExecutor extends LocalExecutor {
     return args;
   }
 
-  override spawn(request: ExecutorSpawnRequest): ChildProcess {
-    return super.spawn({ ...request, file: this.bwrap, args: this.bwrapArgs(request) });
+  override prepare(request: ExecutorSpawnRequest): ExecutorSpawnRequest {
+    return { ...request, file: this.bwrap, args: this.bwrapArgs(request) };
   }
 }

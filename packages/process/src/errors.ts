@@ -17,8 +17,52 @@ export class InvalidSpawnOptionError extends ConchError {
   constructor(field: string, expected: string, received: unknown) {
     super({
       code: 'INVALID_SPAWN_OPTION',
-      message: `spawn option '${field}': expected ${expected}; received ${JSON.stringify(received)}`,
+      message: `spawn option '${field}': expected ${expected}; received ${describe(received)}`,
     });
     this.name = 'InvalidSpawnOptionError';
+  }
+}
+
+/** `bwrap` is needed (BubblewrapExecutor) but not on PATH. */
+export class BwrapNotFoundError extends ConchError {
+  constructor(what: string) {
+    super({
+      code: 'BWRAP_NOT_FOUND',
+      message: `${what}: expected bwrap on PATH; found none. Install bubblewrap (apt-get install bubblewrap) or use LocalExecutor`,
+    });
+    this.name = 'BwrapNotFoundError';
+  }
+}
+
+/** A PTY could not be started (node-pty missing or failing, bad cwd, ...). */
+export class PtySpawnError extends ConchError {
+  readonly file: string;
+  constructor(file: string, cause: { code: string; message: string }) {
+    super({
+      code: 'PTY_SPAWN_FAILED',
+      message: `spawnPty('${file}'): expected a running PTY; the spawn failed with ${cause.code}: ${cause.message}`,
+      cause,
+    });
+    this.name = 'PtySpawnError';
+    this.file = file;
+  }
+}
+
+/** adoptLeftovers() was given a process that is not this manager's or has not finished. */
+export class LeftoverAdoptionError extends ConchError {
+  constructor(field: string, expected: string, received: unknown) {
+    super({
+      code: 'INVALID_LEFTOVER_ADOPTION',
+      message: `adoptLeftovers '${field}': expected ${expected}; received ${describe(received)}`,
+    });
+    this.name = 'LeftoverAdoptionError';
+  }
+}
+
+function describe(value: unknown): string {
+  try {
+    return JSON.stringify(value) ?? String(value);
+  } catch {
+    return String(value);
   }
 }

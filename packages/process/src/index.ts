@@ -1,32 +1,32 @@
 export { stripAnsi, cleanForModel } from './strip-ansi.js';
-export { completeUtf8Prefix, decodeUtf8, looksBinary, utf8StartOffset } from './utf8.js';
+export { completeUtf8Prefix, decodeUtf8, utf8StartOffset } from './utf8.js';
 export { SpillSink, type SpillSinkOptions } from './spill-sink.js';
 export { OutputCapture, type CaptureSnapshot, type OutputCaptureOptions } from './output-capture.js';
-export {
-  COOKIE_VAR,
-  findCookiePids,
-  groupAlive,
-  killGroupSync,
-  killProcessTree,
-  pidAlive,
-  procEntry,
-  procTable,
-  type ProcEntry,
-  sweepCookie,
-  type KillTreeOptions,
-} from './kill-tree.js';
+export { COOKIE_VAR, findCookiePids, pidAlive, procTable, type ProcEntry, sweepCookie } from './kill-tree.js';
+export { killTree, killTreeSync, treePids } from './process-tree.js';
 export { LocalExecutor, type Executor, type ExecutorSpawnRequest } from './executor.js';
+export type { SpawnedChild } from './spawned-child.js';
 export { BubblewrapExecutor, findBwrap, type BubblewrapOptions } from './bubblewrap-executor.js';
-export { InvalidSpawnOptionError, ProcessManagerDisposedError } from './errors.js';
 export {
-  ManagedProcess,
+  BwrapNotFoundError,
+  InvalidSpawnOptionError,
+  LeftoverAdoptionError,
+  ProcessManagerDisposedError,
+  PtySpawnError,
+} from './errors.js';
+export { ManagedProcess } from './managed-process.js';
+export {
   ProcessManager,
-  type CaptureOptions,
-  type ExitReason,
-  type OutputEvent,
   type ProcessManagerOptions,
-  type ProcessResult,
-  type SpawnOptions,
+  type ProcessManagerStatus,
+  type SpawnPtyOptions,
+  type SupervisorOptions,
 } from './process-manager.js';
+export type { CaptureOptions, SpawnOptions } from './spawn-options.js';
+export type { ExitReason, LeftoverProcess, OutputEvent, ProcessResult } from './process-result.js';
+export type { LeftoverHandle } from './leftover-handle.js';
+export type { PtyExit, PtyProcess } from './pty-process.js';
+export type { SandboxKind, SandboxProfile } from './sandbox-profile.js';
+export { probeSandbox, type SandboxStatus } from './probe-sandbox.js';
+export { onHostExit } from './host-exit.js';
 export { ensureProcessManager } from './ensure.js';
-export { trackedManagerCount } from './exit-hook.js';

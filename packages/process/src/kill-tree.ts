@@ -140,6 +140,26 @@ export async function killProcessTree(pid: number, options: KillTreeOptions = {}
   return true;
 }
 
+/**
+ * Whether a process group has any member, zombies included (one `kill(-pgid, 0)`: cheap, no /proc
+ * scan). False means certainly empty; true may still be zombies only (see groupAlive).
+ */
+export function groupExists(pgid: number): boolean {
+  return signalGroup(pgid, 0);
+}
+
+/** A process's command line from /proc/<pid>/cmdline (arguments joined by spaces), or undefined. */
+export function processCommand(pid: number, maxChars = 200): string | undefined {
+  let raw: Buffer;
+  try {
+    raw = readFileSync(`/proc/${pid}/cmdline`);
+  } catch {
+    return undefined;
+  }
+  const text = raw.toString('utf8').replace(/\0+$/, '').split('\0').join(' ');
+  return text.length > maxChars ? text.slice(0, maxChars) : text;
+}
+
 /** SIGKILLs a group at once, synchronously (for `process.on('exit')`). */
 export function killGroupSync(pid: number): void {
   if (!signalGroup(pid, 'SIGKILL')) {

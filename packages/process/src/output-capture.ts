@@ -116,13 +116,6 @@ export class OutputCapture {
     return Buffer.concat([...this.head, ...this.tail]);
   }
 
-  /** Decoded raw text of what memory holds (head + tail joined, no marker), ANSI kept. */
-  rawText(): string {
-    const full = this.fullBuffer();
-    if (full) return decodeUtf8(full);
-    return decodeUtf8(this.headBuffer()) + decodeUtf8(this.tailBuffer());
-  }
-
   /** Drops the buffered head and tail (counts stay); called once the final snapshot is taken. */
   release(): void {
     this.head = [];

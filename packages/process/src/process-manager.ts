@@ -1,89 +1,44 @@
 import { randomBytes } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join, resolve } from 'node:path';
-import type { ChildProcess } from 'node:child_process';
-import type { Readable, Writable } from 'node:stream';
-import { TextDecoder } from 'node:util';
+import { dirname, isAbsolute, join, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import type { EventBus, Logger, ProcessInfo, ProcessManagerService } from '@conch/core';
-import { InvalidSpawnOptionError, ProcessManagerDisposedError } from './errors.js';
-import { LocalExecutor, type Executor } from './executor.js';
-import { trackForExit, untrackForExit } from './exit-hook.js';
-import { COOKIE_VAR, killGroupSync, killProcessTree, sweepCookie } from './kill-tree.js';
-import { OutputCapture, type CaptureSnapshot } from './output-capture.js';
+import { findBwrap } from './bubblewrap-executor.js';
+import {
+  InvalidSpawnOptionError,
+  LeftoverAdoptionError,
+  ProcessManagerDisposedError,
+  PtySpawnError,
+} from './errors.js';
+import { LocalExecutor, spawnDetached, type Executor, type ExecutorSpawnRequest } from './executor.js';
+import { onHostExit } from './host-exit.js';
+import { COOKIE_VAR, sweepCookie } from './kill-tree.js';
+import { ProcessLeftovers, type LeftoverHandle } from './leftover-handle.js';
+import { ManagedProcess, type ProcessOwner } from './managed-process.js';
+import { OutputCapture } from './output-capture.js';
+import { probeSandbox, settledSandboxStatus, type SandboxStatus } from './probe-sandbox.js';
+import type { ProcessResult } from './process-result.js';
+import { killTree, killTreeSync } from './process-tree.js';
+import { loadPtyModule } from './pty-module.js';
+import { LocalPty, type BasePty, type PtyProcess } from './pty-process.js';
+import { RoutedChild } from './routed-child.js';
+import {
+  NO_SANDBOX,
+  normalizeSandboxProfile,
+  sandboxArgs,
+  sandboxKey,
+  type SandboxKind,
+  type SandboxProfile,
+} from './sandbox-profile.js';
+import type { SpawnOptions } from './spawn-options.js';
+import type { SpawnedChild } from './spawned-child.js';
 import { SpillSink } from './spill-sink.js';
-import { stripAnsi } from './strip-ansi.js';
+import { SupervisorClient } from './supervisor-client.js';
 
-export interface CaptureOptions {
-  /** Bytes of each stream's start kept in memory. Default 64 KiB. */
-  headBytes?: number;
-  /** Bytes of each stream's end kept in memory. Default 64 KiB. */
-  tailBytes?: number;
-  /**
-   * Where the full raw output goes once it outgrows memory: one file per stream ('separate',
-   * default), one file with stdout and stderr interleaved in arrival order ('combined'), or
-   * nowhere ('none': the middle of a huge output is dropped).
-   */
-  spill?: 'separate' | 'combined' | 'none';
-}
-
-export interface SpawnOptions {
-  /** Working directory. Default: the manager's cwd. */
-  cwd?: string;
-  /** Variables added to (or, with `undefined`, removed from) the environment. */
-  env?: Record<string, string | undefined>;
-  /** Start from the host's environment (default true) or from `env` alone. */
-  extendEnv?: boolean;
-  /** Run `command` as a script: true for /bin/sh, or a shell path. `args` become $1.. */
-  shell?: boolean | string;
-  /** Kill the tree after this many ms (result.timedOut). */
-  timeoutMs?: number;
-  /** Kill the tree when aborted (result.aborted). */
-  signal?: AbortSignal;
-  /** Output capture; `false` sends stdout/stderr to /dev/null. */
-  capture?: CaptureOptions | false;
-  /** stdin: /dev/null (default) or a pipe (`proc.stdin`). */
-  stdin?: 'ignore' | 'pipe';
-  /** SIGTERM -> SIGKILL grace. Default: the manager's (2000 ms). */
-  killGraceMs?: number;
-  /** How long after exit to wait for stdout/stderr to close (grandchildren holding them). */
-  drainMs?: number;
-  /** How list() and events show the command (default: command + args). */
-  label?: string;
-  /** Runs this spawn with another executor (e.g. a BubblewrapExecutor) than the manager's. */
-  executor?: Executor;
-}
-
-export type ExitReason = 'exit' | 'timeout' | 'aborted' | 'killed' | 'error';
-
-export interface ProcessResult {
-  id: string;
-  pid: number | undefined;
-  /** Exit code, or null when killed by a signal or never started. */
-  exitCode: number | null;
-  /** The signal that ended it (e.g. 'SIGTERM'), or null. */
-  signal: string | null;
-  timedOut: boolean;
-  aborted: boolean;
-  /** Ended by kill()/killAll()/dispose(). */
-  killed: boolean;
-  reason: ExitReason;
-  durationMs: number;
-  stdout: CaptureSnapshot;
-  stderr: CaptureSnapshot;
-  /** With spill 'combined': the file holding stdout and stderr interleaved (once large). */
-  outputFile?: string;
-  /** The process could not be started (ENOENT: not found, EACCES: not executable, ...). */
-  spawnError?: { code: string; message: string };
-  /** stdout/stderr were still held open by a descendant when the drain time ended. */
-  drainTimedOut: boolean;
-}
-
-export interface OutputEvent {
-  stream: 'stdout' | 'stderr';
-  /** The chunk decoded as UTF-8 (streaming: characters split across chunks stay whole). */
-  text: string;
-  chunk: Buffer;
+export interface SupervisorOptions {
+  /** The node binary that runs the supervisor. Default: `process.execPath`. */
+  execPath?: string;
 }
 
 export interface ProcessManagerOptions {
@@ -100,282 +55,59 @@ export interface ProcessManagerOptions {
   drainMs?: number;
   /** Finished processes kept for list()/get(). Default 50. */
   historyLimit?: number;
+  /**
+   * Spawn through a supervisor process (default true): the host never forks per command, and
+   * nothing outlives the host even when it is SIGKILLed. false spawns in the host (as before the
+   * supervisor existed); so does a supervisor that cannot start (logged once, see status()).
+   */
+  supervisor?: boolean | SupervisorOptions;
 }
 
-/**
- * A process the manager owns. `result` always resolves (never rejects): spawn failures, timeouts
- * and aborts are reported in it.
- */
-export class ManagedProcess {
-  readonly id: string;
-  readonly command: string;
-  readonly args: readonly string[];
-  readonly label: string;
-  readonly cwd: string;
-  readonly shell: boolean;
-  readonly cookie: string;
-  readonly startedAt: number;
-  readonly stdout: OutputCapture;
-  readonly stderr: OutputCapture;
-  /** With spill 'combined': the sink holding both streams interleaved. */
-  readonly combined: SpillSink | undefined;
-  readonly result: Promise<ProcessResult>;
-  /** The child's stdin when spawned with `stdin: 'pipe'`. */
-  readonly stdin: Writable | null;
+export interface SpawnPtyOptions {
+  file: string;
+  args: readonly string[];
+  cwd: string;
+  /** The PTY's environment (undefined values are left out); the cookie is added. */
+  env: Record<string, string | undefined>;
+  cols: number;
+  rows: number;
+  /** Absolute path of the node-pty entry (e.g. `require.resolve('@lydell/node-pty')`), resolved by the caller. */
+  ptyModule: string;
+  sandbox?: SandboxProfile;
+  /** How errors name it (default: `file`). */
+  label?: string;
+}
 
-  private readonly child: ChildProcess;
-  private readonly manager: ProcessManager;
-  private readonly killGraceMs: number;
-  private readonly drainMs: number;
-  private readonly t0: number;
-  private resolveResult!: (result: ProcessResult) => void;
-  private exitCodeValue: number | null = null;
-  private exitSignal: string | null = null;
-  private exited = false;
-  private finished = false;
-  private reason: ExitReason | undefined;
-  private spawnError: { code: string; message: string } | undefined;
-  private drainTimedOut = false;
-  private timeoutTimer: NodeJS.Timeout | undefined;
-  private drainTimer: NodeJS.Timeout | undefined;
-  private signal: AbortSignal | undefined;
-  private readonly onAbort = () => void this.terminate('aborted');
-  private listeners: Set<(event: OutputEvent) => void> | undefined;
-  private decoders: { stdout?: TextDecoder; stderr?: TextDecoder } = {};
-  private killing: Promise<void> | undefined;
+export interface ProcessManagerStatus {
+  /** 'fallback': spawning in the host (no supervisor: disabled, or it could not start). */
+  supervisor: 'running' | 'fallback' | 'not-started';
+  /** Whether sandbox profiles apply (probed once per process; a failing sandboxed supervisor also counts). */
+  sandbox: SandboxStatus;
+  /** Workspace-profile readOnlyPaths that did not exist, so were not protected. */
+  skippedReadOnlyPaths: string[];
+}
 
-  /** @internal created by ProcessManager.spawn */
-  constructor(init: {
-    manager: ProcessManager;
-    id: string;
-    command: string;
-    args: readonly string[];
-    label: string;
-    cwd: string;
-    shell: boolean;
-    cookie: string;
-    child: ChildProcess;
-    stdout: OutputCapture;
-    stderr: OutputCapture;
-    combined: SpillSink | undefined;
-    killGraceMs: number;
-    drainMs: number;
-  }) {
-    this.manager = init.manager;
-    this.id = init.id;
-    this.command = init.command;
-    this.args = init.args;
-    this.label = init.label;
-    this.cwd = init.cwd;
-    this.shell = init.shell;
-    this.cookie = init.cookie;
-    this.child = init.child;
-    this.stdout = init.stdout;
-    this.stderr = init.stderr;
-    this.combined = init.combined;
-    this.killGraceMs = init.killGraceMs;
-    this.drainMs = init.drainMs;
-    this.startedAt = Date.now();
-    this.t0 = performance.now();
-    this.stdin = init.child.stdin ?? null;
-    this.result = new Promise<ProcessResult>((resolvePromise) => {
-      this.resolveResult = resolvePromise;
-    });
-  }
+// Under vitest this module runs from src/*.ts, which node cannot execute: use the built script.
+const here = fileURLToPath(import.meta.url);
+const SUPERVISOR_SCRIPT = here.endsWith('.ts')
+  ? join(dirname(here), '..', 'dist', 'supervisor-main.js')
+  : join(dirname(here), 'supervisor-main.js');
 
-  get pid(): number | undefined {
-    return this.child.pid;
-  }
+const localExecutor = new LocalExecutor();
 
-  get isRunning(): boolean {
-    return !this.exited && !this.finished;
-  }
-
-  get exitCode(): number | null {
-    return this.exitCodeValue;
-  }
-
-  /** Subscribes to decoded output as it arrives. Returns the unsubscribe function. */
-  onOutput(listener: (event: OutputEvent) => void): () => void {
-    (this.listeners ??= new Set()).add(listener);
-    return () => this.listeners?.delete(listener);
-  }
-
-  /** Changes (or with undefined, clears) the timeout, counted from now. */
-  setTimeout(ms: number | undefined): void {
-    if (this.timeoutTimer) clearTimeout(this.timeoutTimer);
-    this.timeoutTimer = undefined;
-    if (ms !== undefined && !this.finished) {
-      this.timeoutTimer = setTimeout(() => void this.terminate('timeout'), ms);
-    }
-  }
-
-  /** Stops the abort signal given at spawn from killing this process (e.g. after a handoff). */
-  detachSignal(): void {
-    this.signal?.removeEventListener('abort', this.onAbort);
-    this.signal = undefined;
-  }
-
-  /** Attaches an abort signal that kills the process tree when it fires. */
-  attachSignal(signal: AbortSignal): void {
-    this.detachSignal();
-    if (signal.aborted) {
-      void this.terminate('aborted');
-      return;
-    }
-    this.signal = signal;
-    signal.addEventListener('abort', this.onAbort, { once: true });
-  }
-
-  /**
-   * Kills the whole tree: SIGTERM to the process group, SIGKILL after the grace period, then a
-   * sweep for escapees carrying this process's cookie. Resolves once the result is final.
-   */
-  async kill(): Promise<ProcessResult> {
-    await this.terminate('killed');
-    return this.result;
-  }
-
-  /** @internal */
-  terminate(reason: ExitReason): Promise<void> {
-    if (this.exited) {
-      // The leader is gone (its pid may be reused): only the cookie finds what it left behind.
-      sweepCookie(this.cookie);
-      return this.finished ? Promise.resolve() : this.result.then(() => undefined);
-    }
-    this.reason ??= reason;
-    this.killing ??= this.doKill();
-    return this.killing;
-  }
-
-  /** @internal SIGKILL the group now and sweep (host exit). */
-  killSync(): void {
-    const pid = this.child.pid;
-    if (pid !== undefined && !this.exited) killGroupSync(pid);
-  }
-
-  private async doKill(): Promise<void> {
-    const pid = this.child.pid;
-    try {
-      if (pid !== undefined) await killProcessTree(pid, { graceMs: this.killGraceMs });
-      sweepCookie(this.cookie);
-    } catch (error) {
-      this.manager.logger?.warn({ err: error, id: this.id }, 'process kill failed');
-    }
-    if (!this.exited && this.child.pid !== undefined) {
-      // The kernel reports the exit shortly; wait for it (bounded by the drain timer).
-      await Promise.race([this.result, new Promise((r) => setTimeout(r, this.drainMs + 1000).unref())]);
-    }
-  }
-
-  /** @internal wiring, called once by the manager */
-  start(options: { timeoutMs?: number; signal?: AbortSignal }): void {
-    const child = this.child;
-    this.pipe(child.stdout, this.stdout, 'stdout');
-    this.pipe(child.stderr, this.stderr, 'stderr');
-    child.once('error', (error: NodeJS.ErrnoException) => {
-      if (child.pid === undefined) {
-        this.spawnError = { code: error.code ?? 'ESPAWN', message: error.message };
-        this.reason = 'error';
-        this.exited = true;
-        void this.finish();
-      } else {
-        this.manager.logger?.warn({ err: error, id: this.id }, 'child process error');
-      }
-    });
-    child.once('exit', (code, signal) => {
-      this.exited = true;
-      this.exitCodeValue = code;
-      this.exitSignal = signal;
-      this.drainTimer = setTimeout(() => {
-        this.drainTimedOut = true;
-        child.stdout?.destroy();
-        child.stderr?.destroy();
-        void this.finish();
-      }, this.drainMs);
-    });
-    child.once('close', () => void this.finish());
-    if (options.timeoutMs !== undefined) this.setTimeout(options.timeoutMs);
-    if (options.signal) this.attachSignal(options.signal);
-  }
-
-  private pipe(stream: Readable | null | undefined, capture: OutputCapture, name: 'stdout' | 'stderr'): void {
-    if (!stream) return;
-    const events = this.manager.events;
-    stream.on('data', (chunk: Buffer) => {
-      if (!capture.write(chunk)) {
-        stream.pause();
-        capture.onDrain(() => stream.resume());
-      }
-      if (this.listeners?.size || (events && events.listenerCount('process.output') > 0)) {
-        this.deliver(name, chunk);
-      }
-    });
-    stream.on('error', () => {
-      // destroyed after the drain time, or EPIPE: the capture keeps what arrived
-    });
-  }
-
-  private deliver(name: 'stdout' | 'stderr', chunk: Buffer): void {
-    const decoder = (this.decoders[name] ??= new TextDecoder('utf-8', { fatal: false }));
-    const text = decoder.decode(chunk, { stream: true });
-    if (text.length === 0) return;
-    const event: OutputEvent = { stream: name, text, chunk };
-    if (this.listeners) {
-      for (const listener of this.listeners) {
-        try {
-          listener(event);
-        } catch (error) {
-          this.manager.logger?.error({ err: error, id: this.id }, 'output listener threw; continuing');
-        }
-      }
-    }
-    const events = this.manager.events;
-    if (events && events.listenerCount('process.output') > 0) {
-      events.emit('process.output', { id: this.id, stream: name, text: stripAnsi(text) });
-    }
-  }
-
-  private async finish(): Promise<void> {
-    if (this.finished) return;
-    this.finished = true;
-    if (this.drainTimer) clearTimeout(this.drainTimer);
-    if (this.timeoutTimer) clearTimeout(this.timeoutTimer);
-    this.detachSignal();
-    const sinks = new Set([this.stdout.sink, this.stderr.sink, this.combined]);
-    const stdout = this.stdout.snapshot();
-    const stderr = this.stderr.snapshot();
-    // The result holds the text now; free the buffers (finished processes stay listed).
-    this.stdout.release();
-    this.stderr.release();
-    if (this.combined && (stdout.truncated || stderr.truncated)) this.combined.materialize();
-    await Promise.all([...sinks].map((sink) => sink?.end()));
-    const reason: ExitReason = this.reason ?? 'exit';
-    const result: ProcessResult = {
-      id: this.id,
-      pid: this.child.pid,
-      exitCode: this.exitCodeValue,
-      signal: this.exitSignal,
-      timedOut: reason === 'timeout',
-      aborted: reason === 'aborted',
-      killed: reason === 'killed',
-      reason,
-      durationMs: performance.now() - this.t0,
-      stdout,
-      stderr,
-      ...(this.combined?.path ? { outputFile: this.combined.path } : {}),
-      ...(this.spawnError ? { spawnError: this.spawnError } : {}),
-      drainTimedOut: this.drainTimedOut,
-    };
-    this.manager.onFinished(this, result);
-    this.resolveResult(result);
-  }
+function hasNul(value: string): boolean {
+  return value.includes('\0');
 }
 
 /**
  * Owns every child process of one registry. Each child leads its own process group and carries
  * an environment cookie (`CONCH_PROC_COOKIE=<manager>-<id>`), so kill() reaches the whole tree,
  * escapees included; dispose() and host exit leave nothing running.
+ *
+ * Children are started by a supervisor process (one per sandbox profile, started on first use):
+ * the host never forks per command, and the supervisor kills everything when the host dies, by
+ * whatever means. Without one (`supervisor: false`, or it cannot start), children are spawned in
+ * the host, with the same behaviour except that a SIGKILLed host leaves them running.
  */
 export class ProcessManager implements ProcessManagerService {
   /** Random id; every cookie of this manager starts with it. */
@@ -384,10 +116,21 @@ export class ProcessManager implements ProcessManagerService {
   readonly logger: Logger | undefined;
   readonly executor: Executor;
   private readonly options: ProcessManagerOptions;
+  private readonly cwd: string;
   private readonly processes = new Map<string, ManagedProcess>();
   private readonly live = new Set<ManagedProcess>();
+  private readonly ptys = new Set<BasePty>();
+  private readonly clients = new Map<string, SupervisorClient>();
+  /** Profiles whose sandbox could not be set up (key -> why): they run unsandboxed. */
+  private readonly brokenSandboxes = new Map<string, string>();
+  private readonly skipped = new Set<string>();
+  private readonly leftoverHandles = new WeakMap<ManagedProcess, LeftoverHandle>();
+  private readonly owner: ProcessOwner;
+  private readonly removeExitHook: () => void;
+  /** Why there is no supervisor (spawning in the host), once that is so. */
+  private fallbackReason: string | undefined;
+  private warnedSandbox = false;
   private counter = 0;
-  private finishedCount = 0;
   private ownTempDir: string | undefined;
   private disposing: Promise<void> | undefined;
 
@@ -396,8 +139,16 @@ export class ProcessManager implements ProcessManagerService {
     this.id = randomBytes(4).toString('hex');
     this.events = options.events;
     this.logger = options.logger;
-    this.executor = options.executor ?? new LocalExecutor();
-    trackForExit(this);
+    this.executor = options.executor ?? localExecutor;
+    this.cwd = options.cwd ?? process.cwd();
+    if (options.supervisor === false) this.fallbackReason = 'disabled (supervisor: false)';
+    this.owner = {
+      events: this.events,
+      logger: this.logger,
+      started: (proc) => this.onStarted(proc),
+      finished: (proc, result) => this.onFinished(proc, result),
+    };
+    this.removeExitHook = onHostExit(() => this.killAllSync());
   }
 
   get disposed(): boolean {
@@ -424,9 +175,25 @@ export class ProcessManager implements ProcessManagerService {
     if (options.timeoutMs !== undefined && !(options.timeoutMs > 0)) {
       throw new InvalidSpawnOptionError('timeoutMs', 'a positive number of milliseconds', options.timeoutMs);
     }
+    // node refuses NUL bytes (the OS cannot take them); say so here, synchronously, in both modes.
+    if (hasNul(command)) throw new InvalidSpawnOptionError('command', 'a string without NUL bytes', command);
+    for (const arg of args) {
+      if (typeof arg !== 'string' || hasNul(arg)) {
+        throw new InvalidSpawnOptionError('args', 'strings without NUL bytes', arg);
+      }
+    }
+    if (options.env) {
+      for (const [key, value] of Object.entries(options.env)) {
+        if (hasNul(key) || (value !== undefined && hasNul(value))) {
+          throw new InvalidSpawnOptionError(`env.${key}`, 'a string without NUL bytes', value);
+        }
+      }
+    }
+    const profile = normalizeSandboxProfile(options.sandbox, this.cwd);
     const id = `p${++this.counter}`;
     const cookie = `${this.id}-${id}`;
-    const cwd = resolve(this.options.cwd ?? process.cwd(), options.cwd ?? '.');
+    const cwd = resolve(this.cwd, options.cwd ?? '.');
+    if (hasNul(cwd)) throw new InvalidSpawnOptionError('cwd', 'a path without NUL bytes', cwd);
     // Node's spawn enumerates the env with for...in, prototype included, and skips undefined
     // values: layering the additions over the live process.env avoids copying it on every spawn.
     const env: Record<string, string | undefined> =
@@ -465,17 +232,18 @@ export class ProcessManager implements ProcessManagerService {
       sink: capture ? sinkFor('stderr') : undefined,
     });
 
-    const child = (options.executor ?? this.executor).spawn({
+    const request: ExecutorSpawnRequest = {
       file,
       args: argv,
       cwd,
       env,
       stdin: options.stdin ?? 'ignore',
       capture,
-    });
+    };
+    const { child, sandbox } = this.start(options.executor ?? this.executor, request, profile, cookie);
     const label = options.label ?? (args.length ? `${command} ${args.join(' ')}` : command);
     const proc = new ManagedProcess({
-      manager: this,
+      owner: this.owner,
       id,
       command,
       args,
@@ -489,6 +257,9 @@ export class ProcessManager implements ProcessManagerService {
       combined,
       killGraceMs: options.killGraceMs ?? this.options.killGraceMs ?? 2000,
       drainMs: options.drainMs ?? this.options.drainMs ?? 1000,
+      keepLeftoverOutput: options.keepLeftoverOutput === true,
+      forceFile: capture && captureOpt !== undefined && captureOpt.spillFile === 'always',
+      sandbox,
     });
     this.processes.set(id, proc);
     this.live.add(proc);
@@ -496,18 +267,79 @@ export class ProcessManager implements ProcessManagerService {
       ...(options.timeoutMs !== undefined ? { timeoutMs: options.timeoutMs } : {}),
       ...(options.signal ? { signal: options.signal } : {}),
     });
-    if (this.events && this.events.listenerCount('process.started') > 0) {
-      this.events.emit('process.started', {
-        id,
-        pid: child.pid,
-        command: label,
-        args,
-        cwd,
-        shell: shellPath !== undefined,
-        startedAt: proc.startedAt,
-      });
-    }
     return proc;
+  }
+
+  /**
+   * Starts a PTY (node-pty, loaded from `ptyModule`) through the supervisor, which relays its I/O,
+   * or in the host without one. Blocks for the supervisor's fork (a few ms; the very first call
+   * also waits for the supervisor to start), so `pid` is known when it returns, as with node-pty.
+   * The PTY and its whole tree carry the manager's cookie: kill/dispose/host death end them.
+   */
+  spawnPty(options: SpawnPtyOptions): PtyProcess {
+    if (this.disposing) throw new ProcessManagerDisposedError();
+    const { file, args, cwd, cols, rows, ptyModule } = options;
+    if (typeof file !== 'string' || file.length === 0) {
+      throw new InvalidSpawnOptionError('file', 'a non-empty string', file);
+    }
+    if (!Array.isArray(args) || args.some((a) => typeof a !== 'string')) {
+      throw new InvalidSpawnOptionError('args', 'an array of strings', args);
+    }
+    if (typeof cwd !== 'string' || !isAbsolute(cwd)) {
+      throw new InvalidSpawnOptionError('cwd', 'an absolute path', cwd);
+    }
+    for (const [name, value] of [
+      ['cols', cols],
+      ['rows', rows],
+    ] as const) {
+      if (!Number.isInteger(value) || value <= 0) {
+        throw new InvalidSpawnOptionError(name, 'a positive integer', value);
+      }
+    }
+    if (typeof ptyModule !== 'string' || !isAbsolute(ptyModule)) {
+      throw new InvalidSpawnOptionError(
+        'ptyModule',
+        "the absolute path of node-pty's entry (e.g. createRequire(import.meta.url).resolve('@lydell/node-pty'))",
+        ptyModule,
+      );
+    }
+    const requested = normalizeSandboxProfile(options.sandbox, this.cwd);
+    const cookie = `${this.id}-t${++this.counter}`;
+    const env: Record<string, string> = {};
+    for (const key in options.env) {
+      const value = options.env[key];
+      if (value !== undefined) env[key] = value;
+    }
+    env[COOKIE_VAR] = cookie;
+    env.TERM ??= 'xterm-256color';
+    const onExited = (pty: BasePty) => this.ptys.delete(pty);
+
+    if (this.fallbackReason === undefined) {
+      // Try the requested profile's supervisor, then the unsandboxed one, then the host.
+      const order = requested.kind === 'none' ? [requested] : [requested, NO_SANDBOX];
+      for (const profile of order) {
+        if (profile.kind !== 'none' && this.sandboxBroken(profile)) continue;
+        const client = this.clientFor(profile, [ptyModule]);
+        if (!client) continue;
+        const reply = client.spawnPty({ ptyModule, file, args, cwd, env, cols, rows }, onExited);
+        if (reply === undefined) continue; // that supervisor is gone (its loss was handled)
+        if (!('pid' in reply)) throw new PtySpawnError(options.label ?? file, reply);
+        this.ptys.add(reply);
+        return reply;
+      }
+    }
+    return this.spawnPtyLocally(options, requested, env, cookie, onExited);
+  }
+
+  /**
+   * Starts the supervisor of a profile now instead of on the first spawn, taking its startup (a
+   * node boot, ~100 ms; inside bwrap a little more) off the first command. No-op without one.
+   */
+  warmUp(sandbox?: SandboxProfile): void {
+    if (this.disposing || this.fallbackReason !== undefined) return;
+    const profile = normalizeSandboxProfile(sandbox, this.cwd);
+    if (profile.kind !== 'none' && this.sandboxBroken(profile)) return;
+    this.clientFor(profile);
   }
 
   get(id: string): ManagedProcess | undefined {
@@ -526,11 +358,6 @@ export class ProcessManager implements ProcessManagerService {
     }));
   }
 
-  /** Processes still running. */
-  running(): ManagedProcess[] {
-    return [...this.live];
-  }
-
   async kill(id: string): Promise<void> {
     const proc = this.processes.get(id);
     if (!proc) return;
@@ -542,6 +369,44 @@ export class ProcessManager implements ProcessManagerService {
     sweepCookie({ prefix: this.cookiePrefix });
   }
 
+  /**
+   * Takes over what a finished process left running (`result.leftRunning`): a handle to watch,
+   * page the output of (with `keepLeftoverOutput: true` at spawn it includes every byte the
+   * leftovers write after the result), and kill them. One handle per process.
+   */
+  adoptLeftovers(proc: ManagedProcess | string): LeftoverHandle {
+    const p = typeof proc === 'string' ? this.processes.get(proc) : proc;
+    if (!p || !p.cookie.startsWith(this.cookiePrefix)) {
+      throw new LeftoverAdoptionError(
+        'proc',
+        'a process this manager spawned (or its id)',
+        typeof proc === 'string' ? proc : proc?.id,
+      );
+    }
+    if (p.isRunning) {
+      throw new LeftoverAdoptionError('proc', 'a process that has ended (await proc.result first)', p.id);
+    }
+    let handle = this.leftoverHandles.get(p);
+    if (!handle) {
+      handle = new ProcessLeftovers(p, { graceMs: this.options.killGraceMs ?? 2000 });
+      this.leftoverHandles.set(p, handle);
+    }
+    return handle;
+  }
+
+  /** Whether a supervisor runs, whether sandboxes apply, and what a workspace profile could not protect. */
+  async status(): Promise<ProcessManagerStatus> {
+    const probed = await probeSandbox();
+    const broken = [...this.brokenSandboxes.values()][0];
+    const running = [...this.clients.values()].some((c) => c.status === 'ready' || c.status === 'starting');
+    return {
+      supervisor: this.fallbackReason !== undefined ? 'fallback' : running ? 'running' : 'not-started',
+      sandbox:
+        broken !== undefined && probed.available ? { ...probed, available: false, reason: broken } : probed,
+      skippedReadOnlyPaths: [...this.skipped],
+    };
+  }
+
   /** Kills every process (and escapee) this manager started; removes its own temp dir. */
   dispose(): Promise<void> {
     this.disposing ??= this.doDispose();
@@ -551,13 +416,26 @@ export class ProcessManager implements ProcessManagerService {
   /** @internal host exit: SIGKILL everything synchronously. */
   killAllSync(): void {
     for (const proc of this.live) proc.killSync();
+    for (const pty of this.ptys) killTreeSync(pty.pid, pty.cookie);
     sweepCookie({ prefix: this.cookiePrefix });
   }
 
-  /** @internal */
-  onFinished(proc: ManagedProcess, result: ProcessResult): void {
+  private onStarted(proc: ManagedProcess): void {
+    if (this.events && this.events.listenerCount('process.started') > 0) {
+      this.events.emit('process.started', {
+        id: proc.id,
+        pid: proc.pid,
+        command: proc.label,
+        args: proc.args,
+        cwd: proc.cwd,
+        shell: proc.shell,
+        startedAt: proc.startedAt,
+      });
+    }
+  }
+
+  private onFinished(proc: ManagedProcess, result: ProcessResult): void {
     this.live.delete(proc);
-    this.finishedCount++;
     if (this.events && this.events.listenerCount('process.exited') > 0) {
       this.events.emit('process.exited', {
         id: proc.id,
@@ -576,13 +454,242 @@ export class ProcessManager implements ProcessManagerService {
     }
   }
 
+  // ---- routing: supervisor per profile, else the host ----
+
+  /** Starts a request: through a supervisor when the executor can say what to run, else in the host. */
+  private start(
+    executor: Executor,
+    request: ExecutorSpawnRequest,
+    profile: SandboxProfile,
+    cookie: string,
+  ): { child: SpawnedChild; sandbox: () => SandboxKind } {
+    if (!executor.prepare) {
+      // An executor that only knows how to spawn (a remote one, say) runs as it is.
+      if (profile.kind !== 'none') {
+        this.warnSandbox(`executor '${executor.name}' cannot be sandboxed by a profile`);
+      }
+      return { child: executor.spawn(request), sandbox: () => 'none' };
+    }
+    const prepared = executor.prepare(request);
+    if (this.fallbackReason !== undefined && profile.kind === 'none') {
+      // No supervisor: exactly the old in-process spawn, no wrapper.
+      return { child: spawnDetached(prepared), sandbox: () => 'none' };
+    }
+    const child = new RoutedChild(prepared, cookie);
+    this.route(child, profile);
+    return { child, sandbox: () => child.sandbox };
+  }
+
+  private route(child: RoutedChild, profile: SandboxProfile): void {
+    if (this.disposing) {
+      child.onSpawnError('ECANCELED', 'the process manager was disposed before the process started');
+      return;
+    }
+    if (this.fallbackReason !== undefined) {
+      this.runInHost(child, profile);
+      return;
+    }
+    if (profile.kind !== 'none' && this.sandboxBroken(profile)) {
+      this.route(child, NO_SANDBOX);
+      return;
+    }
+    const client = this.clientFor(profile);
+    if (client) client.submit(child);
+    else this.route(child, profile.kind === 'none' ? profile : NO_SANDBOX);
+  }
+
+  /** Whether a profile is known not to work here (bwrap missing, probe failed, its supervisor failed). */
+  private sandboxBroken(profile: SandboxProfile): boolean {
+    const key = sandboxKey(profile);
+    if (this.brokenSandboxes.has(key)) return true;
+    const bwrap = findBwrap();
+    const status = bwrap
+      ? settledSandboxStatus(bwrap)
+      : { available: false, reason: 'bwrap was not found on PATH' };
+    if (status && !status.available) {
+      this.markSandboxBroken(key, status.reason ?? 'bwrap does not work here');
+      return true;
+    }
+    if (!status) void probeSandbox(); // for status(); the supervisor's start is the real test
+    return false;
+  }
+
+  private markSandboxBroken(key: string, reason: string): void {
+    this.brokenSandboxes.set(key, reason);
+    this.warnSandbox(reason);
+  }
+
+  private warnSandbox(reason: string): void {
+    if (this.warnedSandbox) return;
+    this.warnedSandbox = true;
+    this.logger?.warn(
+      { reason },
+      'sandbox unavailable: commands that asked for a sandbox profile run unsandboxed (see status())',
+    );
+  }
+
+  /** The running (or starting) supervisor of a profile; starts one if needed. Undefined if it cannot start. */
+  private clientFor(
+    profile: SandboxProfile,
+    extraVisible: readonly string[] = [],
+  ): SupervisorClient | undefined {
+    const key = sandboxKey(profile);
+    const existing = this.clients.get(key);
+    if (existing && (existing.status === 'starting' || existing.status === 'ready')) return existing;
+    const supervisorOpt = typeof this.options.supervisor === 'object' ? this.options.supervisor : {};
+    const execPath = supervisorOpt.execPath ?? process.execPath;
+    let bwrap: { path: string; args: string[] } | undefined;
+    if (profile.kind !== 'none') {
+      const path = findBwrap();
+      if (!path) {
+        this.markSandboxBroken(key, 'bwrap was not found on PATH');
+        return undefined;
+      }
+      const { args, skipped } = sandboxArgs(profile, [
+        this.cwd,
+        dirname(SUPERVISOR_SCRIPT),
+        dirname(execPath),
+        ...extraVisible.map((p) => dirname(p)),
+      ]);
+      for (const p of skipped) this.skipped.add(p);
+      bwrap = { path, args };
+    }
+    const client = new SupervisorClient({
+      execPath,
+      script: SUPERVISOR_SCRIPT,
+      prefix: this.cookiePrefix,
+      sandbox: profile.kind,
+      ...(bwrap ? { bwrap } : {}),
+      logger: this.logger,
+      onLost: (lost, reason, queued, started) =>
+        this.onSupervisorLost(profile, lost, reason, queued, started),
+    });
+    this.clients.set(key, client);
+    if (!client.start()) {
+      this.onSupervisorLost(profile, client, client.lostReason ?? 'could not start', [], false);
+      return undefined;
+    }
+    return client;
+  }
+
+  private onSupervisorLost(
+    profile: SandboxProfile,
+    client: SupervisorClient,
+    reason: string,
+    queued: RoutedChild[],
+    started: boolean,
+  ): void {
+    const key = sandboxKey(profile);
+    if (this.clients.get(key) === client) this.clients.delete(key);
+    if (started) {
+      // It ran and died: what it ran was killed and reported; the next spawn starts a new one.
+      this.logger?.warn(
+        { reason, sandbox: profile.kind },
+        'process supervisor died; its processes were killed',
+      );
+    } else if (profile.kind !== 'none') {
+      this.markSandboxBroken(key, `the sandboxed supervisor could not start: ${reason}`);
+    } else if (this.fallbackReason === undefined) {
+      this.fallbackReason = reason;
+      this.logger?.warn({ reason }, 'process supervisor unavailable: spawning in-process (see status())');
+    }
+    for (const child of queued) this.route(child, started ? profile : NO_SANDBOX);
+  }
+
+  /** Starts a routed child in the host (no supervisor), wrapped in bwrap for a profile where it works. */
+  private runInHost(child: RoutedChild, profile: SandboxProfile): void {
+    const launch = (status: SandboxStatus | undefined) => {
+      if (this.disposing) {
+        child.onSpawnError('ECANCELED', 'the process manager was disposed before the process started');
+        return;
+      }
+      let request = child.request;
+      let kind: SandboxKind = 'none';
+      if (profile.kind !== 'none' && status?.available && status.bwrap) {
+        const { args, skipped } = sandboxArgs(profile, [this.cwd]);
+        for (const p of skipped) this.skipped.add(p);
+        request = { ...request, file: status.bwrap, args: [...args, '--', request.file, ...request.args] };
+        kind = profile.kind;
+      } else if (profile.kind !== 'none') {
+        this.markSandboxBroken(sandboxKey(profile), status?.reason ?? 'bwrap does not work here');
+      }
+      try {
+        child.bindLocal(spawnDetached(request), kind);
+      } catch (error) {
+        const e = error as NodeJS.ErrnoException;
+        child.onSpawnError(e.code ?? 'ESPAWN', e.message);
+      }
+    };
+    if (profile.kind === 'none') {
+      launch(undefined);
+      return;
+    }
+    const bwrap = findBwrap();
+    const settled = bwrap ? settledSandboxStatus(bwrap) : undefined;
+    if (settled || !bwrap) launch(settled ?? { available: false, reason: 'bwrap was not found on PATH' });
+    else void probeSandbox({ bwrap }).then(launch);
+  }
+
+  private spawnPtyLocally(
+    options: SpawnPtyOptions,
+    profile: SandboxProfile,
+    env: Record<string, string>,
+    cookie: string,
+    onExited: (pty: BasePty) => void,
+  ): PtyProcess {
+    let file = options.file;
+    let args = [...options.args];
+    let kind: SandboxKind = 'none';
+    if (profile.kind !== 'none') {
+      const bwrap = findBwrap();
+      const status = bwrap ? settledSandboxStatus(bwrap) : undefined;
+      if (bwrap && status?.available !== false && !this.brokenSandboxes.has(sandboxKey(profile))) {
+        const sandbox = sandboxArgs(profile, [this.cwd, dirname(options.ptyModule)]);
+        for (const p of sandbox.skipped) this.skipped.add(p);
+        // bwrap's --new-session would take the shell's controlling terminal away: not for a PTY.
+        const bwrapArgs = sandbox.args.filter((a) => a !== '--new-session');
+        // The PTY was allocated out here, in the host's devpts: the read-only profile's private
+        // /dev would not have its /dev/pts/N (`tty` would say "not a tty").
+        const dev = bwrapArgs.indexOf('--dev');
+        if (dev !== -1) bwrapArgs.splice(dev + 2, 0, '--dev-bind', '/dev/pts', '/dev/pts');
+        args = [...bwrapArgs, '--', file, ...args];
+        file = bwrap;
+        kind = profile.kind;
+      } else {
+        this.warnSandbox(status?.reason ?? 'bwrap was not found on PATH');
+      }
+    }
+    let pty: LocalPty;
+    try {
+      const node = loadPtyModule(options.ptyModule).spawn(file, args, {
+        name: env.TERM ?? 'xterm-256color',
+        cols: options.cols,
+        rows: options.rows,
+        cwd: options.cwd,
+        env,
+      });
+      pty = new LocalPty(node, cookie, kind, onExited);
+    } catch (error) {
+      const e = error as NodeJS.ErrnoException;
+      throw new PtySpawnError(options.label ?? options.file, { code: e.code ?? 'EPTY', message: e.message });
+    }
+    this.ptys.add(pty);
+    return pty;
+  }
+
   private async doDispose(): Promise<void> {
     try {
-      await Promise.all([...this.live].map((p) => p.terminate('killed')));
+      const graceMs = this.options.killGraceMs ?? 2000;
+      await Promise.all([
+        ...[...this.live].map((p) => p.terminate('killed')),
+        ...[...this.ptys].map((pty) => killTree(pty.pid, pty.cookie, graceMs)),
+      ]);
       sweepCookie({ prefix: this.cookiePrefix });
       await Promise.all([...this.live].map((p) => p.result));
     } finally {
-      untrackForExit(this);
+      for (const client of this.clients.values()) client.close();
+      this.clients.clear();
+      this.removeExitHook();
       if (this.ownTempDir) rmSync(this.ownTempDir, { recursive: true, force: true });
     }
   }

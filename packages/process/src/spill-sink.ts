@@ -68,7 +68,11 @@ export class SpillSink {
     }
   }
 
-  /** Creates the file now (if not yet) and returns its path; every byte so far goes into it. */
+  /**
+   * Creates the file now (if not yet) and returns its path; every byte so far goes into it. Works
+   * after `end()` too (a small output that never needed a file): the bytes are then written and
+   * the file closed, and `end()` resolves once that is done.
+   */
   materialize(): string {
     if (this.filePath !== undefined) return this.filePath;
     const path = join(this.options.dir(), this.options.name);
@@ -111,9 +115,15 @@ export class SpillSink {
     }
   }
 
-  /** The bytes held in memory (everything, when the sink never spilled). */
-  memoryBytes(): Buffer {
-    return this.pending.length === 1 ? this.pending[0]! : Buffer.concat(this.pending);
+  /**
+   * Resolves once every byte written so far is in the file (at once when there is no file, or
+   * it failed). Lets a caller read a materialized file of a process that is still running.
+   */
+  flushed(): Promise<void> {
+    const stream = this.stream;
+    if (!stream || this.error || stream.writableEnded || stream.destroyed)
+      return this.ended ?? Promise.resolve();
+    return new Promise<void>((resolve) => stream.write(Buffer.alloc(0), () => resolve()));
   }
 
   private finishStream(): Promise<void> {

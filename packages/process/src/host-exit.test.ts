@@ -1,28 +1,21 @@
-// Invariant: when the host process exits without dispose() (exit() or an unhandled SIGTERM/SIGHUP), every process tree and escapee it started is killed.
-import { execFileSync, spawn, spawnSync } from 'node:child_process';
+// Invariant: when the host process exits without dispose() (exit() or an unhandled SIGTERM/SIGHUP/SIGINT), every process tree and escapee it started is killed — through the supervisor and in-process alike.
+import { spawn, spawnSync } from 'node:child_process';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { survivors, waitFor } from './test-support/procs.js';
 
-const pkg = join(dirname(fileURLToPath(import.meta.url)), '..');
+// The host scripts run in separate node processes, so they import the built package (global setup).
+const dist = join(dirname(fileURLToPath(import.meta.url)), '..', 'dist', 'index.js');
 
-beforeAll(() => {
-  // The host script runs in a separate node process, so it needs the built package.
-  execFileSync(
-    process.execPath,
-    [join(pkg, '../../node_modules/typescript/bin/tsc'), '-p', 'tsconfig.build.json'],
-    {
-      cwd: pkg,
-    },
-  );
-}, 120_000);
-
-describe('host exit', () => {
+describe.each([
+  ['through the supervisor', '{}'],
+  ['in-process (no supervisor)', '{ supervisor: false }'],
+])('host exit, %s', (_name, options) => {
   it('kills running trees and setsid escapees on process.exit()', async () => {
     const script = `
-      import { ProcessManager } from ${JSON.stringify(join(pkg, 'dist/index.js'))};
-      const m = new ProcessManager();
+      import { ProcessManager } from ${JSON.stringify(dist)};
+      const m = new ProcessManager(${options});
       const p = m.spawn('setsid sleep 300 > /dev/null 2>&1 & echo up; sleep 300', [], { shell: true });
       p.onOutput(() => { console.log(m.cookiePrefix); process.exit(0); });
     `;
@@ -41,8 +34,8 @@ describe('host exit', () => {
     'kills running trees when the host dies of an unhandled %s',
     async (signal) => {
       const script = `
-        import { ProcessManager } from ${JSON.stringify(join(pkg, 'dist/index.js'))};
-        const m = new ProcessManager();
+        import { ProcessManager } from ${JSON.stringify(dist)};
+        const m = new ProcessManager(${options});
         const p = m.spawn('setsid sleep 300 > /dev/null 2>&1 & echo up; sleep 300', [], { shell: true });
         p.onOutput(() => console.log(m.cookiePrefix));
         setInterval(() => {}, 1000);
@@ -65,4 +58,20 @@ describe('host exit', () => {
     },
     120_000,
   );
+});
+
+describe('onHostExit', () => {
+  it('runs the registered functions once when the host exits; an unregistered one does not run', () => {
+    const script = `
+      import { writeSync } from 'node:fs';
+      import { onHostExit } from ${JSON.stringify(dist)};
+      onHostExit(() => writeSync(1, 'first\\n'));
+      const off = onHostExit(() => writeSync(1, 'removed\\n'));
+      onHostExit(() => writeSync(1, 'third\\n'));
+      off();
+      process.exitCode = 0;
+    `;
+    const run = spawnSync(process.execPath, ['--input-type=module', '-e', script], { encoding: 'utf8' });
+    expect(run.stdout).toBe('first\nthird\n');
+  });
 });

@@ -1,0 +1,41 @@
+// A long-lived host for the process suite's big-host rows: allocates (and touches) `allocMiB` of
+// memory, then answers { mode: 'conch' | 'raw' | 'idle', runs } requests over IPC by running `runs`
+// spawn-to-exit of `true` through a ProcessManager or with a raw node:child_process spawn (or, for
+// 'idle', waiting as long), while a timer samples the event loop. The suite interleaves requests to
+// several hosts so machine load hits all of them alike. Replies { times, maxStallMs, rssMiB }.
+import { monitorEventLoopDelay } from 'node:perf_hooks';
+import { ProcessManager } from '@conch/process';
+import { rawRun } from '../../lib.mjs';
+
+const allocMiB = Number(process.argv[2]);
+// Buffer.alloc(size, 1) writes every page: resident memory, as a long-lived agent host has.
+const ballast = allocMiB > 0 ? Buffer.alloc(allocMiB * 1024 * 1024, 1) : undefined;
+const manager = new ProcessManager();
+const spawnOnce = { conch: () => manager.spawn('true').result, raw: () => rawRun('true', []) };
+
+process.on('message', async ({ mode, runs, idleMs }) => {
+  // The histogram records how late its 1 ms timer fired: the longest stall, less the 1 ms period.
+  const histogram = monitorEventLoopDelay({ resolution: 1 });
+  histogram.enable();
+  const times = [];
+  if (mode === 'idle') {
+    await new Promise((resolve) => setTimeout(resolve, idleMs));
+  } else {
+    for (let i = 0; i < runs; i++) {
+      const t0 = performance.now();
+      await spawnOnce[mode]();
+      times.push(performance.now() - t0);
+    }
+  }
+  histogram.disable();
+  process.send({
+    times,
+    maxStallMs: Math.max(0, histogram.max / 1e6 - 1),
+    rssMiB: process.memoryUsage().rss / 1024 / 1024,
+    ballast: ballast?.length ?? 0,
+  });
+});
+process.on('disconnect', () => {
+  void manager.dispose().then(() => process.exit(0));
+});
+process.send({ ready: true });

@@ -1,0 +1,87 @@
+// Invariant: when the host dies by SIGKILL (no exit hook can run), its supervisor kills every process, escapee and PTY tree carrying the manager's cookie; a Ctrl-C to the host's process group does not reach the supervisor.
+import { spawn, type ChildProcess } from 'node:child_process';
+import { createRequire } from 'node:module';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { afterEach, describe, expect, it } from 'vitest';
+import { findBwrap } from './bubblewrap-executor.js';
+import { pidAlive } from './kill-tree.js';
+import { survivors, waitFor } from './test-support/procs.js';
+
+const dist = join(dirname(fileURLToPath(import.meta.url)), '..', 'dist', 'index.js');
+const ptyModule = createRequire(import.meta.url).resolve('@lydell/node-pty');
+const hosts: ChildProcess[] = [];
+
+afterEach(() => {
+  for (const host of hosts.splice(0)) host.kill('SIGKILL');
+});
+
+/** Starts a host script that prints one JSON line once its processes run; resolves with it. */
+async function startHost(body: string): Promise<{ host: ChildProcess; info: Record<string, any> }> {
+  const script = `
+    import { ProcessManager } from ${JSON.stringify(dist)};
+    const m = new ProcessManager({ killGraceMs: 300, drainMs: 300 });
+    ${body}
+    setInterval(() => {}, 1000);
+  `;
+  // detached: the host leads its own process group, like a foreground job of a terminal.
+  const host = spawn(process.execPath, ['--input-type=module', '-e', script], {
+    stdio: ['ignore', 'pipe', 'inherit'],
+    detached: true,
+  });
+  hosts.push(host);
+  let out = '';
+  host.stdout!.on('data', (chunk: Buffer) => (out += chunk.toString()));
+  await waitFor(() => out.includes('\n'), 30_000, 'host ready');
+  return { host, info: JSON.parse(out.split('\n')[0]!) as Record<string, any> };
+}
+
+function killed(host: ChildProcess): Promise<void> {
+  return new Promise((resolve) => host.once('exit', () => resolve()));
+}
+
+describe('host SIGKILLed', () => {
+  it('leaves nothing with its cookie: a running command, a setsid escapee of a finished one, a PTY and its jobs', async () => {
+    const sandboxed = findBwrap() ? 'true' : 'false';
+    const { host, info } = await startHost(`
+      const long = m.spawn('sleep', ['300']);
+      const finished = await m.spawn('setsid sleep 301 & echo started', [], { shell: true }).result;
+      const boxed = ${sandboxed} ? m.spawn('sleep', ['304'], { sandbox: { kind: 'read-only' } }) : undefined;
+      const pty = m.spawnPty({ file: '/bin/sh', args: ['-i'], cwd: '/', env: { PATH: process.env.PATH },
+        cols: 80, rows: 24, ptyModule: ${JSON.stringify(ptyModule)} });
+      let seen = '';
+      pty.onData((d) => { seen += d; if (seen.includes('jobs-up')) {
+        console.log(JSON.stringify({ prefix: m.cookiePrefix, leftRunning: finished.leftRunning.length, pty: pty.pid }));
+      } });
+      pty.write('setsid sleep 302 & sleep 303 & echo jobs""-up\\n');
+      await long.spawned; await boxed?.spawned;
+    `);
+    const prefix = info.prefix as string;
+    expect(info.leftRunning).toBe(1);
+    // sleep 300, setsid sleep 301, the PTY shell, its two jobs (+ the sandboxed sleep 304)
+    await waitFor(() => survivors(prefix).length >= (findBwrap() ? 6 : 5), 10_000, 'everything running');
+    const exit = killed(host);
+    host.kill('SIGKILL');
+    await exit;
+    await waitFor(() => survivors(prefix).length === 0, 3_000, 'nothing left 3 s after the host died');
+    expect(pidAlive(info.pty as number)).toBe(false);
+  }, 60_000);
+
+  it('a SIGINT to the host process group does not reach the supervisor or the commands', async () => {
+    const { host, info } = await startHost(`
+      process.on('SIGINT', () => console.error('host got SIGINT'));
+      const p = m.spawn('sleep', ['300']);
+      await p.spawned;
+      console.log(JSON.stringify({ prefix: m.cookiePrefix }));
+    `);
+    const prefix = info.prefix as string;
+    await waitFor(() => survivors(prefix).length === 1, 10_000, 'sleep running');
+    process.kill(-host.pid!, 'SIGINT');
+    await new Promise((r) => setTimeout(r, 500));
+    expect(survivors(prefix)).toHaveLength(1);
+    const exit = killed(host);
+    host.kill('SIGKILL');
+    await exit;
+    await waitFor(() => survivors(prefix).length === 0, 3_000, 'cleaned up after SIGKILL');
+  }, 60_000);
+});

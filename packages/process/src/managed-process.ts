@@ -1,0 +1,456 @@
+import type { Readable, Writable } from 'node:stream';
+import { TextDecoder } from 'node:util';
+import type { EventBus, Logger } from '@conch/core';
+import {
+  findCookiePids,
+  groupExists,
+  killGroupSync,
+  killProcessTree,
+  pidAlive,
+  processCommand,
+  sweepCookie,
+} from './kill-tree.js';
+import type { OutputCapture } from './output-capture.js';
+import type { ExitReason, LeftoverProcess, OutputEvent, ProcessResult } from './process-result.js';
+import type { SandboxKind } from './sandbox-profile.js';
+import type { SpawnedChild } from './spawned-child.js';
+import type { SpillSink } from './spill-sink.js';
+import { cleanForModel, stripAnsi } from './strip-ansi.js';
+import { decodeUtf8 } from './utf8.js';
+
+/** What a ManagedProcess reports to whoever owns it (its ProcessManager). */
+export interface ProcessOwner {
+  readonly events: EventBus | undefined;
+  readonly logger: Logger | undefined;
+  /** The process started (pid known) or could not be started: once, before any output event. */
+  started(proc: ManagedProcess): void;
+  /** The final result, once, just before `proc.result` resolves. */
+  finished(proc: ManagedProcess, result: ProcessResult): void;
+}
+
+export interface ManagedProcessInit {
+  owner: ProcessOwner;
+  id: string;
+  command: string;
+  args: readonly string[];
+  label: string;
+  cwd: string;
+  shell: boolean;
+  cookie: string;
+  child: SpawnedChild;
+  stdout: OutputCapture;
+  stderr: OutputCapture;
+  combined: SpillSink | undefined;
+  killGraceMs: number;
+  drainMs: number;
+  keepLeftoverOutput: boolean;
+  forceFile: boolean;
+  /** Which sandbox really applied (known once the process started). */
+  sandbox: () => SandboxKind;
+}
+
+/** Bytes of the latest output kept for lastLine() once the captures released their buffers. */
+const RECENT_BYTES = 1024;
+
+/**
+ * A process the manager owns. `result` always resolves (never rejects): spawn failures, timeouts
+ * and aborts are reported in it.
+ */
+export class ManagedProcess {
+  readonly id: string;
+  readonly command: string;
+  readonly args: readonly string[];
+  readonly label: string;
+  readonly cwd: string;
+  readonly shell: boolean;
+  readonly cookie: string;
+  readonly startedAt: number;
+  readonly stdout: OutputCapture;
+  readonly stderr: OutputCapture;
+  /** With spill 'combined': the sink holding both streams interleaved. */
+  readonly combined: SpillSink | undefined;
+  readonly result: Promise<ProcessResult>;
+  /** Resolves with the pid once the process runs, or undefined if it could not be started. */
+  readonly spawned: Promise<number | undefined>;
+  /** The child's stdin when spawned with `stdin: 'pipe'` (writable at once, before the pid is known). */
+  readonly stdin: Writable | null;
+
+  private readonly child: SpawnedChild;
+  private readonly owner: ProcessOwner;
+  private readonly killGraceMs: number;
+  private readonly drainMs: number;
+  private readonly keepLeftoverOutput: boolean;
+  private readonly forceFile: boolean;
+  private readonly sandboxOf: () => SandboxKind;
+  private readonly t0: number;
+  private resolveResult!: (result: ProcessResult) => void;
+  private resolveSpawned!: (pid: number | undefined) => void;
+  private exitCodeValue: number | null = null;
+  private exitSignal: string | null = null;
+  private exited = false;
+  private finished = false;
+  private reported = false;
+  private reason: ExitReason | undefined;
+  private spawnError: { code: string; message: string } | undefined;
+  private drainTimedOut = false;
+  private timeoutTimer: NodeJS.Timeout | undefined;
+  private drainTimer: NodeJS.Timeout | undefined;
+  private signal: AbortSignal | undefined;
+  private readonly onAbort = () => void this.terminate('aborted');
+  private listeners: Set<(event: OutputEvent) => void> | undefined;
+  private decoders: { stdout?: TextDecoder; stderr?: TextDecoder } = {};
+  private killing: Promise<void> | undefined;
+  private readonly wired = new Set<Readable>();
+  /** Output pipes not closed yet. */
+  private readonly open = new Set<Readable>();
+  /** Output pipes kept open after the result (keepLeftoverOutput): leftovers write into them. */
+  private lingering: Set<Readable> | undefined;
+  private lingerEnded: Promise<void> | undefined;
+  private resolveLingerEnded: (() => void) | undefined;
+  private recent: Buffer | undefined;
+
+  /** @internal created by ProcessManager.spawn */
+  constructor(init: ManagedProcessInit) {
+    this.owner = init.owner;
+    this.id = init.id;
+    this.command = init.command;
+    this.args = init.args;
+    this.label = init.label;
+    this.cwd = init.cwd;
+    this.shell = init.shell;
+    this.cookie = init.cookie;
+    this.child = init.child;
+    this.stdout = init.stdout;
+    this.stderr = init.stderr;
+    this.combined = init.combined;
+    this.killGraceMs = init.killGraceMs;
+    this.drainMs = init.drainMs;
+    this.keepLeftoverOutput = init.keepLeftoverOutput;
+    this.forceFile = init.forceFile;
+    this.sandboxOf = init.sandbox;
+    this.startedAt = Date.now();
+    this.t0 = performance.now();
+    this.stdin = init.child.stdin ?? null;
+    this.result = new Promise<ProcessResult>((resolvePromise) => {
+      this.resolveResult = resolvePromise;
+    });
+    this.spawned = new Promise<number | undefined>((resolvePromise) => {
+      this.resolveSpawned = resolvePromise;
+    });
+  }
+
+  get pid(): number | undefined {
+    return this.child.pid;
+  }
+
+  get isRunning(): boolean {
+    return !this.exited && !this.finished;
+  }
+
+  get exitCode(): number | null {
+    return this.exitCodeValue;
+  }
+
+  /** Which sandbox the process runs in ('none' until it started, and where bwrap was unavailable). */
+  get sandbox(): SandboxKind {
+    return this.sandboxOf();
+  }
+
+  /** Subscribes to decoded output as it arrives. Returns the unsubscribe function. */
+  onOutput(listener: (event: OutputEvent) => void): () => void {
+    (this.listeners ??= new Set()).add(listener);
+    return () => this.listeners?.delete(listener);
+  }
+
+  /** Changes (or with undefined, clears) the timeout, counted from now. */
+  setTimeout(ms: number | undefined): void {
+    if (this.timeoutTimer) clearTimeout(this.timeoutTimer);
+    this.timeoutTimer = undefined;
+    if (ms !== undefined && !this.finished) {
+      this.timeoutTimer = setTimeout(() => void this.terminate('timeout'), ms);
+    }
+  }
+
+  /** Stops the abort signal given at spawn from killing this process (e.g. after a handoff). */
+  detachSignal(): void {
+    this.signal?.removeEventListener('abort', this.onAbort);
+    this.signal = undefined;
+  }
+
+  /** Attaches an abort signal that kills the process tree when it fires. */
+  attachSignal(signal: AbortSignal): void {
+    this.detachSignal();
+    if (signal.aborted) {
+      void this.terminate('aborted');
+      return;
+    }
+    this.signal = signal;
+    signal.addEventListener('abort', this.onAbort, { once: true });
+  }
+
+  /**
+   * Kills the whole tree: SIGTERM to the process group, SIGKILL after the grace period, then a
+   * sweep for escapees carrying this process's cookie. Resolves once the result is final. After
+   * the process ended, kills what it left running (cookie sweep).
+   */
+  async kill(): Promise<ProcessResult> {
+    await this.terminate('killed');
+    return this.result;
+  }
+
+  /**
+   * Writes the output to a file now, whatever its size (the combined stream with spill 'combined',
+   * else stdout's), and resolves with its path once every byte so far is in it. Undefined when
+   * nothing is kept (spill 'none', capture false).
+   */
+  async materializeOutput(): Promise<string | undefined> {
+    const sink = this.combined ?? this.stdout.sink;
+    if (!sink) return undefined;
+    const path = sink.materialize();
+    await sink.flushed();
+    return path;
+  }
+
+  /** The last non-empty output line so far (ANSI stripped, at most 200 characters). */
+  lastLine(): string | undefined {
+    const buffers = this.recent
+      ? [this.recent]
+      : [this.stdout, this.stderr].filter((c) => c.totalBytes > 0).map((c) => recentOf(c));
+    for (const buf of buffers) {
+      const lines = cleanForModel(decodeUtf8(buf)).split('\n');
+      for (let i = lines.length - 1; i >= 0; i--) {
+        const line = lines[i]!;
+        if (line.trim().length > 0) return line.length > 200 ? `${line.slice(0, 200)}…` : line;
+      }
+    }
+    return undefined;
+  }
+
+  /** Resolves once output pipes kept open for leftovers are closed (at once when none are). */
+  lingeringClosed(): Promise<void> {
+    return this.lingerEnded ?? Promise.resolve();
+  }
+
+  /** Destroys output pipes kept open for leftovers. */
+  closeLingering(): void {
+    for (const stream of this.lingering ?? []) stream.destroy();
+  }
+
+  /** @internal */
+  terminate(reason: ExitReason): Promise<void> {
+    if (this.exited) {
+      // The leader is gone (its pid may be reused): only the cookie finds what it left behind.
+      sweepCookie(this.cookie);
+      return this.finished ? Promise.resolve() : this.result.then(() => undefined);
+    }
+    this.reason ??= reason;
+    this.killing ??= this.doKill();
+    return this.killing;
+  }
+
+  /** @internal SIGKILL the group now (host exit). */
+  killSync(): void {
+    const pid = this.child.pid;
+    if (pid !== undefined && !this.exited) killGroupSync(pid);
+  }
+
+  private async doKill(): Promise<void> {
+    // Through the supervisor the pid arrives a moment after spawn(): kill once it is known.
+    const pid = this.child.pid ?? (await this.spawned);
+    try {
+      if (pid !== undefined && !this.exited) await killProcessTree(pid, { graceMs: this.killGraceMs });
+      sweepCookie(this.cookie);
+    } catch (error) {
+      this.owner.logger?.warn({ err: error, id: this.id }, 'process kill failed');
+    }
+    if (!this.exited && pid !== undefined) {
+      // The kernel reports the exit shortly; wait for it (bounded by the drain timer).
+      await Promise.race([this.result, new Promise((r) => setTimeout(r, this.drainMs + 1000).unref())]);
+    }
+  }
+
+  /** @internal wiring, called once by the manager */
+  start(options: { timeoutMs?: number; signal?: AbortSignal }): void {
+    const child = this.child;
+    const wire = () => {
+      this.pipe(child.stdout, this.stdout, 'stdout');
+      this.pipe(child.stderr, this.stderr, 'stderr');
+    };
+    wire(); // a ChildProcess has its pipes already; a supervised child gets them by 'spawn'
+    child.once('spawn', () => {
+      wire();
+      this.resolveSpawned(child.pid);
+      this.report();
+    });
+    child.once('error', (error: NodeJS.ErrnoException) => {
+      if (child.pid === undefined) {
+        this.spawnError = { code: error.code ?? 'ESPAWN', message: error.message };
+        this.reason = 'error';
+        this.exited = true;
+        this.resolveSpawned(undefined);
+        this.report();
+        void this.finish();
+      } else {
+        this.owner.logger?.warn({ err: error, id: this.id }, 'child process error');
+      }
+    });
+    child.once('exit', (code, signal) => {
+      this.exited = true;
+      this.exitCodeValue = code;
+      this.exitSignal = signal;
+      this.drainTimer = setTimeout(() => {
+        this.drainTimedOut = true;
+        if (!this.keepLeftoverOutput) {
+          child.stdout?.destroy();
+          child.stderr?.destroy();
+        }
+        void this.finish();
+      }, this.drainMs);
+    });
+    child.once('close', () => void this.finish());
+    if (options.timeoutMs !== undefined) this.setTimeout(options.timeoutMs);
+    if (options.signal) this.attachSignal(options.signal);
+  }
+
+  private report(): void {
+    if (this.reported) return;
+    this.reported = true;
+    this.owner.started(this);
+  }
+
+  private pipe(stream: Readable | null | undefined, capture: OutputCapture, name: 'stdout' | 'stderr'): void {
+    if (!stream || this.wired.has(stream)) return;
+    this.wired.add(stream);
+    this.open.add(stream);
+    const events = this.owner.events;
+    stream.on('data', (chunk: Buffer) => {
+      if (!capture.write(chunk)) {
+        stream.pause();
+        capture.onDrain(() => stream.resume());
+      }
+      if (this.recent) this.keepRecent(chunk);
+      if (this.listeners?.size || (events && events.listenerCount('process.output') > 0)) {
+        this.deliver(name, chunk);
+      }
+    });
+    stream.on('error', () => {
+      // destroyed after the drain time, or EPIPE: the capture keeps what arrived
+    });
+    stream.once('close', () => {
+      this.open.delete(stream);
+      const lingering = this.lingering;
+      if (lingering?.delete(stream) && lingering.size === 0)
+        void this.endSinks().then(this.resolveLingerEnded);
+    });
+  }
+
+  private keepRecent(chunk: Buffer): void {
+    const joined = Buffer.concat([this.recent!, chunk.subarray(Math.max(0, chunk.length - RECENT_BYTES))]);
+    this.recent = joined.subarray(Math.max(0, joined.length - RECENT_BYTES));
+  }
+
+  private deliver(name: 'stdout' | 'stderr', chunk: Buffer): void {
+    const decoder = (this.decoders[name] ??= new TextDecoder('utf-8', { fatal: false }));
+    const text = decoder.decode(chunk, { stream: true });
+    if (text.length === 0) return;
+    const event: OutputEvent = { stream: name, text, chunk };
+    if (this.listeners) {
+      for (const listener of this.listeners) {
+        try {
+          listener(event);
+        } catch (error) {
+          this.owner.logger?.error({ err: error, id: this.id }, 'output listener threw; continuing');
+        }
+      }
+    }
+    const events = this.owner.events;
+    if (events && events.listenerCount('process.output') > 0) {
+      events.emit('process.output', { id: this.id, stream: name, text: stripAnsi(text) });
+    }
+  }
+
+  private sinks(): SpillSink[] {
+    return [...new Set([this.stdout.sink, this.stderr.sink, this.combined])].filter(
+      (sink): sink is SpillSink => sink !== undefined,
+    );
+  }
+
+  private endSinks(): Promise<void> {
+    return Promise.all(this.sinks().map((sink) => sink.end())).then(() => undefined);
+  }
+
+  /**
+   * Processes of this cookie still alive. A full /proc scan costs ~25 µs per process on the
+   * machine, too much for every command, so it runs only on evidence: the pipes were held open
+   * past the drain time, or the process group still has a member (`kill(-pgid, 0)`, one syscall).
+   * A `setsid` escapee that also closed its output is not seen here; kill(), dispose() and the
+   * supervisor's sweeps still find it by its cookie.
+   */
+  private leftovers(): LeftoverProcess[] {
+    const pid = this.child.pid;
+    if (pid === undefined || this.reason !== undefined) return [];
+    if (!this.drainTimedOut && !groupExists(pid)) return [];
+    const out: LeftoverProcess[] = [];
+    for (const leftover of findCookiePids({ cookie: this.cookie })) {
+      if (!pidAlive(leftover)) continue;
+      out.push({ pid: leftover, command: processCommand(leftover) ?? '' });
+    }
+    return out;
+  }
+
+  private async finish(): Promise<void> {
+    if (this.finished) return;
+    this.finished = true;
+    if (this.drainTimer) clearTimeout(this.drainTimer);
+    if (this.timeoutTimer) clearTimeout(this.timeoutTimer);
+    this.detachSignal();
+    if (this.forceFile) for (const sink of this.sinks()) sink.materialize();
+    const stdout = this.stdout.snapshot();
+    const stderr = this.stderr.snapshot();
+    if (this.keepLeftoverOutput) {
+      // Seed lastLine() before the buffers go: output after this point updates it chunk by chunk.
+      const last = [this.stdout, this.stderr].filter((c) => c.totalBytes > 0).map((c) => recentOf(c));
+      this.recent = last[0] ?? Buffer.alloc(0);
+    }
+    // The result holds the text now; free the buffers (finished processes stay listed).
+    this.stdout.release();
+    this.stderr.release();
+    if (this.combined && (stdout.truncated || stderr.truncated)) this.combined.materialize();
+    const leftRunning = this.leftovers();
+    if (this.keepLeftoverOutput && this.drainTimedOut && this.open.size > 0) {
+      // Leftovers hold the pipes: keep draining them into the same sinks; end those once closed.
+      this.lingering = new Set(this.open);
+      this.lingerEnded = new Promise<void>((resolve) => (this.resolveLingerEnded = resolve));
+    } else {
+      await this.endSinks();
+    }
+    const reason: ExitReason = this.reason ?? 'exit';
+    const result: ProcessResult = {
+      id: this.id,
+      pid: this.child.pid,
+      exitCode: this.exitCodeValue,
+      signal: this.exitSignal,
+      timedOut: reason === 'timeout',
+      aborted: reason === 'aborted',
+      killed: reason === 'killed',
+      reason,
+      durationMs: performance.now() - this.t0,
+      stdout,
+      stderr,
+      ...(this.combined?.path ? { outputFile: this.combined.path } : {}),
+      ...(this.spawnError ? { spawnError: this.spawnError } : {}),
+      drainTimedOut: this.drainTimedOut,
+      leftRunning,
+      sandbox: this.sandboxOf(),
+    };
+    this.owner.finished(this, result);
+    this.resolveResult(result);
+  }
+}
+
+/** The last RECENT_BYTES of a capture's memory (tail when it has one, else head). */
+function recentOf(capture: OutputCapture): Buffer {
+  const buf =
+    capture.truncated || capture.tailBuffer().length > 0 ? capture.tailBuffer() : capture.headBuffer();
+  return Buffer.from(buf.subarray(Math.max(0, buf.length - RECENT_BYTES)));
+}

@@ -1,0 +1,49 @@
+import type { CaptureSnapshot } from './output-capture.js';
+import type { SandboxKind } from './sandbox-profile.js';
+
+export type ExitReason = 'exit' | 'timeout' | 'aborted' | 'killed' | 'error';
+
+/** A process a command started that was still alive when the command's result was made. */
+export interface LeftoverProcess {
+  pid: number;
+  /** From /proc/<pid>/cmdline, arguments joined by spaces, at most 200 characters. */
+  command: string;
+}
+
+export interface ProcessResult {
+  id: string;
+  pid: number | undefined;
+  /** Exit code, or null when killed by a signal or never started. */
+  exitCode: number | null;
+  /** The signal that ended it (e.g. 'SIGTERM'), or null. */
+  signal: string | null;
+  timedOut: boolean;
+  aborted: boolean;
+  /** Ended by kill()/killAll()/dispose(). */
+  killed: boolean;
+  reason: ExitReason;
+  durationMs: number;
+  stdout: CaptureSnapshot;
+  stderr: CaptureSnapshot;
+  /** With spill 'combined': the file holding stdout and stderr interleaved (once large, or always with spillFile 'always'). */
+  outputFile?: string;
+  /** The process could not be started (ENOENT: not found, EACCES: not executable, ...). */
+  spawnError?: { code: string; message: string };
+  /** stdout/stderr were still held open by a descendant when the drain time ended. */
+  drainTimedOut: boolean;
+  /**
+   * Processes it started (same env cookie) still alive when it ended: those holding its output
+   * open or still in its process group. Empty after a kill/timeout/abort (they were killed). Take
+   * them over with `manager.adoptLeftovers(proc)`, or end them with `proc.kill()`.
+   */
+  leftRunning: LeftoverProcess[];
+  /** The sandbox that really applied ('none' where bwrap was unavailable). */
+  sandbox: SandboxKind;
+}
+
+export interface OutputEvent {
+  stream: 'stdout' | 'stderr';
+  /** The chunk decoded as UTF-8 (streaming: characters split across chunks stay whole). */
+  text: string;
+  chunk: Buffer;
+}

@@ -1,0 +1,126 @@
+import { EventEmitter } from 'node:events';
+import type { Socket } from 'node:net';
+import type { Readable } from 'node:stream';
+import { DeferredWritable } from './deferred-writable.js';
+import type { ExecutorSpawnRequest } from './executor.js';
+import type { SandboxKind } from './sandbox-profile.js';
+import type { SpawnedChild } from './spawned-child.js';
+
+/**
+ * A SpawnedChild whose process is started after spawn() returned: by a supervisor (the pid comes
+ * in a message, the pipes as passed handles) or, when no supervisor could start, by the host
+ * itself (`bindLocal`, events forwarded). It behaves like a ChildProcess towards ManagedProcess:
+ * 'spawn' once the pid and every pipe are here, 'error' if the spawn failed, 'exit', then 'close'
+ * once the pipes are closed too.
+ */
+export class RoutedChild extends EventEmitter implements SpawnedChild {
+  pid: number | undefined;
+  stdout: Readable | null = null;
+  stderr: Readable | null = null;
+  readonly stdin: DeferredWritable | null;
+  /** The prepared request (what really runs). */
+  readonly request: ExecutorSpawnRequest;
+  /** Its env cookie: what sweeps find its tree by. */
+  readonly cookie: string;
+  /** Which sandbox the process really runs in (set when it is started). */
+  sandbox: SandboxKind = 'none';
+  private expectedFds: number[] = [];
+  private readonly receivedFds = new Set<number>();
+  private openPipes = 0;
+  private exit: [number | null, NodeJS.Signals | null] | undefined;
+  private spawnEmitted = false;
+  private closed = false;
+
+  constructor(request: ExecutorSpawnRequest, cookie: string) {
+    super();
+    this.request = request;
+    this.cookie = cookie;
+    this.stdin = request.stdin === 'pipe' ? new DeferredWritable() : null;
+  }
+
+  /** The supervisor started it; `first` is the handle of `fds[0]` (the others follow). */
+  onSpawned(pid: number, fds: readonly number[], first: Socket | undefined): void {
+    this.pid = pid;
+    this.expectedFds = [...fds];
+    if (first && fds[0] !== undefined) this.onPipe(fds[0], first);
+    this.maybeSpawned();
+  }
+
+  /** A pipe handle passed by the supervisor (fd 0, 1 or 2 of the child). */
+  onPipe(fd: number, socket: Socket): void {
+    // Until ManagedProcess listens (at 'spawn'), an error must not be unhandled.
+    socket.on('error', () => {});
+    this.receivedFds.add(fd);
+    if (fd === 0) {
+      this.stdin?.attach(socket);
+    } else {
+      this.openPipes++;
+      socket.once('close', () => {
+        this.openPipes--;
+        this.maybeClose();
+      });
+      if (fd === 1) this.stdout = socket;
+      else this.stderr = socket;
+    }
+    this.maybeSpawned();
+  }
+
+  onSpawnError(code: string, message: string): void {
+    this.stdin?.discard();
+    const error: NodeJS.ErrnoException = new Error(message);
+    error.code = code;
+    this.emit('error', error);
+  }
+
+  onExit(code: number | null, signal: string | null): void {
+    // The exit message comes after every pipe message (the supervisor's sends are ordered), so a
+    // pipe still missing now will never come: run with what arrived rather than never start.
+    if (!this.spawnEmitted && this.pid !== undefined) {
+      this.expectedFds = [...this.receivedFds];
+      this.maybeSpawned();
+    }
+    this.exit = [code, signal as NodeJS.Signals | null];
+    this.emit('exit', code, signal);
+    this.maybeClose();
+  }
+
+  /** Runs it in the host after all (no supervisor): forwards a local child's events. */
+  bindLocal(child: SpawnedChild, sandbox: SandboxKind): void {
+    this.sandbox = sandbox;
+    this.stdout = child.stdout;
+    this.stderr = child.stderr;
+    if (child.stdin) this.stdin?.attach(child.stdin);
+    else this.stdin?.discard();
+    child.once('spawn', () => {
+      this.pid = child.pid;
+      this.spawnEmitted = true;
+      this.emit('spawn');
+    });
+    child.once('error', (error: NodeJS.ErrnoException) => {
+      if (child.pid === undefined) this.stdin?.discard();
+      this.emit('error', error);
+    });
+    child.once('exit', (code, signal) => {
+      this.exit = [code, signal];
+      this.emit('exit', code, signal);
+    });
+    child.once('close', (code, signal) => {
+      this.closed = true;
+      this.emit('close', code, signal);
+    });
+  }
+
+  private maybeSpawned(): void {
+    if (this.spawnEmitted || this.pid === undefined) return;
+    if (this.expectedFds.some((fd) => !this.receivedFds.has(fd))) return;
+    this.spawnEmitted = true;
+    this.emit('spawn');
+    this.maybeClose();
+  }
+
+  private maybeClose(): void {
+    if (this.closed || !this.exit || this.openPipes > 0 || !this.spawnEmitted) return;
+    this.closed = true;
+    this.emit('close', ...this.exit);
+  }
+}

@@ -1,0 +1,24 @@
+import type { Readable, Writable } from 'node:stream';
+
+/**
+ * What an executor returns for one started process: the part of node's ChildProcess that
+ * ManagedProcess uses. A ChildProcess is one; a child started by the supervisor is another
+ * (RoutedChild), whose pid and pipes arrive a moment after spawn() returned.
+ *
+ * Events: 'spawn' once the process runs (pid and pipes are set by then), 'error' when it could
+ * not be started (pid stays undefined; `code` is ENOENT, EACCES, ...), 'exit' (code, signal) when
+ * it ended, 'close' (code, signal) once it ended and its stdout/stderr are closed. The process
+ * leads its own process group, so `-pid` reaches its tree.
+ */
+export interface SpawnedChild {
+  readonly pid?: number | undefined;
+  readonly stdin: Writable | null;
+  readonly stdout: Readable | null;
+  readonly stderr: Readable | null;
+  on(event: 'spawn', listener: () => void): this;
+  on(event: 'error', listener: (error: NodeJS.ErrnoException) => void): this;
+  on(event: 'exit' | 'close', listener: (code: number | null, signal: NodeJS.Signals | null) => void): this;
+  once(event: 'spawn', listener: () => void): this;
+  once(event: 'error', listener: (error: NodeJS.ErrnoException) => void): this;
+  once(event: 'exit' | 'close', listener: (code: number | null, signal: NodeJS.Signals | null) => void): this;
+}

@@ -1,0 +1,127 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import { existsSync } from 'node:fs';
+import type { Socket } from 'node:net';
+import type { SpawnRequest, SupervisorMessage } from './supervisor-protocol.js';
+
+type Send = (message: SupervisorMessage, handle?: Socket) => void;
+
+/** The libuv handle under a net.Socket (node internals; see detachPipe). */
+interface PipeHandle {
+  readStop(): number;
+}
+
+/**
+ * Whether this node's child pipes expose the internals detachPipe relies on. The supervisor checks
+ * it once at start and, when it fails (a node release changed them), reports `fatal` so the host
+ * spawns in-process instead of losing output.
+ */
+export function canDetachPipes(): boolean {
+  const probe = spawn(process.execPath, ['-e', ''], { stdio: ['ignore', 'pipe', 'ignore'] });
+  probe.on('error', () => {});
+  const handle = (probe.stdout as unknown as { _handle?: Partial<PipeHandle> } | null)?._handle;
+  const ok = typeof handle?.readStop === 'function' && Array.isArray(probe.stdio);
+  probe.kill('SIGKILL');
+  probe.stdout?.destroy();
+  return ok;
+}
+
+/**
+ * Takes a child's pipe away from node's ChildProcess so its handle can be passed to the host
+ * untouched. Relies on node internals, pinned by supervisor.test.ts (run it on every node major):
+ *
+ * - node wraps each pipe in a net.Socket whose constructor calls `read(0)`, which calls
+ *   `_handle.readStart()`: libuv would read the first bytes in this process at the next poll, and
+ *   they would be lost to the host. `readStop()` right after `spawn()` (same tick, so before any
+ *   poll) undoes it — it is what node itself does for `pauseOnCreate` sockets. `_handle.reading`
+ *   stays true, so a later `_read()` never restarts reading.
+ * - on exit, ChildProcess `flushStdio` resumes every unread stdio stream and destroys `stdin`;
+ *   either would read bytes or close the handle before `process.send` got to pass it (sends are
+ *   queued until the host acknowledged the previous handle). Removing the sockets from
+ *   `child.stdio` / `child.stdout|stderr|stdin` makes both skip them.
+ *
+ * After `process.send(message, socket)` node closes its copy of the handle once the host
+ * acknowledged it, so the supervisor keeps no fd of the child's pipes.
+ */
+function detachPipe(child: ChildProcess, fd: 0 | 1 | 2): Socket | undefined {
+  const socket = child.stdio[fd] as Socket | null | undefined;
+  if (!socket) return undefined;
+  if (fd !== 0) (socket as unknown as { _handle: PipeHandle })._handle.readStop();
+  (child.stdio as (unknown | null)[])[fd] = null;
+  const props = ['stdin', 'stdout', 'stderr'] as const;
+  (child as unknown as Record<string, unknown>)[props[fd]] = null;
+  return socket;
+}
+
+/**
+ * The children one supervisor started: each in its own session and process group (`detached`),
+ * pipes handed to the host at once, exit reported by message. Kept until they exit, so the host's
+ * death can kill their groups.
+ */
+export class SupervisorChildren {
+  private readonly live = new Map<number, number>(); // request id -> pid
+  private readonly send: Send;
+  private readonly sandboxed: boolean;
+
+  constructor(send: Send, sandboxed: boolean) {
+    this.send = send;
+    this.sandboxed = sandboxed;
+  }
+
+  spawn(request: SpawnRequest): void {
+    const { id } = request;
+    const out = request.capture ? 'pipe' : 'ignore';
+    let child: ChildProcess;
+    try {
+      child = spawn(request.file, request.args as string[], {
+        cwd: request.cwd,
+        env: request.env,
+        stdio: [request.stdin, out, out],
+        detached: true,
+      });
+    } catch (error) {
+      const e = error as NodeJS.ErrnoException;
+      this.send({ t: 'spawn-error', id, code: e.code ?? 'ESPAWN', message: e.message });
+      return;
+    }
+    if (child.pid === undefined) {
+      // ENOENT / EACCES: node emits 'error' on the next tick; the pipes it made are unused.
+      for (const stream of child.stdio) (stream as Socket | null)?.destroy();
+      child.once('error', (error: NodeJS.ErrnoException) => {
+        let message = error.message;
+        if (error.code === 'ENOENT' && !existsSync(request.cwd)) {
+          message += ` (the working directory ${request.cwd} does not exist${this.sandboxed ? ' inside the sandbox' : ''})`;
+        }
+        this.send({ t: 'spawn-error', id, code: error.code ?? 'ESPAWN', message });
+      });
+      return;
+    }
+    const pid = child.pid;
+    const pipes: [number, Socket][] = [];
+    for (const fd of [1, 2, 0] as const) {
+      const socket = detachPipe(child, fd);
+      if (socket) pipes.push([fd, socket]);
+    }
+    this.live.set(id, pid);
+    child.on('error', () => {
+      // after a successful spawn only kill() can fail here; the host kills by group itself
+    });
+    child.once('exit', (code, signal) => {
+      this.live.delete(id);
+      this.send({ t: 'exit', id, code, signal });
+    });
+    const [first, ...rest] = pipes;
+    this.send({ t: 'spawned', id, pid, fds: pipes.map(([fd]) => fd) }, first?.[1]);
+    for (const [fd, socket] of rest) this.send({ t: 'stream', id, fd }, socket);
+  }
+
+  /** SIGKILLs the process group of every child still running. */
+  killAll(): void {
+    for (const pid of this.live.values()) {
+      try {
+        process.kill(-pid, 'SIGKILL');
+      } catch {
+        // gone already
+      }
+    }
+  }
+}

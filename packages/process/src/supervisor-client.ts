@@ -1,0 +1,333 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import type { Socket } from 'node:net';
+import type { Logger } from '@conch/core';
+import { BlockingLineChannel } from './blocking-read.js';
+import { killGroupSync, sweepCookie } from './kill-tree.js';
+import { killTreeSync } from './process-tree.js';
+import { SupervisedPty, type BasePty } from './pty-process.js';
+import type { RoutedChild } from './routed-child.js';
+import type { SandboxKind } from './sandbox-profile.js';
+import type {
+  HostMessage,
+  PtySpawnReply,
+  PtySpawnRequest,
+  SpawnRequest,
+  SupervisorMessage,
+} from './supervisor-protocol.js';
+
+export interface SupervisorClientOptions {
+  /** node binary of the supervisor. */
+  execPath: string;
+  /** The supervisor script (dist/supervisor-main.js). */
+  script: string;
+  /** The manager's cookie prefix: what the supervisor sweeps when the host goes away. */
+  prefix: string;
+  sandbox: SandboxKind;
+  /** Run the supervisor inside bwrap with these arguments (sandbox profiles). */
+  bwrap?: { path: string; args: readonly string[] };
+  logger?: Logger | undefined;
+  /**
+   * Called once when the supervisor could not start (`started` false) or died. `queued` are the
+   * children it never started: the caller re-routes them.
+   */
+  onLost(client: SupervisorClient, reason: string, queued: RoutedChild[], started: boolean): void;
+}
+
+/** Waiting for a PTY spawn reply: long enough for node + bwrap + node-pty to start on a slow machine. */
+const PTY_REPLY_TIMEOUT_MS = 15_000;
+
+/** Flattens an env that may inherit keys through its prototype, dropping undefined values. */
+function flattenEnv(env: Record<string, string | undefined>): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const key in env) {
+    const value = env[key];
+    if (value !== undefined) out[key] = value;
+  }
+  return out;
+}
+
+/**
+ * The host's side of one supervisor process: starts it (optionally inside bwrap), queues requests
+ * until it says `ready`, routes its replies to RoutedChild / SupervisedPty objects, and keeps the
+ * host's event loop alive exactly while something it runs is alive (the process and channel are
+ * unref'd otherwise, so an idle supervisor never holds the host open).
+ */
+export class SupervisorClient {
+  readonly sandbox: SandboxKind;
+  private readonly options: SupervisorClientOptions;
+  private state: 'starting' | 'ready' | 'lost' | 'closed' = 'starting';
+  private proc: ChildProcess | undefined;
+  private sync: BlockingLineChannel | undefined;
+  private pendingSends: HostMessage[] = [];
+  private queued: RoutedChild[] = [];
+  /** Sent and not yet finished (awaiting 'spawned', or running). */
+  private readonly children = new Map<number, RoutedChild>();
+  private readonly ptys = new Map<number, SupervisedPty>();
+  private nextId = 0;
+  private refs = 0;
+  private stderrTail = '';
+  private supervisorPid: number | undefined;
+  private reason: string | undefined;
+
+  constructor(options: SupervisorClientOptions) {
+    this.options = options;
+    this.sandbox = options.sandbox;
+  }
+
+  get status(): 'starting' | 'ready' | 'lost' | 'closed' {
+    return this.state;
+  }
+
+  /** The supervisor's pid once it is ready (inside bwrap: node's, not bwrap's). */
+  get pid(): number | undefined {
+    return this.supervisorPid;
+  }
+
+  /** Why the supervisor is unusable, once it is. */
+  get lostReason(): string | undefined {
+    return this.reason;
+  }
+
+  /** Starts the process. False when it could not even be spawned (see lostReason; onLost is not called). */
+  start(): boolean {
+    const { execPath, script, prefix, bwrap } = this.options;
+    const argv = [script, prefix, this.sandbox, '4'];
+    const [file, args] = bwrap ? [bwrap.path, [...bwrap.args, '--', execPath, ...argv]] : [execPath, argv];
+    // The host's NODE_OPTIONS (loaders, --inspect, heap flags) are for the host; children still get
+    // them, since every spawn request carries its own complete env.
+    const env = { ...process.env };
+    delete env.NODE_OPTIONS;
+    let proc: ChildProcess;
+    try {
+      proc = spawn(file, args, {
+        // fd 3: node's IPC channel; fd 4: the synchronous PTY-spawn channel. `detached`: its own
+        // session and process group, so a Ctrl-C to the host's terminal never reaches it.
+        stdio: ['ignore', 'ignore', 'pipe', 'ipc', 'pipe'],
+        detached: true,
+        env,
+      });
+    } catch (error) {
+      this.state = 'lost';
+      this.reason = `could not start ${file}: ${(error as Error).message}`;
+      return false;
+    }
+    this.proc = proc;
+    proc.on('error', (error) => this.lose(`could not start ${file}: ${error.message}`));
+    if (proc.pid === undefined) {
+      // ENOENT/EACCES: 'error' follows on the next tick; decide now so the caller can fall back.
+      this.state = 'lost';
+      this.reason = `could not start ${file} (not found or not executable)`;
+      return false;
+    }
+    proc.on('message', (message: SupervisorMessage, handle?: Socket) => this.onMessage(message, handle));
+    proc.on('exit', (code, signal) => {
+      const tail = this.stderrTail.trim();
+      this.lose(
+        `the supervisor exited (${signal ?? `code ${code}`})${tail ? `: ${tail.split('\n').slice(-3).join(' | ')}` : ''}`,
+      );
+    });
+    const stderr = proc.stderr as Socket;
+    stderr.setEncoding('utf8');
+    stderr.on('data', (text: string) => {
+      this.stderrTail = (this.stderrTail + text).slice(-4096);
+    });
+    stderr.on('error', () => {});
+    stderr.unref();
+    const syncSocket = proc.stdio[4] as Socket;
+    syncSocket.setEncoding('utf8');
+    // node's private `_handle.fd`: there is no public way to get the fd of a stdio pipe.
+    const fd = (syncSocket as unknown as { _handle?: { fd?: number } })._handle?.fd;
+    if (typeof fd === 'number' && fd >= 0) {
+      const sync = new BlockingLineChannel(fd);
+      this.sync = sync;
+      // Only a reply that came after a timeout can arrive while the event loop runs; keep it.
+      syncSocket.on('data', (text: string) => sync.push(text));
+    }
+    syncSocket.on('error', () => {});
+    syncSocket.unref();
+    proc.unref();
+    proc.channel?.unref();
+    return true;
+  }
+
+  /** Starts a child through the supervisor (queued until it is ready). */
+  submit(child: RoutedChild): void {
+    child.sandbox = this.sandbox;
+    this.ref();
+    if (this.state === 'ready') this.sendSpawn(child);
+    else this.queued.push(child);
+  }
+
+  /**
+   * Starts a PTY and waits for its pid, blocking the host for the supervisor's fork (a few ms; the
+   * first call also waits for the supervisor to start). Undefined when the supervisor is unusable
+   * (the caller falls back); an error reply when node-pty failed.
+   */
+  spawnPty(
+    request: Omit<PtySpawnRequest, 't' | 'id'>,
+    onExited: (pty: BasePty) => void,
+  ): SupervisedPty | { code: string; message: string } | undefined {
+    const sync = this.sync;
+    if (!sync || (this.state !== 'starting' && this.state !== 'ready')) return undefined;
+    const id = ++this.nextId;
+    const full: PtySpawnRequest = { t: 'pty-spawn', id, ...request };
+    let reply: PtySpawnReply | undefined;
+    try {
+      sync.writeLine(JSON.stringify(full), PTY_REPLY_TIMEOUT_MS);
+      while (!reply) {
+        const candidate = JSON.parse(sync.readLine(PTY_REPLY_TIMEOUT_MS)) as PtySpawnReply;
+        if (candidate.id === id) reply = candidate;
+      }
+    } catch (error) {
+      this.lose(`no PTY spawn reply: ${(error as Error).message}`);
+      return undefined;
+    }
+    if ('error' in reply) return reply.error;
+    const pty = new SupervisedPty(
+      {
+        id,
+        pid: reply.pid,
+        cookie: request.env.CONCH_PROC_COOKIE ?? '',
+        sandbox: this.sandbox,
+        relay: {
+          write: (ptyId, data) => this.post({ t: 'pty-write', id: ptyId, data }),
+          resize: (ptyId, cols, rows) => this.post({ t: 'pty-resize', id: ptyId, cols, rows }),
+        },
+      },
+      (p) => {
+        this.ptys.delete(id);
+        this.unref();
+        onExited(p);
+      },
+    );
+    this.ptys.set(id, pty);
+    this.ref();
+    return pty;
+  }
+
+  /** Disconnects: the supervisor kills whatever is left of its children and exits. */
+  close(): void {
+    if (this.state === 'lost' || this.state === 'closed') return;
+    this.state = 'closed';
+    try {
+      if (this.proc?.connected) this.proc.disconnect();
+    } catch {
+      // already gone
+    }
+  }
+
+  private sendSpawn(child: RoutedChild): void {
+    const id = ++this.nextId;
+    this.children.set(id, child);
+    const { file, args, cwd, env, stdin, capture } = child.request;
+    const message: SpawnRequest = { t: 'spawn', id, file, args, cwd, env: flattenEnv(env), stdin, capture };
+    this.post(message);
+  }
+
+  private post(message: HostMessage): void {
+    if (this.state === 'starting') {
+      this.pendingSends.push(message);
+      return;
+    }
+    if (this.state !== 'ready' || !this.proc?.connected) return;
+    this.proc.send(message, undefined, {}, (error) => {
+      if (error) this.options.logger?.debug({ err: error }, 'supervisor send failed');
+    });
+  }
+
+  private onMessage(message: SupervisorMessage, handle: Socket | undefined): void {
+    switch (message.t) {
+      case 'ready': {
+        if (this.state !== 'starting') return;
+        this.state = 'ready';
+        this.supervisorPid = message.pid;
+        const pending = this.pendingSends;
+        this.pendingSends = [];
+        for (const m of pending) this.post(m);
+        const queued = this.queued;
+        this.queued = [];
+        for (const child of queued) this.sendSpawn(child);
+        return;
+      }
+      case 'fatal':
+        this.lose(message.message);
+        return;
+      case 'spawned': {
+        const child = this.children.get(message.id);
+        if (child) child.onSpawned(message.pid, message.fds, handle);
+        else handle?.destroy();
+        return;
+      }
+      case 'stream': {
+        const child = this.children.get(message.id);
+        if (child && handle) child.onPipe(message.fd, handle);
+        else handle?.destroy();
+        return;
+      }
+      case 'spawn-error':
+      case 'exit': {
+        const child = this.children.get(message.id);
+        if (!child) return;
+        this.children.delete(message.id);
+        this.unref();
+        if (message.t === 'exit') child.onExit(message.code, message.signal);
+        else child.onSpawnError(message.code, message.message);
+        return;
+      }
+      case 'pty-data':
+        this.ptys.get(message.id)?.emitData(message.data);
+        return;
+      case 'pty-exit':
+        this.ptys.get(message.id)?.emitExit({ exitCode: message.exitCode, signal: message.signal });
+        return;
+    }
+  }
+
+  /** Keeps the host's event loop alive while something runs here (a ChildProcess would). */
+  private ref(): void {
+    if (this.refs++ === 0) this.proc?.channel?.ref();
+  }
+
+  private unref(): void {
+    if (--this.refs === 0) this.proc?.channel?.unref();
+  }
+
+  /**
+   * The supervisor is gone or unusable. What it never started goes back to the caller; what it
+   * started is killed from here (its supervisor can no longer report or kill it) and reported
+   * ended, so no result waits forever and nothing is left behind.
+   */
+  private lose(reason: string): void {
+    if (this.state === 'lost') return;
+    const wasClosed = this.state === 'closed';
+    const started = this.state === 'ready';
+    this.state = 'lost';
+    this.reason = reason;
+    const queued = this.queued;
+    this.queued = [];
+    this.pendingSends = [];
+    for (const [id, child] of this.children) {
+      this.children.delete(id);
+      if (child.pid !== undefined) {
+        killGroupSync(child.pid);
+        sweepCookie(child.cookie);
+        child.onExit(null, 'SIGKILL');
+      } else {
+        sweepCookie(child.cookie);
+        child.onSpawnError('ESUPERVISOR', `the process supervisor went away before starting it (${reason})`);
+      }
+    }
+    for (const pty of [...this.ptys.values()]) {
+      killTreeSync(pty.pid, pty.cookie || undefined);
+      pty.emitExit({ exitCode: 0, signal: 9 });
+    }
+    this.ptys.clear();
+    this.refs = 0;
+    try {
+      if (this.proc?.connected) this.proc.disconnect();
+    } catch {
+      // gone
+    }
+    if (!wasClosed) this.options.onLost(this, reason, queued, started);
+  }
+}

@@ -1,0 +1,100 @@
+/**
+ * The supervisor: a small node process a ProcessManager starts on its first spawn (one per sandbox
+ * profile, the sandboxed ones inside bwrap) and talks to over node's IPC channel. It spawns every
+ * child for the host — so the host, however large, never forks per command — and hands each
+ * child's pipes straight to the host, never reading a byte itself. When the host goes away by any
+ * means (SIGKILL included, the IPC channel then closes) it kills every process group and PTY tree
+ * it started, sweeps every process carrying its manager's cookie prefix, and exits.
+ *
+ * Run as `node supervisor-main.js <cookie-prefix> <sandbox-kind> <sync-fd>` with an 'ipc' stdio slot.
+ * It imports only node built-ins and a few small modules of this package, so it starts fast.
+ */
+import { closeSync } from 'node:fs';
+import { Socket } from 'node:net';
+import { sweepCookie } from './kill-tree.js';
+import { canDetachPipes, SupervisorChildren } from './supervisor-children.js';
+import type { HostMessage, PtySpawnRequest, SupervisorMessage } from './supervisor-protocol.js';
+import { SupervisorPtys } from './supervisor-ptys.js';
+
+const [prefix = '', sandbox = 'none', syncFd] = process.argv.slice(2);
+if (typeof process.send !== 'function' || !/^[0-9a-f]+-$/.test(prefix)) {
+  process.stderr.write(
+    'conch supervisor: start it through @conch/process (needs an IPC channel and a cookie prefix)\n',
+  );
+  process.exit(2);
+}
+
+function send(message: SupervisorMessage, handle?: Socket, onSent?: () => void): void {
+  if (!process.connected) return;
+  // The callback also swallows the error of a send racing the host's death (shutdown follows).
+  process.send!(message, handle, {}, () => onSent?.());
+}
+
+const children = new SupervisorChildren((message, handle) => send(message, handle), sandbox !== 'none');
+const ptys = new SupervisorPtys((message, onSent) => send(message, undefined, onSent));
+
+let closing = false;
+function shutdown(code: number): void {
+  if (closing) return;
+  closing = true;
+  try {
+    children.killAll();
+    ptys.killAll();
+    sweepCookie({ prefix });
+  } finally {
+    process.exit(code);
+  }
+}
+
+// The host is gone (exit, crash, SIGKILL: the kernel closes its end of the channel) or disposed.
+process.on('disconnect', () => shutdown(0));
+// The supervisor leads its own session, so terminal signals never reach it; a deliberate signal
+// ends it the way the host's death does (nothing it started outlives it).
+for (const signal of ['SIGTERM', 'SIGINT', 'SIGHUP'] as const) process.on(signal, () => shutdown(0));
+process.on('uncaughtException', (error) => {
+  process.stderr.write(`conch supervisor: ${error.stack ?? String(error)}\n`);
+  shutdown(70);
+});
+
+process.on('message', (message: HostMessage) => {
+  switch (message.t) {
+    case 'spawn':
+      children.spawn(message);
+      break;
+    case 'pty-write':
+      ptys.write(message.id, message.data);
+      break;
+    case 'pty-resize':
+      ptys.resize(message.id, message.cols, message.rows);
+      break;
+  }
+});
+
+const usable = canDetachPipes();
+if (syncFd !== undefined && !usable) {
+  // Close the PTY channel too, so a host blocked on it sees the end at once.
+  closeSync(Number(syncFd));
+} else if (syncFd !== undefined) {
+  // PTY spawns arrive here, one JSON line each, and are answered on the same socket while the
+  // host blocks reading it (so spawnPty() can return a pid synchronously).
+  const sync = new Socket({ fd: Number(syncFd), readable: true, writable: true });
+  let buffered = '';
+  sync.setEncoding('utf8');
+  sync.on('data', (text: string) => {
+    buffered += text;
+    for (let nl = buffered.indexOf('\n'); nl !== -1; nl = buffered.indexOf('\n')) {
+      const request = JSON.parse(buffered.slice(0, nl)) as PtySpawnRequest;
+      buffered = buffered.slice(nl + 1);
+      sync.write(`${JSON.stringify(ptys.spawn(request))}\n`);
+    }
+  });
+  sync.on('error', () => {
+    // the host closed it: the IPC disconnect ends this process
+  });
+}
+
+if (usable) {
+  send({ t: 'ready', pid: process.pid, node: process.version });
+} else {
+  send({ t: 'fatal', message: `node ${process.version}: child pipes cannot be detached for handle passing` });
+}

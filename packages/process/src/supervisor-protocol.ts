@@ -1,0 +1,60 @@
+/**
+ * The messages between a ProcessManager (the host) and its supervisor process. Types only: the
+ * host and the supervisor script both import them, and nothing of this file exists at run time.
+ *
+ * Transport: node's IPC channel (JSON, one message per `send`), except PTY spawns, whose request
+ * and reply travel as JSON lines over a second socket (fd 4 in the supervisor) that the host reads
+ * synchronously (see blocking-read.ts), so `spawnPty()` can return a pid like node-pty does.
+ */
+
+/** One command to start. `env` is complete (the supervisor adds nothing but what it is given). */
+export interface SpawnRequest {
+  t: 'spawn';
+  id: number;
+  file: string;
+  args: readonly string[];
+  cwd: string;
+  env: Record<string, string>;
+  stdin: 'ignore' | 'pipe';
+  /** false: stdout/stderr go to /dev/null and no handle is passed. */
+  capture: boolean;
+}
+
+/** Host -> supervisor over IPC. */
+export type HostMessage =
+  | SpawnRequest
+  | { t: 'pty-write'; id: number; data: string }
+  | { t: 'pty-resize'; id: number; cols: number; rows: number };
+
+/**
+ * Supervisor -> host over IPC. `spawned` carries the child's stdout (or, without capture, stdin)
+ * as its handle; each further pipe follows in its own `stream` message (node passes one handle
+ * per message and queues every later message until the host acknowledged the handle, so the
+ * order below is the order the host sees).
+ */
+export type SupervisorMessage =
+  | { t: 'ready'; pid: number; node: string }
+  | { t: 'spawned'; id: number; pid: number; fds: number[] }
+  | { t: 'stream'; id: number; fd: number }
+  | { t: 'spawn-error'; id: number; code: string; message: string }
+  | { t: 'exit'; id: number; code: number | null; signal: string | null }
+  | { t: 'pty-data'; id: number; data: string }
+  | { t: 'pty-exit'; id: number; exitCode: number; signal: number }
+  | { t: 'fatal'; message: string };
+
+/** A PTY spawn, sent as one JSON line on the synchronous channel. */
+export interface PtySpawnRequest {
+  t: 'pty-spawn';
+  id: number;
+  ptyModule: string;
+  file: string;
+  args: readonly string[];
+  cwd: string;
+  env: Record<string, string>;
+  cols: number;
+  rows: number;
+}
+
+/** The reply to a PtySpawnRequest, one JSON line. */
+export type PtySpawnReply =
+  { id: number; pid: number } | { id: number; error: { code: string; message: string } };
