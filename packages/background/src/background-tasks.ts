@@ -111,6 +111,12 @@ export class BackgroundTasks implements BackgroundService {
     return this.snapshot(task);
   }
 
+  whenFinished(id: string): Promise<BackgroundTaskInfo | undefined> {
+    const task = this.tasks.get(id);
+    if (!task) return Promise.resolve(undefined);
+    return task.settled.then(() => this.snapshot(task));
+  }
+
   get(id: string): BackgroundTaskInfo | undefined {
     const task = this.tasks.get(id);
     return task ? this.snapshot(task) : undefined;
@@ -276,6 +282,8 @@ export class BackgroundTasks implements BackgroundService {
     const info: BackgroundTaskInfo = { ...task.info };
     const run = task.run;
     if (run) {
+      // A supervised process learns its pid a moment after the spawn call: read it now.
+      if (run.pid !== undefined) info.pid = run.pid;
       info.outputBytes = run.outputBytes();
       const last = run.lastLine?.();
       if (last) info.lastLine = last;

@@ -149,10 +149,12 @@ describe('errors', () => {
     expect(shell.error).toMatch(/Command not found: 'conch-no-such-command-xyz'/);
   });
 
-  it('an argument the OS cannot take comes back as an error result', async () => {
+  it('an argument the OS cannot take is refused with an error naming it', async () => {
     const { run } = setup();
-    const r = await run({ command: 'echo', args: ['a\u0000b'] });
-    expect(r.error).toMatch(/Could not start the command/);
+    await expect(run({ command: 'echo', args: ['ok', 'a\u0000b'] })).rejects.toMatchObject({
+      code: 'INVALID_ARGUMENTS',
+      message: expect.stringMatching(/args\.1.*NUL/s),
+    });
   });
 
   it('permission denied and no such file', async () => {
@@ -362,7 +364,17 @@ describe('pipeline integration', () => {
     const requests: unknown[] = [];
     registry.events.on('tool.permission', (e) => requests.push(e.request));
     await run({ command: 'echo hi', cwd: '.' });
-    expect(requests).toEqual([{ kind: 'command', tool: 'cli_based_tool', command: 'echo hi', cwd: dir }]);
+    // The one plan of the call: what the gate judges is what runs.
+    expect(requests).toEqual([
+      expect.objectContaining({ kind: 'command', tool: 'cli_based_tool', command: 'echo hi', cwd: dir }),
+    ]);
+    expect((requests[0] as { plan: unknown }).plan).toMatchObject({
+      line: 'echo hi',
+      mode: 'direct',
+      argv: ['echo', 'hi'],
+      dialect: 'bash',
+      cwd: dir,
+    });
   });
 
   it('an abort kills the foreground tree', async () => {

@@ -49,7 +49,19 @@ export const cliConfigSchema = z.strictObject({
     .boolean()
     .default(true)
     .describe('expose the background plugin with cli and hand long commands to it'),
-  shell: z.string().min(1).default('/bin/sh').describe('shell used in shell mode'),
+  shell: z
+    .string()
+    .min(1)
+    .default('auto')
+    .describe(
+      "shell of shell mode: 'auto' is bash when installed (what the permission gate parses), else /bin/sh (the gate then reads commands as sh)",
+    ),
+  leftovers: z
+    .enum(['adopt', 'kill'])
+    .default('adopt')
+    .describe(
+      'processes a command leaves running when it returns: adopted as a background task (with the background plugin) or killed',
+    ),
   sandbox: z
     .union([
       z.boolean(),

@@ -14,9 +14,16 @@ export interface CliResult {
   mode: CliMode;
   truncated?: true;
   truncation_message?: string;
-  /** The full output (stdout and stderr interleaved), when it did not fit. */
+  /** The full output (stdout and stderr interleaved), every byte, whenever anything was cut. */
   output_file?: string;
   error?: string;
+  /** Stable code of `error` (see the cli README): COMMAND_NOT_FOUND, TIMED_OUT, … */
+  error_code?: string;
+  /** Processes the command started that were still running when it returned. */
+  left_running?: { pid: number; command: string }[];
+  left_running_message?: string;
+  /** The background task that owns `left_running`. */
+  background_task_id?: string;
 }
 
 /** What cli_based_tool returns when the command continues as a background task. */
@@ -73,48 +80,79 @@ function describeSize(snap: CaptureSnapshot): string {
   return `${fmt(snap.totalBytes)} bytes, ${fmt(snap.lines)} lines`;
 }
 
-/** Actionable guidance for the failures a model can fix itself (the jaato error table). */
+/** Actionable guidance, with its stable code, for the failures a model can fix itself (the jaato error table). */
 export function errorGuidance(
   result: ProcessResult,
   stderr: string,
   options: FormatOptions,
-): string | undefined {
+): { error: string; code: string } | undefined {
   const name = options.command;
   if (result.spawnError) {
     const { code, message } = result.spawnError;
     if (code === 'ENOENT') {
-      return `Command not found: '${name}'. Check that it is installed and on PATH (the cli config's extraPaths adds directories), or use an alternative tool.`;
+      return {
+        code: 'COMMAND_NOT_FOUND',
+        error: `Command not found: '${name}'. Check that it is installed and on PATH (the cli config's extraPaths adds directories), or use an alternative tool.`,
+      };
     }
     if (code === 'EACCES') {
-      return `Permission denied: '${name}' is not executable. Check its permissions (ls -l ${name}) or run it through its interpreter (e.g. sh ${name}).`;
+      return {
+        code: 'NOT_EXECUTABLE',
+        error: `Permission denied: '${name}' is not executable. Check its permissions (ls -l ${name}) or run it through its interpreter (e.g. sh ${name}).`,
+      };
     }
-    return `Could not start '${name}': ${message}`;
+    return { code: 'SPAWN_FAILED', error: `Could not start '${name}': ${message}` };
   }
   if (result.timedOut) {
     const secs = options.limitSeconds === undefined ? '' : ` after ${options.limitSeconds}s`;
     const base = `Command timed out${secs}; it was killed with every process it started. The output so far is above.`;
     if (options.thresholdAsTimeout === 'foreground') {
-      return `${base} It ran in the foreground (background: false), where autoBackgroundThreshold acts as a timeout: pass a larger timeout (seconds), or let it run as a background task.`;
+      return {
+        code: 'TIMED_OUT',
+        error: `${base} It ran in the foreground (background: false), where autoBackgroundThreshold acts as a timeout: pass a larger timeout (seconds), or let it run as a background task.`,
+      };
     }
-    return options.thresholdAsTimeout
-      ? `${base} No background plugin can take it over, so autoBackgroundThreshold acts as a timeout: pass a larger timeout (seconds) if it needs longer, or narrow the command.`
-      : `${base} Pass a larger timeout (seconds), or background: true to run it as a background task.`;
+    return {
+      code: 'TIMED_OUT',
+      error: options.thresholdAsTimeout
+        ? `${base} No background plugin can take it over, so autoBackgroundThreshold acts as a timeout: pass a larger timeout (seconds) if it needs longer, or narrow the command.`
+        : `${base} Pass a larger timeout (seconds), or background: true to run it as a background task.`,
+    };
   }
-  if (result.killed) return 'Command was killed before it finished (cancelled or the session ended).';
+  if (result.killed)
+    return {
+      code: 'KILLED',
+      error: 'Command was killed before it finished (cancelled or the session ended).',
+    };
   if (result.aborted)
-    return 'Command was aborted by the caller; it was killed with every process it started.';
+    return {
+      code: 'ABORTED',
+      error: 'Command was aborted by the caller; it was killed with every process it started.',
+    };
   const rc = result.exitCode;
   if (rc === 0 || rc === null) return undefined;
   if (rc === 127 && /not found/i.test(stderr)) {
-    const match = /(?:^|\n)(?:[^:\n]*: )?(?:\d+: )?([^:\n]+): (?:command )?not found/i.exec(stderr);
+    const match = /(?:^|\n)(?:[^:\n]*: )?(?:line \d+: )?(?:\d+: )?([^:\n]+): (?:command )?not found/i.exec(
+      stderr,
+    );
     const missing = match?.[1]?.trim() ?? name;
-    return `Command not found: '${missing}'. Check that it is installed and on PATH (the cli config's extraPaths adds directories), or use an alternative tool.`;
+    return {
+      code: 'COMMAND_NOT_FOUND',
+      error: `Command not found: '${missing}'. Check that it is installed and on PATH (the cli config's extraPaths adds directories), or use an alternative tool.`,
+    };
   }
   if (rc === 126 || /permission denied/i.test(stderr)) {
-    return 'Permission denied: try an alternative approach (a path you own, a different tool, the right permissions) or report the blocker; do not retry the same command, and never with sudo.';
+    return {
+      code: 'PERMISSION_DENIED',
+      error:
+        'Permission denied: try an alternative approach (a path you own, a different tool, the right permissions) or report the blocker; do not retry the same command, and never with sudo.',
+    };
   }
   if (/no such file or directory/i.test(stderr)) {
-    return `No such file or directory: verify the path exists first (ls, find); relative paths start at ${options.cwd}.`;
+    return {
+      code: 'NO_SUCH_FILE',
+      error: `No such file or directory: verify the path exists first (ls, find); relative paths start at ${options.cwd}.`,
+    };
   }
   return undefined;
 }
@@ -156,7 +194,10 @@ export function formatResult(result: ProcessResult, options: FormatOptions): Cli
       ` To see less, filter the command: pipe to grep PATTERN, head -50 or tail -50, limit find with -maxdepth 2 or -name, or use quieter flags.`;
     if (file) out.output_file = file;
   }
-  const error = errorGuidance(result, result.stderr.head + result.stderr.tail, options);
-  if (error) out.error = error;
+  const guidance = errorGuidance(result, result.stderr.head + result.stderr.tail, options);
+  if (guidance) {
+    out.error = guidance.error;
+    out.error_code = guidance.code;
+  }
   return out;
 }

@@ -9,10 +9,11 @@ export {
 export {
   runCommand,
   getShellParser,
-  shellQuote,
+  planRequest,
   type RunCommandRequest,
   type RunCommandResult,
 } from './run-command.js';
+export { planCommand, resolveShell, dialectOf, type CliPlan, type PlanInput } from './plan.js';
 export {
   cutMiddle,
   errorGuidance,

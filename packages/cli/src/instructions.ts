@@ -4,7 +4,7 @@ import type { CliConfig } from './config.js';
 export function cliInstructions(config: CliConfig, backgroundAvailable: boolean): string {
   const lines = [
     'cli_based_tool runs a shell command on the local machine and returns { stdout, stderr, returncode, mode }.',
-    '- A single simple command (e.g. `git status`) runs directly without a shell; pipes, redirections, &&/||/;, $(...), globs and variables run through /bin/sh. Pass `args` to give an executable its arguments without any shell interpretation.',
+    '- A single simple command (e.g. `git status`) runs directly without a shell; pipes, redirections, &&/||/;, $(...), globs and variables run through bash. Pass `args` to give an executable its arguments without any shell interpretation.',
     '- stdin is closed: commands that wait for input fail instead of hanging. Use non-interactive flags (-y, --yes, --no-edit, -m "msg").',
     `- Output over ${config.maxOutputChars.toLocaleString('en-US')} characters is truncated (truncated: true) to its start and end; the full output is in output_file. Narrow the command instead of repeating it: | grep PATTERN, | head -50, | tail -50, find -maxdepth 2, git log --oneline | head -20.`,
     'Errors:',

@@ -1,18 +1,29 @@
-import { ConchError, definePlugin, defineTool, TOKENS, type PluginContext } from '@conch/core';
-import { resolve } from 'node:path';
+import { BACKGROUND_SERVICE, ConchError, definePlugin, defineTool } from '@conch/core';
 import { ensureProcessManager, findBwrap } from '@conch/process';
 import { z } from 'zod';
 import { cliConfigSchema, type CliConfig } from './config.js';
 import { cliInstructions } from './instructions.js';
-import { getShellParser, runCommand } from './run-command.js';
+import type { CliPlan } from './plan.js';
+import { resolveShell } from './plan.js';
+import {
+  cliRuntime,
+  getShellParser,
+  planRequest,
+  runCommand,
+  type RunCommandRequest,
+} from './run-command.js';
+
+const noNul = (s: string) => !s.includes('\0');
+const NUL_MESSAGE = 'a string without NUL bytes (no command can receive one)';
 
 export const cliToolInputSchema = z.strictObject({
   command: z
     .string()
     .min(1)
+    .refine(noNul, NUL_MESSAGE)
     .describe('The shell command to execute, e.g. "ls -la" or "find . -name \'*.py\' | head -20"'),
   args: z
-    .array(z.string())
+    .array(z.string().refine(noNul, NUL_MESSAGE))
     .optional()
     .describe('Optional argument list passed to the executable in `command` without shell interpretation'),
   cwd: z
@@ -28,6 +39,16 @@ export const cliToolInputSchema = z.strictObject({
 });
 
 export type CliToolInput = z.output<typeof cliToolInputSchema>;
+
+function toRequest(args: CliToolInput): RunCommandRequest {
+  return {
+    command: args.command,
+    ...(args.args ? { args: args.args } : {}),
+    ...(args.cwd ? { cwd: args.cwd } : {}),
+    ...(args.timeout !== undefined ? { timeoutSec: args.timeout } : {}),
+    ...(args.background !== undefined ? { background: args.background } : {}),
+  };
+}
 
 /**
  * Plugin 'cli': the tool cli_based_tool. Exposing it also exposes the 'background' plugin (with
@@ -45,51 +66,57 @@ export const cliPlugin = definePlugin<CliConfig>({
       when: (c) => c.background !== false,
     },
   ],
-  register(ctx) {
-    if (ctx.config.sandbox !== false && !findBwrap()) {
+  setup(ctx) {
+    const config = ctx.config;
+    if (config.sandbox !== false && !findBwrap()) {
       throw new ConchError({
         code: 'SANDBOX_UNAVAILABLE',
         message:
           "cli config 'sandbox': expected bubblewrap (bwrap) on PATH to sandbox commands; it was not found. Install it (apt-get install bubblewrap) or set sandbox: false.",
       });
     }
-    // The registry's process manager exists from now on (its dispose kills what cli started).
-    ensureProcessManager(ctx);
+    const runtime = cliRuntime(config);
+    const manager = ensureProcessManager(ctx);
+    const { shell, fallback } = resolveShell(config.shell);
+    if (fallback)
+      ctx.logger.warn(
+        { shell },
+        'bash was not found: shell mode runs /bin/sh, and the permission gate reads commands as sh',
+      );
     // Warm the WASM parser so the first call does not pay for loading it.
     void getShellParser().catch(() => undefined);
-  },
-  tools: (ctx: PluginContext<CliConfig>) => [
-    defineTool({
-      name: 'cli_based_tool',
-      description:
-        'Execute a shell command on the local machine and return { stdout, stderr, returncode }. ' +
-        'Supports pipes, redirections and chaining (run via /bin/sh); simple commands run directly. ' +
-        'stdin is closed. Large output is truncated to its start and end with the full output in output_file. ' +
-        'Long-running commands return a background_task_id to query with check_background_task.',
-      inputSchema: cliToolInputSchema,
-      annotations: { destructiveHint: true, openWorldHint: true },
-      permission: (args) => ({
-        kind: 'command',
-        tool: 'cli_based_tool',
-        command: args.command,
-        ...(args.args ? { args: args.args } : {}),
-        cwd: resolve(ctx.config.cwd ? resolve(ctx.env.cwd, ctx.config.cwd) : ctx.env.cwd, args.cwd ?? '.'),
-      }),
-      execute: (args, call) =>
-        runCommand(call, {
-          command: args.command,
-          ...(args.args ? { args: args.args } : {}),
-          ...(args.cwd ? { cwd: args.cwd } : {}),
-          ...(args.timeout !== undefined ? { timeoutSec: args.timeout } : {}),
-          ...(args.background !== undefined ? { background: args.background } : {}),
+    ctx.reportStatus('cli', () => ({ shell, dialect: fallback ? 'sh' : 'bash' }));
+    return {
+      tools: [
+        defineTool<CliToolInput, Record<string, unknown>, CliConfig, CliPlan>({
+          name: 'cli_based_tool',
+          description:
+            'Execute a shell command on the local machine and return { stdout, stderr, returncode }. ' +
+            'Supports pipes, redirections and chaining (run via bash); simple commands run directly. ' +
+            'stdin is closed. Large output is truncated to its start and end with the full output in output_file. ' +
+            'Long-running commands return a background_task_id to query with check_background_task.',
+          inputSchema: cliToolInputSchema,
+          annotations: { destructiveHint: true, openWorldHint: true },
+          // One plan per call: the gate judges it and the runner runs it.
+          prepare: (args, call) => planRequest(call, toRequest(args), config),
+          permission: (_args, _call, plan) => ({
+            kind: 'command',
+            tool: 'cli_based_tool',
+            command: plan.line,
+            cwd: plan.cwd,
+            plan,
+          }),
+          execute: (args, call, plan) =>
+            runCommand(call, toRequest(args), undefined, { plan, runtime, manager }),
         }),
-    }),
-  ],
-  systemInstructions: (ctx) =>
-    cliInstructions(
-      ctx.config,
-      ctx.config.background !== false && ctx.resolveOptional(TOKENS.BackgroundService) !== undefined,
-    ),
+      ],
+      instructions: () =>
+        cliInstructions(
+          config,
+          config.background !== false && ctx.resolveOptional(BACKGROUND_SERVICE) !== undefined,
+        ),
+    };
+  },
 });
 
 export default cliPlugin;

@@ -1,21 +1,23 @@
 import { statSync } from 'node:fs';
 import { resolve } from 'node:path';
 import {
-  TOKENS,
+  BACKGROUND_SERVICE,
+  ConchError,
   type BackgroundRun,
   type BackgroundRunOutcome,
-  type BackgroundService,
   type ToolCallContext,
 } from '@conch/core';
 import {
   BubblewrapExecutor,
-  cleanForModel,
-  decodeUtf8,
-  ensureProcessManager,
+  PROCESS_MANAGER,
   type Executor,
+  type LeftoverHandle,
   type ManagedProcess,
+  type ProcessManager,
+  type ProcessResult,
+  type SandboxProfile,
 } from '@conch/process';
-import { loadShellParser, type ParsedCommand, type ShellParser } from '@conch/shell-syntax';
+import { loadShellParser, type ShellParser } from '@conch/shell-syntax';
 import {
   cliConfigSchema,
   DEFAULT_CLI_CONFIG,
@@ -31,6 +33,8 @@ import {
   type CliResult,
   type FormatOptions,
 } from './format-result.js';
+import { sandboxFor, sandboxRefusal } from './kernel-wall.js';
+import { planCommand, resolveShell, type CliPlan } from './plan.js';
 import { DEFAULT_SLOW_PATTERNS, estimateSeconds } from './slow-patterns.js';
 
 export interface RunCommandRequest {
@@ -68,151 +72,163 @@ export function getShellParser(): Promise<ShellParser> {
   return parserPromise;
 }
 
-const parsedConfigs = new WeakMap<object, CliConfig>();
-const patternTables = new WeakMap<CliConfig, readonly SlowPattern[]>();
-
-const sandboxes = new WeakMap<CliConfig, Map<string, Executor>>();
-
-/** The bubblewrap executor of a sandboxed config (one per workspace), or undefined. */
-export function sandboxExecutor(cfg: CliConfig, workspace: string): Executor | undefined {
-  if (cfg.sandbox === false) return undefined;
-  let byWorkspace = sandboxes.get(cfg);
-  if (!byWorkspace) sandboxes.set(cfg, (byWorkspace = new Map()));
-  let executor = byWorkspace.get(workspace);
-  if (!executor) {
-    const extra = cfg.sandbox === true ? {} : cfg.sandbox;
-    executor = new BubblewrapExecutor({
-      writable: [workspace, ...(extra.writable ?? []).map((dir) => resolve(workspace, dir))],
-      ...(extra.network === undefined ? {} : { network: extra.network }),
-    });
-    byWorkspace.set(workspace, executor);
-  }
-  return executor;
+/**
+ * What a cli runner resolves once per exposure (or per config given by a caller outside the cli
+ * plugin): the parsed config, its slow-pattern table and sandbox executor. Kept in the setup
+ * closure of the cli plugin; callers without one get it built per call.
+ */
+export interface CliRuntime {
+  config: CliConfig;
+  slowPatterns: readonly SlowPattern[];
+  /** The explicit bubblewrap executor of `sandbox: true` configs (per workspace). */
+  executor(workspace: string): Executor | undefined;
 }
 
-function slowPatternsOf(cfg: CliConfig): readonly SlowPattern[] {
-  let table = patternTables.get(cfg);
-  if (!table) {
-    table = cfg.slowPatterns.length ? [...DEFAULT_SLOW_PATTERNS, ...cfg.slowPatterns] : DEFAULT_SLOW_PATTERNS;
-    patternTables.set(cfg, table);
-  }
-  return table;
-}
-
-function resolveConfig(
-  ctx: ToolCallContext<unknown>,
-  override: Partial<CliConfigInput> | undefined,
-): CliConfig {
-  if (override) {
-    let parsed = parsedConfigs.get(override);
-    if (!parsed) {
-      parsed = cliConfigSchema.parse(override);
-      parsedConfigs.set(override, parsed);
-    }
-    return parsed;
-  }
-  if (ctx.pluginName === 'cli') return ctx.config as CliConfig;
-  return DEFAULT_CLI_CONFIG;
-}
-
-/** Quotes a word for /bin/sh so it reaches the command as one literal argument. */
-export function shellQuote(word: string): string {
-  if (/^[A-Za-z0-9_./:=@%+,-]+$/.test(word)) return word;
-  return `'${word.replace(/'/g, `'\\''`)}'`;
-}
-
-interface Plan {
-  mode: CliMode;
-  file: string;
-  args: string[];
-  shell: string | undefined;
-  parsed: ParsedCommand;
-  /** What error messages name. */
-  name: string;
-}
-
-function plan(parser: ShellParser, request: RunCommandRequest, shell: string): Plan {
-  const parsed = parser.parse(request.command);
-  const extra = request.args ?? [];
-  const direct = request.mode !== 'shell' && !parsed.flags.shellBuiltin ? parsed.direct : undefined;
-  if (direct && direct.argv.length > 0) {
-    const argv = [...direct.argv, ...extra];
-    return { mode: 'direct', file: argv[0]!, args: argv.slice(1), shell: undefined, parsed, name: argv[0]! };
-  }
-  const script = extra.length > 0 ? `${request.command} ${extra.map(shellQuote).join(' ')}` : request.command;
-  const name = parsed.commands[0]?.name ?? request.command.split(/\s+/)[0] ?? request.command;
-  return { mode: 'shell', file: script, args: [], shell, parsed, name };
-}
-
-function lastLine(proc: ManagedProcess): string | undefined {
-  for (const capture of [proc.stdout, proc.stderr]) {
-    if (capture.totalBytes === 0) continue;
-    const buf =
-      capture.truncated || capture.tailBuffer().length > 0 ? capture.tailBuffer() : capture.headBuffer();
-    const text = cleanForModel(decodeUtf8(buf.subarray(Math.max(0, buf.length - 1024))));
-    const lines = text.split('\n').filter((l) => l.trim().length > 0);
-    const last = lines[lines.length - 1];
-    if (last) return last.length > 200 ? `${last.slice(0, 200)}…` : last;
-  }
-  return undefined;
-}
-
-function toRun(proc: ManagedProcess, format: FormatOptions): BackgroundRun {
-  const combined = proc.combined!;
-  const done: Promise<BackgroundRunOutcome> = proc.result.then((result) => {
-    const formatted = formatResult(result, format);
-    const status: BackgroundRunOutcome['status'] = result.killed
-      ? 'cancelled'
-      : result.exitCode === 0 && !result.spawnError
-        ? 'completed'
-        : 'failed';
-    return { status, result: formatted };
-  });
+export function cliRuntime(config: CliConfig): CliRuntime {
+  const executors = new Map<string, Executor>();
   return {
-    pid: proc.pid,
-    done,
-    cancel: async () => {
-      await proc.kill();
+    config,
+    slowPatterns: config.slowPatterns.length
+      ? [...DEFAULT_SLOW_PATTERNS, ...config.slowPatterns]
+      : DEFAULT_SLOW_PATTERNS,
+    executor(workspace) {
+      if (config.sandbox === false) return undefined;
+      let executor = executors.get(workspace);
+      if (!executor) {
+        const extra = config.sandbox === true ? {} : config.sandbox;
+        executor = new BubblewrapExecutor({
+          writable: [workspace, ...(extra.writable ?? []).map((dir) => resolve(workspace, dir))],
+          ...(extra.network === undefined ? {} : { network: extra.network }),
+        });
+        executors.set(workspace, executor);
+      }
+      return executor;
     },
-    readOutput: (offset, limit) => combined.read(offset, limit),
-    outputBytes: () => combined.totalBytes,
-    outputFile: () => combined.path,
-    lastLine: () => lastLine(proc),
   };
 }
 
-function errorResult(mode: CliMode, error: string): CliResult {
-  return { stdout: '', stderr: '', returncode: -1, mode, error };
+/** A runtime for a config given by a caller outside the cli plugin (templates); cached per object. */
+const runtimes = new WeakMap<object, CliRuntime>();
+function runtimeFor(
+  ctx: ToolCallContext<unknown>,
+  override: Partial<CliConfigInput> | undefined,
+  given?: CliRuntime,
+): CliRuntime {
+  if (given) return given;
+  const key = override ?? DEFAULT_CLI_CONFIG;
+  let runtime = runtimes.get(key);
+  if (!runtime) {
+    runtime = cliRuntime(override ? cliConfigSchema.parse(override) : DEFAULT_CLI_CONFIG);
+    runtimes.set(key, runtime);
+  }
+  void ctx;
+  return runtime;
+}
+
+/** The base cwd of a config (the registry's cwd, or the config's cwd relative to it). */
+export function baseCwdOf(config: CliConfig, registryCwd: string): string {
+  return config.cwd ? resolve(registryCwd, config.cwd) : registryCwd;
+}
+
+/** Plans a call from its request: the one plan the gate and the runner share. */
+export async function planRequest(
+  ctx: ToolCallContext<unknown>,
+  request: RunCommandRequest,
+  config: CliConfig,
+): Promise<CliPlan> {
+  const parser = await getShellParser();
+  const { shell } = resolveShell(config.shell);
+  const cwd = resolve(baseCwdOf(config, ctx.env.cwd), request.cwd ?? '.');
+  return planCommand(parser, {
+    command: request.command,
+    ...(request.args ? { args: request.args } : {}),
+    cwd,
+    shell,
+    ...(request.mode ? { mode: request.mode } : {}),
+  });
+}
+
+function errorResult(mode: CliMode, error: string, errorCode: string): CliResult {
+  return { stdout: '', stderr: '', returncode: -1, mode, error, error_code: errorCode };
+}
+
+/** A running process as a background task sees it. */
+function toRun(
+  proc: ManagedProcess,
+  finish: (result: ProcessResult) => Promise<BackgroundRunOutcome>,
+): BackgroundRun {
+  return {
+    get pid() {
+      return proc.pid;
+    },
+    done: proc.result.then(finish),
+    cancel: async () => {
+      await proc.kill();
+    },
+    readOutput: (offset, limit) => proc.combined!.read(offset, limit),
+    outputBytes: () => proc.combined!.totalBytes,
+    outputFile: () => proc.combined!.path,
+    lastLine: () => proc.lastLine(),
+  };
+}
+
+/** Leftovers adopted as a background task: its output is what they write after the command ended. */
+function leftoverRun(handle: LeftoverHandle): BackgroundRun {
+  return {
+    get pid() {
+      return handle.pids()[0];
+    },
+    done: handle.done.then(() => ({
+      status: 'completed' as const,
+      result: {
+        stdout: '',
+        stderr: '',
+        returncode: 0,
+        message: 'Every process the command left running has ended.',
+      },
+    })),
+    cancel: () => handle.kill(),
+    readOutput: (offset, limit) => handle.readOutput(offset, limit),
+    outputBytes: () => handle.outputBytes(),
+    outputFile: () => handle.outputFile(),
+    lastLine: () => handle.lastLine(),
+  };
 }
 
 /**
- * Runs one command with the full cli_based_tool behaviour: direct or shell mode from the parse,
- * non-interactive environment with extraPaths, bounded output with head/tail and output_file,
- * actionable errors, abort via `ctx.signal`, and background handoff (estimated-slow commands start
- * as tasks; commands still running at `autoBackgroundThreshold` are promoted without restart;
- * without a background service the threshold is a hard timeout).
+ * Runs one command with the full cli_based_tool behaviour: the call's plan (direct argv or a bash
+ * script), non-interactive environment with extraPaths, the kernel wall the gate's decision calls
+ * for, bounded output with head/tail and `output_file` whenever anything is cut, actionable errors
+ * with `error_code`, abort via `ctx.signal`, background handoff (estimated-slow commands start as
+ * tasks; commands still running at `autoBackgroundThreshold` are promoted without restart), and
+ * processes a command leaves running reported and owned (adopted as a background task, or killed).
  *
- * It does not consult the permission gate: the calling tool's `permission` hook must have asked.
- * `config` overrides the cli defaults (callers outside the cli plugin); inside the cli plugin the
- * plugin's config is used.
+ * It does not consult the permission gate: the calling tool's `permission` hook must have asked,
+ * with the same `plan` when one is given.
  */
 export async function runCommand(
   ctx: ToolCallContext<unknown>,
   request: RunCommandRequest,
   config?: Partial<CliConfigInput>,
+  options: { plan?: CliPlan; runtime?: CliRuntime; manager?: ProcessManager } = {},
 ): Promise<RunCommandResult> {
-  const cfg = resolveConfig(ctx, config);
-  const parser = await getShellParser();
-  const p = plan(parser, request, cfg.shell);
-  const baseCwd = cfg.cwd ? resolve(ctx.env.cwd, cfg.cwd) : ctx.env.cwd;
-  const cwd = resolve(baseCwd, request.cwd ?? '.');
+  const runtime = runtimeFor(ctx, config, options.runtime);
+  const cfg = runtime.config;
+  const plan = options.plan ?? (await planRequest(ctx, request, cfg));
+  const baseCwd = baseCwdOf(cfg, ctx.env.cwd);
+  const { cwd } = plan;
   try {
     if (!statSync(cwd).isDirectory())
-      return errorResult(p.mode, `Not a directory: ${cwd}. Pass an existing directory as cwd.`);
+      return errorResult(
+        plan.mode,
+        `Not a directory: ${cwd}. Pass an existing directory as cwd.`,
+        'INVALID_CWD',
+      );
   } catch {
     return errorResult(
-      p.mode,
+      plan.mode,
       `No such directory: ${cwd}. Verify the path exists first (ls), or omit cwd to run in ${baseCwd}.`,
+      'INVALID_CWD',
     );
   }
   const env = commandEnv({
@@ -221,8 +237,7 @@ export async function runCommand(
     callEnv: request.env,
     cwd: baseCwd,
   });
-  const background =
-    cfg.background !== false ? ctx.resolveOptional<BackgroundService>(TOKENS.BackgroundService) : undefined;
+  const background = cfg.background !== false ? ctx.resolveOptional(BACKGROUND_SERVICE) : undefined;
   const canBackground = background !== undefined && request.background !== false;
   const threshold = cfg.autoBackgroundThreshold;
   const hardSeconds = request.timeoutSec ?? cfg.defaultTimeout;
@@ -236,44 +251,112 @@ export async function runCommand(
         : true
       : false;
   const budgetBytes = Math.max(64 * 1024, cfg.maxOutputChars * 2);
-  const label = request.label ?? request.command;
+  const label = request.label ?? plan.line;
   const format: FormatOptions = {
     maxOutputChars: cfg.maxOutputChars,
-    mode: p.mode,
-    command: p.name,
+    mode: plan.mode,
+    command: plan.name,
     cwd,
     ...(limitSeconds !== undefined && Number.isFinite(limitSeconds) ? { limitSeconds } : {}),
     thresholdAsTimeout,
   };
-  const manager = ensureProcessManager(ctx);
+  const manager = options.manager ?? ctx.resolveOptional(PROCESS_MANAGER);
+  if (!manager)
+    throw new ConchError({
+      code: 'NO_PROCESS_MANAGER',
+      message: `runCommand from tool '${ctx.toolName}': no process manager is provided; call ensureProcessManager(ctx) in the plugin's setup`,
+    });
   let executor: Executor | undefined;
   try {
-    executor = sandboxExecutor(cfg, baseCwd);
+    executor = runtime.executor(baseCwd);
   } catch (error) {
-    return errorResult(p.mode, (error as Error).message);
+    return errorResult(plan.mode, (error as Error).message, 'SANDBOX_UNAVAILABLE');
   }
+  const sandbox: SandboxProfile | undefined = executor ? undefined : sandboxFor(ctx);
   const spawn = (signal: AbortSignal | undefined) =>
-    manager.spawn(p.file, p.args, {
-      ...(executor ? { executor } : {}),
-      cwd,
-      env,
-      ...(p.shell ? { shell: p.shell } : {}),
-      ...(limitSeconds !== undefined && Number.isFinite(limitSeconds)
-        ? { timeoutMs: limitSeconds * 1000 }
-        : {}),
-      ...(signal ? { signal } : {}),
-      capture: { headBytes: budgetBytes, tailBytes: budgetBytes, spill: 'combined' },
-      label,
+    plan.mode === 'direct'
+      ? manager.spawn(plan.argv![0]!, plan.argv!.slice(1), spawnOptions(signal))
+      : manager.spawn(plan.line, [], { ...spawnOptions(signal), shell: plan.shell });
+  const spawnOptions = (signal: AbortSignal | undefined) => ({
+    ...(executor ? { executor } : {}),
+    ...(sandbox ? { sandbox } : {}),
+    cwd,
+    env,
+    ...(limitSeconds !== undefined && Number.isFinite(limitSeconds)
+      ? { timeoutMs: limitSeconds * 1000 }
+      : {}),
+    ...(signal ? { signal } : {}),
+    capture: { headBytes: budgetBytes, tailBytes: budgetBytes, spill: 'combined' as const },
+    keepLeftoverOutput: true,
+    label,
+  });
+
+  /** The final result of a process: formatted, every cut byte in a file, leftovers owned. */
+  const finish = async (proc: ManagedProcess, result: ProcessResult): Promise<CliResult> => {
+    let outcome = result;
+    let out = formatResult(outcome, format);
+    if (out.truncated && !out.output_file) {
+      // Cut by characters though the bytes fit in memory: every byte goes to a file all the same.
+      const file = await proc.materializeOutput();
+      if (file) {
+        outcome = { ...outcome, outputFile: file };
+        out = formatResult(outcome, format);
+      }
+    }
+    const refusal = sandboxRefusal(result);
+    if (refusal) {
+      out.error = out.error ? `${out.error} ${refusal}` : refusal;
+      out.error_code = 'SANDBOX_REFUSED_WRITE';
+    }
+    if (result.leftRunning.length > 0) await ownLeftovers(proc, result, out);
+    return out;
+  };
+
+  /** Processes the command left running: adopted as a background task, or killed (cli config `leftovers`). */
+  const ownLeftovers = async (proc: ManagedProcess, result: ProcessResult, out: CliResult): Promise<void> => {
+    out.left_running = result.leftRunning.map((p) => ({ pid: p.pid, command: p.command }));
+    const list = result.leftRunning.map((p) => `${p.pid} (${p.command})`).join(', ');
+    let handle: LeftoverHandle;
+    try {
+      handle = manager.adoptLeftovers(proc);
+    } catch {
+      out.left_running_message = `The command left processes running: ${list}.`;
+      return;
+    }
+    if (cfg.leftovers === 'adopt' && background) {
+      const info = background.adopt({
+        command: `${label} (left running)`,
+        tool: ctx.toolName,
+        idPrefix: 'cli',
+        run: leftoverRun(handle),
+      });
+      out.background_task_id = info.id;
+      out.left_running_message = `The command returned but left processes running: ${list}. They continue as background task ${info.id}: check_background_task, read_background_output (their output after the command ended) and cancel_background_task work on it.`;
+      return;
+    }
+    await handle.kill();
+    out.left_running_message = `The command returned but left processes running: ${list}. They were killed (${background ? "cli config leftovers: 'kill'" : 'no background plugin to own them'}); run long-lived processes with background: true.`;
+  };
+
+  const runFor = (proc: ManagedProcess): BackgroundRun =>
+    toRun(proc, async (result) => {
+      const formatted = await finish(proc, result);
+      const status: BackgroundRunOutcome['status'] = result.killed
+        ? 'cancelled'
+        : result.exitCode === 0 && !result.spawnError
+          ? 'completed'
+          : 'failed';
+      return { status, result: formatted };
     });
 
   if (canBackground) {
-    const estimate = estimateSeconds(p.parsed, slowPatternsOf(cfg));
+    const estimate = estimateSeconds(plan.parsed, runtime.slowPatterns);
     if (request.background === true || estimate > threshold) {
       const info = background.submit({
         command: label,
         tool: ctx.toolName,
         idPrefix: 'cli',
-        start: () => toRun(spawn(undefined), format),
+        start: () => runFor(spawn(undefined)),
       });
       const why =
         request.background === true
@@ -283,7 +366,7 @@ export async function runCommand(
         background_task_id: info.id,
         status: info.status === 'queued' ? 'queued' : 'running',
         message: `${why}${info.status === 'queued' ? '; it is queued until a background worker is free' : ''}. Use check_background_task({ task_id: "${info.id}", wait_seconds: 30 }) for its result and read_background_output for its output so far.`,
-        mode: p.mode,
+        mode: plan.mode,
       };
     }
   }
@@ -293,7 +376,11 @@ export async function runCommand(
     proc = spawn(ctx.signal);
   } catch (error) {
     // Synchronous spawn failures: a NUL byte in an argument, an invalid option.
-    return errorResult(p.mode, `Could not start the command: ${(error as Error).message}`);
+    return errorResult(
+      plan.mode,
+      `Could not start the command: ${(error as Error).message}`,
+      'INVALID_ARGUMENTS',
+    );
   }
   if (canBackground) {
     let timer: NodeJS.Timeout | undefined;
@@ -310,15 +397,15 @@ export async function runCommand(
         command: label,
         tool: ctx.toolName,
         idPrefix: 'cli',
-        run: toRun(proc, format),
+        run: runFor(proc),
       });
       return {
         background_task_id: info.id,
         status: 'running',
         message: `Command still running after ${threshold}s, so it continues as a background task (nothing restarted, no output lost). Use check_background_task({ task_id: "${info.id}", wait_seconds: 30 }) for its result and read_background_output for its output so far.`,
-        mode: p.mode,
+        mode: plan.mode,
       };
     }
   }
-  return formatResult(await proc.result, format);
+  return finish(proc, await proc.result);
 }

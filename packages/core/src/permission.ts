@@ -78,9 +78,12 @@ export interface PermissionDecision {
   readOnly?: boolean;
 }
 
-/** What the gate asks the kernel to enforce for commands it allowed (see @conch/permission). */
+/**
+ * What the gate asks the kernel to enforce (see @conch/permission): commands allowed as reads run
+ * read-only, and every other command sees these paths read-only.
+ */
 export interface KernelPolicy {
-  /** Existing paths every command must see read-only (protected files and directories). */
+  /** Existing paths every command must see read-only (protected files and directories); may be empty. */
   readOnlyPaths: readonly string[];
 }
 

@@ -51,7 +51,7 @@ describe('plugin API v1', () => {
     // The token carries the type: no type argument, no cast.
     const counter = a.resolveOptional(COUNTER);
     expect(counter?.next()).toBe(12);
-    expect(a.status()).toMatchObject({ counter: { value: 12 } });
+    expect(await a.status()).toMatchObject({ counter: { value: 12 } });
     expect(a.systemInstructions()).toBe('count starts at 10');
     expect(b.resolve(COUNTER).next()).toBe(2);
     await Promise.all([a.dispose(), b.dispose()]);

@@ -465,13 +465,13 @@ export class PluginRegistry {
 
   /**
    * What the exposed plugins report about themselves (sandbox, supervisor, sessions …), one
-   * section each, read now. A section that throws reports its error instead.
+   * section each, read now (a reader may be async). A section that throws reports its error instead.
    */
-  status(): RegistryStatus {
+  async status(): Promise<RegistryStatus> {
     const sections: Record<string, unknown> = {};
     for (const { section, read } of this.statusReaders) {
       try {
-        sections[section] = read();
+        sections[section] = await read();
       } catch (error) {
         sections[section] = { error: error instanceof Error ? error.message : String(error) };
       }

@@ -94,4 +94,6 @@ export interface BackgroundService {
   get(id: string): BackgroundTaskInfo | undefined;
   /** Output of a task, paged by byte offset (nothing lost: from the spill file once large). */
   logs(id: string, options?: { offset?: number; limit?: number }): Promise<BackgroundLogs>;
+  /** Resolves with the task once it has ended (at once if it has); undefined for an unknown id. */
+  whenFinished(id: string): Promise<BackgroundTaskInfo | undefined>;
 }

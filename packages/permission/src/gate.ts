@@ -4,18 +4,20 @@ import {
   type ApprovalRequest,
   type ApproveFn,
   type EventBus,
+  type KernelPolicy,
   type Logger,
   type PermissionDecision,
   type PermissionGate,
   type PermissionRequest,
 } from '@conch/core';
-import type { ShellParser } from '@conch/shell-syntax';
+import type { ParsedCommand, ShellParser } from '@conch/shell-syntax';
 import { homedir } from 'node:os';
 import { resolve } from 'node:path';
 import { Analyzer, type Analysis, type Dialect, type Part, type Verdict } from './analyze.js';
 import type { PermissionConfig } from './config.js';
 import { escapeHidden } from './display.js';
-import { compileProtected } from './paths.js';
+import { compileProtected, type PathContext } from './paths.js';
+import { kernelPolicy } from './kernel-policy.js';
 import { compileRule, type CompiledRule, type HostRules, type RuleList } from './host-rules.js';
 
 /** One decision as the audit log keeps it. */
@@ -62,6 +64,7 @@ export interface RuleProblem {
  */
 export class PermissionEngine implements PermissionGate {
   private readonly analyzer: Analyzer;
+  private readonly paths: PathContext;
   private readonly rules: HostRules;
   private readonly session: CompiledRule[] = [];
   private readonly log: AuditEntry[] = [];
@@ -86,17 +89,18 @@ export class PermissionEngine implements PermissionGate {
         })),
       );
     this.rules = compiled.rules;
+    this.paths = {
+      home: options.home ?? homedir(),
+      workspaceRoot: this.workspaceRoot,
+      extra: compileProtected(options.config.protectedPaths),
+    };
     this.analyzer = new Analyzer({
       parser: options.parser,
       safety: options.config.safety,
       rules: this.rules,
       sessionAllow: () => this.session,
       useAllowRules: options.config.mode !== 'readOnly',
-      paths: {
-        home: options.home ?? homedir(),
-        workspaceRoot: this.workspaceRoot,
-        extra: compileProtected(options.config.protectedPaths),
-      },
+      paths: this.paths,
       maxBytes: options.config.maxCommandBytes,
       timeoutMs: options.config.parseTimeoutMs,
       maxNesting: options.config.maxNesting,
@@ -106,6 +110,15 @@ export class PermissionEngine implements PermissionGate {
   /** The policy's answer for a command line, without asking anyone or logging (for UIs and tests). */
   evaluate(command: string, cwd: string = this.workspaceRoot, dialect: Dialect = 'bash'): Analysis {
     return this.analyzer.analyze(command, resolve(this.workspaceRoot, cwd), { dialect });
+  }
+
+  /**
+   * The paths the kernel must keep read-only for every command (the existing protected paths),
+   * or undefined when the host turned the protected-paths rule off.
+   */
+  kernelPolicy(): KernelPolicy | undefined {
+    if (!this.config.safety.protectedPaths) return undefined;
+    return kernelPolicy(this.paths);
   }
 
   /** The decisions so far, oldest first (at most `auditLimit`). */
@@ -152,6 +165,7 @@ export class PermissionEngine implements PermissionGate {
         outcome: 'allow',
         reason: modeNote ? `${modeNote} allows it (${decisive.reason})` : allowReason(analysis),
         rule: modeNote ? `mode:${mode}` : decisive.rule,
+        ...(analysis.readOnly && !modeNote ? { readOnly: true } : {}),
       };
     } else if (verdict === 'deny') {
       decision = {
@@ -265,6 +279,15 @@ export class PermissionEngine implements PermissionGate {
 
   private analyzeRequest(request: PermissionRequest): { analysis: Analysis; display: string; cwd?: string } {
     if (request.kind === 'command') {
+      const plan = request.plan;
+      if (plan && isParsedCommand(plan.parsed)) {
+        // The call's one plan: judged with the parse, shell dialect and cwd the runner will use.
+        const analysis = this.analyzer.analyze(plan.line, plan.cwd, {
+          dialect: plan.dialect,
+          parsed: plan.parsed,
+        });
+        return { analysis, display: escapeHidden(plan.line, DISPLAY_MAX), cwd: plan.cwd };
+      }
       const line = request.args?.length
         ? `${request.command} ${request.args.map(shellQuote).join(' ')}`
         : request.command;
@@ -369,4 +392,9 @@ function denySuggestion(part: Part): { suggestion?: string } {
 
 function shellQuote(arg: string): string {
   return /^[\w@%+=:,./-]+$/.test(arg) ? arg : `'${arg.replace(/'/g, `'\\''`)}'`;
+}
+
+/** A plan's parse as @conch/shell-syntax makes it (the gate re-parses anything else). */
+function isParsedCommand(value: object): value is ParsedCommand {
+  return 'source' in value && 'ok' in value && 'flags' in value;
 }

@@ -1,25 +1,31 @@
-import { TOKENS, type PluginContext } from '@conch/core';
+import { token, type PluginContext } from '@conch/core';
 import { ProcessManager } from './process-manager.js';
 
+/** The registry's ProcessManager, provided by the first plugin that runs processes. */
+export const PROCESS_MANAGER = token<ProcessManager>('conch.process.ProcessManager');
+
 /**
- * The registry's ProcessManager: created on first call (spill files in the registry's temp dir,
- * events on its bus) and registered under `TOKENS.ProcessManager`, where the registry's dispose()
- * finds and disposes it. Every plugin that runs processes calls this instead of creating its own.
+ * The registry's ProcessManager: created by the first plugin setup that needs one (spill files in
+ * the registry's temp dir, events on its bus), provided under `PROCESS_MANAGER` for partners and
+ * the host, disposed with the registry, and reported in `registry.status()` (supervisor, sandbox).
+ * Every plugin that runs processes calls this in its `setup` instead of creating its own.
  */
 export function ensureProcessManager(
-  ctx: Pick<PluginContext, 'container' | 'env' | 'events' | 'logger'>,
+  ctx: Pick<PluginContext, 'env' | 'events' | 'logger' | 'resolveOptional'> &
+    Partial<Pick<PluginContext, 'provide' | 'onDispose' | 'reportStatus' | 'container'>>,
 ): ProcessManager {
-  const { container } = ctx;
-  if (container.isRegistered(TOKENS.ProcessManager, true)) {
-    const existing = container.resolve<unknown>(TOKENS.ProcessManager);
-    if (existing instanceof ProcessManager && !existing.disposed) return existing;
-  }
+  const existing = ctx.resolveOptional(PROCESS_MANAGER);
+  if (existing instanceof ProcessManager && !existing.disposed) return existing;
   const manager = new ProcessManager({
     tempDir: () => ctx.env.tempDir(),
     cwd: ctx.env.cwd,
     events: ctx.events,
     logger: ctx.logger,
   });
-  container.register(TOKENS.ProcessManager, { useValue: manager });
+  if (ctx.provide) ctx.provide(PROCESS_MANAGER, manager);
+  // Contexts of plugins on the deprecated hooks (and tests) still register through the container.
+  else ctx.container?.register(PROCESS_MANAGER.id, { useValue: manager });
+  ctx.onDispose?.(() => manager.dispose());
+  ctx.reportStatus?.('processes', () => manager.status());
   return manager;
 }

@@ -29,4 +29,4 @@ export type { PtyExit, PtyProcess } from './pty-process.js';
 export type { SandboxKind, SandboxProfile } from './sandbox-profile.js';
 export { probeSandbox, type SandboxStatus } from './probe-sandbox.js';
 export { onHostExit } from './host-exit.js';
-export { ensureProcessManager } from './ensure.js';
+export { ensureProcessManager, PROCESS_MANAGER } from './ensure.js';

@@ -1,10 +1,8 @@
 import { mkdirSync, rmSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import {
-  type BackgroundService,
-  type ConchEventName,
+  BACKGROUND_SERVICE,
   type JsonSchema,
-  TOKENS,
   toJsonSchema,
   toValidationIssues,
   type ToolCallContext,
@@ -146,19 +144,14 @@ function removeDir(dir: string): void {
   rmSync(dir, { recursive: true, force: true });
 }
 
-/** A backgrounded script still needs its directory: remove it when the task ends (or at dispose). */
+/**
+ * A backgrounded script still needs its directory: remove it when the task ends. (It lives in the
+ * registry's temp dir, which dispose removes anyway.)
+ */
 function removeWhenTaskEnds(ctx: ToolCallContext, taskId: string, dir: string): void {
-  const done = () => {
-    off();
-    removeDir(dir);
-  };
-  // the event is declared by @conch/background; the name is its contract
-  const off = ctx.events.on('background.task.finished' as ConchEventName, (event: unknown) => {
-    if ((event as { task?: { id?: string } }).task?.id === taskId) done();
-  });
-  ctx.onDispose(off);
-  const status = ctx.resolveOptional<BackgroundService>(TOKENS.BackgroundService)?.get(taskId)?.status;
-  if (status === 'completed' || status === 'failed' || status === 'cancelled') done();
+  const background = ctx.resolveOptional(BACKGROUND_SERVICE);
+  if (!background) return;
+  void background.whenFinished(taskId).then(() => removeDir(dir));
 }
 
 function toZod(tool: string, schema: unknown): z.ZodType {

@@ -1,6 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { ConchError, type PluginDefinition, toValidationIssues, type ValidationIssue } from '@conch/core';
+import { ensureProcessManager } from '@conch/process';
 import { z } from 'zod';
 import { cliConfigSchema } from '../config.js';
 import { type CommandTemplate, createCommandTool, type TemplateRunner } from './define-command-tool.js';
@@ -43,8 +44,14 @@ export function buildTemplatePlugin(
     version: options.version,
     ...(options.description === undefined ? {} : { description: options.description }),
     configSchema: templatePluginConfigSchema,
-    tools,
-    ...(options.systemInstructions === undefined ? {} : { systemInstructions: options.systemInstructions }),
+    setup(ctx) {
+      // Templates run through the registry's process manager, like cli_based_tool.
+      ensureProcessManager(ctx);
+      return {
+        tools,
+        ...(options.systemInstructions === undefined ? {} : { instructions: options.systemInstructions }),
+      };
+    },
   };
 }
 
