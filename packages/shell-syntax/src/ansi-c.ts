@@ -17,7 +17,8 @@ const SIMPLE: Record<string, string> = {
 /**
  * Decodes the body of an ANSI-C quoted string (`$'...'` without the `$'` and `'`) the way bash
  * does: `\n`, `\xHH`, `\NNN` octal, `\uHHHH`, `\UHHHHHHHH`, `\cX`. Unknown escapes keep the
- * backslash, as bash does.
+ * backslash, as bash does; an escape that makes a NUL ends the string there (`$'a\0b'` is `a`),
+ * as in bash, whose strings are C strings.
  */
 export function decodeAnsiC(body: string): string {
   let out = '';
@@ -62,5 +63,6 @@ export function decodeAnsiC(body: string): string {
     out += '\\' + next;
     i++;
   }
-  return out;
+  const nul = out.indexOf('\0');
+  return nul < 0 ? out : out.slice(0, nul);
 }

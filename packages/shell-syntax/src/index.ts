@@ -11,4 +11,5 @@ export type {
   SyntaxFlags,
 } from './types.js';
 export type * as Syntax from './syntax-types.js';
-export { hasBraceExpansion, hasGlob, literalValue } from './syntax-tree.js';
+export { hasBraceExpansion, hasGlob, literalValue } from './word-facts.js';
+export { shellJoin, shellQuote } from './shell-quote.js';

@@ -1,8 +1,10 @@
 import { createRequire } from 'node:module';
 import { Language, Parser, type Tree } from 'web-tree-sitter';
+import { emptyFlags, flatView } from './flat-view.js';
+import { readTree, type PlainNode } from './plain-tree.js';
+import { FIELD_PARENTS, SyntaxConverter } from './syntax-tree.js';
+import type { SyntaxTree } from './syntax-types.js';
 import type { ParsedCommand, ParseOptions, ShellParser } from './types.js';
-import { SyntaxConverter } from './syntax-tree.js';
-import { emptyFlags, TreeWalker } from './walk.js';
 
 /** Default bound on the source size, in UTF-8 bytes. */
 export const DEFAULT_MAX_BYTES = 64 * 1024;
@@ -56,6 +58,7 @@ class BashParser implements ShellParser {
       return failed(source, 'the command contains a NUL byte, which a shell cannot pass');
     const deadline = performance.now() + timeoutMs;
     let timedOut = false;
+    let root: PlainNode;
     let tree: Tree | null = null;
     try {
       tree = this.parser.parse(source, null, {
@@ -68,16 +71,21 @@ class BashParser implements ShellParser {
         this.parser.reset();
         return failed(source, `parsing took longer than ${timeoutMs} ms`);
       }
-      const walker = new TreeWalker(source, tree.rootNode.hasError);
-      walker.walkProgram(tree.rootNode);
-      let parsed: ParsedCommand = { ...walker.result(source), needsShell: true };
-      if (parsed.ok) parsed.syntax = new SyntaxConverter(source).convert(tree.rootNode);
-      if (walker.continuations.length > 0 && !nestedNormalize) {
+      // The one pass over the WASM tree; everything below is plain TypeScript.
+      root = readTree(tree, FIELD_PARENTS);
+    } catch (error) {
+      return failed(source, `the parser failed: ${error instanceof Error ? error.message : String(error)}`);
+    } finally {
+      tree?.delete();
+    }
+    try {
+      const syntax = new SyntaxConverter(source).convert(root);
+      if (syntax.lineContinuations.length > 0 && !nestedNormalize) {
         // The shell removes backslash-newline before it splits words (`$\<newline>(id)` is `$(id)`):
         // parse the command as the shell will see it, and keep the flag.
-        const normalized = removeAt(source, walker.continuations);
+        const normalized = removeAt(source, syntax.lineContinuations);
         const again = this.parseInner(normalized, options, true);
-        parsed = {
+        const parsed: ParsedCommand = {
           ...again,
           source,
           normalizedSource: normalized,
@@ -87,18 +95,34 @@ class BashParser implements ShellParser {
         delete parsed.direct;
         return parsed;
       }
-      const direct = directArgv(parsed);
-      if (direct) {
-        parsed.direct = { argv: direct };
-        parsed.needsShell = false;
-      }
-      return parsed;
+      return fromTree(source, syntax);
     } catch (error) {
       return failed(source, `the parser failed: ${error instanceof Error ? error.message : String(error)}`);
-    } finally {
-      tree?.delete();
     }
   }
+}
+
+/** The ParsedCommand of a converted tree: the flat view, `direct`, and the tree itself when it parsed. */
+function fromTree(source: string, syntax: SyntaxTree): ParsedCommand {
+  const ok = syntax.errors.length === 0;
+  const parsed: ParsedCommand = { source, ok, ...flatView(syntax), needsShell: true };
+  if (!ok) {
+    parsed.error = `parse error: ${describeError(syntax.errors[0]!)}`;
+    return parsed;
+  }
+  parsed.syntax = syntax;
+  const direct = directArgv(parsed);
+  if (direct) {
+    parsed.direct = { argv: direct };
+    parsed.needsShell = false;
+  }
+  return parsed;
+}
+
+function describeError(e: SyntaxTree['errors'][number]): string {
+  return e.kind === 'missing'
+    ? `missing ${JSON.stringify(e.nodeType)} at offset ${e.start}`
+    : `unexpected ${JSON.stringify(e.text.length > 40 ? `${e.text.slice(0, 40)}…` : e.text)} at offset ${e.start}`;
 }
 
 function removeAt(source: string, positions: readonly number[]): string {

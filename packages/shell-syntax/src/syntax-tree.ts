@@ -1,9 +1,8 @@
-import type { Node } from 'web-tree-sitter';
 import { decodeAnsiC } from './ansi-c.js';
+import type { PlainNode } from './plain-tree.js';
 import type {
   Assignment,
   HereDoc,
-  Quoting,
   Redirect,
   Sequence,
   SequenceItem,
@@ -14,45 +13,163 @@ import type {
   Word,
   WordPart,
 } from './syntax-types.js';
+import { hasBraceExpansion } from './word-facts.js';
 
 const REDIRECT_TYPES = new Set(['file_redirect', 'heredoc_redirect', 'herestring_redirect']);
 /** Named node kinds that only separate or decorate statements. */
 const SKIPPED = new Set(['comment', 'heredoc_body', 'heredoc_end']);
-
-function kids(node: Node): Node[] {
-  const out: Node[] = [];
-  for (const child of node.children) if (child) out.push(child);
-  return out;
-}
+/** Word-level node kinds whose expansions an arithmetic expression can hold. */
+const EXPANSIONS = new Set([
+  'simple_expansion',
+  'expansion',
+  'command_substitution',
+  'process_substitution',
+  'arithmetic_expansion',
+]);
 
 /**
- * Converts a tree-sitter-bash tree into a `SyntaxTree` by an allow-list of node kinds. Every kind
- * not handled below becomes an `unknown` statement or word part and is recorded in `unknowns`,
- * so nothing the converter was not taught can pass as understood.
+ * The node types whose children's fields the converter reads (through `field()` or `.field`):
+ * `readTree` reads fields only under these, one WASM call saved per other node. A test converts
+ * every sample command with all fields read too and expects the same tree.
+ */
+export const FIELD_PARENTS: ReadonlySet<string> = new Set([
+  'binary_expression',
+  'c_style_for_statement',
+  'case_item',
+  'case_statement',
+  'expansion',
+  'file_redirect',
+  'for_statement',
+  'function_definition',
+  'heredoc_redirect',
+  'herestring_redirect',
+  'redirected_statement',
+  'subscript',
+  'unary_expression',
+  'variable_assignment',
+]);
+
+/** `name=`, `name+=`, `name[sub]=` at the start of a word, the name unquoted. */
+const ASSIGNMENT_LIKE = /^[A-Za-z_][A-Za-z0-9_]*(\[[^\]]*\])?\+?=/;
+
+/** Leaf-like nodes whose text is one token: an escaped blank inside them is part of a word. */
+const TOKEN_TYPES = new Set([
+  'word',
+  'raw_string',
+  'string',
+  'string_content',
+  'ansi_c_string',
+  'translated_string',
+  'comment',
+  'heredoc_body',
+  'heredoc_content',
+  'heredoc_start',
+  'regex',
+  'extglob_pattern',
+]);
+
+const SUBSTITUTION_DELIMITERS = new Set(['$(', '`', ')', '<(', '>(']);
+
+type Continuation = { type: 'pipe' | 'and-or'; operator: string; node: PlainNode };
+
+/**
+ * Converts a tree-sitter-bash tree (read once into plain nodes, see `plain-tree.ts`) into a
+ * `SyntaxTree` by an allow-list of node kinds. Every kind not handled below becomes an `unknown`
+ * statement or word part and is recorded in `unknowns`, so nothing the converter was not taught
+ * can pass as understood. Pure TypeScript: no WASM call happens here.
  */
 export class SyntaxConverter {
   private readonly unknowns: SyntaxTree['unknowns'] = [];
 
   constructor(private readonly source: string) {}
 
-  convert(root: Node): SyntaxTree {
-    return { body: this.sequence(kids(root)), unknowns: this.unknowns };
+  convert(root: PlainNode): SyntaxTree {
+    const comments: SyntaxTree['comments'] = [];
+    const errors: SyntaxTree['errors'] = [];
+    this.scan(root, comments, errors);
+    this.escapedBlanks(root);
+    return {
+      body: this.sequence(root.children),
+      unknowns: this.unknowns,
+      comments,
+      errors,
+      lineContinuations: this.lineContinuations(root),
+    };
   }
 
-  private unknown(node: Node): void {
-    this.unknowns.push({ nodeType: node.type, text: clip(node.text), start: node.startIndex });
+  private text(node: PlainNode): string {
+    return this.source.slice(node.start, node.end);
+  }
+
+  private unknown(node: PlainNode): void {
+    this.unknowns.push({ nodeType: node.type, text: clip(this.text(node)), start: node.start });
+  }
+
+  /** Comments and syntax errors anywhere in the tree, in source order. */
+  private scan(node: PlainNode, comments: SyntaxTree['comments'], errors: SyntaxTree['errors']): void {
+    if (node.type === 'comment') comments.push({ text: this.text(node), start: node.start });
+    if (node.error)
+      errors.push({ kind: node.error, nodeType: node.type, text: clip(this.text(node)), start: node.start });
+    for (const child of node.children) this.scan(child, comments, errors);
+  }
+
+  /**
+   * Offsets of the backslash-newline pairs the shell removes before it splits words: every one
+   * outside single quotes, here-document bodies and comments, and not itself escaped.
+   */
+  private lineContinuations(root: PlainNode): number[] {
+    const out: number[] = [];
+    for (let at = this.source.indexOf('\\\n'); at >= 0; at = this.source.indexOf('\\\n', at + 2)) {
+      if (isEscapedBackslash(this.source, at)) continue;
+      const { node, inHeredoc } = smallestAt(root, at);
+      const type = node.type;
+      if (
+        inHeredoc ||
+        type === 'raw_string' ||
+        type === 'heredoc_body' ||
+        type === 'heredoc_content' ||
+        type === 'comment'
+      )
+        continue;
+      out.push(at);
+    }
+    return out;
+  }
+
+  /**
+   * tree-sitter skips a backslash-blank between words as if it were space (`echo \ x` gives the
+   * word `x`, `a\<tab>b` two words), where bash reads an escaped blank inside one word (` x`,
+   * `a<tab>b`): where that happens the words in the tree are not bash's, so it is listed as unknown.
+   */
+  private escapedBlanks(root: PlainNode): void {
+    for (const m of this.source.matchAll(/\\[ \t\v\f]/g)) {
+      const at = m.index;
+      if (isEscapedBackslash(this.source, at)) continue;
+      const { node, inHeredoc } = smallestAt(root, at);
+      if (inHeredoc || !node.named || TOKEN_TYPES.has(node.type)) continue;
+      this.unknowns.push({
+        nodeType: 'escaped-blank',
+        text: clip(this.source.slice(at, at + 20)),
+        start: at,
+      });
+    }
   }
 
   // ---------------------------------------------------------------------------------------------
   // statements
 
   /** Statements among `nodes`, split by `;`, `&` and newlines; `&` marks the one before it. */
-  private sequence(nodes: readonly Node[]): Sequence {
+  private sequence(nodes: readonly PlainNode[]): Sequence {
     const items: SequenceItem[] = [];
     for (const node of nodes) {
-      if (!node.isNamed) {
-        if (node.type === '&' && items.length > 0) items[items.length - 1]!.background = true;
-        else if (node.type !== ';' && node.type !== '\n' && node.type !== ';;' && node.type !== '&;') {
+      if (!node.named) {
+        const last = items[items.length - 1];
+        if (node.type === '&' && last) {
+          last.background = true;
+          last.separator = '&';
+        } else if (node.type === ';' && last) {
+          last.separator ??= ';';
+        } else if (node.type !== ';' && node.type !== '\n' && node.type !== ';;' && node.type !== '&;') {
           // Keywords (`do`, `then`, `{`) are filtered by callers; anything else is unexpected.
           if (!/^[a-z{}()]+$/.test(node.type)) this.unknown(node);
         }
@@ -64,11 +181,15 @@ export class SyntaxConverter {
     return { items };
   }
 
-  private base(node: Node) {
-    return { redirects: [] as Redirect[], text: node.text, start: node.startIndex, end: node.endIndex };
+  private base(node: PlainNode) {
+    return { redirects: [] as Redirect[], text: this.text(node), start: node.start, end: node.end };
   }
 
-  private statement(node: Node): Statement {
+  private missing(node: PlainNode): Statement {
+    return { kind: 'unknown', ...this.base(node), nodeType: 'missing' };
+  }
+
+  private statement(node: PlainNode): Statement {
     switch (node.type) {
       case 'command':
         return this.command(node);
@@ -77,11 +198,11 @@ export class SyntaxConverter {
         return this.declaration(node);
       case 'variable_assignment':
       case 'variable_assignments': {
-        const list = node.type === 'variable_assignments' ? node.namedChildren : [node];
+        const list = node.type === 'variable_assignments' ? named(node) : [node];
         const assignments: Assignment[] = [];
         for (const n of list) {
-          if (n?.type === 'variable_assignment') assignments.push(this.assignment(n));
-          else if (n) this.unknown(n);
+          if (n.type === 'variable_assignment') assignments.push(this.assignment(n));
+          else this.unknown(n);
         }
         return { kind: 'simple', ...this.base(node), assignments, words: [], argumentAssignments: [] };
       }
@@ -94,8 +215,8 @@ export class SyntaxConverter {
       case 'subshell':
         return { kind: 'subshell', ...this.base(node), body: this.sequence(inner(node, '(', ')')) };
       case 'compound_statement': {
-        const first = node.child(0);
-        if (first?.type === '((') return { kind: 'arithmetic', ...this.base(node) };
+        if (node.children[0]?.type === '((')
+          return { kind: 'arithmetic', ...this.base(node), expansions: this.arithmeticParts(node) };
         return { kind: 'group', ...this.base(node), body: this.sequence(inner(node, '{', '}')) };
       }
       case 'if_statement':
@@ -103,18 +224,20 @@ export class SyntaxConverter {
       case 'for_statement':
         return this.forStatement(node);
       case 'c_style_for_statement': {
-        const body = node.childForFieldName('body');
+        const body = field(node, 'body');
         return {
           kind: 'arithmetic',
           ...this.base(node),
+          // Everything but the body is the `(( init; test; step ))` header.
+          expansions: this.arithmeticParts(node, body),
           ...(body ? { body: this.doGroup(body) } : {}),
         };
       }
       case 'while_statement': {
-        const keyword = node.child(0)?.type;
-        const condition: Node[] = [];
-        let body: Node | undefined;
-        for (const child of kids(node).slice(1)) {
+        const keyword = node.children[0]?.type;
+        const condition: PlainNode[] = [];
+        let body: PlainNode | undefined;
+        for (const child of node.children.slice(1)) {
           if (child.type === 'do_group') body = child;
           else condition.push(child);
         }
@@ -129,26 +252,26 @@ export class SyntaxConverter {
       case 'case_statement':
         return this.caseStatement(node);
       case 'function_definition': {
-        const name = node.childForFieldName('name');
-        const body = node.childForFieldName('body');
+        const name = field(node, 'name');
+        const body = field(node, 'body');
         const fn: Statement = {
           kind: 'function',
           ...this.base(node),
-          name: name?.text ?? '',
-          body: body ? this.statement(body) : { kind: 'unknown', ...this.base(node), nodeType: 'missing' },
+          name: name ? this.text(name) : '',
+          body: body ? this.statement(body) : this.missing(node),
         };
-        const redirect = node.childForFieldName('redirect');
+        const redirect = field(node, 'redirect');
         if (redirect) fn.redirects.push(...this.redirectList(redirect));
         return fn;
       }
       case 'test_command':
         return this.test(node);
       case 'negated_command': {
-        const body = node.namedChildren.find((n) => n && !SKIPPED.has(n.type));
+        const body = node.children.find((n) => n.named && !SKIPPED.has(n.type));
         return {
           kind: 'negated',
           ...this.base(node),
-          body: body ? this.statement(body) : { kind: 'unknown', ...this.base(node), nodeType: 'missing' },
+          body: body ? this.statement(body) : this.missing(node),
         };
       }
       default:
@@ -157,23 +280,23 @@ export class SyntaxConverter {
     }
   }
 
-  private doGroup(node: Node): Sequence {
+  private doGroup(node: PlainNode): Sequence {
     if (node.type === 'do_group') return this.sequence(inner(node, 'do', 'done'));
     if (node.type === 'compound_statement') return this.sequence(inner(node, '{', '}'));
     return { items: [{ statement: this.statement(node), background: false }] };
   }
 
-  private command(node: Node): Statement {
+  private command(node: PlainNode): Statement {
     // `time ( … )` / `time { … }`: the keyword times a compound command; what runs is the compound.
-    const compound = node.namedChildren.find(
-      (c) => c?.type === 'subshell' || c?.type === 'compound_statement',
+    const compound = node.children.find(
+      (c) => c.named && (c.type === 'subshell' || c.type === 'compound_statement'),
     );
-    const first = node.namedChildren[0];
-    if (compound && first?.type === 'command_name' && /^(time|coproc)$/.test(first.text)) {
+    const first = node.children.find((c) => c.named);
+    if (compound && first?.type === 'command_name' && /^(time|coproc)$/.test(this.text(first))) {
       const inner = this.statement(compound);
-      for (const child of kids(node))
+      for (const child of node.children)
         if (REDIRECT_TYPES.has(child.type)) inner.redirects.push(...this.redirectList(child));
-      return { ...inner, text: node.text, start: node.startIndex, end: node.endIndex };
+      return { ...inner, text: this.text(node), start: node.start, end: node.end };
     }
     const cmd: SimpleCommand = {
       kind: 'simple',
@@ -182,11 +305,26 @@ export class SyntaxConverter {
       words: [],
       argumentAssignments: [],
     };
-    let locale = false;
-    for (const child of kids(node)) {
-      if (!child.isNamed) {
-        // `$"…"` parses as an anonymous `$` before a string.
-        if (child.type === '$') locale = true;
+    // `$"…"` parses as an anonymous `$` before a string; a `$` on its own is the word `$`.
+    let dollar: PlainNode | undefined;
+    for (const child of node.children) {
+      if (dollar) {
+        if (child.type === 'string' && child.start === dollar.end) {
+          const text = this.source.slice(dollar.start, child.end);
+          cmd.words.push({
+            text,
+            parts: [{ kind: 'locale', text, parts: this.doubleQuoted(child) }],
+            start: dollar.start,
+            end: child.end,
+          });
+          dollar = undefined;
+          continue;
+        }
+        cmd.words.push(this.literalWord(dollar));
+        dollar = undefined;
+      }
+      if (!child.named) {
+        if (child.type === '$') dollar = child;
         else this.unknown(child);
         continue;
       }
@@ -200,23 +338,20 @@ export class SyntaxConverter {
       }
       if (child.type === 'comment') continue;
       if (child.type === 'command_name') {
-        const first = child.namedChildren[0];
-        cmd.words.push(first ? this.word(first) : this.unknownWord(child));
+        const name = child.children.find((c) => c.named);
+        cmd.words.push(name ? this.word(name) : this.unknownWord(child));
         continue;
       }
-      const word = this.word(child);
-      if (locale) {
-        word.parts = [{ kind: 'locale', text: `$${child.text}` }];
-        word.text = `$${word.text}`;
-        locale = false;
-      }
-      cmd.words.push(word);
+      // bash (not in POSIX mode) expands `~` after the `=` and each `:` of an argument that looks
+      // like an assignment: `dd of=~/x` writes $HOME/x.
+      cmd.words.push(this.word(child, ASSIGNMENT_LIKE.test(this.text(child))));
     }
+    if (dollar) cmd.words.push(this.literalWord(dollar));
     return cmd;
   }
 
   /** `export A=1 b`, `declare -a x=(…)`, `local z`, `unset -f y`. */
-  private declaration(node: Node): SimpleCommand {
+  private declaration(node: PlainNode): SimpleCommand {
     const cmd: SimpleCommand = {
       kind: 'simple',
       ...this.base(node),
@@ -224,18 +359,18 @@ export class SyntaxConverter {
       words: [],
       argumentAssignments: [],
     };
-    for (const child of kids(node)) {
-      if (!child.isNamed) {
+    for (const child of node.children) {
+      if (!child.named) {
         if (cmd.words.length === 0 && /^[a-z]+$/.test(child.type)) {
           cmd.declaration = child.type;
-          cmd.words.push(literalWord(child));
+          cmd.words.push(this.literalWord(child));
         } else this.unknown(child);
         continue;
       }
       if (child.type === 'variable_assignment') {
         const a = this.assignment(child);
         cmd.argumentAssignments.push(a);
-        cmd.words.push({ ...this.assignmentWord(child, a), text: child.text });
+        cmd.words.push(this.assignmentWord(child, a));
         continue;
       }
       if (REDIRECT_TYPES.has(child.type)) {
@@ -243,7 +378,7 @@ export class SyntaxConverter {
         continue;
       }
       if (child.type === 'variable_name') {
-        cmd.words.push(literalWord(child));
+        cmd.words.push(this.literalWord(child));
         continue;
       }
       if (child.type === 'comment') continue;
@@ -253,45 +388,89 @@ export class SyntaxConverter {
   }
 
   /** The word an assignment argument reads as (`A=1` as one argv word). */
-  private assignmentWord(node: Node, a: Assignment): Word {
+  private assignmentWord(node: PlainNode, a: Assignment): Word {
     const parts: WordPart[] = [
       { kind: 'text', value: `${a.name}${a.subscript ?? ''}${a.append ? '+=' : '='}`, quoting: 'none' },
     ];
     if (a.value) parts.push(...a.value.parts);
-    if (a.array) parts.push({ kind: 'unknown', nodeType: 'array', text: node.text });
-    return { text: node.text, parts, start: node.startIndex, end: node.endIndex };
+    if (a.array) parts.push({ kind: 'unknown', nodeType: 'array', text: this.text(node) });
+    return { text: this.text(node), parts, start: node.start, end: node.end };
   }
 
-  private assignment(node: Node): Assignment {
-    const nameNode = node.childForFieldName('name');
-    const valueNode = node.childForFieldName('value');
-    const append = kids(node).some((c) => !c.isNamed && c.type === '+=');
-    let name = nameNode?.text ?? '';
+  private assignment(node: PlainNode): Assignment {
+    const nameNode = field(node, 'name');
+    const valueNode = field(node, 'value');
+    const append = node.children.some((c) => !c.named && c.type === '+=');
+    let name = nameNode ? this.text(nameNode) : '';
     let subscript: string | undefined;
     if (nameNode?.type === 'subscript') {
-      name = nameNode.childForFieldName('name')?.text ?? '';
-      const index = nameNode.childForFieldName('index');
-      subscript = `[${index?.text ?? ''}]`;
+      const base = field(nameNode, 'name');
+      const index = field(nameNode, 'index');
+      name = base ? this.text(base) : '';
+      subscript = `[${index ? this.text(index) : ''}]`;
     } else if (nameNode && nameNode.type !== 'variable_name') {
       this.unknown(nameNode);
     }
-    const a: Assignment = { name, append, text: node.text };
+    const a: Assignment = { name, append, text: this.text(node) };
     if (subscript !== undefined) a.subscript = subscript;
     if (valueNode) {
       if (valueNode.type === 'array') {
-        a.array = valueNode.namedChildren
-          .filter((n): n is Node => n !== null && n.type !== 'comment')
+        a.array = valueNode.children
+          .filter((n) => n.named && n.type !== 'comment')
           .map((n) => this.word(n, true));
       } else a.value = this.word(valueNode, true);
     }
     return a;
   }
 
-  private pipeline(node: Node): Statement {
+  private pipeline(node: PlainNode): Statement {
+    const { stages, operators } = this.stages(node);
+    return this.makePipeline(stages, operators, node.start, node.end);
+  }
+
+  /**
+   * A pipeline binds tighter than `&&`/`||`, and `!` negates a whole pipeline; tree-sitter gets
+   * both wrong when a redirect ends a list (`a && b 2>&1 | c` parses as `(a && b 2>&1) | c`, and
+   * so does a here-document's `| cmd`) and for `! a | b` (read as `(! a) | b`). A first stage that
+   * is an and-or list or a negation is therefore lifted above the pipeline: `a && (b 2>&1 | c)`.
+   */
+  private makePipeline(
+    stages: Statement[],
+    operators: ('|' | '|&')[],
+    start: number,
+    end: number,
+  ): Statement {
+    const [first, ...rest] = stages;
+    if (first && rest.length > 0 && first.redirects.length === 0) {
+      if (first.kind === 'and-or') {
+        const right = this.makePipeline([first.right, ...rest], operators, first.right.start, end);
+        return { ...first, text: this.source.slice(first.start, end), end, right };
+      }
+      if (first.kind === 'negated') {
+        const body = this.makePipeline([first.body, ...rest], operators, first.body.start, end);
+        return { ...first, text: this.source.slice(first.start, end), end, body };
+      }
+      // `a | b > f | c` parses as `(a | b > f) | c`, and lifting `a &&` out of
+      // `(a && b | c 2>&1) | d` leaves `(b | c) | d`: one pipeline either way.
+      if (first.kind === 'pipeline')
+        return this.makePipeline([...first.stages, ...rest], [...first.operators, ...operators], start, end);
+    }
+    return {
+      kind: 'pipeline',
+      redirects: [],
+      text: this.source.slice(start, end),
+      start,
+      end,
+      stages,
+      operators,
+    };
+  }
+
+  private stages(node: PlainNode): { stages: Statement[]; operators: ('|' | '|&')[] } {
     const stages: Statement[] = [];
     const operators: ('|' | '|&')[] = [];
-    for (const child of kids(node)) {
-      if (!child.isNamed) {
+    for (const child of node.children) {
+      if (!child.named) {
         if (child.type === '|' || child.type === '|&') operators.push(child.type);
         else this.unknown(child);
         continue;
@@ -299,15 +478,15 @@ export class SyntaxConverter {
       if (SKIPPED.has(child.type)) continue;
       stages.push(this.statement(child));
     }
-    return { kind: 'pipeline', ...this.base(node), stages, operators };
+    return { stages, operators };
   }
 
-  private list(node: Node): Statement {
-    const parts = kids(node).filter((c) => (c.isNamed ? !SKIPPED.has(c.type) : true));
+  private list(node: PlainNode): Statement {
     let left: Statement | undefined;
     let operator: '&&' | '||' | undefined;
-    for (const child of parts) {
-      if (!child.isNamed) {
+    for (const child of node.children) {
+      if (child.named && SKIPPED.has(child.type)) continue;
+      if (!child.named) {
         if (child.type === '&&' || child.type === '||') operator = child.type;
         else this.unknown(child);
         continue;
@@ -336,17 +515,18 @@ export class SyntaxConverter {
    * pipeline continuation (`cat <<EOF | sh`), an and-or continuation (`cat <<EOF && rm x`), extra
    * redirects and even extra arguments (`cat <<EOF file`); they are put back where bash reads them.
    */
-  private redirected(node: Node): Statement {
-    const bodyNode = node.childForFieldName('body');
+  private redirected(node: PlainNode): Statement {
+    const bodyNode = field(node, 'body');
+    // `> f` alone is a simple command of nothing but a redirection (it creates or truncates f).
     let statement: Statement = bodyNode
       ? this.statement(bodyNode)
-      : { kind: 'unknown', ...this.base(node), nodeType: 'missing' };
+      : { kind: 'simple', ...this.base(node), assignments: [], words: [], argumentAssignments: [] };
     const redirects: Redirect[] = [];
-    const continuations: { type: 'pipe' | 'and-or'; operator: string; node: Node }[] = [];
-    const extraArgs: Node[] = [];
-    for (const child of kids(node)) {
-      if (child === bodyNode || (bodyNode && child.id === bodyNode.id)) continue;
-      if (!child.isNamed) {
+    const continuations: Continuation[] = [];
+    const extraArgs: PlainNode[] = [];
+    for (const child of node.children) {
+      if (child === bodyNode) continue;
+      if (!child.named) {
         this.unknown(child);
         continue;
       }
@@ -362,20 +542,16 @@ export class SyntaxConverter {
       else for (const a of extraArgs) this.unknown(a);
     }
     attachToLast(statement, redirects);
-    statement = { ...statement, text: node.text, start: node.startIndex, end: node.endIndex };
+    statement = { ...statement, text: this.text(node), start: node.start, end: node.end };
     for (const c of continuations) {
       if (c.type === 'pipe') {
         const next = this.pipelineContinuation(c.node);
-        const stages = [statement, ...next.stages];
-        statement = {
-          kind: 'pipeline',
-          redirects: [],
-          text: this.source.slice(statement.start, next.end),
-          start: statement.start,
-          end: next.end,
-          stages,
-          operators: [c.operator as '|' | '|&', ...next.operators],
-        };
+        statement = this.makePipeline(
+          [statement, ...next.stages],
+          [c.operator as '|' | '|&', ...next.operators],
+          statement.start,
+          next.end,
+        );
       } else {
         const right = this.statement(c.node);
         statement = {
@@ -394,102 +570,88 @@ export class SyntaxConverter {
   }
 
   /** The `| cmd | cmd` tree-sitter nests inside a here-document redirect. */
-  private pipelineContinuation(node: Node): { stages: Statement[]; operators: ('|' | '|&')[]; end: number } {
-    const stages: Statement[] = [];
-    const operators: ('|' | '|&')[] = [];
-    for (const child of kids(node)) {
-      if (!child.isNamed) {
-        if (child.type === '|' || child.type === '|&') operators.push(child.type);
-        else this.unknown(child);
-        continue;
-      }
-      if (SKIPPED.has(child.type)) continue;
-      stages.push(this.statement(child));
-    }
+  private pipelineContinuation(node: PlainNode): {
+    stages: Statement[];
+    operators: ('|' | '|&')[];
+    end: number;
+  } {
+    const { stages, operators } = this.stages(node);
     // The first operator joins the heredoc command to the first stage here.
     const first = operators.shift() ?? '|';
-    return { stages, operators: [first, ...operators].slice(0, stages.length), end: node.endIndex };
+    return { stages, operators: [first, ...operators].slice(0, stages.length), end: node.end };
   }
 
-  private ifStatement(node: Node): Statement {
+  private ifStatement(node: PlainNode): Statement {
     const clauses: { condition: Sequence; body: Sequence }[] = [];
     let otherwise: Sequence | undefined;
-    const collect = (children: Node[], startKeyword: string) => {
-      const condition: Node[] = [];
-      const body: Node[] = [];
+    const collect = (children: readonly PlainNode[], startKeyword: string) => {
+      const condition: PlainNode[] = [];
+      const body: PlainNode[] = [];
       let inBody = false;
       for (const child of children) {
-        if (!child.isNamed && child.type === startKeyword) continue;
-        if (!child.isNamed && child.type === 'then') {
+        if (!child.named && child.type === startKeyword) continue;
+        if (!child.named && child.type === 'then') {
           inBody = true;
           continue;
         }
         if (child.type === 'elif_clause' || child.type === 'else_clause') continue;
-        if (!child.isNamed && child.type === 'fi') continue;
+        if (!child.named && child.type === 'fi') continue;
         (inBody ? body : condition).push(child);
       }
       clauses.push({ condition: this.sequence(condition), body: this.sequence(body) });
     };
-    const children = kids(node);
-    collect(children, 'if');
-    for (const child of children) {
-      if (child.type === 'elif_clause') collect(kids(child), 'elif');
+    collect(node.children, 'if');
+    for (const child of node.children) {
+      if (child.type === 'elif_clause') collect(child.children, 'elif');
       else if (child.type === 'else_clause')
-        otherwise = this.sequence(kids(child).filter((c) => !(!c.isNamed && c.type === 'else')));
+        otherwise = this.sequence(child.children.filter((c) => !(!c.named && c.type === 'else')));
     }
     return { kind: 'if', ...this.base(node), clauses, ...(otherwise ? { otherwise } : {}) };
   }
 
-  private forStatement(node: Node): Statement {
-    const keyword = node.child(0)?.type;
-    const variable = node.childForFieldName('variable')?.text ?? '';
-    const body = node.childForFieldName('body');
+  private forStatement(node: PlainNode): Statement {
+    const keyword = node.children[0]?.type;
+    const variable = field(node, 'variable');
+    const body = field(node, 'body');
     let values: Word[] | undefined;
-    let sawIn = false;
-    for (const child of kids(node)) {
-      if (!child.isNamed && child.type === 'in') {
-        sawIn = true;
+    for (const child of node.children) {
+      if (!child.named && child.type === 'in') {
         values = [];
         continue;
       }
-      if (sawIn && child.isNamed && child.type !== 'do_group' && child.type !== 'comment') {
-        if (node.fieldNameForChild(kids(node).indexOf(child)) === 'value' || child.type !== 'variable_name')
-          values!.push(this.word(child));
+      if (values && child.named && child.type !== 'do_group' && child.type !== 'comment') {
+        if (child.field === 'value' || child.type !== 'variable_name') values.push(this.word(child));
       }
     }
     return {
       kind: 'for',
       ...this.base(node),
       select: keyword === 'select',
-      variable,
+      variable: variable ? this.text(variable) : '',
       ...(values ? { values } : {}),
       body: body ? this.doGroup(body) : { items: [] },
     };
   }
 
-  private caseStatement(node: Node): Statement {
-    const valueNode = node.childForFieldName('value');
+  private caseStatement(node: PlainNode): Statement {
+    const valueNode = field(node, 'value');
     const items: { patterns: Word[]; body: Sequence }[] = [];
-    for (const item of kids(node)) {
+    for (const item of node.children) {
       if (item.type !== 'case_item') continue;
       const patterns: Word[] = [];
-      const body: Node[] = [];
+      const body: PlainNode[] = [];
       let afterParen = false;
-      const children = kids(item);
-      children.forEach((child, i) => {
+      for (const child of item.children) {
         if (!afterParen) {
-          if (!child.isNamed) {
+          if (!child.named) {
             if (child.type === ')') afterParen = true;
-            return;
-          }
-          if (item.fieldNameForChild(i) === 'value') patterns.push(this.word(child));
+          } else if (child.field === 'value') patterns.push(this.word(child));
           else this.unknown(child);
-          return;
+          continue;
         }
-        if (item.fieldNameForChild(i) === 'termination' || item.fieldNameForChild(i) === 'fallthrough')
-          return;
+        if (child.field === 'termination' || child.field === 'fallthrough') continue;
         body.push(child);
-      });
+      }
       items.push({ patterns, body: this.sequence(body) });
     }
     return {
@@ -500,146 +662,152 @@ export class SyntaxConverter {
     };
   }
 
-  private test(node: Node): Statement {
-    const bracket = node.child(0)?.type === '[' ? '[' : '[[';
-    const exprNode = node.namedChildren.find((n) => n && n.type !== 'comment');
-    const t: Statement = {
+  private test(node: PlainNode): Statement {
+    const bracket = node.children[0]?.type === '[' ? '[' : '[[';
+    const exprNode = node.children.find((n) => n.named && n.type !== 'comment');
+    return {
       kind: 'test',
       ...this.base(node),
       bracket,
       ...(exprNode ? { expression: this.testExpression(exprNode) } : {}),
     };
-    return t;
   }
 
-  private testExpression(node: Node): TestExpression {
+  private testExpression(node: PlainNode): TestExpression {
     switch (node.type) {
       case 'unary_expression': {
-        const op = node.childForFieldName('operator');
-        const operand = node.namedChildren.find((n) => n && n.id !== op?.id);
+        const op = field(node, 'operator');
+        const operand = node.children.find((n) => n.named && n !== op);
         return {
           kind: 'unary',
-          operator: op?.text ?? '',
+          operator: op ? this.text(op) : '',
           operand: operand
             ? this.testExpression(operand)
             : { kind: 'unknown', nodeType: 'missing', text: '' },
         };
       }
       case 'binary_expression': {
-        const left = node.childForFieldName('left');
-        const right = node.childForFieldName('right');
-        const op = node.childForFieldName('operator');
+        const left = field(node, 'left');
+        const right = field(node, 'right');
+        const op = field(node, 'operator');
         if (!left || !right) {
           this.unknown(node);
-          return { kind: 'unknown', nodeType: node.type, text: node.text };
+          return { kind: 'unknown', nodeType: node.type, text: this.text(node) };
         }
         return {
           kind: 'binary',
-          operator: op?.text ?? '',
+          operator: op ? this.text(op) : '',
           left: this.testExpression(left),
           right: this.testExpression(right),
         };
       }
       case 'parenthesized_expression': {
-        const innerNode = node.namedChildren.find((n) => n !== null);
-        if (!innerNode) return { kind: 'unknown', nodeType: node.type, text: node.text };
+        const innerNode = node.children.find((n) => n.named);
+        if (!innerNode) return { kind: 'unknown', nodeType: node.type, text: this.text(node) };
         return this.testExpression(innerNode);
       }
       case 'regex':
-        return { kind: 'regex', text: node.text };
+        this.checkUnparsed(node);
+        return { kind: 'regex', text: this.text(node) };
       case 'test_operator':
       case 'redirected_statement':
       case 'ternary_expression':
       case 'postfix_expression':
         this.unknown(node);
-        return { kind: 'unknown', nodeType: node.type, text: node.text };
+        return { kind: 'unknown', nodeType: node.type, text: this.text(node) };
       default:
         return { kind: 'word', word: this.word(node) };
     }
   }
 
+  /**
+   * The expansions inside an arithmetic expression (`$x`, `${…}`, `$(…)`, nested `$((…))`), found
+   * at any depth; `skip` is a child not to look into (a C-style for's body).
+   */
+  private arithmeticParts(node: PlainNode, skip?: PlainNode): WordPart[] {
+    const out: WordPart[] = [];
+    const visit = (n: PlainNode) => {
+      for (const child of n.children) {
+        if (child === skip) continue;
+        if (EXPANSIONS.has(child.type)) out.push(...this.parts(child, false, false, false));
+        else visit(child);
+      }
+    };
+    visit(node);
+    return out;
+  }
+
   // ---------------------------------------------------------------------------------------------
   // redirects
 
-  private redirectList(
-    node: Node,
-    continuations?: { type: 'pipe' | 'and-or'; operator: string; node: Node }[],
-    extraArgs?: Node[],
-  ): Redirect[] {
+  private redirectList(node: PlainNode, continuations?: Continuation[], extraArgs?: PlainNode[]): Redirect[] {
     const out: Redirect[] = [];
-    const r: Redirect = { operator: '', text: node.text };
+    const r: Redirect = { operator: '', text: this.text(node), start: node.start, end: node.end };
     let heredoc: HereDoc | undefined;
-    const children = kids(node);
-    children.forEach((child, i) => {
-      const field = node.fieldNameForChild(i);
-      if (!child.isNamed) {
-        if (
-          field === 'operator' &&
-          node.type === 'heredoc_redirect' &&
-          (child.type === '&&' || child.type === '||')
-        ) {
-          const right = node.childForFieldName('right');
+    const isHeredoc = node.type === 'heredoc_redirect';
+    for (const child of node.children) {
+      const childField = child.field;
+      if (!child.named) {
+        if (childField === 'operator' && isHeredoc && (child.type === '&&' || child.type === '||')) {
+          const right = field(node, 'right');
           if (right && continuations)
             continuations.push({ type: 'and-or', operator: child.type, node: right });
           else this.unknown(child);
-          return;
+          continue;
         }
         if (!r.operator && /^[<>&|-]+$/.test(child.type)) r.operator = child.type;
         else this.unknown(child);
-        return;
+        continue;
       }
       switch (child.type) {
         case 'file_descriptor':
-          r.fd = Number(child.text);
-          return;
+          r.fd = Number(this.text(child));
+          continue;
         case 'heredoc_start': {
-          const quoted = /['"\\]/.test(child.text);
+          const text = this.text(child);
           heredoc = {
-            delimiter: removeQuotes(child.text),
-            quoted,
+            delimiter: removeQuotes(text),
+            quoted: /['"\\]/.test(text),
             stripTabs: r.operator === '<<-',
             body: '',
             parts: [],
             backtick: false,
           };
-          return;
+          continue;
         }
         case 'heredoc_body':
           if (heredoc) {
-            heredoc.body = child.text;
+            heredoc.body = this.text(child);
             if (!heredoc.quoted) {
-              heredoc.parts = this.heredocParts(child);
-              heredoc.backtick = child.text.includes('`');
+              heredoc.parts = this.heredocParts(child, heredoc.body);
+              heredoc.backtick = heredoc.body.includes('`');
             }
           }
-          return;
+          continue;
         case 'heredoc_end':
         case 'comment':
-          return;
+          continue;
         case 'pipeline':
-          if (node.type === 'heredoc_redirect' && continuations) {
-            continuations.push({ type: 'pipe', operator: '|', node: child });
-          } else this.unknown(child);
-          return;
+          if (isHeredoc && continuations) continuations.push({ type: 'pipe', operator: '|', node: child });
+          else this.unknown(child);
+          continue;
         default:
           break;
       }
       if (REDIRECT_TYPES.has(child.type)) {
         out.push(...this.redirectList(child, continuations, extraArgs));
-        return;
+        continue;
       }
-      if (field === 'right' && node.type === 'heredoc_redirect') return; // handled with its operator
-      if (node.type === 'heredoc_redirect') {
-        if (field === 'argument' && extraArgs) extraArgs.push(child);
+      if (childField === 'right' && isHeredoc) continue; // handled with its operator
+      if (isHeredoc) {
+        if (childField === 'argument' && extraArgs) extraArgs.push(child);
         else this.unknown(child);
-        return;
+        continue;
       }
       if (!r.target) r.target = this.word(child);
       else this.unknown(child);
-    });
-    if (!r.operator)
-      r.operator =
-        node.type === 'heredoc_redirect' ? '<<' : node.type === 'herestring_redirect' ? '<<<' : '>';
+    }
+    if (!r.operator) r.operator = isHeredoc ? '<<' : node.type === 'herestring_redirect' ? '<<<' : '>';
     if (heredoc) {
       heredoc.stripTabs = r.operator === '<<-';
       r.heredoc = heredoc;
@@ -647,125 +815,182 @@ export class SyntaxConverter {
     return [r, ...out];
   }
 
-  private heredocParts(body: Node): WordPart[] {
+  private heredocParts(body: PlainNode, text: string): WordPart[] {
     const parts: WordPart[] = [];
-    for (const child of body.namedChildren) {
-      if (!child || child.type === 'heredoc_content') continue;
+    for (const child of body.children) {
+      if (!child.named || child.type === 'heredoc_content') continue;
       parts.push(...this.word(child).parts);
     }
-    const text = body.text;
     // tree-sitter does not parse every form inside a body: `$((…))` and `$[…]` evaluate arithmetic.
     if (/\$\(\(|\$\[/.test(text) && !parts.some((p) => p.kind === 'arith'))
-      parts.push({ kind: 'arith', text: clip(text), quoted: true });
+      parts.push({ kind: 'arith', text: clip(text), quoted: true, expansions: [] });
     return parts;
   }
 
   // ---------------------------------------------------------------------------------------------
   // words
 
-  private unknownWord(node: Node): Word {
+  /**
+   * Brace expansion (`{a,b}`, `pre{1..3}`) turns one word into several: tree-sitter splits it into
+   * pieces, so it is found on the word's unquoted skeleton and the whole word becomes one brace
+   * part. Consumers that read a brace word as a whole would not see a substitution inside it
+   * (`{a,b}$(id)` runs `id`), so such a word is also listed as unknown.
+   */
+  private markBraces(word: Word): void {
+    let skeleton = '';
+    for (const p of word.parts) skeleton += p.kind === 'text' && p.quoting === 'none' ? p.value : '\0';
+    if (!hasBraceExpansion(skeleton)) return;
+    if (!word.parts.every(harmlessInBrace))
+      this.unknowns.push({ nodeType: 'brace-expansion', text: clip(word.text), start: word.start });
+    word.parts = [{ kind: 'brace', text: word.text, parts: word.parts }];
+  }
+
+  /**
+   * tree-sitter sometimes leaves an expansion inside a plain word or regex (`${u:-\`id\`}` gives the
+   * word `` `id` ``, `[[ x =~ a${u}b ]]` the regex `a${u}b`); bash expands it, so such text is
+   * listed as unknown rather than read as literal.
+   */
+  private checkUnparsed(node: PlainNode): void {
+    if (hasUnparsedExpansion(this.text(node)))
+      this.unknowns.push({
+        nodeType: `${node.type}-expansion`,
+        text: clip(this.text(node)),
+        start: node.start,
+      });
+  }
+
+  private unknownWord(node: PlainNode): Word {
     this.unknown(node);
+    const text = this.text(node);
     return {
-      text: node.text,
-      parts: [{ kind: 'unknown', nodeType: node.type, text: node.text }],
-      start: node.startIndex,
-      end: node.endIndex,
+      text,
+      parts: [{ kind: 'unknown', nodeType: node.type, text }],
+      start: node.start,
+      end: node.end,
+    };
+  }
+
+  private literalWord(node: PlainNode): Word {
+    const text = this.text(node);
+    return {
+      text,
+      parts: [{ kind: 'text', value: text, quoting: 'none' }],
+      start: node.start,
+      end: node.end,
     };
   }
 
   /** One word; `assignment` enables tilde expansion after `=`/`:` as in assignment values. */
-  word(node: Node, assignment = false): Word {
+  private word(node: PlainNode, assignment = false): Word {
     const parts = this.parts(node, false, true, assignment);
-    const word: Word = { text: node.text, parts, start: node.startIndex, end: node.endIndex };
-    markBraces(word);
+    const word: Word = { text: this.text(node), parts, start: node.start, end: node.end };
+    this.markBraces(word);
     return word;
   }
 
-  private parts(node: Node, quoted: boolean, atStart: boolean, assignment: boolean): WordPart[] {
+  private parts(node: PlainNode, quoted: boolean, atStart: boolean, assignment: boolean): WordPart[] {
     switch (node.type) {
       case 'word':
       case 'extglob_pattern':
-        return unquotedParts(node.text, atStart, assignment);
+        this.checkUnparsed(node);
+        return unquotedParts(this.text(node), atStart, assignment);
       case 'number':
       case 'variable_name':
       case 'special_variable_name':
       case 'file_descriptor': {
-        if (node.namedChildCount > 0)
+        if (node.children.some((c) => c.named))
           return this.concat(
-            kids(node).filter((c) => c.isNamed),
+            node.children.filter((c) => c.named),
             quoted,
             assignment,
           );
-        return [{ kind: 'text', value: node.text, quoting: quoted ? 'double' : 'none' }];
+        return [{ kind: 'text', value: this.text(node), quoting: quoted ? 'double' : 'none' }];
       }
       case 'raw_string':
-        return [{ kind: 'text', value: node.text.slice(1, -1), quoting: 'single' }];
+        return [{ kind: 'text', value: this.source.slice(node.start + 1, node.end - 1), quoting: 'single' }];
       case 'ansi_c_string':
-        return [{ kind: 'text', value: decodeAnsiC(node.text.slice(2, -1)), quoting: 'ansi-c' }];
+        return [
+          {
+            kind: 'text',
+            value: decodeAnsiC(this.source.slice(node.start + 2, node.end - 1)),
+            quoting: 'ansi-c',
+          },
+        ];
       case 'string':
         return this.doubleQuoted(node);
-      case 'translated_string':
-        return [{ kind: 'locale', text: node.text }];
+      case 'translated_string': {
+        const string = node.children.find((c) => c.type === 'string');
+        return [{ kind: 'locale', text: this.text(node), parts: string ? this.doubleQuoted(string) : [] }];
+      }
       case 'concatenation':
-        return this.concat(kids(node), quoted, assignment, atStart);
+        return this.concat(node.children, quoted, assignment, atStart);
       case 'simple_expansion': {
-        const nameNode = node.namedChildren[0];
+        const nameNode = node.children.find((c) => c.named);
         return [
           {
             kind: 'param',
-            name: nameNode?.text ?? '',
+            name: nameNode ? this.text(nameNode) : '',
             braced: false,
             quoted,
             args: [],
             form: 'plain',
-            text: node.text,
+            text: this.text(node),
           },
         ];
       }
       case 'expansion':
         return [this.expansion(node, quoted)];
-      case 'command_substitution':
-        return [
-          {
-            kind: 'command-sub',
-            body: this.sequence(kids(node).filter((c) => c.isNamed)),
-            backtick: node.text.startsWith('`'),
-            quoted,
-            text: node.text,
-          },
-        ];
-      case 'process_substitution':
+      case 'command_substitution': {
+        const text = this.text(node);
+        const backtick = text.startsWith('`');
+        // Inside backticks bash removes the backslash of `\``, `\$` and `\\` before it parses the
+        // body (`\`id\`` is a nested substitution); tree-sitter reads the body as written.
+        if (backtick && /\\[`$\\]/.test(text.slice(1, -1)))
+          this.unknowns.push({ nodeType: 'backtick-escape', text: clip(text), start: node.start });
+        return [{ kind: 'command-sub', body: this.sequence(between(node)), backtick, quoted, text }];
+      }
+      case 'process_substitution': {
+        const text = this.text(node);
         return [
           {
             kind: 'process-sub',
-            direction: node.text.startsWith('>') ? '>' : '<',
-            body: this.sequence(kids(node).filter((c) => c.isNamed)),
-            text: node.text,
+            direction: text.startsWith('>') ? '>' : '<',
+            body: this.sequence(between(node)),
+            text,
           },
         ];
+      }
       case 'arithmetic_expansion':
-        return [{ kind: 'arith', text: node.text, quoted }];
+        return [{ kind: 'arith', text: this.text(node), quoted, expansions: this.arithmeticParts(node) }];
       case 'brace_expression':
-        return [{ kind: 'brace', text: node.text }];
+        // `{1..3}`: the word it is in becomes one brace part (see `markBraces`).
+        return [{ kind: 'text', value: this.text(node), quoting: 'none' }];
       case 'regex':
-        return [{ kind: 'text', value: node.text, quoting: 'none' }];
-      default:
+        this.checkUnparsed(node);
+        return [{ kind: 'text', value: this.text(node), quoting: 'none' }];
+      default: {
         this.unknown(node);
-        return [{ kind: 'unknown', nodeType: node.type, text: node.text }];
+        return [{ kind: 'unknown', nodeType: node.type, text: this.text(node) }];
+      }
     }
   }
 
-  private concat(children: Node[], quoted: boolean, assignment: boolean, atStart = true): WordPart[] {
+  private concat(
+    children: readonly PlainNode[],
+    quoted: boolean,
+    assignment: boolean,
+    atStart = true,
+  ): WordPart[] {
     const out: WordPart[] = [];
     children.forEach((child, i) => {
-      if (!child.isNamed) {
+      if (!child.named) {
         // `$` before a string is `$"…"`; any other anonymous piece is literal text tree-sitter split off.
         if (child.type === '$' && children[i + 1]?.type === 'string') return;
-        out.push({ kind: 'text', value: child.text, quoting: 'none' });
+        out.push({ kind: 'text', value: this.text(child), quoting: 'none' });
         return;
       }
       if (child.type === 'string' && children[i - 1]?.type === '$') {
-        out.push({ kind: 'locale', text: `$${child.text}` });
+        out.push({ kind: 'locale', text: `$${this.text(child)}`, parts: this.doubleQuoted(child) });
         return;
       }
       out.push(...this.parts(child, quoted, atStart && i === 0, assignment));
@@ -773,12 +998,11 @@ export class SyntaxConverter {
     return out;
   }
 
-  private doubleQuoted(node: Node): WordPart[] {
+  private doubleQuoted(node: PlainNode): WordPart[] {
     const parts: WordPart[] = [];
-    const text = node.text;
-    const open = text.startsWith('$"') ? 2 : 1;
-    let pos = node.startIndex + open;
-    const end = node.endIndex - 1;
+    const open = this.source.startsWith('$"', node.start) ? 2 : 1;
+    let pos = node.start + open;
+    const end = node.end - 1;
     const append = (from: number, to: number) => {
       if (to <= from) return;
       const chunk = this.source.slice(from, to);
@@ -795,11 +1019,11 @@ export class SyntaxConverter {
       }
       if (value) parts.push({ kind: 'text', value, quoting: 'double' });
     };
-    for (const child of node.namedChildren) {
-      if (!child || child.type === 'string_content') continue;
-      append(pos, child.startIndex);
+    for (const child of node.children) {
+      if (!child.named || child.type === 'string_content') continue;
+      append(pos, child.start);
       parts.push(...this.parts(child, true, false, false));
-      pos = child.endIndex;
+      pos = child.end;
     }
     append(pos, end);
     if (parts.length === 0) parts.push({ kind: 'text', value: '', quoting: 'double' });
@@ -807,7 +1031,8 @@ export class SyntaxConverter {
   }
 
   /** `${…}` in its modelled forms; anything else keeps form 'unknown'. */
-  private expansion(node: Node, quoted: boolean): WordPart {
+  private expansion(node: PlainNode, quoted: boolean): WordPart {
+    const text = this.text(node);
     const part: Extract<WordPart, { kind: 'param' }> = {
       kind: 'param',
       name: '',
@@ -815,48 +1040,48 @@ export class SyntaxConverter {
       quoted,
       args: [],
       form: 'plain',
-      text: node.text,
+      text,
     };
-    const children = kids(node);
     let sawName = false;
     let ops = '';
-    children.forEach((child, i) => {
-      const field = node.fieldNameForChild(i);
-      if (!child.isNamed) {
-        if (child.type === '${' || child.type === '}') return;
-        if (field === 'operator' || /^[-:=?+#%/^,!@*]+$|^[A-Za-z]$/.test(child.type)) {
+    for (const child of node.children) {
+      if (!child.named) {
+        if (child.type === '${' || child.type === '}') continue;
+        if (child.field === 'operator' || /^[-:=?+#%/^,!@*]+$|^[A-Za-z]$/.test(child.type)) {
           if (!sawName && child.type === '#') part.length = true;
           else if (!sawName && child.type === '!') part.indirect = true;
           else ops += child.type;
-          return;
+          continue;
         }
         part.form = 'unknown';
-        return;
+        continue;
       }
       if (!sawName && (child.type === 'variable_name' || child.type === 'special_variable_name')) {
-        part.name = child.text;
+        part.name = this.text(child);
         sawName = true;
-        return;
+        continue;
       }
       if (!sawName && child.type === 'subscript') {
-        part.name = child.childForFieldName('name')?.text ?? '';
-        part.subscript = child.childForFieldName('index')?.text ?? '';
+        const base = field(child, 'name');
+        const index = field(child, 'index');
+        part.name = base ? this.text(base) : '';
+        part.subscript = index ? this.text(index) : '';
         sawName = true;
-        return;
+        continue;
       }
       if (!sawName) {
         part.form = 'unknown';
-        return;
+        continue;
       }
       part.args.push(this.word(child));
-    });
+    }
     if (!sawName) part.form = 'unknown';
     if (ops) {
       part.op = ops;
       if (part.form === 'plain') part.form = 'operator';
     }
     if (part.form === 'unknown')
-      this.unknowns.push({ nodeType: 'expansion', text: clip(node.text), start: node.startIndex });
+      this.unknowns.push({ nodeType: 'expansion', text: clip(text), start: node.start });
     return part;
   }
 }
@@ -871,10 +1096,12 @@ function attachToLast(statement: Statement, redirects: Redirect[]): void {
     case 'and-or':
       attachToLast(statement.right, redirects);
       return;
-    case 'pipeline':
-      attachToLast(statement.stages[statement.stages.length - 1] ?? statement, redirects);
-      if (statement.stages.length === 0) statement.redirects.push(...redirects);
+    case 'pipeline': {
+      const last = statement.stages[statement.stages.length - 1];
+      if (last) attachToLast(last, redirects);
+      else statement.redirects.push(...redirects);
       return;
+    }
     case 'negated':
       attachToLast(statement.body, redirects);
       return;
@@ -883,18 +1110,23 @@ function attachToLast(statement: Statement, redirects: Redirect[]): void {
   }
 }
 
-/** Children of a bracketed construct between its open and close keywords. */
-function inner(node: Node, open: string, close: string): Node[] {
-  return kids(node).filter((c) => c.isNamed || (c.type !== open && c.type !== close));
+/** The first child filling `name` (tree-sitter's `childForFieldName`). */
+function field(node: PlainNode, name: string): PlainNode | undefined {
+  return node.children.find((c) => c.field === name);
 }
 
-function literalWord(node: Node): Word {
-  return {
-    text: node.text,
-    parts: [{ kind: 'text', value: node.text, quoting: 'none' }],
-    start: node.startIndex,
-    end: node.endIndex,
-  };
+function named(node: PlainNode): PlainNode[] {
+  return node.children.filter((c) => c.named);
+}
+
+/** The body of `$(…)`, `` `…` ``, `<(…)` or `>(…)`: its children but the delimiters (separators stay). */
+function between(node: PlainNode): PlainNode[] {
+  return node.children.filter((c) => c.named || !SUBSTITUTION_DELIMITERS.has(c.type));
+}
+
+/** Children of a bracketed construct between its open and close keywords. */
+function inner(node: PlainNode, open: string, close: string): PlainNode[] {
+  return node.children.filter((c) => c.named || (c.type !== open && c.type !== close));
 }
 
 /** An unquoted word: backslash escapes become quoted text; `~` at the start is a tilde prefix. */
@@ -954,39 +1186,27 @@ function unquotedParts(text: string, atStart: boolean, assignment: boolean): Wor
   return parts;
 }
 
-/**
- * Brace expansion (`{a,b}`, `pre{1..3}`) turns one word into several: tree-sitter splits it into
- * pieces, so it is found on the word's unquoted skeleton and the whole word becomes one brace part.
- */
-function markBraces(word: Word): void {
-  let skeleton = '';
-  for (const p of word.parts) {
-    if (p.kind === 'text' && p.quoting === 'none') skeleton += p.value;
-    else if (p.kind === 'brace') {
-      word.parts = [{ kind: 'brace', text: word.text }];
-      return;
-    } else skeleton += '\0';
-  }
-  if (hasBraceExpansion(skeleton)) word.parts = [{ kind: 'brace', text: word.text }];
-}
-
-/** `{a,b}` or `{x..y}` in unquoted text (NUL marks quoted or expanded pieces); linear scan. */
-export function hasBraceExpansion(text: string): boolean {
-  let open = -1;
-  let sawSeparator = false;
+/** An unescaped backtick, or `$` before `(`, `{`, `[` or a parameter name, in unparsed text. */
+function hasUnparsedExpansion(text: string): boolean {
   for (let i = 0; i < text.length; i++) {
     const ch = text[i];
-    if (ch === '{') {
-      open = i;
-      sawSeparator = false;
-    } else if (open >= 0 && (ch === ',' || (ch === '.' && text[i + 1] === '.'))) {
-      sawSeparator = true;
-    } else if (ch === '}' && open >= 0) {
-      if (sawSeparator) return true;
-      open = -1;
-    }
+    if (ch === '\\') i++;
+    else if (ch === '`') return true;
+    else if (ch === '$' && i + 1 < text.length && /[({[A-Za-z0-9_@*#?$!-]/.test(text[i + 1]!)) return true;
   }
   return false;
+}
+
+/** Text, `~` and a plain `$x` / `${x}`: pieces whose evaluation runs nothing. */
+function harmlessInBrace(part: WordPart): boolean {
+  if (part.kind === 'text' || part.kind === 'tilde') return true;
+  return (
+    part.kind === 'param' &&
+    part.form === 'plain' &&
+    !part.indirect &&
+    !part.length &&
+    part.subscript === undefined
+  );
 }
 
 function removeQuotes(text: string): string {
@@ -996,27 +1216,24 @@ function removeQuotes(text: string): string {
   );
 }
 
+/** The smallest node spanning offset `at`, and whether a here-document body encloses it. */
+function smallestAt(root: PlainNode, at: number): { node: PlainNode; inHeredoc: boolean } {
+  let node = root;
+  let inHeredoc = false;
+  for (;;) {
+    const child = node.children.find((c) => c.start <= at && c.end >= at + 1);
+    if (!child) return { node, inHeredoc };
+    if (node.type === 'heredoc_body') inHeredoc = true;
+    node = child;
+  }
+}
+
+function isEscapedBackslash(source: string, at: number): boolean {
+  let count = 0;
+  for (let i = at - 1; i >= 0 && source[i] === '\\'; i--) count++;
+  return count % 2 === 1;
+}
+
 function clip(text: string): string {
   return text.length > 80 ? `${text.slice(0, 80)}…` : text;
 }
-
-/** The value of a word when it is nothing but text (any quoting) with no unquoted glob pattern. */
-export function literalValue(word: Word): string | undefined {
-  let value = '';
-  for (const p of word.parts) {
-    if (p.kind !== 'text') return undefined;
-    value += p.value;
-  }
-  return hasGlob(word) ? undefined : value;
-}
-
-/** Whether the word's unquoted text holds a glob pattern (`*`, `?`, or `[…]` with a closing `]`). */
-export function hasGlob(word: Word): boolean {
-  let skeleton = '';
-  for (const p of word.parts) skeleton += p.kind === 'text' && p.quoting === 'none' ? p.value : '\0';
-  if (/[*?]/.test(skeleton)) return true;
-  const open = skeleton.indexOf('[');
-  return open >= 0 && skeleton.indexOf(']', open + 2) > open;
-}
-
-export type { Quoting };

@@ -38,12 +38,24 @@ export type WordPart =
   | { kind: 'command-sub'; body: Sequence; backtick: boolean; quoted: boolean; text: string }
   /** `<(…)` or `>(…)` */
   | { kind: 'process-sub'; direction: '<' | '>'; body: Sequence; text: string }
-  /** `$((…))` or `$[…]`: arithmetic evaluation. */
-  | { kind: 'arith'; text: string; quoted: boolean }
-  /** `$"…"`: locale translation (the value comes from a message catalog). */
-  | { kind: 'locale'; text: string }
-  /** A brace expansion `{a,b}` / `{1..3}` (unquoted). */
-  | { kind: 'brace'; text: string }
+  /**
+   * `$((…))` or `$[…]`: arithmetic evaluation. `expansions`: the expansions and substitutions
+   * inside the expression (`$x`, `${…}`, `$(…)`, nested `$((…))`), which run before it is evaluated.
+   */
+  | { kind: 'arith'; text: string; quoted: boolean; expansions: WordPart[] }
+  /**
+   * `$"…"`: locale translation (the value comes from a message catalog). `parts`: the string read
+   * as `"…"`, what bash expands when the catalog has no translation (a translation replaces the
+   * text, expansions included).
+   */
+  | { kind: 'locale'; text: string; parts: WordPart[] }
+  /**
+   * A brace expansion `{a,b}` / `{1..3}` (unquoted): it stands for the whole word (`text`), which
+   * bash turns into several. `parts`: the word's pieces as written (brace syntax as unquoted text),
+   * so the expansions inside can be judged. A brace word whose pieces hold more than text, `~` and
+   * plain `$x` is also listed in `SyntaxTree.unknowns`.
+   */
+  | { kind: 'brace'; text: string; parts: WordPart[] }
   /** Anything else inside a word. */
   | { kind: 'unknown'; nodeType: string; text: string };
 
@@ -94,6 +106,9 @@ export interface Redirect {
   target?: Word;
   heredoc?: HereDoc;
   text: string;
+  /** Offsets of the redirection (a here-document's body is not inside them). */
+  start: number;
+  end: number;
 }
 
 interface Base {
@@ -134,6 +149,8 @@ export interface SequenceItem {
   statement: Statement;
   /** Ended by `&`. */
   background: boolean;
+  /** The operator written after the statement (`;` or `&`); absent for a newline or the end. */
+  separator?: ';' | '&';
 }
 
 /** Statements separated by `;`, `&` or newlines (a program, a group's or a loop's body). */
@@ -206,6 +223,8 @@ export interface Arithmetic extends Base {
   kind: 'arithmetic';
   /** The loop body of a C-style for. */
   body?: Sequence;
+  /** The expansions and substitutions inside the arithmetic (a C-style for's header), in source order. */
+  expansions: WordPart[];
 }
 
 export interface Negated extends Base {
@@ -238,4 +257,18 @@ export interface SyntaxTree {
   body: Sequence;
   /** Every node the converter did not know (kind, text, offset); empty for a fully understood command. */
   unknowns: { nodeType: string; text: string; start: number }[];
+  /** Every `# comment`, anywhere (comments are not statements, so the body does not hold them). */
+  comments: { text: string; start: number }[];
+  /**
+   * Where tree-sitter could not read the command: an `error` node (text it could not place) or a
+   * `missing` token it inserted to recover (`nodeType` is the token, `text` empty). Empty when the
+   * command parsed; a `ParsedCommand` carries a tree only then.
+   */
+  errors: { kind: 'error' | 'missing'; nodeType: string; text: string; start: number }[];
+  /**
+   * Offsets of the backslash-newline pairs bash removes before it splits words (outside single
+   * quotes, here-document bodies and comments). The parser re-parses the command without them
+   * (`ParsedCommand.normalizedSource`), so a caller's tree normally has none.
+   */
+  lineContinuations: number[];
 }

@@ -27,7 +27,7 @@ export interface Assignment {
 
 /** One simple command: optional assignments, a name, arguments, redirections. */
 export interface SimpleCommand {
-  /** The command's source text. */
+  /** The command's source text, with the redirections bash gives it. */
   text: string;
   /** argv after quote removal; parts that are not literal are kept as their source text. */
   words: string[];
@@ -41,7 +41,7 @@ export interface SimpleCommand {
   name?: string;
   assignments: Assignment[];
   redirects: Redirect[];
-  /** Inside a command/process substitution, a subshell, a brace group, a function or control flow. */
+  /** Inside a command/process substitution, a subshell, a brace group, a function, control flow, a test, arithmetic or `!`. */
   nested: boolean;
   /** Inside `$(...)`, backticks or `<(...)`/`>(...)` specifically. */
   inSubstitution: boolean;
@@ -103,10 +103,14 @@ export interface ParsedCommand {
   ok: boolean;
   /** Why not ok, in words. */
   error?: string;
-  /** Every simple command, in source order, including those nested in substitutions and subshells. */
+  /**
+   * Every simple command of the typed tree, in source order, including those nested in
+   * substitutions, subshells, control flow and here-document bodies. Derived from `syntax`.
+   */
   commands: SimpleCommand[];
+  /** The operators between commands, anywhere, in the order written. */
   operators: ShellOperator[];
-  /** Every redirection anywhere in the source. */
+  /** Every redirection anywhere in the source, in source order. */
   redirects: Redirect[];
   flags: SyntaxFlags;
   /** True when anything beyond one simple literal command is present (always when not ok). */
@@ -124,7 +128,7 @@ export interface ParsedCommand {
 export interface ParseOptions {
   /** Largest source accepted, in UTF-8 bytes. Default 65,536. */
   maxBytes?: number;
-  /** Longest parse allowed, in milliseconds. Default 50. */
+  /** Longest parse allowed, in milliseconds. Default 500. */
   timeoutMs?: number;
 }
 
