@@ -1,36 +1,67 @@
-// cli_based_tool end to end (registry.execute -> permission gate -> parse -> spawn -> capture ->
-// result) in direct mode against a raw node:child_process spawn of the same command.
+// cli_based_tool end to end (registry.execute -> permission gate -> plan -> supervisor spawn ->
+// capture -> result), against a raw node:child_process spawn of the same command; and the kernel
+// wall's cost: an allowed read-only command in the read-only sandbox against the same command with
+// the wall turned off.
 import 'reflect-metadata';
-import { PluginRegistry, TOKENS } from '@conch/core';
+import { PluginRegistry } from '@conch/core';
 import { backgroundPlugin } from '@conch/background';
 import { cliPlugin } from '@conch/cli';
+import { permissionPlugin } from '@conch/permission';
+import { findBwrap } from '@conch/process';
 import { alternate, rawRun } from '../lib.mjs';
 
+async function registryWith(permission) {
+  const registry = new PluginRegistry({ plugins: [permissionPlugin, cliPlugin, backgroundPlugin] });
+  await registry.expose('permission', permission);
+  await registry.expose('cli', {});
+  return registry;
+}
+
+async function check(registry, command, mode) {
+  const r = await registry.execute('cli_based_tool', { command });
+  if (r.returncode !== 0 || r.mode !== mode) throw new Error(`unexpected result ${JSON.stringify(r)}`);
+}
+
 export default async function () {
-  const registry = new PluginRegistry({ plugins: [cliPlugin, backgroundPlugin] });
-  registry.container.register(TOKENS.PermissionGate, {
-    useValue: { check: async () => ({ outcome: 'allow', reason: 'bench' }) },
-  });
-  registry.exposeTool('cli', {});
+  const rows = [];
+  const walled = await registryWith({});
+  const open = await registryWith({ kernelWall: false });
   try {
-    const r = await registry.execute('cli_based_tool', { command: 'true' });
-    if (r.returncode !== 0 || r.mode !== 'direct') throw new Error(`unexpected result ${JSON.stringify(r)}`);
+    await check(open, 'true', 'direct');
     const { conch: c, baseline: b } = await alternate(
-      () => registry.execute('cli_based_tool', { command: 'true' }),
+      () => open.execute('cli_based_tool', { command: 'true' }),
       () => rawRun('true', []),
     );
-    return [
-      {
-        name: 'cli: cli_based_tool direct `true` (median of 300)',
-        conch: c,
-        baseline: b,
+    rows.push({
+      name: 'cli: cli_based_tool direct `true` with the permission gate, no wall (median of 300; baseline: raw spawn)',
+      conch: c,
+      baseline: b,
+      unit: 'ms',
+      ratio: c / b,
+      goal: 'ratio <= 2.0',
+      pass: c / b <= 2,
+    });
+    if (findBwrap()) {
+      await check(walled, 'ls -la', 'direct');
+      await check(open, 'ls -la', 'direct');
+      const { conch: w, baseline: o } = await alternate(
+        () => walled.execute('cli_based_tool', { command: 'ls -la' }),
+        () => open.execute('cli_based_tool', { command: 'ls -la' }),
+      );
+      rows.push({
+        name: 'cli: allowed read-only `ls -la` in the read-only sandbox (kernel wall on) vs the wall off (median of 300)',
+        conch: w,
+        baseline: o,
         unit: 'ms',
-        ratio: c / b,
+        ratio: w / o,
         goal: 'ratio <= 1.2',
-        pass: c / b <= 1.2,
-      },
-    ];
+        pass: w / o <= 1.2,
+      });
+    } else {
+      rows.push({ name: 'cli: kernel wall row skipped (no bwrap)', conch: NaN, baseline: NaN, unit: '', ratio: NaN });
+    }
+    return rows;
   } finally {
-    await registry.dispose();
+    await Promise.all([walled.dispose(), open.dispose()]);
   }
 }

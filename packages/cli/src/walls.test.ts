@@ -11,6 +11,7 @@ import {
   PluginRegistry,
   type PermissionGate,
   type PermissionRequest,
+  type PluginDefinition,
   type ToolResult,
 } from '@conch/core';
 import { findBwrap, PROCESS_MANAGER } from '@conch/process';
@@ -62,7 +63,7 @@ function misjudgingGate(readOnlyPaths: string[] = []) {
 }
 
 async function registryWith(
-  plugins: Parameters<typeof definePlugin>[0][],
+  plugins: PluginDefinition[],
   expose: [string, Record<string, unknown>][],
 ): Promise<PluginRegistry> {
   const registry = new PluginRegistry({ cwd: dir, plugins: [cliPlugin, backgroundPlugin, ...plugins] });
@@ -172,7 +173,7 @@ describe('without bubblewrap', () => {
       const r = await run(registry, { command: 'echo unsandboxed > out.txt' });
       expect(r).toMatchObject({ returncode: 0 });
       expect(readFileSync(join(dir, 'out.txt'), 'utf8')).toBe('unsandboxed\n');
-      const status = (await registry.status()) as {
+      const status = (await registry.status()) as unknown as {
         processes: { sandbox: { available: boolean; reason?: string } };
       };
       expect(status.processes.sandbox).toMatchObject({ available: false });

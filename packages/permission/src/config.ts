@@ -71,6 +71,12 @@ export const permissionConfigSchema = z.strictObject({
     forkBomb: true,
   }),
   protectedPaths: z.array(z.string().min(1)).default([]).describe('extra globs never written to'),
+  kernelWall: z
+    .boolean()
+    .default(true)
+    .describe(
+      'where bubblewrap works: commands allowed as reads run read-only without network, and protected paths are read-only for every command',
+    ),
   workspaceRoot: z.string().min(1).optional().describe('default: the registry cwd'),
   maxCommandBytes: z
     .number()

@@ -10,7 +10,7 @@ import {
   type PermissionGate,
   type PermissionRequest,
 } from '@conch/core';
-import type { ParsedCommand, ShellParser } from '@conch/shell-syntax';
+import { shellQuote, type ParsedCommand, type ShellParser } from '@conch/shell-syntax';
 import { homedir } from 'node:os';
 import { resolve } from 'node:path';
 import { Analyzer, type Analysis, type Dialect, type Part, type Verdict } from './analyze.js';
@@ -113,11 +113,13 @@ export class PermissionEngine implements PermissionGate {
   }
 
   /**
-   * The paths the kernel must keep read-only for every command (the existing protected paths),
-   * or undefined when the host turned the protected-paths rule off.
+   * What the kernel must enforce: the existing protected paths, read-only for every command (none
+   * when the host turned the protected-paths rule off); undefined when `kernelWall: false`.
    */
   kernelPolicy(): KernelPolicy | undefined {
-    if (!this.config.safety.protectedPaths) return undefined;
+    if (!this.config.kernelWall) return undefined;
+    // With the protected-paths rule off, reads still run read-only; nothing else is bound.
+    if (!this.config.safety.protectedPaths) return { readOnlyPaths: [] };
     return kernelPolicy(this.paths);
   }
 
@@ -388,10 +390,6 @@ function denySuggestion(part: Part): { suggestion?: string } {
   if (part.rule.startsWith('deny:'))
     return { suggestion: `Remove "${part.rule.slice(5)}" from rules.deny to allow it.` };
   return {};
-}
-
-function shellQuote(arg: string): string {
-  return /^[\w@%+=:,./-]+$/.test(arg) ? arg : `'${arg.replace(/'/g, `'\\''`)}'`;
 }
 
 /** A plan's parse as @conch/shell-syntax makes it (the gate re-parses anything else). */

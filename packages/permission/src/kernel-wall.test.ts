@@ -63,13 +63,23 @@ describe.skipIf(!BWRAP)('kernel wall with the real gate', () => {
     writeFileSync(join(dir, 'a.txt'), 'hello\n');
     const r = await registry({});
     expect(await run(r, 'cat a.txt | wc -l')).toMatchObject({ returncode: 0, stdout: '1\n' });
-    const status = (await r.status()) as { processes: { sandbox: { available: boolean } } };
+    const status = (await r.status()) as unknown as { processes: { sandbox: { available: boolean } } };
     expect(status.processes.sandbox.available).toBe(true);
   });
 
   it('turning the protected-paths rule off turns the workspace wall off too', async () => {
     mkdirSync(join(dir, '.git', 'hooks'), { recursive: true });
-    const r = await registry({ safety: { protectedPaths: false }, mode: 'acceptAll' });
+    const r = await registry({
+      safety: {
+        protectedPaths: false,
+        privilegeEscalation: true,
+        downloadToInterpreter: true,
+        recursiveDeleteRoot: true,
+        sourceDownloaded: true,
+        forkBomb: true,
+      },
+      mode: 'acceptAll',
+    });
     const res = await run(r, `python3 -c "open('.git/hooks/pre-commit','w').write('x')"`);
     expect(res).toMatchObject({ returncode: 0 });
     expect(existsSync(join(dir, '.git', 'hooks', 'pre-commit'))).toBe(true);

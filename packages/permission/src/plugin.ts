@@ -1,4 +1,10 @@
-import { definePlugin, TOKENS, type PluginDefinition, type PluginRegistry } from '@conch/core';
+import {
+  definePlugin,
+  PERMISSION_GATE,
+  token,
+  type PluginDefinition,
+  type PluginRegistry,
+} from '@conch/core';
 import { loadShellParser } from '@conch/shell-syntax';
 import type { z } from 'zod';
 import { permissionConfigSchema, type PermissionConfig } from './config.js';
@@ -7,8 +13,8 @@ import { compileRules, PermissionEngine } from './gate.js';
 /** The tree-sitter WASM loads once, when this module is imported, so exposing stays synchronous. */
 const parser = await loadShellParser();
 
-/** Token the engine is registered under besides `TOKENS.PermissionGate` (same instance). */
-export const PERMISSION_ENGINE = Symbol.for('conch.permission.PermissionEngine');
+/** The engine itself (the same instance as the `PERMISSION_GATE` service), for hosts that read its audit. */
+export const PERMISSION_ENGINE = token<PermissionEngine>('conch.permission.PermissionEngine');
 
 /** Rules must compile and their examples must hold; problems name the rule. */
 const configSchema = permissionConfigSchema.superRefine((config, ctx) => {
@@ -34,7 +40,7 @@ function instructions(config: PermissionConfig): string {
     lines.push('Commands other than the refused ones run without asking.');
   else
     lines.push(
-      'Read-only commands (ls, cat, head, grep, rg, git status/log/diff/show, find without -exec/-delete, ...) run at once; other commands need approval. Commands with $(...), backticks, <(...), eval, ${x@P} or bash -c "$var" always need approval, so prefer plain commands and run steps separately.',
+      'Read-only commands (ls, cat, head, grep, rg, git status/log/diff/show, find without -delete, ...) run at once, in a read-only sandbox without network where the machine supports it; other commands need approval. eval, ${x@P}, arithmetic on variables, assignments to special variables (PATH, PAGER, PROMPT_COMMAND, ...) and bash -c "$var" always need approval, so prefer plain commands and run steps separately.',
     );
   if (config.rules.deny.length)
     lines.push(
@@ -53,8 +59,7 @@ export const permissionPlugin: PluginDefinition<PermissionConfig> = definePlugin
   description:
     'Decides allow / ask / deny for each command on its parse: safety rules, host rules, approvals, audit log',
   configSchema,
-  tools: [],
-  register(ctx) {
+  setup(ctx) {
     const engine = new PermissionEngine({
       parser,
       config: ctx.config,
@@ -62,21 +67,21 @@ export const permissionPlugin: PluginDefinition<PermissionConfig> = definePlugin
       logger: ctx.logger,
       events: ctx.events,
     });
-    ctx.container.register(TOKENS.PermissionGate, { useValue: engine });
-    ctx.container.register(PERMISSION_ENGINE, { useValue: engine });
+    ctx.provide(PERMISSION_GATE, engine);
+    ctx.provide(PERMISSION_ENGINE, engine);
     if (ctx.config.mode === 'acceptAll')
       ctx.logger.warn(
         'permission: acceptAll mode — every command the safety rules do not deny runs without asking',
       );
+    return { instructions: instructions(ctx.config) };
   },
-  systemInstructions: (ctx) => instructions(ctx.config),
 });
 
 /** The permission engine of a registry (exposed with `exposeTool('permission')`), or undefined. */
 export function getPermissionEngine(
   registry: Pick<PluginRegistry, 'resolveOptional'>,
 ): PermissionEngine | undefined {
-  return registry.resolveOptional<PermissionEngine>(PERMISSION_ENGINE);
+  return registry.resolveOptional(PERMISSION_ENGINE);
 }
 
 export default permissionPlugin;

@@ -1,12 +1,8 @@
+import { shellQuote } from '@conch/shell-syntax';
 import type { QuoteContext } from './shell-context.js';
 
-const SAFE_WORD = /^[A-Za-z0-9_./:=@%+,-]+$/;
-
-/** A POSIX-shell literal for `value` outside quotes: bare when it is a plain word, else single-quoted. */
-export function quoteWord(value: string): string {
-  if (SAFE_WORD.test(value)) return value;
-  return `'${value.replaceAll("'", `'\\''`)}'`;
-}
+/** A shell literal for `value` outside quotes: the one quoting function of @conch/shell-syntax. */
+export const quoteWord = shellQuote;
 
 /**
  * The text to put at a position of the given quote context so the shell reads `value` literally:
@@ -15,7 +11,7 @@ export function quoteWord(value: string): string {
 export function quoteForContext(value: string, context: QuoteContext): string {
   switch (context) {
     case 'unquoted':
-      return value === '' ? "''" : quoteWord(value);
+      return quoteWord(value);
     case 'double':
       return value.replace(/[\\$`"]/g, (c) => `\\${c}`);
     case 'single':
