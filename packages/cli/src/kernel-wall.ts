@@ -8,11 +8,14 @@ import type { ProcessResult, SandboxProfile } from '@conch/process';
  * wants no wall: no profile. (Where bubblewrap does not work the process layer runs the command
  * unsandboxed, says so once, and the result's `sandbox` is 'none'.)
  */
-export function sandboxFor(ctx: ToolCallContext<unknown>): SandboxProfile | undefined {
+export function sandboxFor(
+  ctx: ToolCallContext<unknown>,
+  judgedElsewhere = false,
+): SandboxProfile | undefined {
   const gate = ctx.resolveOptional(PERMISSION_GATE);
   const policy = gate?.kernelPolicy?.();
   if (!policy) return undefined;
-  if (ctx.decision?.readOnly) return { kind: 'read-only' };
+  if (ctx.decision?.readOnly && !judgedElsewhere) return { kind: 'read-only' };
   return { kind: 'workspace', readOnlyPaths: policy.readOnlyPaths };
 }
 

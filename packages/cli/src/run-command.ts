@@ -210,7 +210,16 @@ export async function runCommand(
   ctx: ToolCallContext<unknown>,
   request: RunCommandRequest,
   config?: Partial<CliConfigInput>,
-  options: { plan?: CliPlan; runtime?: CliRuntime; manager?: ProcessManager } = {},
+  options: {
+    plan?: CliPlan;
+    runtime?: CliRuntime;
+    manager?: ProcessManager;
+    /**
+     * The gate judged another text than the one that runs (templates judge their steps, run a
+     * plumbing script): a read-only verdict then does not carry over to the read-only sandbox.
+     */
+    judgedElsewhere?: boolean;
+  } = {},
 ): Promise<RunCommandResult> {
   const runtime = runtimeFor(ctx, config, options.runtime);
   const cfg = runtime.config;
@@ -272,7 +281,9 @@ export async function runCommand(
   } catch (error) {
     return errorResult(plan.mode, (error as Error).message, 'SANDBOX_UNAVAILABLE');
   }
-  const sandbox: SandboxProfile | undefined = executor ? undefined : sandboxFor(ctx);
+  const sandbox: SandboxProfile | undefined = executor
+    ? undefined
+    : sandboxFor(ctx, options.judgedElsewhere === true);
   const spawn = (signal: AbortSignal | undefined) =>
     plan.mode === 'direct'
       ? manager.spawn(plan.argv![0]!, plan.argv!.slice(1), spawnOptions(signal))

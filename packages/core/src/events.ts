@@ -3,8 +3,10 @@ import type { Logger } from 'pino';
 import type { PermissionDecision, PermissionRequest } from './permission.js';
 
 /**
- * Every event on a registry's bus. Plugins add their own with declaration merging:
- * `declare module '@conch/core' { interface ConchEvents { 'my.event': {...} } }`.
+ * The events of core itself (plugins, tool calls, the registry). Each package declares its own with
+ * declaration merging — `declare module '@conch/core' { interface ConchEvents { 'my.event': {...} } }`
+ * — in a module its index imports: `process.*` in @conch/process, `permission.decision` in
+ * @conch/permission, `background.task.*` in @conch/background, `terminal.*` in @conch/terminal.
  */
 export interface ConchEvents {
   'plugin.exposed': { plugin: string; tools: string[] };
@@ -24,31 +26,6 @@ export interface ConchEvents {
     tool: string;
     error: { code: string; message: string };
     durationMs: number;
-  };
-  'process.started': {
-    id: string;
-    pid: number | undefined;
-    command: string;
-    args: readonly string[];
-    cwd: string;
-    shell: boolean;
-    startedAt: number;
-  };
-  'process.output': { id: string; stream: 'stdout' | 'stderr'; text: string };
-  'process.exited': {
-    id: string;
-    exitCode: number | null;
-    signal: string | null;
-    durationMs: number;
-    reason?: 'exit' | 'timeout' | 'aborted' | 'killed' | 'error';
-  };
-  'permission.decision': {
-    tool: string;
-    command?: string;
-    outcome: 'allow' | 'deny';
-    askedHuman: boolean;
-    rule?: string;
-    reason: string;
   };
   'registry.disposed': Record<string, never>;
 }

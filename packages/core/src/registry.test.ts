@@ -276,7 +276,7 @@ describe('isolation and lifecycle', () => {
     expect(await b.execute('echo', { text: 'x' })).toEqual({ text: 'Bx' });
     expect(bEvents).toBe(1);
     expect(a.tempDir()).not.toBe(b.tempDir());
-    expect(a.resolve(TOKENS.EventBus)).not.toBe(b.resolve(TOKENS.EventBus));
+    expect(a.events).not.toBe(b.events);
   });
 
   test('dispose is idempotent, runs plugin disposers once, removes the temp dir and aborts in-flight calls', async () => {

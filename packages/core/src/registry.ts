@@ -39,8 +39,7 @@ import { createDefaultLogger, type Logger } from './logger.js';
 import type { ApproveFn, PermissionDecision, PermissionGate } from './permission.js';
 import { checkPluginShape, toolShape } from './plugin-shape.js';
 import { formatToolSchema, toJsonSchema, type JsonSchema, type SchemaFormat } from './schema.js';
-import type { ProcessManagerService } from './services.js';
-import { TOKENS } from './tokens.js';
+import { PERMISSION_GATE } from './tokens.js';
 import { isToken, type Token } from './token.js';
 import { DuplicateServiceError, NoSuchServiceError } from './errors/service-errors.js';
 
@@ -158,10 +157,6 @@ export class PluginRegistry {
     this.logger = options.logger ?? createDefaultLogger();
     this.events = new EventBus(this.logger);
     this.container = rootContainer.createChildContainer();
-    const env: RegistryEnvironment = { cwd: this.cwd, tempDir: () => this.tempDir() };
-    this.container.register(TOKENS.Logger, { useValue: this.logger });
-    this.container.register(TOKENS.EventBus, { useValue: this.events });
-    this.container.register(TOKENS.Environment, { useValue: env });
     for (const plugin of options.plugins ?? []) this.register(plugin, 'host');
   }
 
@@ -544,7 +539,7 @@ export class PluginRegistry {
           )
         : undefined;
       if (request) {
-        const gate = this.resolveOptional<PermissionGate>(TOKENS.PermissionGate);
+        const gate = this.resolveOptional(PERMISSION_GATE);
         if (!gate) throw new PermissionGateMissingError(toolName);
         const gateOptions: { signal: AbortSignal; callId: string; approve?: ApproveFn } = {
           signal: controller.signal,
@@ -617,14 +612,6 @@ export class PluginRegistry {
         await fn();
       } catch (error) {
         this.logger.error({ err: error, plugin: owner }, 'plugin dispose failed; continuing');
-      }
-    }
-    const processes = this.resolveOptional<ProcessManagerService>(TOKENS.ProcessManager);
-    if (processes) {
-      try {
-        await processes.dispose();
-      } catch (error) {
-        this.logger.error({ err: error }, 'process manager dispose failed');
       }
     }
     if (this.tempDirPath && !this.options.keepTempFiles) {

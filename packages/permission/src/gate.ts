@@ -1,3 +1,4 @@
+import './events.js';
 import {
   InvalidConfigError,
   type ApprovalAnswer,

@@ -1,3 +1,4 @@
+import './events.js';
 export { stripAnsi, cleanForModel } from './strip-ansi.js';
 export { completeUtf8Prefix, decodeUtf8, utf8StartOffset } from './utf8.js';
 export { SpillSink, type SpillSinkOptions } from './spill-sink.js';

@@ -1,3 +1,4 @@
+import './events.js';
 import type { Readable, Writable } from 'node:stream';
 import { TextDecoder } from 'node:util';
 import type { EventBus, Logger } from '@conch/core';

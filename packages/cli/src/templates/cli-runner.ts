@@ -20,5 +20,7 @@ export const cliTemplateRunner: TemplateRunner = (ctx: ToolCallContext, request)
       ...(request.timeoutSec === undefined ? {} : { timeoutSec: request.timeoutSec }),
     },
     config?.cli,
+    // The gate judged the template's steps; what runs is the plumbing script around them.
+    { judgedElsewhere: true },
   ) as unknown as ReturnType<TemplateRunner>;
 };
