@@ -10,7 +10,6 @@ import type {
   PluginContext,
   PluginDefinition,
   PluginSetup,
-  RegistryEnvironment,
   ToolAnnotations,
   ToolCallContext,
   ToolDefinition,
@@ -36,7 +35,7 @@ import { ToolExecutionError } from './errors/tool-execution-error.js';
 import { toValidationIssues } from './errors/validation-issue.js';
 import { EventBus } from './events.js';
 import { createDefaultLogger, type Logger } from './logger.js';
-import type { ApproveFn, PermissionDecision, PermissionGate } from './permission.js';
+import type { ApproveFn, PermissionDecision } from './permission.js';
 import { checkPluginShape, toolShape } from './plugin-shape.js';
 import { formatToolSchema, toJsonSchema, type JsonSchema, type SchemaFormat } from './schema.js';
 import { PERMISSION_GATE } from './tokens.js';
