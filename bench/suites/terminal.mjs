@@ -1,11 +1,15 @@
 // Terminal sessions: `echo hi` round trip through registry.execute('terminal') in a warm session
-// vs spawning a fresh login shell for it (`bash -lic 'echo hi'`), measured in the same run.
+// vs spawning a fresh login shell for it (`bash -lic 'echo hi'`), measured in the same run. The
+// session's PTY runs under the registry's supervisor (the default); the same round trip with the
+// PTY in the host process (a ProcessManager without supervisor) is measured alongside, so the
+// relay's cost shows.
 import 'reflect-metadata';
 import { execFile } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { PluginRegistry, TOKENS } from '@conch/core';
+import { ProcessManager } from '@conch/process';
 import { terminalPlugin } from '@conch/terminal';
 
 function freshLoginShell() {
@@ -18,20 +22,32 @@ function freshLoginShell() {
   });
 }
 
-export default async function ({ median, percentile, time }) {
-  const root = mkdtempSync(join(tmpdir(), 'conch-bench-terminal-'));
+function terminalRegistry(root, { supervisor }) {
+  mkdirSync(root);
   const registry = new PluginRegistry({ cwd: root, tempRoot: root });
+  if (!supervisor) {
+    const manager = new ProcessManager({ supervisor: false, tempDir: () => root, cwd: root });
+    registry.container.register(TOKENS.ProcessManager, { useValue: manager });
+  }
   registry.register(terminalPlugin);
   registry.container.register(TOKENS.PermissionGate, {
     useValue: { check: async () => ({ outcome: 'allow', reason: 'bench' }) },
   });
   registry.exposeTool('terminal', {});
+  return registry;
+}
+
+export default async function ({ median, percentile, time }) {
+  const root = mkdtempSync(join(tmpdir(), 'conch-bench-terminal-'));
+  const supervised = terminalRegistry(join(root, 'supervised'), { supervisor: true });
+  const inHost = terminalRegistry(join(root, 'in-host'), { supervisor: false });
   try {
-    const once = async () => {
+    const echo = (registry) => async () => {
       const result = await registry.execute('terminal', { command: 'echo hi' });
       if (result.output !== 'hi\n') throw new Error(`unexpected result ${JSON.stringify(result)}`);
     };
-    const session = await time(once, { runs: 200, warmup: 10 });
+    const session = await time(echo(supervised), { runs: 200, warmup: 10 });
+    const local = await time(echo(inHost), { runs: 200, warmup: 10 });
     const fresh = await time(freshLoginShell, { runs: 30, warmup: 2 });
     const conch = median(session);
     const baseline = median(fresh);
@@ -54,9 +70,19 @@ export default async function ({ median, percentile, time }) {
         goal: 'info',
         pass: true,
       },
+      {
+        name: 'terminal echo hi: supervised PTY vs PTY in the host (median)',
+        conch,
+        baseline: median(local),
+        unit: 'ms',
+        ratio: conch / median(local),
+        goal: 'info (the supervisor relay)',
+        pass: true,
+      },
     ];
   } finally {
-    await registry.dispose();
+    await supervised.dispose();
+    await inHost.dispose();
     rmSync(root, { recursive: true, force: true });
   }
 }

@@ -72,6 +72,14 @@ export const terminalConfigSchema = z.strictObject({
     .min(100)
     .default(20_000)
     .describe('time the login shell (rc files) may take to start'),
+  commandStartTimeoutMs: z
+    .number()
+    .int()
+    .min(100)
+    .default(10_000)
+    .describe(
+      'time a typed command may take to print its begin marker; a shell that does not (its protocol was broken) is killed',
+    ),
   killGraceMs: z.number().int().min(0).default(2000).describe('SIGTERM to SIGKILL grace on kill'),
   sessionEnv: z
     .record(z.string().regex(/^[A-Za-z_][A-Za-z0-9_]*$/), z.string())

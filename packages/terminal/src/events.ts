@@ -1,4 +1,4 @@
-import type { SessionState } from './pty-session.js';
+import type { SessionExitReason, SessionState } from './session-state.js';
 
 declare module '@conch/core' {
   interface ConchEvents {
@@ -9,7 +9,7 @@ declare module '@conch/core' {
       sessionId: number;
       exitCode: number;
       signal: number;
-      reason: 'exit' | 'killed' | 'reaped' | 'disposed' | 'startup-failed';
+      reason: SessionExitReason;
     };
     'terminal.command.started': { sessionId: number; seq: number; command: string; cwd: string };
     'terminal.command.finished': { sessionId: number; exitCode: number; cwd: string; durationMs: number };

@@ -1,11 +1,11 @@
-// A host that exits without dispose(), or dies of an unhandled SIGTERM, still leaves no terminal process behind.
+// A host that exits without dispose(), dies of an unhandled SIGTERM, or is SIGKILLed, still leaves no terminal process behind.
 import { execFile, spawn } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { afterAll, describe, expect, it } from 'vitest';
-import { pidsWithCmdline, waitFor } from './test-support/harness.js';
+import { afterAll, describe, expect, it, onTestFinished } from 'vitest';
+import { alive, pidsWithCmdline, waitFor } from './test-support/harness.js';
 
 const packageDir = join(dirname(fileURLToPath(import.meta.url)), '..');
 const dir = mkdtempSync(join(tmpdir(), 'conch-terminal-exit-'));
@@ -15,7 +15,7 @@ afterAll(() => rmSync(dir, { recursive: true, force: true }));
 const HOST_PRELUDE = `
 import ${JSON.stringify(join(packageDir, 'node_modules/reflect-metadata/Reflect.js'))};
 import { PluginRegistry, TOKENS } from ${JSON.stringify(join(packageDir, 'node_modules/@conch/core/dist/index.js'))};
-import { terminalPlugin } from ${JSON.stringify(join(packageDir, 'dist/index.js'))};
+import { terminalPlugin, TERMINAL_SERVICE } from ${JSON.stringify(join(packageDir, 'dist/index.js'))};
 const registry = new PluginRegistry({ cwd: ${JSON.stringify(dir)}, tempRoot: ${JSON.stringify(dir)} });
 registry.register(terminalPlugin);
 registry.container.register(TOKENS.PermissionGate, { useValue: { check: async () => ({ outcome: 'allow', reason: 'test' }) } });
@@ -71,5 +71,46 @@ setInterval(() => {}, 1000);
     expect(await exited).toBe('SIGTERM');
     await waitFor(() => pidsWithCmdline(tag).length === 0, 10_000, 'the host-exit kill');
     expect(pidsWithCmdline(tag)).toEqual([]);
+  });
+
+  it('leaves nothing behind when the host is SIGKILLed: the supervisor owns the sessions', async () => {
+    const tag = `conch-sigkill-${process.pid}`;
+    const script = join(dir, 'host-sigkill.mjs');
+    writeFileSync(
+      script,
+      `
+${HOST_PRELUDE}const job = await registry.execute('terminal', {
+  command: "setsid bash -c 'exec -a ${tag}-escapee sleep 300' & (exec -a ${tag}-job sleep 300) & echo started",
+});
+const bg = await registry.execute('terminal', { command: "exec -a ${tag}-server sleep 300", background: true });
+const shells = registry.resolve(TERMINAL_SERVICE).list().map((s) => s.pid);
+console.log(JSON.stringify({ job, bg, shells }));
+setInterval(() => {}, 1000);
+`,
+    );
+    const host = spawn(process.execPath, [script], { stdio: ['ignore', 'pipe', 'inherit'] });
+    const exited = new Promise<NodeJS.Signals | null>((resolve) =>
+      host.on('exit', (_c, sig) => resolve(sig)),
+    );
+    onTestFinished(() => {
+      host.kill('SIGKILL');
+    });
+    let out = '';
+    host.stdout.on('data', (chunk: Buffer) => (out += chunk.toString()));
+    await waitFor(() => out.includes('"shells"'), 60_000, 'the sessions');
+    const { job, bg, shells } = JSON.parse(out) as {
+      job: { output?: string };
+      bg: { state?: string };
+      shells: number[];
+    };
+    expect(job.output).toBe('started\n');
+    expect(bg.state).toBe('background');
+    expect(shells.length).toBeGreaterThan(0);
+    await waitFor(() => pidsWithCmdline(tag).length === 3, 10_000, 'the three sleeps');
+    host.kill('SIGKILL');
+    expect(await exited).toBe('SIGKILL');
+    await new Promise((r) => setTimeout(r, 3000));
+    expect(pidsWithCmdline(tag)).toEqual([]);
+    for (const pid of shells) expect(alive(pid)).toBe(false);
   });
 });

@@ -5,12 +5,30 @@ export { terminalConfigSchema, type TerminalConfig, type TerminalConfigInput } f
 export { TERMINAL_SERVICE } from './tokens.js';
 export {
   SessionPool,
+  SessionLease,
   type FinishedResult,
   type RunningResult,
   type TerminalService,
   type TerminalSessionInfo,
 } from './session-pool.js';
-export type { SessionState } from './pty-session.js';
+export {
+  SessionLifecycle,
+  publicState,
+  type SessionExitReason,
+  type SessionLifecycleState,
+  type SessionState,
+} from './session-state.js';
+export { TerminalSessionError, type TerminalSessionErrorCode } from './errors/terminal-session-error.js';
+export { InvalidSessionTransitionError } from './errors/invalid-session-transition-error.js';
+export { TerminalProtocolError, type TerminalProtocolErrorCode } from './errors/terminal-protocol-error.js';
+export {
+  managedPtySpawner,
+  spawnLocalPty,
+  type PtyManager,
+  type SessionPty,
+  type SessionPtyOptions,
+  type SessionPtySpawner,
+} from './session-pty.js';
 export { classifyCall, terminalInputSchema, type CallShape, type TerminalArgs } from './terminal-tool.js';
 export { cleanOutput, stripAnsi, applyLineEdits, capTotal } from './output-cleaner.js';
 export { looksLikePrompt } from './prompt-detector.js';

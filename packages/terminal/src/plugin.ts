@@ -1,6 +1,8 @@
 import { definePlugin, type PluginContext } from '@conch/core';
+import { ensureProcessManager } from '@conch/process';
 import { terminalConfigSchema, type TerminalConfig } from './config.js';
 import { SessionPool } from './session-pool.js';
+import { managedPtySpawner } from './session-pty.js';
 import { TERMINAL_SERVICE } from './tokens.js';
 import { createTerminalTool } from './terminal-tool.js';
 
@@ -15,6 +17,13 @@ function poolOf(ctx: PluginContext<TerminalConfig>): SessionPool {
       events: ctx.events,
       tempDir: () => ctx.env.tempDir(),
       cwd: ctx.env.cwd,
+      // Shells run under the registry's supervisor (they die with the host, SIGKILL included).
+      spawnPty: managedPtySpawner(ensureProcessManager(ctx), (error) =>
+        ctx.logger.warn(
+          { err: error },
+          'the process manager could not start a terminal PTY; starting it in this process',
+        ),
+      ),
     });
     pools.set(ctx, pool);
     const owned = pool;

@@ -5,29 +5,30 @@ import {
   ftruncateSync,
   mkdirSync,
   openSync,
+  readlinkSync,
+  realpathSync,
   writeFileSync,
   writeSync,
 } from 'node:fs';
 import { join } from 'node:path';
-import pty, { type IPty } from '@lydell/node-pty';
 import type { Logger } from '@conch/core';
-import { killSessionTree, killSessionTreeSync, COOKIE_VAR } from './process-tree.js';
-import { foregroundReadsTty, ttyOf } from './tty-reader.js';
-import { commandScript, initScript, MARKER_OSC, shellQuote, type ShellKind } from './shell-scripts.js';
+import { commandReaderOf, foregroundReadsTty, imageOf, ttyOf, type ProcessImage } from './foreground.js';
+import { TerminalProtocolError } from './errors/terminal-protocol-error.js';
+import { MarkerParser } from './marker-parser.js';
+import { killSessionTree, killSessionTreeSync, sweepSessionCookie } from './process-tree.js';
+import {
+  commandScript,
+  initScript,
+  releaseLine,
+  shellQuote,
+  sourceLine,
+  type ShellKind,
+} from './shell-scripts.js';
+import { SessionLifecycle, type SessionLifecycleState } from './session-state.js';
+import type { SessionPty, SessionPtySpawner } from './session-pty.js';
 
 const TAIL_CHARS = 8192;
 const LOG_FLUSH_MS = 100;
-
-/** Where a suffix of `text` that could begin `prefix` starts (text.length when none). */
-function partialPrefixStart(text: string, prefix: string): number {
-  const from = Math.max(0, text.length - prefix.length + 1);
-  for (let i = text.indexOf('\u001b', from); i >= 0; i = text.indexOf('\u001b', i + 1)) {
-    if (prefix.startsWith(text.slice(i))) return i;
-  }
-  return text.length;
-}
-
-export type SessionState = 'starting' | 'idle' | 'running' | 'waiting' | 'background' | 'exited';
 
 export interface PtySessionOptions {
   id: number;
@@ -36,21 +37,28 @@ export interface PtySessionOptions {
   shellKind: ShellKind;
   shellArgs: readonly string[];
   cwd: string;
-  /** Environment of the shell process (the cookie is added). */
+  /** Environment of the shell process (the spawner adds the cookie). */
   env: Readonly<Record<string, string | undefined>>;
   /** Exported after the rc files ran (e.g. PAGER=cat). */
   sessionEnv: Readonly<Record<string, string>>;
   cols: number;
   rows: number;
-  /** The session's private directory (init file, command files, log). */
+  /** The session's private directory (init file, command file, log). */
   dir: string;
   /** Raw characters of one command kept in memory; older ones are dropped (the log has them). */
   maxBufferChars: number;
   /** Bytes the session log may grow to. */
   maxLogBytes: number;
+  /** SIGTERM -> SIGKILL grace when the session's processes are ended. */
+  killGraceMs: number;
   logger: Logger;
-  /** 'data' on output, 'end' when a command finished or the shell exited. */
-  onChange: (kind: 'data' | 'end') => void;
+  spawnPty: SessionPtySpawner;
+  /** The lifecycle moved (the pool emits events and wakes collectors). */
+  onState: (state: SessionLifecycleState, previous: SessionLifecycleState) => void;
+  /** The current command printed its begin marker. */
+  onBegin?: () => void;
+  /** Output arrived (raw command output is also passed to onOutput). */
+  onData?: () => void;
   onOutput?: (text: string) => void;
 }
 
@@ -62,51 +70,63 @@ export interface CommandDone {
 export interface ShellExit {
   exitCode: number;
   signal: number;
-  killed: boolean;
+}
+
+/** A typed line the session's foreground shell has not run yet (text without a line end). */
+export interface PendingShellLine {
+  pid: number;
+  text: string;
 }
 
 /**
  * One persistent login shell under a PTY, driven by the marker protocol of shell-scripts.ts.
- * Runs one command at a time; output between the begin and end markers is the command's.
+ * Runs one command at a time; output between the begin and end markers is the command's. Its
+ * state is its `lifecycle` (the pool drives the transitions a tool call causes; the session those
+ * the shell causes: ready, finished, exited).
  */
 export class PtySession {
   readonly id: number;
-  readonly cookie: string;
   readonly startedAt = Date.now();
   readonly dir: string;
   readonly logPath: string;
-  state: SessionState = 'starting';
+  readonly lifecycle: SessionLifecycle;
   /** The command being run (or last run). */
   command: string | undefined;
   cwd: string;
   lastActivity = Date.now();
   lastUsed = Date.now();
-  /** Set once the current command printed its end marker. */
+  /** When input was last typed into the running command, and when its output last grew. */
+  lastInputAt = 0;
+  lastOutputAt = 0;
+  /** The finished command's result, until it is taken. */
   done: CommandDone | undefined;
   exit: ShellExit | undefined;
-  /** Whether a tool call is currently reading this session. */
-  reading = false;
   /** Characters of the current command dropped from memory (the log keeps them). */
   droppedChars = 0;
-  private startupText: string | undefined;
-  private tty: string | undefined;
+  /** When the current command was typed (the begin marker must follow). */
+  typedAt = 0;
+  /** Input typed into a shell the foreground job runs, not yet ended by a newline. */
+  shellLine: PendingShellLine | undefined;
 
   private readonly options: PtySessionOptions;
-  private readonly pty: IPty;
+  private readonly pty: SessionPty;
   private readonly nonce = randomBytes(8).toString('hex');
   private readonly key = randomBytes(8).toString('hex');
-  private readonly beginPrefix: string;
-  private readonly endPrefix: string;
-  private phase: 'starting' | 'idle' | 'pre' | 'in' | 'dead' = 'starting';
+  private readonly parser: MarkerParser;
+  private readonly commandFile: string;
+  private readonly removeListeners: (() => void)[] = [];
+  private startupText: string | undefined;
+  private tty: string | undefined;
+  /** The shell's process image once ready: an `exec` replacing it changes it. */
+  private image: ProcessImage | undefined;
   private seq = 0;
-  private pending = '';
+  /** What the last command's per-call env left to restore (the next command file starts with it). */
+  private pendingRestore: string | undefined;
   /** Output of the current command not yet returned, as received (joined only when read). */
   private unread: string[] = [];
   private unreadChars = 0;
   /** The last TAIL_CHARS characters of the current command's output (prompt detection, UIs). */
   private recent = '';
-  /** Text that may be the start of an end marker split across chunks. */
-  private held = '';
   private logPending: string[] = [];
   private logPendingChars = 0;
   private logTimer: NodeJS.Timeout | undefined;
@@ -114,7 +134,8 @@ export class PtySession {
   private cmdFd: number | undefined;
   private logBytes = 0;
   private killing: Promise<void> | undefined;
-  private exitKilled = false;
+  private sweeping: Promise<void> | undefined;
+  private exitWaiters: (() => void)[] = [];
   private readyWaiters: { resolve: () => void; reject: (error: Error) => void }[] = [];
 
   constructor(options: PtySessionOptions) {
@@ -122,11 +143,19 @@ export class PtySession {
     this.id = options.id;
     this.cwd = options.cwd;
     this.dir = options.dir;
-    this.cookie = `terminal-${randomBytes(8).toString('hex')}`;
-    this.beginPrefix = `${MARKER_OSC}B;${this.nonce};`;
-    this.endPrefix = `${MARKER_OSC}E;${this.nonce};`;
+    this.lifecycle = new SessionLifecycle(options.id, options.onState);
+    this.parser = new MarkerParser(this.nonce, {
+      ready: (cwd, before) => this.onReady(cwd, before),
+      begin: () => options.onBegin?.(),
+      output: (text) => this.commit(text),
+      end: (exitCode, cwd) => this.onEnd(exitCode, cwd),
+      // Output of a job a command left running (`server &`) and job notices: not part of any
+      // command's result, but kept in the session log so nothing is lost.
+      idle: (text) => this.appendLog(text),
+    });
     mkdirSync(this.dir, { recursive: true, mode: 0o700 });
     this.logPath = join(this.dir, 'session.log');
+    this.commandFile = join(this.dir, 'cmd.sh');
     const init = join(this.dir, 'init.sh');
     writeFileSync(
       init,
@@ -134,56 +163,85 @@ export class PtySession {
         kind: options.shellKind,
         nonce: this.nonce,
         key: this.key,
-        commandFile: join(this.dir, 'cmd.sh'),
+        commandFile: this.commandFile,
         sessionEnv: options.sessionEnv,
       }),
       { mode: 0o600 },
     );
     const env: Record<string, string> = {};
     for (const [k, v] of Object.entries(options.env)) if (v !== undefined) env[k] = v;
-    env[COOKIE_VAR] = this.cookie;
     env.TERM = env.TERM && env.TERM !== 'dumb' ? env.TERM : 'xterm-256color';
-    this.pty = pty.spawn(options.shell, [...options.shellArgs], {
-      name: env.TERM,
-      cols: options.cols,
-      rows: options.rows,
+    this.pty = options.spawnPty({
+      file: options.shell,
+      args: options.shellArgs,
       cwd: options.cwd,
       env,
+      cols: options.cols,
+      rows: options.rows,
     });
-    this.pty.onData((data) => this.onData(data));
-    this.pty.onExit(({ exitCode, signal }) => this.onExit(exitCode, signal ?? 0));
+    this.removeListeners.push(
+      this.pty.onData((data) => this.onData(data)),
+      this.pty.onExit(({ exitCode, signal }) => this.onExit(exitCode, signal)),
+    );
     // Typed once the rc files are done (the tty queues it until then).
-    this.pty.write(` . ${shellQuote(init)}\n`);
-  }
-
-  /** Whether the running command's foreground job is blocked reading the terminal (Linux). */
-  readsTerminal(): boolean {
-    if (this.phase !== 'in' && this.phase !== 'pre') return false;
-    this.tty ??= ttyOf(this.pty.pid);
-    return foregroundReadsTty(this.pty.pid, this.tty);
-  }
-
-  /** Output seen before the shell was ready (rc noise, errors): what explains a startup failure. */
-  get startupOutput(): string {
-    return this.startupText ?? this.pending;
+    this.pty.write(` \\. ${shellQuote(init)}\n`);
   }
 
   get pid(): number {
     return this.pty.pid;
   }
 
+  get cookie(): string {
+    return this.pty.cookie;
+  }
+
   get alive(): boolean {
-    return this.phase !== 'dead';
+    return this.lifecycle.alive;
+  }
+
+  /** Whether the current command printed its begin marker (input may be typed into it). */
+  get begun(): boolean {
+    return this.parser.begun;
+  }
+
+  /** Output seen before the shell was ready (rc noise, errors): what explains a startup failure. */
+  get startupOutput(): string {
+    return this.startupText ?? this.parser.startupText;
+  }
+
+  /** Whether the running command's foreground job is blocked reading the terminal (Linux). */
+  readsTerminal(): boolean {
+    if (!this.parser.begun || !this.lifecycle.commandRunning) return false;
+    this.tty ??= ttyOf(this.pty.pid);
+    return foregroundReadsTty(this.pty.pid, this.tty);
+  }
+
+  /**
+   * The shell typed input would reach as commands right now (the foreground job is `bash`, `sh`,
+   * an `exec zsh`, ...), or undefined when input reaches a program (or nothing runs).
+   */
+  commandReader(): { pid: number; shell: string } | undefined {
+    if (!this.parser.begun || !this.lifecycle.commandRunning) return undefined;
+    this.tty ??= ttyOf(this.pty.pid);
+    return commandReaderOf(this.pty.pid, this.tty, this.image);
   }
 
   /** Resolves once the init file ran and the shell waits for commands. */
   ready(timeoutMs: number): Promise<void> {
-    if (this.phase !== 'starting') {
-      return this.phase === 'dead' ? Promise.reject(new Error(this.exitDescription())) : Promise.resolve();
+    const state = this.lifecycle.state;
+    if (state !== 'starting') {
+      return state === 'exited' || state === 'closing'
+        ? Promise.reject(new TerminalProtocolError('SHELL_NOT_READY', this.exitDescription()))
+        : Promise.resolve();
     }
     return new Promise<void>((resolve, reject) => {
       const timer = setTimeout(() => {
-        reject(new Error(`the shell did not become ready within ${timeoutMs} ms`));
+        reject(
+          new TerminalProtocolError(
+            'SHELL_NOT_READY',
+            `the shell did not become ready within ${timeoutMs} ms`,
+          ),
+        );
       }, timeoutMs);
       this.readyWaiters.push({
         resolve: () => {
@@ -198,45 +256,56 @@ export class PtySession {
     });
   }
 
-  /** Starts a command. The session must be idle (the caller claimed it). */
+  /** Types a command. The pool started it (lifecycle `running`); its begin marker follows. */
   run(command: string, options: { cwd?: string; env?: Readonly<Record<string, string>> } = {}): number {
-    if (this.phase !== 'idle') throw new Error(`session ${this.id} is not idle (${this.phase})`);
-    this.seq += 1;
-    const seq = this.seq;
-    // One file per session, rewritten for each command: bash reads a sourced file whole, and the
-    // next command is only written after this one's end marker.
-    const file = join(this.dir, 'cmd.sh');
-    const postFile = join(this.dir, 'post.sh');
-    const { script, post } = commandScript({ seq, command, ...options, postFile });
-    // Rewritten in place through one fd per session: an open() per command was most of the
-    // node-side cost of a round trip.
-    this.cmdFd ??= openSync(file, 'w', 0o600);
+    if (this.lifecycle.state !== 'running' || this.parser.begun) {
+      const now = `'${this.lifecycle.state}'${this.parser.begun ? ' with a command running' : ''}`;
+      throw new TerminalProtocolError(
+        'SESSION_NOT_TYPABLE',
+        `session ${this.id}: expected a session the pool started for a command ('running', not begun); it is ${now}`,
+      );
+    }
+    const seq = this.seq + 1;
+    const { script, restore } = commandScript({
+      nonce: this.nonce,
+      seq,
+      command,
+      ...options,
+      ...(this.pendingRestore === undefined ? {} : { pendingRestore: this.pendingRestore }),
+    });
+    // One file per session, rewritten for each command through one fd: bash reads a sourced file
+    // whole, the next command is only written after this one's end marker, and an open() per
+    // command was most of the node-side cost of a round trip.
+    this.cmdFd ??= openSync(this.commandFile, 'w', 0o600);
     const bytes = Buffer.from(script);
     writeSync(this.cmdFd, bytes, 0, bytes.length, 0);
     ftruncateSync(this.cmdFd, bytes.length);
-    if (post) writeFileSync(postFile, post, { mode: 0o600 });
+    this.seq = seq;
+    this.pendingRestore = restore;
     this.command = command;
     this.done = undefined;
     this.unread = [];
     this.unreadChars = 0;
     this.recent = '';
-    this.held = '';
-    this.pending = '';
     this.droppedChars = 0;
-    this.phase = 'pre';
+    this.shellLine = undefined;
+    this.parser.expect(seq);
     this.lastActivity = Date.now();
     this.lastUsed = Date.now();
+    this.typedAt = Date.now();
     this.appendLog(`\n$ ${command}\n`);
-    this.pty.write(`${this.key}\n . "$__conch_f"\n`);
+    this.pty.write(releaseLine(this.key) + sourceLine(this.options.shellKind, this.commandFile));
     return seq;
   }
 
-  /** Types into the running program. Refused when no command is running. */
+  /** Types into the running program. Refused unless a command runs and has begun. */
   write(input: string): boolean {
-    if (this.phase !== 'pre' && this.phase !== 'in') return false;
+    if (!this.parser.begun || !this.lifecycle.commandRunning) return false;
     this.lastActivity = Date.now();
     this.lastUsed = Date.now();
-    if (input.length > 0) this.pty.write(input);
+    if (input.length === 0) return true;
+    this.lastInputAt = Date.now();
+    this.pty.write(input);
     return true;
   }
 
@@ -256,14 +325,12 @@ export class PtySession {
   /** Kills the shell and everything it started (tree + cookie sweep). Idempotent. */
   kill(graceMs: number): Promise<void> {
     this.killing ??= (async () => {
-      if (this.phase !== 'dead') this.exitKilled = true;
-      await killSessionTree(this.pty.pid, this.cookie, graceMs);
-      try {
+      if (this.lifecycle.alive) {
+        await killSessionTree(this.pty.pid, this.cookie, graceMs);
         this.pty.kill('SIGKILL');
-      } catch {
-        // already gone
+        await this.waitExit(2000);
       }
-      await this.waitExit(2000);
+      await this.sweeping;
     })();
     return this.killing;
   }
@@ -273,21 +340,26 @@ export class PtySession {
     killSessionTreeSync(this.pty.pid, this.cookie);
   }
 
+  /** Resolves when what the shell left behind after it exited is gone (at once while it runs). */
+  swept(): Promise<void> {
+    return this.sweeping ?? Promise.resolve();
+  }
+
   /** Flushes the log and closes the command file; the directory stays for readLog (registry temp). */
   release(): void {
     this.flushLog();
     this.closeCommandFile();
+    for (const remove of this.removeListeners.splice(0)) remove();
   }
 
   private waitExit(timeoutMs: number): Promise<void> {
-    if (this.phase === 'dead') return Promise.resolve();
+    if (!this.lifecycle.alive) return Promise.resolve();
     return new Promise((resolve) => {
-      const started = Date.now();
-      const tick = () => {
-        if (this.phase === 'dead' || Date.now() - started > timeoutMs) resolve();
-        else setTimeout(tick, 10);
-      };
-      tick();
+      const timer = setTimeout(resolve, timeoutMs);
+      this.exitWaiters.push(() => {
+        clearTimeout(timer);
+        resolve();
+      });
     });
   }
 
@@ -297,110 +369,80 @@ export class PtySession {
     return `the shell exited (${e.signal ? `signal ${e.signal}` : `code ${e.exitCode}`})`;
   }
 
+  private onReady(cwd: string, before: string): void {
+    this.startupText = before;
+    this.cwd = this.verifiedCwd(cwd);
+    this.image = imageOf(this.pty.pid);
+    if (this.lifecycle.state !== 'starting') return; // killed while starting
+    this.lifecycle.ready();
+    for (const w of this.readyWaiters.splice(0)) w.resolve();
+  }
+
+  private onEnd(exitCode: number, cwd: string): void {
+    this.cwd = this.verifiedCwd(cwd);
+    this.appendLog(`\n[exit ${exitCode}]\n`);
+    if (!this.lifecycle.commandRunning) return; // closing: the kill reports
+    this.done = { exitCode, cwd: this.cwd };
+    this.lifecycle.finish();
+  }
+
+  /**
+   * The cwd the end marker names, when it is where the shell really is: `$PWD` is a variable a
+   * command can assign, the kernel's `/proc/<pid>/cwd` is not. The marker's spelling is kept when
+   * it resolves to the same directory (symlinked paths stay as the user typed them).
+   */
+  private verifiedCwd(reported: string): string {
+    let real: string;
+    try {
+      real = readlinkSync(`/proc/${this.pty.pid}/cwd`);
+    } catch {
+      return reported || this.cwd; // not Linux
+    }
+    if (reported) {
+      try {
+        if (realpathSync.native(reported) === real) return reported;
+      } catch {
+        // not a directory: the kernel's answer
+      }
+    }
+    return real.replace(/ \(deleted\)$/, '');
+  }
+
   private onExit(exitCode: number, signal: number): void {
-    this.exit = { exitCode: signal ? 128 + signal : exitCode, signal, killed: this.exitKilled };
-    const wasStarting = this.phase === 'starting';
-    this.phase = 'dead';
-    this.state = 'exited';
+    this.exit = { exitCode: signal ? 128 + signal : exitCode, signal };
+    const wasStarting = this.lifecycle.state === 'starting';
     this.appendLog(`\n[shell exited: ${signal ? `signal ${signal}` : `code ${exitCode}`}]\n`);
     this.flushLog();
     this.closeCommandFile();
-    if (wasStarting) {
-      const error = new Error(`${this.exitDescription()} before it was ready`);
-      for (const w of this.readyWaiters.splice(0)) w.reject(error);
-    }
-    this.options.onChange('end');
+    // What the shell started may outlive it (`nohup server & exit`, a job still running): swept
+    // like a killed session's, by its cookie (the shell's pid is free for reuse now).
+    this.sweeping ??= sweepSessionCookie(this.cookie, this.options.killGraceMs).catch((error: unknown) => {
+      this.options.logger.warn({ err: error, sessionId: this.id }, 'terminal session sweep failed');
+    });
+    const error = new TerminalProtocolError(
+      'SHELL_NOT_READY',
+      `${this.exitDescription()}${wasStarting ? ' before it was ready' : ''}`,
+    );
+    for (const w of this.readyWaiters.splice(0)) w.reject(error);
+    for (const w of this.exitWaiters.splice(0)) w();
+    this.lifecycle.exited();
   }
 
   private onData(data: string): void {
     this.lastActivity = Date.now();
-    switch (this.phase) {
-      case 'starting': {
-        this.pending += data;
-        const at = this.pending.indexOf(`${this.endPrefix}0;`);
-        if (at >= 0) {
-          const close = this.pending.indexOf('\u0007', at);
-          if (close < 0) return;
-          const fields = this.pending.slice(at + this.endPrefix.length, close).split(';');
-          this.cwd = fields.slice(2).join(';').replace(/\r\n/g, '\n') || this.cwd;
-          this.startupText = this.pending.slice(0, at);
-          this.pending = '';
-          this.phase = 'idle';
-          this.state = 'idle';
-          for (const w of this.readyWaiters.splice(0)) w.resolve();
-        } else if (this.pending.length > 256 * 1024) {
-          this.pending = this.pending.slice(-128 * 1024);
-        }
-        return;
-      }
-      case 'pre': {
-        this.pending += data;
-        const marker = `${this.beginPrefix}${this.seq}\u0007`;
-        const at = this.pending.indexOf(marker);
-        if (at < 0) {
-          if (this.pending.length > 64 * 1024) this.pending = this.pending.slice(-1024);
-          return;
-        }
-        const rest = this.pending.slice(at + marker.length);
-        this.pending = '';
-        this.phase = 'in';
-        if (rest) this.onCommandData(rest);
-        return;
-      }
-      case 'in':
-        this.onCommandData(data);
-        return;
-      case 'dead':
-        // Late bytes of a shell that died before it was ready still explain why.
-        if (this.startupText === undefined) this.pending += data;
-        return;
-      default:
-        // idle: output of a job a command left running (`server &`) and job notices. Not part of
-        // any command's result, but kept in the session log so nothing is lost.
-        this.appendLog(data);
-        return;
-    }
-  }
-
-  private onCommandData(data: string): void {
-    // Only the new chunk (plus a few held characters) is searched: the output so far is never
-    // rescanned or flattened, so a flood costs linear time.
-    const text = this.held + data;
-    this.held = '';
-    const at = text.indexOf(this.endPrefix);
-    if (at < 0) {
-      const keep = partialPrefixStart(text, this.endPrefix);
-      this.held = text.slice(keep);
-      this.commit(text.slice(0, keep));
-      this.options.onChange('data');
+    if (!this.lifecycle.alive) {
+      // Late bytes of a shell that died before it was ready still explain why.
+      if (this.startupText === undefined) this.parser.push(data);
       return;
     }
-    const close = text.indexOf('\u0007', at);
-    if (close < 0) {
-      // The marker is split across chunks: hold it until its end arrives (a cwd is < 4 KiB).
-      this.commit(text.slice(0, at));
-      if (text.length - at > 16 * 1024) this.commit(text.slice(at));
-      else this.held = text.slice(at);
-      return;
-    }
-    const [seqText, codeText, ...cwdParts] = text.slice(at + this.endPrefix.length, close).split(';');
-    this.commit(text.slice(0, at));
-    if (Number(seqText) !== this.seq) {
-      // A stale marker (should not happen): drop it and keep reading.
-      this.onCommandData(text.slice(close + 1));
-      return;
-    }
-    const cwd = cwdParts.join(';').replace(/\r\n/g, '\n');
-    this.cwd = cwd || this.cwd;
-    this.done = { exitCode: Number(codeText), cwd: this.cwd };
-    this.phase = 'idle';
-    this.appendLog(`\n[exit ${this.done.exitCode}]\n`);
-    this.options.onChange('end');
+    this.parser.push(data);
+    this.options.onData?.();
   }
 
   /** Adds command output: unread list (bounded), recent tail, log, output event. */
   private commit(text: string): void {
     if (text.length === 0) return;
+    this.lastOutputAt = Date.now();
     this.unread.push(text);
     this.unreadChars += text.length;
     this.recent =

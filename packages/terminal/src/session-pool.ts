@@ -2,13 +2,22 @@ import { mkdirSync, writeFileSync } from 'node:fs';
 import { readFile } from 'node:fs/promises';
 import { basename, join } from 'node:path';
 import type { EventBus, Logger } from '@conch/core';
+import { onHostExit } from '@conch/process';
 import type { TerminalConfig } from './config.js';
+import { TerminalSessionError } from './errors/terminal-session-error.js';
 import { capTotal, cleanOutput, lastLine } from './output-cleaner.js';
+import { sweepCookie } from './process-tree.js';
 import { looksLikePrompt } from './prompt-detector.js';
-import { PtySession, type SessionState } from './pty-session.js';
+import { PtySession } from './pty-session.js';
+import {
+  publicState,
+  type SessionExitReason,
+  type SessionLifecycleState,
+  type SessionState,
+} from './session-state.js';
+import { spawnLocalPty, type SessionPtySpawner } from './session-pty.js';
 import type { ShellKind } from './shell-scripts.js';
 import './events.js';
-import { onExit } from 'signal-exit';
 
 /** A session as a UI shows it. */
 export interface TerminalSessionInfo {
@@ -36,7 +45,7 @@ export interface TerminalService {
   kill(id: number): Promise<boolean>;
 }
 
-export type CollectOutcome = 'done' | 'exited' | 'waiting' | 'background' | 'timeout' | 'aborted';
+export type CollectOutcome = 'done' | 'exited' | 'waiting' | 'background' | 'timeout' | 'aborted' | 'broken';
 
 export interface CollectMode {
   /** Collect exactly `timeoutMs` then report 'background' (startup of a background command). */
@@ -62,8 +71,6 @@ export interface RunningResult extends Record<string, unknown> {
   output_file?: string;
 }
 
-type ExitReason = 'exit' | 'killed' | 'reaped' | 'disposed' | 'startup-failed';
-
 interface PoolDeps {
   config: TerminalConfig;
   logger: Logger;
@@ -72,18 +79,51 @@ interface PoolDeps {
   tempDir: () => string;
   /** Where the first shell starts. */
   cwd: string;
+  /** How shells get their PTY (default: node-pty in this process). */
+  spawnPty?: SessionPtySpawner;
+}
+
+/**
+ * A tool call's hold on a session: while it is held, no other call reads the session, runs a
+ * command in it or reaps it. Released exactly once (further calls are no-ops).
+ */
+export class SessionLease {
+  readonly session: PtySession;
+  private readonly onRelease: (lease: SessionLease) => void;
+  private held = true;
+
+  constructor(session: PtySession, onRelease: (lease: SessionLease) => void) {
+    this.session = session;
+    this.onRelease = onRelease;
+  }
+
+  get active(): boolean {
+    return this.held;
+  }
+
+  release(): void {
+    if (!this.held) return;
+    this.held = false;
+    this.onRelease(this);
+  }
 }
 
 /**
  * The pool of persistent shells: hands an idle shell (the most recently used, so `cd`/`export`
  * carry over between calls) to each new command, never a busy one; spawns up to `maxSessions`;
- * reaps idle shells; kills every shell and its process tree on dispose.
+ * reaps idle shells; kills every shell and its process tree on dispose and on host exit. A
+ * session's state is its lifecycle (session-state.ts); who holds it is its lease.
  */
 export class SessionPool implements TerminalService {
   private readonly deps: PoolDeps;
+  private readonly spawnPty: SessionPtySpawner;
   private readonly sessions = new Map<number, PtySession>();
-  private readonly listeners = new Map<number, Set<(kind: 'data' | 'end') => void>>();
-  private readonly exitReasons = new Map<number, ExitReason>();
+  private readonly leases = new Map<number, SessionLease>();
+  private readonly listeners = new Map<number, Set<() => void>>();
+  /** Sweeps of sessions whose shell exited, still running (dispose waits for them). */
+  private readonly sweeps = new Set<Promise<void>>();
+  /** Cookies of exited sessions whose sweep has not finished (a host exit SIGKILLs them). */
+  private readonly sweepingCookies = new Set<string>();
   private starting = 0;
   private nextId = 1;
   private spillCount = 0;
@@ -93,13 +133,16 @@ export class SessionPool implements TerminalService {
   private readonly removeExitHook: () => void;
   private readonly onProcessExit = () => {
     for (const session of this.sessions.values()) session.killSync();
+    for (const cookie of this.sweepingCookies) sweepCookie(cookie);
   };
 
   constructor(deps: PoolDeps) {
     this.deps = deps;
+    this.spawnPty = deps.spawnPty ?? spawnLocalPty;
     this.lastCwd = deps.cwd;
-    // signal-exit also covers a host killed by SIGTERM / SIGINT / SIGHUP that nothing handles.
-    this.removeExitHook = onExit(this.onProcessExit, { alwaysLast: true });
+    // The process package's one host-exit hook (signal-exit): also covers a host killed by
+    // SIGTERM / SIGINT / SIGHUP that nothing handles.
+    this.removeExitHook = onHostExit(this.onProcessExit);
   }
 
   get config(): TerminalConfig {
@@ -108,6 +151,11 @@ export class SessionPool implements TerminalService {
 
   get(id: number): PtySession | undefined {
     return this.sessions.get(id);
+  }
+
+  /** Whether a tool call holds the session right now. */
+  isLeased(id: number): boolean {
+    return this.leases.has(id);
   }
 
   liveIds(): number[] {
@@ -122,41 +170,79 @@ export class SessionPool implements TerminalService {
 
   /**
    * Claims a shell for a new command: the named one if it is idle, else the most recently used
-   * idle one, else a new one. Returns an error message when none can be had.
+   * idle one, else a new one. The session is `running` and leased to the caller, who types the
+   * command (`session.run`) or gives it back (`abandon`). Throws a TerminalSessionError
+   * (UNKNOWN_SESSION, SESSION_BUSY, POOL_FULL, POOL_DISPOSED, SHELL_START_FAILED).
    */
-  async claim(sessionId: number | undefined): Promise<PtySession | string> {
-    if (this.disposing) return 'the terminal plugin is shutting down';
+  async claim(sessionId: number | undefined): Promise<SessionLease> {
+    if (this.disposing) throw this.shuttingDown();
     if (sessionId !== undefined) {
-      const session = this.sessions.get(sessionId);
-      if (!session) return this.unknownSession(sessionId);
-      if (session.state !== 'idle' || session.reading) {
-        return (
-          `session_id ${sessionId} is busy (${session.state}${session.command ? `: ${JSON.stringify(session.command)}` : ''}); ` +
-          `answer its program with { session_id: ${sessionId}, input }, end it with { session_id: ${sessionId}, kill: true }, ` +
-          'or omit session_id to run the command in another shell'
+      const session = this.live(sessionId);
+      if (!session)
+        throw new TerminalSessionError('UNKNOWN_SESSION', this.unknownSession(sessionId), sessionId);
+      if (session.lifecycle.state !== 'idle' || this.leases.has(sessionId)) {
+        const state = publicState(session.lifecycle.state);
+        throw new TerminalSessionError(
+          'SESSION_BUSY',
+          `session_id ${sessionId} is busy (${state}${session.command ? `: ${JSON.stringify(session.command)}` : ''}); ` +
+            `answer its program with { session_id: ${sessionId}, input }, end it with { session_id: ${sessionId}, kill: true }, ` +
+            'or omit session_id to run the command in another shell',
+          sessionId,
         );
       }
-      this.setState(session, 'running');
-      return session;
+      return this.startCommand(session);
     }
     const idle = this.pickIdle();
-    if (idle) {
-      this.setState(idle, 'running');
-      return idle;
-    }
+    if (idle) return this.startCommand(idle);
     if (this.sessions.size + this.starting >= this.deps.config.maxSessions) {
-      const busy = [...this.sessions.values()].map((s) => `${s.id} (${s.state})`).join(', ');
-      return (
+      const busy = [...this.sessions.values()]
+        .map((s) => `${s.id} (${publicState(s.lifecycle.state)})`)
+        .join(', ');
+      throw new TerminalSessionError(
+        'POOL_FULL',
         `all ${this.deps.config.maxSessions} terminal sessions are busy: ${busy}. ` +
-        'End one with { session_id, kill: true } or wait for one to finish'
+          'End one with { session_id, kill: true } or wait for one to finish',
       );
     }
     return this.spawn();
   }
 
+  /**
+   * Holds a session with a command (running, or finished and unread) for an input or a poll.
+   * Throws a TerminalSessionError: UNKNOWN_SESSION, SESSION_BUSY (another call reads it),
+   * NO_RUNNING_COMMAND (its last result was returned).
+   */
+  acquire(sessionId: number): SessionLease {
+    const session = this.live(sessionId);
+    if (!session)
+      throw new TerminalSessionError('UNKNOWN_SESSION', this.unknownSession(sessionId), sessionId);
+    if (this.leases.has(sessionId)) {
+      throw new TerminalSessionError(
+        'SESSION_BUSY',
+        `session_id ${sessionId} is being read by another call right now; wait for that result, then try again`,
+        sessionId,
+      );
+    }
+    if (!session.lifecycle.hasCommand) {
+      throw new TerminalSessionError(
+        'NO_RUNNING_COMMAND',
+        `session_id ${sessionId} has no running command (its last command finished and its result was returned); start a new one with { command }`,
+        sessionId,
+      );
+    }
+    return this.lease(session);
+  }
+
+  /** Gives back a claimed session whose command was never typed. */
+  abandon(lease: SessionLease): void {
+    if (lease.session.lifecycle.state === 'running' && !lease.session.begun)
+      lease.session.lifecycle.abandon();
+    lease.release();
+  }
+
   /** Waits for the current command of a session to finish, prompt, go quiet or time out. */
   collect(session: PtySession, mode: CollectMode, signal: AbortSignal): Promise<CollectOutcome> {
-    const { promptQuietMs } = this.deps.config;
+    const { promptQuietMs, commandStartTimeoutMs } = this.deps.config;
     const start = Date.now();
     return new Promise<CollectOutcome>((resolve) => {
       let timer: NodeJS.Timeout | undefined;
@@ -164,25 +250,35 @@ export class SessionPool implements TerminalService {
       const listeners = this.listenersOf(session.id);
       const finish = (outcome: CollectOutcome) => {
         if (timer) clearTimeout(timer);
-        listeners.delete(onEvent);
+        listeners.delete(wake);
         signal.removeEventListener('abort', check);
         resolve(outcome);
       };
       const check = () => {
         timer = undefined;
-        if (session.done) return finish('done');
-        if (!session.alive) return finish('exited');
+        const state = session.lifecycle.state;
+        if (state === 'finished') return finish('done');
+        if (state === 'exited') return finish('exited');
         if (signal.aborted) return finish('aborted');
+        // A session being killed ends within its kill grace: its reader reports the exit.
+        if (state === 'closing') return;
         const now = Date.now();
+        if (!session.begun) {
+          // The begin marker follows the typed line at once unless the shell no longer follows
+          // the protocol (its gate or hook was broken): then it is killed, not talked to.
+          if (now - session.typedAt >= commandStartTimeoutMs) return finish('broken');
+        }
         if (now - start >= mode.timeoutMs) return finish(mode.background ? 'background' : 'timeout');
         let next = start + mode.timeoutMs - now;
-        if (!mode.background) {
+        if (!session.begun) next = Math.min(next, session.typedAt + commandStartTimeoutMs - now);
+        if (!mode.background && session.begun) {
           const quietSince = Math.max(start, session.lastActivity);
           const quiet = now - quietSince;
           if (mode.detectPrompt && quiet >= promptQuietMs) {
-            // The text check once per quiet period; the kernel's view every promptQuietMs, since a
-            // silent program may start reading the terminal later.
-            if (promptCheckedAt !== quietSince) {
+            // The text check once per quiet period (and only on output that came after the last
+            // input: until the program answers, the prompt it was given is still the tail); the
+            // kernel's view every promptQuietMs, since a silent program may read the terminal later.
+            if (promptCheckedAt !== quietSince && session.lastOutputAt >= session.lastInputAt) {
               promptCheckedAt = quietSince;
               const tail = cleanOutput(session.tail(4000), { maxLineChars: 100_000 }).full;
               if (looksLikePrompt(tail)) return finish('waiting');
@@ -197,13 +293,11 @@ export class SessionPool implements TerminalService {
         // setTimeout fires at once beyond 2^31-1 ms; long waits re-check in steps.
         timer = setTimeout(check, Math.min(Math.max(1, next), 2_147_483_647));
       };
-      const onEvent = (kind: 'data' | 'end') => {
-        if (kind === 'end') {
-          if (timer) clearTimeout(timer);
-          check();
-        }
+      const wake = () => {
+        if (timer) clearTimeout(timer);
+        check();
       };
-      listeners.add(onEvent);
+      listeners.add(wake);
       signal.addEventListener('abort', check, { once: true });
       check();
     });
@@ -212,12 +306,14 @@ export class SessionPool implements TerminalService {
   /** Turns an outcome into the tool result and the session's next state. */
   result(
     session: PtySession,
-    outcome: Exclude<CollectOutcome, 'aborted'>,
+    outcome: Exclude<CollectOutcome, 'aborted' | 'broken'>,
     startedAt: number,
   ): FinishedResult | RunningResult {
     const { output, output_file } = this.takeFinalOutput(session);
     const file = output_file === undefined ? {} : { output_file };
-    if (outcome === 'done' && session.done) {
+    const { lifecycle } = session;
+    // A finished command reports its end whatever the collect saw last.
+    if (lifecycle.state === 'finished' && session.done) {
       const { exitCode, cwd } = session.done;
       session.done = undefined;
       this.lastCwd = cwd;
@@ -227,10 +323,10 @@ export class SessionPool implements TerminalService {
         cwd,
         durationMs: Date.now() - startedAt,
       });
-      this.setState(session, 'idle');
+      lifecycle.takeResult();
       return { exit_code: exitCode, output, cwd, ...file };
     }
-    if (outcome === 'exited' || !session.alive) {
+    if (outcome === 'exited' || !lifecycle.commandRunning) {
       const exitCode = session.exit?.exitCode ?? -1;
       this.deps.events.emit('terminal.command.finished', {
         sessionId: session.id,
@@ -238,20 +334,20 @@ export class SessionPool implements TerminalService {
         cwd: session.cwd,
         durationMs: Date.now() - startedAt,
       });
-      this.forget(session);
+      if (!lifecycle.alive) this.forget(session);
       return { exit_code: exitCode, output, cwd: session.cwd, ...file };
     }
     const state: 'waiting' | 'background' =
-      outcome === 'waiting' && session.state !== 'background' ? 'waiting' : 'background';
-    this.setState(session, state);
+      outcome === 'waiting' && lifecycle.state !== 'background' ? 'waiting' : 'background';
+    lifecycle.report(state);
     return { session_id: session.id, state, output, ...file };
   }
 
   /** Kills a session and its tree; the pool forgets it. */
-  async kill(id: number, reason: ExitReason = 'killed'): Promise<boolean> {
+  async kill(id: number, reason: SessionExitReason = 'killed'): Promise<boolean> {
     const session = this.sessions.get(id);
     if (!session) return false;
-    if (!this.exitReasons.has(id)) this.exitReasons.set(id, reason);
+    session.lifecycle.close(reason);
     await session.kill(this.deps.config.killGraceMs);
     this.forget(session);
     return true;
@@ -261,7 +357,7 @@ export class SessionPool implements TerminalService {
     const now = Date.now();
     return [...this.sessions.values()].map((s) => ({
       id: s.id,
-      state: s.state,
+      state: publicState(s.lifecycle.state),
       command: s.command,
       pid: s.pid,
       cwd: s.cwd,
@@ -281,7 +377,11 @@ export class SessionPool implements TerminalService {
     try {
       text = await readFile(path, 'utf8');
     } catch {
-      throw new Error(`no log for terminal session ${id} (live sessions: ${this.describeIds()})`);
+      throw new TerminalSessionError(
+        'UNKNOWN_SESSION',
+        `no log for terminal session ${id} (live sessions: ${this.describeIds()})`,
+        id,
+      );
     }
     return options.clean ? cleanOutput(text, { maxLineChars: Number.MAX_SAFE_INTEGER }).full : text;
   }
@@ -292,8 +392,9 @@ export class SessionPool implements TerminalService {
     for (const s of this.sessions.values()) {
       // Idle shells, and shells whose command finished while nobody read its result (the log
       // keeps that output), unused for the TTL.
-      const unused = s.state === 'idle' ? now - s.lastUsed : s.done ? now - s.lastActivity : -1;
-      if (!s.reading && unused >= this.deps.config.idleSessionTtlMs) {
+      const state = s.lifecycle.state;
+      const unused = state === 'idle' ? now - s.lastUsed : state === 'finished' ? now - s.lastActivity : -1;
+      if (!this.leases.has(s.id) && unused >= this.deps.config.idleSessionTtlMs) {
         reaped.push(s.id);
         void this.kill(s.id, 'reaped').catch((error: unknown) => {
           this.deps.logger.warn({ err: error, sessionId: s.id }, 'reaping a terminal session failed');
@@ -309,6 +410,9 @@ export class SessionPool implements TerminalService {
       if (this.reaper) clearInterval(this.reaper);
       this.reaper = undefined;
       await Promise.all([...this.sessions.keys()].map((id) => this.kill(id, 'disposed')));
+      // What shells that exited on their own left behind gets no more grace.
+      for (const cookie of this.sweepingCookies) sweepCookie(cookie);
+      await Promise.all([...this.sweeps]);
       this.removeExitHook();
     })();
     return this.disposing;
@@ -323,20 +427,49 @@ export class SessionPool implements TerminalService {
   }
 
   describeIds(): string {
-    const live = [...this.sessions.values()].map((s) => `${s.id} (${s.state})`);
+    const live = [...this.sessions.values()]
+      .filter((s) => s.lifecycle.state !== 'closing')
+      .map((s) => `${s.id} (${publicState(s.lifecycle.state)})`);
     return live.length > 0 ? live.join(', ') : 'none';
+  }
+
+  /** A session calls can still use (not being killed, not gone). */
+  private live(id: number): PtySession | undefined {
+    const session = this.sessions.get(id);
+    const state = session?.lifecycle.state;
+    return state === undefined || state === 'closing' || state === 'exited' ? undefined : session;
+  }
+
+  private shuttingDown(): TerminalSessionError {
+    return new TerminalSessionError('POOL_DISPOSED', 'the terminal plugin is shutting down');
+  }
+
+  private lease(session: PtySession): SessionLease {
+    const lease = new SessionLease(session, (l) => {
+      if (this.leases.get(session.id) === l) this.leases.delete(session.id);
+      // The shell exited while this call held it: the call reported it; the pool forgets it.
+      if (!session.lifecycle.alive) this.forget(session);
+    });
+    this.leases.set(session.id, lease);
+    return lease;
+  }
+
+  private startCommand(session: PtySession): SessionLease {
+    const lease = this.lease(session);
+    session.lifecycle.start();
+    return lease;
   }
 
   private pickIdle(): PtySession | undefined {
     let best: PtySession | undefined;
     for (const s of this.sessions.values()) {
-      if (s.state !== 'idle' || s.reading || !s.alive) continue;
+      if (s.lifecycle.state !== 'idle' || this.leases.has(s.id)) continue;
       if (!best || s.lastUsed > best.lastUsed) best = s;
     }
     return best;
   }
 
-  private async spawn(): Promise<PtySession | string> {
+  private async spawn(): Promise<SessionLease> {
     const { config, logger, events } = this.deps;
     const id = this.nextId++;
     const { shell, kind } = resolveShell(config.shell, logger);
@@ -356,48 +489,84 @@ export class SessionPool implements TerminalService {
         dir: join(this.sessionsDir(), `session-${id}`),
         maxBufferChars: config.maxBufferChars,
         maxLogBytes: config.maxLogBytes,
+        killGraceMs: config.killGraceMs,
         logger,
-        onChange: (kind) => this.onChange(id, kind),
+        spawnPty: this.spawnPty,
+        onState: (state, previous) => this.onState(id, state, previous),
+        onBegin: () => this.wake(id),
         onOutput: (text) => events.emit('terminal.session.output', { sessionId: id, text }),
       });
     } catch (error) {
       this.starting -= 1;
-      return `could not start the shell ${shell}: ${(error as Error).message}`;
+      throw new TerminalSessionError(
+        'SHELL_START_FAILED',
+        `could not start the shell ${shell}: ${(error as Error).message}`,
+        undefined,
+        error,
+      );
     }
     this.sessions.set(id, session);
     this.starting -= 1;
+    // Held from the start: nothing else can take a shell that is still starting for this call.
+    const lease = this.lease(session);
     this.ensureReaper();
     try {
       await session.ready(config.startupTimeoutMs);
     } catch (error) {
       await this.kill(id, 'startup-failed');
+      lease.release();
       const noise = cleanOutput(session.startupOutput, { maxLineChars: 300 })
         .text.split('\n')
         .filter((line) => !line.includes('init.sh'))
         .join('\n')
         .trim()
         .slice(-1500);
-      return `could not start the shell ${shell}: ${(error as Error).message}${noise ? `\nits output:\n${noise}` : ''}`;
+      throw new TerminalSessionError(
+        'SHELL_START_FAILED',
+        `could not start the shell ${shell}: ${(error as Error).message}${noise ? `\nits output:\n${noise}` : ''}`,
+        undefined,
+        error,
+      );
     }
     logger.debug({ sessionId: id, pid: session.pid, shell }, 'terminal session started');
     events.emit('terminal.session.started', { sessionId: id, pid: session.pid, shell, cwd: session.cwd });
     if (this.disposing) {
       await this.kill(id, 'disposed');
-      return 'the terminal plugin is shutting down';
+      lease.release();
+      throw this.shuttingDown();
     }
-    this.setState(session, 'running');
-    return session;
+    session.lifecycle.start();
+    return lease;
   }
 
-  private onChange(id: number, kind: 'data' | 'end'): void {
-    // Collectors compute quiet periods from timestamps; only ends wake them.
-    if (kind === 'data') return;
-    for (const listener of [...(this.listeners.get(id) ?? [])]) listener(kind);
+  private onState(id: number, state: SessionLifecycleState, previous: SessionLifecycleState): void {
     const session = this.sessions.get(id);
-    if (session && !session.alive && !session.reading) {
-      // The shell exited on its own while nobody was reading (e.g. a background `exit`).
-      this.forget(session);
+    const shown = publicState(state);
+    if (session && shown !== publicState(previous) && state !== 'closing' && state !== 'exited') {
+      this.deps.events.emit('terminal.session.state', {
+        sessionId: id,
+        state: shown,
+        ...(session.command === undefined ? {} : { command: session.command }),
+      });
     }
+    if (state === 'exited' && session) {
+      const sweep = session.swept();
+      this.sweepingCookies.add(session.cookie);
+      const tracked = sweep.finally(() => {
+        this.sweeps.delete(tracked);
+        this.sweepingCookies.delete(session.cookie);
+      });
+      this.sweeps.add(tracked);
+      // The shell exited on its own while no call held it (e.g. a background `exit`).
+      if (!this.leases.has(id)) this.forget(session);
+    }
+    // Collectors compute quiet periods from timestamps; only state changes (and a command's
+    // begin marker) wake them.
+    if (state === 'finished' || state === 'exited' || state === 'closing') this.wake(id);
+  }
+
+  private wake(id: number): void {
+    for (const listener of [...(this.listeners.get(id) ?? [])]) listener();
   }
 
   private forget(session: PtySession): void {
@@ -405,33 +574,21 @@ export class SessionPool implements TerminalService {
     this.sessions.delete(session.id);
     this.listeners.delete(session.id);
     session.release();
-    const reason = this.exitReasons.get(session.id) ?? 'exit';
-    this.exitReasons.delete(session.id);
     this.deps.events.emit('terminal.session.exited', {
       sessionId: session.id,
       exitCode: session.exit?.exitCode ?? -1,
       signal: session.exit?.signal ?? 0,
-      reason,
+      reason: session.lifecycle.exitReason ?? 'exit',
     });
   }
 
-  private listenersOf(id: number): Set<(kind: 'data' | 'end') => void> {
+  private listenersOf(id: number): Set<() => void> {
     let set = this.listeners.get(id);
     if (!set) {
       set = new Set();
       this.listeners.set(id, set);
     }
     return set;
-  }
-
-  setState(session: PtySession, state: SessionState): void {
-    if (session.state === state || !session.alive) return;
-    session.state = state;
-    this.deps.events.emit('terminal.session.state', {
-      sessionId: session.id,
-      state,
-      ...(session.command === undefined ? {} : { command: session.command }),
-    });
   }
 
   private ensureReaper(): void {

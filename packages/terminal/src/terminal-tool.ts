@@ -2,8 +2,10 @@ import { resolve } from 'node:path';
 import { z } from 'zod';
 import { defineTool, type ToolCallContext, type ToolDefinition, type ToolResult } from '@conch/core';
 import type { TerminalConfig } from './config.js';
-import type { CollectMode, SessionPool } from './session-pool.js';
-import { ENV_NAME } from './shell-scripts.js';
+import { TerminalSessionError } from './errors/terminal-session-error.js';
+import { inspectInput, type JudgedInput } from './input-gate.js';
+import type { CollectMode, SessionLease, SessionPool } from './session-pool.js';
+import { ENV_NAME, GATE_BYTE, shellQuote } from './shell-scripts.js';
 
 export const terminalInputSchema = z.strictObject({
   command: z
@@ -97,6 +99,13 @@ export function classifyCall(args: TerminalArgs): CallShape {
         error: `env: expected variable names matching [A-Za-z_][A-Za-z0-9_]*; given ${JSON.stringify(bad)}`,
       };
     }
+    const reserved = Object.keys(args.env ?? {}).find((name) => name.startsWith('__conch_'));
+    if (reserved !== undefined) {
+      return {
+        kind: 'invalid',
+        error: `env: names starting with __conch_ are reserved by the terminal session protocol; given ${JSON.stringify(reserved)}`,
+      };
+    }
     return {
       kind: 'run',
       command: args.command!,
@@ -109,6 +118,13 @@ export function classifyCall(args: TerminalArgs): CallShape {
       return {
         kind: 'invalid',
         error: `input needs session_id: the session whose program should receive it (from a result with state "waiting" or "background"); given none. ${SHAPES}`,
+      };
+    }
+    const reservedAt = args.input.indexOf(GATE_BYTE);
+    if (reservedAt >= 0) {
+      return {
+        kind: 'invalid',
+        error: `input: the control character U+001E (record separator) is reserved by the terminal session protocol and cannot be typed; given at index ${reservedAt}`,
       };
     }
     return { kind: 'input', sessionId: args.session_id, input: args.input };
@@ -137,25 +153,47 @@ export const TERMINAL_DESCRIPTION = [
   'Long output is shortened; the full text is in output_file.',
 ].join('\n');
 
+/**
+ * What the gate judges for a new command: the command, preceded by the per-call `env` as the
+ * `export` lines the command file runs (so an env entry is judged like the assignment it is).
+ */
+export function judgedCommand(command: string, env: Readonly<Record<string, string>> | undefined): string {
+  const entries = Object.entries(env ?? {});
+  if (entries.length === 0) return command;
+  return `export ${entries.map(([name, value]) => `${name}=${shellQuote(value)}`).join(' ')}\n${command}`;
+}
+
 /** The `terminal` tool over a session pool. */
 export function createTerminalTool(
   pool: SessionPool,
 ): ToolDefinition<TerminalArgs, ToolResult, TerminalConfig> {
+  // What each call's permission hook judged of its input, by call id (execute takes it; a denied
+  // call never comes back for it, so the map is bounded).
+  const judgedInputs = new Map<string, JudgedInput>();
   return defineTool<TerminalArgs, ToolResult, TerminalConfig>({
     name: 'terminal',
     description: TERMINAL_DESCRIPTION,
     inputSchema: terminalInputSchema,
     annotations: { destructiveHint: true, openWorldHint: true },
-    permission(args) {
+    permission(args, ctx) {
       const shape = classifyCall(args);
-      // input, polls and kills reach a program the gate already allowed; nothing new runs.
-      if (shape.kind !== 'run') return undefined;
-      return {
-        kind: 'command',
-        tool: 'terminal',
-        command: shape.command,
-        cwd: resolve(pool.expectedCwd(shape.sessionId), args.cwd ?? '.'),
-      };
+      if (shape.kind === 'run') {
+        return {
+          kind: 'command',
+          tool: 'terminal',
+          command: judgedCommand(shape.command, args.env),
+          cwd: resolve(pool.expectedCwd(shape.sessionId), args.cwd ?? '.'),
+        };
+      }
+      // Input typed into a shell (the model ran `bash` and types into it) is a command; input to
+      // any other program, polls and kills reach a program the gate already allowed.
+      if (shape.kind !== 'input') return undefined;
+      const session = pool.get(shape.sessionId);
+      const judged = session && inspectInput(session, shape.input).judged;
+      if (!judged) return undefined;
+      judgedInputs.set(ctx.callId, judged);
+      if (judgedInputs.size > 64) judgedInputs.delete(judgedInputs.keys().next().value!);
+      return { kind: 'command', tool: 'terminal', command: judged.command, cwd: judged.cwd };
     },
     async execute(args, ctx) {
       const shape = classifyCall(args);
@@ -164,13 +202,25 @@ export function createTerminalTool(
           return { error: shape.error };
         case 'kill':
           return killSession(pool, shape.sessionId);
-        case 'input':
-          return answer(pool, shape.sessionId, shape.input, args, ctx);
+        case 'input': {
+          const judged = judgedInputs.get(ctx.callId);
+          judgedInputs.delete(ctx.callId);
+          return answer(pool, shape.sessionId, shape.input, args, ctx, judged);
+        }
         case 'run':
           return run(pool, shape, args, ctx);
       }
     },
   });
+}
+
+// eslint-disable-next-line no-control-regex
+const ONLY_EOF = /^\u0004+$/;
+
+/** A session the pool could not give: the model gets the error's message. */
+function sessionError(error: unknown): ToolResult {
+  if (TerminalSessionError.is(error)) return { error: error.message };
+  throw error;
 }
 
 async function run(
@@ -180,14 +230,17 @@ async function run(
   ctx: ToolCallContext<TerminalConfig>,
 ): Promise<ToolResult> {
   const { config } = pool;
-  const claimed = await pool.claim(shape.sessionId);
-  if (typeof claimed === 'string') return { error: claimed };
-  const session = claimed;
+  let lease: SessionLease;
+  try {
+    lease = await pool.claim(shape.sessionId);
+  } catch (error) {
+    return sessionError(error);
+  }
+  const { session } = lease;
   if (ctx.signal.aborted) {
-    pool.setState(session, 'idle');
+    pool.abandon(lease);
     return { error: 'aborted before the command started' };
   }
-  session.reading = true;
   const startedAt = Date.now();
   try {
     let seq: number;
@@ -198,7 +251,7 @@ async function run(
       });
     } catch (error) {
       // Writing the command file failed (disk full, temp dir removed): nothing was typed.
-      pool.setState(session, 'idle');
+      pool.abandon(lease);
       return { error: `could not start the command: ${(error as Error).message}` };
     }
     ctx.events.emit('terminal.command.started', {
@@ -216,17 +269,29 @@ async function run(
           detectPrompt: false,
         }
       : { background: false, timeoutMs, idleMs: args.idle_ms ?? config.defaultIdleMs, detectPrompt: true };
-    if (shape.background) pool.setState(session, 'background');
+    if (shape.background) session.lifecycle.report('background');
     const outcome = await pool.collect(session, mode, ctx.signal);
     if (outcome === 'aborted') {
       // The caller gave up on a command this call started: nothing of it may keep running.
       await pool.kill(session.id, 'killed');
       return { error: 'aborted; the session and its processes were killed' };
     }
+    if (outcome === 'broken') return await broken(pool, session.id);
     return pool.result(session, outcome, startedAt);
   } finally {
-    session.reading = false;
+    lease.release();
   }
+}
+
+/** A shell that stopped following the protocol is killed, never talked to. */
+async function broken(pool: SessionPool, sessionId: number): Promise<ToolResult> {
+  await pool.kill(sessionId, 'broken');
+  return {
+    error:
+      `session_id ${sessionId}: its shell stopped following the terminal protocol (the command did not start ` +
+      `within ${pool.config.commandStartTimeoutMs} ms of being typed), so the session and its processes were killed. ` +
+      'Run the command again; it starts in a new shell',
+  };
 }
 
 async function answer(
@@ -235,35 +300,47 @@ async function answer(
   input: string,
   args: TerminalArgs,
   ctx: ToolCallContext<TerminalConfig>,
+  judged: JudgedInput | undefined,
 ): Promise<ToolResult> {
   const { config } = pool;
-  const session = pool.get(sessionId);
-  if (!session) return { error: pool.unknownSession(sessionId) };
-  if (session.reading) {
-    return {
-      error: `session_id ${sessionId} is being read by another call right now; wait for that result, then try again`,
-    };
-  }
-  if (session.state === 'idle' || session.state === 'starting') {
-    return {
-      error: `session_id ${sessionId} has no running command (its last command finished and its result was returned); start a new one with { command }`,
-    };
-  }
-  let note: string | undefined;
-  if (input.length > 0) {
-    // Logged without its content: it may be a password.
-    ctx.logger.info({ sessionId, inputLength: input.length }, 'terminal input');
-    ctx.events.emit('terminal.input', { sessionId, length: input.length });
-    // Enter on a keyboard is \r; the tty turns it into \n for line-reading programs.
-    if (session.done || !session.write(input.replace(/\r?\n/g, '\r'))) {
-      note = 'input was not sent: the command had already finished';
-    }
-  }
-  const wasBackground = session.state === 'background';
-  if (!wasBackground) pool.setState(session, 'running');
-  session.reading = true;
-  const startedAt = Date.now();
+  let lease: SessionLease;
   try {
+    lease = pool.acquire(sessionId);
+  } catch (error) {
+    return sessionError(error);
+  }
+  const { session } = lease;
+  try {
+    let note: string | undefined;
+    if (input.length > 0) {
+      // Checked again now: the permission hook ran before the gate's (possibly long) decision.
+      const now = inspectInput(session, input);
+      if (now.judged && now.judged.command !== judged?.command) {
+        return {
+          error:
+            `input: session_id ${sessionId} now reads it with a shell (${now.judged.reader.shell}, pid ${now.judged.reader.pid}) ` +
+            'that the permission check did not see; nothing was typed. Send the input again so it is checked as a command',
+        };
+      }
+      // Logged without its content: it may be a password.
+      ctx.logger.info({ sessionId, inputLength: input.length }, 'terminal input');
+      ctx.events.emit('terminal.input', { sessionId, length: input.length });
+      // Enter on a keyboard is \r; the tty turns it into \n for line-reading programs.
+      if (session.done || !session.lifecycle.commandRunning) {
+        note = 'input was not sent: the command had already finished';
+      } else if (!session.write(input.replace(/\r?\n/g, '\r'))) {
+        note = 'input was not sent: the command has not started yet';
+      } else if (now.line) {
+        // What the foreground shell's line holds now, judged with the next line end.
+        session.shellLine = now.line;
+      } else if (!ONLY_EOF.test(input)) {
+        // Typed into a program, or a Ctrl-C emptied the line (a lone Ctrl-D leaves it).
+        session.shellLine = undefined;
+      }
+    }
+    const wasBackground = session.lifecycle.state === 'background';
+    if (session.lifecycle.state === 'waiting') session.lifecycle.report('running');
+    const startedAt = Date.now();
     const timeoutMs = (args.timeout ?? config.defaultTimeout) * 1000;
     const idleMs = args.idle_ms ?? (wasBackground ? config.pollQuietMs : config.defaultIdleMs);
     const outcome = await pool.collect(
@@ -273,21 +350,21 @@ async function answer(
     );
     if (outcome === 'aborted') {
       // The program belongs to an earlier call: stop reading, leave it running.
-      if (!wasBackground) pool.setState(session, 'waiting');
+      if (session.lifecycle.state === 'running') session.lifecycle.report('waiting');
       return { error: 'aborted while reading; the session keeps running' };
     }
-    if (wasBackground) pool.setState(session, 'background');
+    if (outcome === 'broken') return await broken(pool, sessionId);
     const result = pool.result(session, outcome, startedAt);
     return note === undefined ? result : { ...result, note };
   } finally {
-    session.reading = false;
+    lease.release();
   }
 }
 
 async function killSession(pool: SessionPool, sessionId: number): Promise<ToolResult> {
   const session = pool.get(sessionId);
   if (!session) return { error: pool.unknownSession(sessionId) };
-  const reader = session.reading;
+  const reader = pool.isLeased(sessionId);
   await pool.kill(sessionId, 'killed');
   if (reader) {
     // Another call is reading it and returns the output; this one just confirms.

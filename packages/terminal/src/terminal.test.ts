@@ -58,6 +58,17 @@ describe('terminal tool', () => {
     expect(done.output).toContain('answer=y');
   });
 
+  it('does not report an answered prompt again before the program prints anything', async () => {
+    h = createHarness();
+    // read -s: the answer is not echoed, so the prompt stays the output's last line while the
+    // program works on the answer.
+    const waiting = await h.call({ command: `read -r -s -p 'password: ' p; sleep 1.5; echo "len=\${#p}"` });
+    expect(waiting).toMatchObject({ state: 'waiting', output: 'password: ' });
+    const done = await h.call({ session_id: waiting.session_id, input: 'hunter2\n' });
+    expect(done).toMatchObject({ exit_code: 0 });
+    expect(done.output).toContain('len=7');
+  });
+
   it('returns waiting quickly when a program reads the terminal without a prompt', async () => {
     h = createHarness();
     // idle_ms is huge: only the kernel's view (blocked in read on the tty) can return this early.

@@ -1,0 +1,111 @@
+import { randomBytes } from 'node:crypto';
+import { createRequire } from 'node:module';
+import pty from '@lydell/node-pty';
+import { COOKIE_VAR } from './process-tree.js';
+
+/**
+ * The PTY a session's shell runs under, as the session needs it: the same shape as
+ * `@conch/process`'s `PtyProcess`, so a session does not care whether node-pty runs in this
+ * process or in the registry's supervisor.
+ */
+export interface SessionPty {
+  /** The shell's pid. */
+  readonly pid: number;
+  /** The env cookie (CONCH_PROC_COOKIE) the shell and everything it starts carry. */
+  readonly cookie: string;
+  onData(listener: (data: string) => void): () => void;
+  /** Called once, when the shell exited. */
+  onExit(listener: (e: { exitCode: number; signal: number }) => void): () => void;
+  write(data: string): void;
+  resize(cols: number, rows: number): void;
+  /** Signals the shell process only. */
+  kill(signal?: NodeJS.Signals): void;
+}
+
+export interface SessionPtyOptions {
+  file: string;
+  args: readonly string[];
+  cwd: string;
+  /** The shell's environment (the cookie is added by the spawner). */
+  env: Record<string, string>;
+  cols: number;
+  rows: number;
+}
+
+/** Starts a PTY: in this process (`spawnLocalPty`) or through a process manager. */
+export type SessionPtySpawner = (options: SessionPtyOptions) => SessionPty;
+
+/** node-pty in this process. The shell does not outlive the host on SIGKILL (no supervisor). */
+export const spawnLocalPty: SessionPtySpawner = (options) => {
+  const cookie = `terminal-${randomBytes(8).toString('hex')}`;
+  const env: Record<string, string> = { ...options.env, [COOKIE_VAR]: cookie };
+  const child = pty.spawn(options.file, [...options.args], {
+    name: env.TERM ?? 'xterm-256color',
+    cols: options.cols,
+    rows: options.rows,
+    cwd: options.cwd,
+    env,
+  });
+  let exited = false;
+  child.onExit(() => {
+    exited = true;
+  });
+  return {
+    pid: child.pid,
+    cookie,
+    onData(listener) {
+      const d = child.onData(listener);
+      return () => d.dispose();
+    },
+    onExit(listener) {
+      const d = child.onExit(({ exitCode, signal }) => listener({ exitCode, signal: signal ?? 0 }));
+      return () => d.dispose();
+    },
+    write(data) {
+      if (!exited) child.write(data);
+    },
+    resize(cols, rows) {
+      if (exited) return;
+      try {
+        child.resize(cols, rows);
+      } catch {
+        // closed meanwhile
+      }
+    },
+    kill(signal = 'SIGHUP') {
+      if (exited) return;
+      try {
+        process.kill(child.pid, signal);
+      } catch {
+        // gone already
+      }
+    },
+  };
+};
+
+/** What a session needs of `@conch/process`'s ProcessManager. */
+export interface PtyManager {
+  spawnPty(options: SessionPtyOptions & { ptyModule: string; label?: string }): SessionPty;
+}
+
+/**
+ * PTYs through the registry's process manager: its supervisor owns them, so a session dies with
+ * the host even when the host is SIGKILLed (the manager itself spawns in this process when it has
+ * no supervisor). Falls back to node-pty in this process when the manager cannot start one (a
+ * supervisor-side node-pty failure), but never after the manager was disposed.
+ */
+export function managedPtySpawner(
+  manager: PtyManager & { readonly disposed?: boolean },
+  onFallback: (error: unknown) => void,
+): SessionPtySpawner {
+  const ptyModule = createRequire(import.meta.url).resolve('@lydell/node-pty');
+  return (options) => {
+    try {
+      return manager.spawnPty({ ...options, ptyModule, label: 'terminal session' });
+    } catch (error) {
+      if (manager.disposed) throw error;
+      onFallback(error);
+      return spawnLocalPty(options);
+    }
+  };
+}
