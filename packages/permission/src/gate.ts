@@ -18,6 +18,7 @@ import { Analyzer, type Analysis, type Dialect, type Part, type Verdict } from '
 import type { PermissionConfig } from './config.js';
 import { escapeHidden } from './display.js';
 import { compileProtected, type PathContext } from './paths.js';
+import { protectedWrite } from './protected-write.js';
 import { kernelPolicy } from './kernel-policy.js';
 import { compileRule, type CompiledRule, type HostRules, type RuleList } from './host-rules.js';
 
@@ -122,6 +123,16 @@ export class PermissionEngine implements PermissionGate {
     // With the protected-paths rule off, reads still run read-only; nothing else is bound.
     if (!this.config.safety.protectedPaths) return { readOnlyPaths: [] };
     return kernelPolicy(this.paths);
+  }
+
+  /**
+   * Why writing `path` is refused under this gate's protected-path rule (the same check and the
+   * same words the gate uses for commands), or undefined when it may be written. For tools that
+   * write files themselves (an environment's file operator). Relative paths resolve from `cwd`.
+   */
+  protectedWriteReason(path: string, cwd: string = this.workspaceRoot): string | undefined {
+    if (!this.config.safety.protectedPaths) return undefined;
+    return protectedWrite(path, cwd, this.paths);
   }
 
   /** The decisions so far, oldest first (at most `auditLimit`). */

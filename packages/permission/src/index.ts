@@ -11,3 +11,4 @@ export {
 } from './config.js';
 export { escapeHidden } from './display.js';
 export { permissionPlugin as default } from './plugin.js';
+export { protectedPathReason, type ProtectedPathOptions } from './protected-write.js';
