@@ -31,6 +31,8 @@ export type PermissionRequest =
       cwd: string;
       /** The call's plan: when present the gate judges it (its parse, dialect and cwd) instead of re-reading `command`. */
       plan?: CommandPlan;
+      /** Without a plan: the shell that reads `command` (default bash), e.g. a zsh terminal session. */
+      dialect?: CommandPlan['dialect'];
     }
   | {
       kind: 'action';

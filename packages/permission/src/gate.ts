@@ -306,7 +306,8 @@ export class PermissionEngine implements PermissionGate {
         ? `${request.command} ${request.args.map(shellQuote).join(' ')}`
         : request.command;
       const cwd = resolve(this.workspaceRoot, request.cwd || '.');
-      return { analysis: this.analyzer.analyze(line, cwd), display: escapeHidden(line, DISPLAY_MAX), cwd };
+      const analysis = this.analyzer.analyze(line, cwd, request.dialect ? { dialect: request.dialect } : {});
+      return { analysis, display: escapeHidden(line, DISPLAY_MAX), cwd };
     }
     const part: Part = request.readOnly
       ? { command: request.summary, verdict: 'allow', reason: 'a read-only action', rule: 'readOnly:action' }

@@ -39,7 +39,13 @@ describe('terminal host API and lifecycle', () => {
     const waiting = await h.call({ command: `python3 -c "input('secret: ')"`, cwd: '/tmp' });
     expect(waiting).toMatchObject({ state: 'waiting' });
     expect(requests).toEqual([
-      { kind: 'command', tool: 'terminal', command: `python3 -c "input('secret: ')"`, cwd: '/tmp' },
+      {
+        kind: 'command',
+        tool: 'terminal',
+        command: `python3 -c "input('secret: ')"`,
+        cwd: '/tmp',
+        dialect: 'bash',
+      },
     ]);
     const done = await h.call({ session_id: waiting.session_id, input: 'hunter2-very-secret\n' });
     expect(done).toMatchObject({ exit_code: 0 });

@@ -56,7 +56,7 @@ describe('input to a shell is checked like a command', () => {
     const denied = await h.call({ session_id: nested.session_id, input: `touch ${marker}\n` });
     expect(denied).toMatchObject({ permission_denied: true });
     expect(requests.slice(before)).toEqual([
-      { kind: 'command', tool: 'terminal', command: `touch ${marker}`, cwd: dir },
+      { kind: 'command', tool: 'terminal', command: `touch ${marker}`, cwd: dir, dialect: 'bash' },
     ]);
 
     const allowed = await h.call({ session_id: nested.session_id, input: 'echo hello-from-nested\n' });

@@ -117,6 +117,7 @@ export class SessionLease {
 export class SessionPool implements TerminalService {
   private readonly deps: PoolDeps;
   private readonly spawnPty: SessionPtySpawner;
+  private shellChoice: { shell: string; kind: ShellKind } | undefined;
   private readonly sessions = new Map<number, PtySession>();
   private readonly leases = new Map<number, SessionLease>();
   private readonly listeners = new Map<number, Set<() => void>>();
@@ -147,6 +148,12 @@ export class SessionPool implements TerminalService {
 
   get config(): TerminalConfig {
     return this.deps.config;
+  }
+
+  /** The shell sessions run, and the dialect the gate must read their commands in. */
+  get shellKind(): ShellKind {
+    this.shellChoice ??= resolveShell(this.deps.config.shell, this.deps.logger);
+    return this.shellChoice.kind;
   }
 
   get(id: number): PtySession | undefined {
@@ -472,7 +479,8 @@ export class SessionPool implements TerminalService {
   private async spawn(): Promise<SessionLease> {
     const { config, logger, events } = this.deps;
     const id = this.nextId++;
-    const { shell, kind } = resolveShell(config.shell, logger);
+    this.shellChoice ??= resolveShell(config.shell, logger);
+    const { shell, kind } = this.shellChoice;
     this.starting += 1;
     let session: PtySession;
     try {

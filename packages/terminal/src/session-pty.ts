@@ -1,3 +1,4 @@
+import type { SandboxProfile } from '@conch/process';
 import { randomBytes } from 'node:crypto';
 import { createRequire } from 'node:module';
 import pty from '@lydell/node-pty';
@@ -85,7 +86,9 @@ export const spawnLocalPty: SessionPtySpawner = (options) => {
 
 /** What a session needs of `@conch/process`'s ProcessManager. */
 export interface PtyManager {
-  spawnPty(options: SessionPtyOptions & { ptyModule: string; label?: string }): SessionPty;
+  spawnPty(
+    options: SessionPtyOptions & { ptyModule: string; label?: string; sandbox?: SandboxProfile },
+  ): SessionPty;
 }
 
 /**
@@ -97,11 +100,19 @@ export interface PtyManager {
 export function managedPtySpawner(
   manager: PtyManager & { readonly disposed?: boolean },
   onFallback: (error: unknown) => void,
+  /** The kernel wall around each new session (read when it starts): protected paths read-only. */
+  sandbox: () => SandboxProfile | undefined = () => undefined,
 ): SessionPtySpawner {
   const ptyModule = createRequire(import.meta.url).resolve('@lydell/node-pty');
   return (options) => {
     try {
-      return manager.spawnPty({ ...options, ptyModule, label: 'terminal session' });
+      const profile = sandbox();
+      return manager.spawnPty({
+        ...options,
+        ptyModule,
+        label: 'terminal session',
+        ...(profile ? { sandbox: profile } : {}),
+      });
     } catch (error) {
       if (manager.disposed) throw error;
       onFallback(error);

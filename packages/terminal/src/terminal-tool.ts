@@ -1,3 +1,4 @@
+import { readFileSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { z } from 'zod';
 import { defineTool, type ToolCallContext, type ToolDefinition, type ToolResult } from '@conch/core';
@@ -163,6 +164,17 @@ export function judgedCommand(command: string, env: Readonly<Record<string, stri
   return `export ${entries.map(([name, value]) => `${name}=${shellQuote(value)}`).join(' ')}\n${command}`;
 }
 
+/** How the shell reading an input reads it: bash, zsh, or (dash, ksh, busybox …) sh. */
+function dialectOf(pid: number): 'bash' | 'sh' | 'zsh' {
+  let name = '';
+  try {
+    name = readFileSync(`/proc/${pid}/comm`, 'utf8').trim();
+  } catch {
+    return 'sh';
+  }
+  return name === 'bash' ? 'bash' : name === 'zsh' ? 'zsh' : 'sh';
+}
+
 /** The `terminal` tool over a session pool. */
 export function createTerminalTool(
   pool: SessionPool,
@@ -183,6 +195,8 @@ export function createTerminalTool(
           tool: 'terminal',
           command: judgedCommand(shape.command, args.env),
           cwd: resolve(pool.expectedCwd(shape.sessionId), args.cwd ?? '.'),
+          // The gate reads the command as the session's shell will.
+          dialect: pool.shellKind,
         };
       }
       // Input typed into a shell (the model ran `bash` and types into it) is a command; input to
@@ -193,7 +207,13 @@ export function createTerminalTool(
       if (!judged) return undefined;
       judgedInputs.set(ctx.callId, judged);
       if (judgedInputs.size > 64) judgedInputs.delete(judgedInputs.keys().next().value!);
-      return { kind: 'command', tool: 'terminal', command: judged.command, cwd: judged.cwd };
+      return {
+        kind: 'command',
+        tool: 'terminal',
+        command: judged.command,
+        cwd: judged.cwd,
+        dialect: dialectOf(judged.reader.pid),
+      };
     },
     async execute(args, ctx) {
       const shape = classifyCall(args);

@@ -1,2 +1,5 @@
-/** DI token of the terminal's host API (`TerminalService`): `registry.resolve(TERMINAL_SERVICE)`. */
-export const TERMINAL_SERVICE = Symbol.for('conch.terminal.TerminalService');
+import { token } from '@conch/core';
+import type { TerminalService } from './session-pool.js';
+
+/** The terminal's host API (`TerminalService`): `registry.resolve(TERMINAL_SERVICE)`. */
+export const TERMINAL_SERVICE = token<TerminalService>('conch.terminal.TerminalService');
