@@ -3,20 +3,24 @@ import { posix } from 'node:path';
 import picomatch from 'picomatch';
 import { READ_ONLY, VERSION_ONLY, type ReadOnlyEffects } from './commands/read-only.js';
 import { unwrap } from './commands/wrappers.js';
+import { judgeBuiltin } from './builtins.js';
+import { dialectRisk } from './dialect.js';
+import {
+  fileSource,
+  interpreterSource,
+  literalOutput,
+  shellInvocation,
+  splitFields,
+} from './interpreters.js';
+import { suggestRule } from './suggest-rule.js';
+export { suggestRule } from './suggest-rule.js';
+import { resolveCommand, resolveCwds } from './resolve.js';
 import { writeFacts } from './commands/writers.js';
 import type { SafetyRuleId } from './config.js';
 import { hasHidden } from './display.js';
-import type {
-  CodeSource,
-  CommandFacts,
-  LineFacts,
-  Part,
-  RuleContext,
-  Verdict,
-  WriteTarget,
-} from './facts.js';
+import type { CommandFacts, LineFacts, Part, RuleContext, Verdict, WriteTarget } from './facts.js';
 import { gitConfigRisk } from './git-config.js';
-import { grammar, parseArgs } from './grammar.js';
+import { parseArgs } from './grammar.js';
 import { matchHostRules, type HostRules, type CompiledRule } from './host-rules.js';
 import { classifyName } from './names.js';
 import { HARMLESS_TARGET, type PathContext } from './paths.js';
@@ -34,8 +38,8 @@ export type { Part, Verdict } from './facts.js';
 
 const RANK: Record<Verdict, number> = { allow: 0, ask: 1, deny: 2 };
 
-/** The shell that will run the command: what the gate must read it as. */
-export type Dialect = 'bash' | 'sh' | 'zsh';
+import type { Dialect } from './dialect.js';
+export type { Dialect } from './dialect.js';
 
 export interface Analysis {
   verdict: Verdict;
@@ -558,15 +562,28 @@ export class Analyzer {
     let envRisk = c.envRisk;
     const add = (verdict: Verdict, reason: string, rule: string, suggestedRule?: string) =>
       parts.push({ command: shown, verdict, reason, rule, ...(suggestedRule ? { suggestedRule } : {}) });
-    let argv = c.args;
-    const levels: Arg[][] = [argv];
-    let cwds = c.cwds;
-    let dynamicArgs = c.dynamicArgs;
+    const r = resolveCommand(c.args, c.cwds, c.dynamicArgs);
+    const { levels } = r;
+    facts.programs.push(...r.programs);
+    facts.writes.push(...r.writes);
+    facts.cwds = r.cwds;
+    for (const { name: n } of r.env) {
+      facts.names.push({ name: n, how: `env ${n}=…` });
+      const cls = classifyName(n);
+      if (cls.kind === 'special' || cls.kind === 'invalid')
+        envRisk ??= `it sets ${n} through env: ${cls.reason}`;
+    }
+    if (r.quotedName)
+      add(
+        'ask',
+        `the command name is written with ANSI-C quoting (${r.quotedName.raw} is ${JSON.stringify(r.quotedName.value)})`,
+        'failClosed:quotedName',
+      );
     let ends: Ends = { ok: state, fail: state };
-    let judged = false;
-    for (let level = 0; level < 8; level++) {
-      const nameArg = argv[0]!;
-      if (nameArg.value === undefined) {
+    const end = r.end;
+    switch (end.kind) {
+      case 'dynamicName': {
+        const nameArg = end.arg;
         if (this.o.safety.privilegeEscalation && nameArg.glob && !nameArg.opaque) {
           const pattern = nameArg.pattern.slice(nameArg.pattern.lastIndexOf('/') + 1);
           const re = picomatch.makeRe(pattern, { dot: true });
@@ -579,97 +596,73 @@ export class Analyzer {
             );
         }
         add('ask', `the command name ${nameArg.raw} is only known at run time`, 'failClosed:dynamicName');
-        judged = true;
         break;
       }
-      if (nameArg.word.parts.some((p) => p.kind === 'text' && p.quoting === 'ansi-c'))
-        add(
-          'ask',
-          `the command name is written with ANSI-C quoting (${nameArg.raw} is ${JSON.stringify(nameArg.value)})`,
-          'failClosed:quotedName',
-        );
-      const name = nameArg.value;
-      const base = baseName(name);
-      facts.programs.push(base);
-      if (PRIVILEGE.has(base)) {
-        facts.name = base;
-        facts.args = argv.slice(1);
+      case 'privilege':
+        facts.name = end.base;
+        facts.args = end.args;
         if (!this.o.safety.privilegeEscalation)
-          add('ask', `${base} runs commands with elevated privileges`, 'unknown', suggestRule(levels[0]!));
-        judged = true;
+          add(
+            'ask',
+            `${end.base} runs commands with elevated privileges`,
+            'unknown',
+            suggestRule(levels[0]!),
+          );
         break;
-      }
-      if (name.includes('/') && !SYSTEM_DIRS.has(posix.dirname(name))) break;
-      const u = unwrap(base, argv.slice(1));
-      if (!u) break;
-      if (u.kind === 'inner') {
-        for (const e of u.env ?? []) {
-          const n = (e.value ?? e.raw).split('=')[0]!;
-          facts.names.push({ name: n, how: `env ${n}=…` });
-          const cls = classifyName(n);
-          if (cls.kind === 'special' || cls.kind === 'invalid')
-            envRisk ??= `it sets ${n} through env: ${cls.reason}`;
-        }
-        if (u.cwd) cwds = u.cwd.value === undefined ? undefined : resolveCwds(cwds, u.cwd.value);
-        for (const w of u.writes ?? []) facts.writes.push({ target: w, via: base, followFinal: true });
-        if (u.dynamicArgs) dynamicArgs = true;
-        argv = u.argv;
-        levels.push(argv);
-        continue;
-      }
-      for (const w of ('writes' in u ? u.writes : undefined) ?? [])
-        facts.writes.push({ target: w, via: base, followFinal: true });
-      facts.name = base;
-      facts.args = argv.slice(1);
-      judged = true;
-      if (u.kind === 'string') {
+      case 'string':
+        facts.name = end.via;
+        facts.args = end.args;
         if (envRisk) add('ask', envRisk, 'failClosed:environment');
-        this.nested(u.script, base, shown, cwds, state, walk, parts);
-      } else if (u.kind === 'opaque') {
+        this.nested(end.script, end.via, shown, r.cwds, state, walk, parts);
+        break;
+      case 'opaque':
+        facts.name = end.via;
+        facts.args = end.args;
         add(
           'ask',
-          `cannot see what ${base} runs: ${u.reason}`,
+          `cannot see what ${end.via} runs: ${end.reason}`,
           'failClosed:wrapper',
           suggestRule(levels[0]!),
         );
-      } else if (u.readOnly && facts.writes.length === 0 && !envRisk) {
-        if (!this.hostRules(levels, add, false)) add('allow', `${base} alone only reads`, `readOnly:${base}`);
-      } else if (!this.hostRules(levels, add, true, envRisk !== undefined)) {
-        add('ask', u.reason ?? envRisk ?? `${base} writes a file`, 'unknown', suggestRule(levels[0]!));
+        break;
+      case 'alone':
+        facts.name = end.via;
+        facts.args = end.args;
+        if (end.readOnly && facts.writes.length === 0 && !envRisk) {
+          if (!this.hostRules(levels, add, false))
+            add('allow', `${end.via} alone only reads`, `readOnly:${end.via}`);
+        } else if (!this.hostRules(levels, add, true, envRisk !== undefined)) {
+          add('ask', end.reason ?? envRisk ?? `${end.via} writes a file`, 'unknown', suggestRule(levels[0]!));
+        }
+        break;
+      case 'command': {
+        facts.name = end.base;
+        facts.args = end.args;
+        const wf = writeFacts(end.base, end.args);
+        if (wf) {
+          facts.writes.push(...wf.writes);
+          facts.intoDirs.push(...wf.intoDirs);
+          facts.trees.push(...wf.trees);
+          if (wf.gitExecKey) facts.gitExecKey = wf.gitExecKey;
+        }
+        ends = this.judge({
+          name: end.name,
+          base: end.base,
+          args: end.args,
+          levels,
+          facts,
+          envRisk,
+          dynamicArgs: r.dynamicArgs,
+          cwds: r.cwds,
+          state,
+          walk,
+          parts,
+          add,
+          shown,
+          ...(c.stdinText !== undefined ? { stdinText: c.stdinText } : {}),
+        });
+        break;
       }
-      break;
-    }
-    facts.cwds = cwds;
-
-    if (!judged) {
-      const name = argv[0]!.value!;
-      const base = baseName(name);
-      const finalArgs = argv.slice(1);
-      facts.name = base;
-      facts.args = finalArgs;
-      const wf = writeFacts(base, finalArgs);
-      if (wf) {
-        facts.writes.push(...wf.writes);
-        facts.intoDirs.push(...wf.intoDirs);
-        facts.trees.push(...wf.trees);
-        if (wf.gitExecKey) facts.gitExecKey = wf.gitExecKey;
-      }
-      ends = this.judge({
-        name,
-        base,
-        args: finalArgs,
-        levels,
-        facts,
-        envRisk,
-        dynamicArgs,
-        cwds,
-        state,
-        walk,
-        parts,
-        add,
-        shown,
-        ...(c.stdinText !== undefined ? { stdinText: c.stdinText } : {}),
-      });
     }
     this.commandRules(
       facts,
@@ -849,7 +842,7 @@ export class Analyzer {
     }
 
     // Shell builtins that assign, print or change the shell.
-    const builtin = this.builtin(base, args, facts, shown);
+    const builtin = judgeBuiltin(base, args, facts);
     // Code kept for later (a trap's action, an alias) is judged now: deny rules apply to it.
     if (builtin?.code?.value !== undefined)
       this.nested(builtin.code, base, shown, j.cwds, state, walk, j.parts);
@@ -1022,237 +1015,6 @@ export class Analyzer {
     }
   }
 
-  /** Shell builtins the allow-list covers by hand: assignments, prints, and what changes the shell. */
-  private builtin(
-    base: string,
-    args: Arg[],
-    facts: CommandFacts,
-    shown: string,
-  ): { verdict: Verdict; reason: string; rule?: string; code?: Arg | undefined } | undefined {
-    void shown;
-    const values = args.map((a) => a.value);
-    const known = values.every((v) => v !== undefined);
-    const names = (
-      list: Arg[],
-      how: string,
-    ): { verdict: Verdict; reason: string; rule?: string } | undefined => {
-      for (const a of list) {
-        const text = a.value ?? a.raw;
-        const n = text.split(/[=+[]/)[0]!;
-        facts.names.push({ name: n, how });
-        if (a.value === undefined && !/^[A-Za-z_][A-Za-z0-9_]*=/.test(a.raw))
-          return {
-            verdict: 'ask',
-            reason: `${how} of a name only known at run time (${a.raw})`,
-            rule: 'failClosed:environment',
-          };
-        if (/^[A-Za-z_][A-Za-z0-9_]*\[/.test(text))
-          return {
-            verdict: 'ask',
-            reason: `${how} ${text}: the array subscript is evaluated as arithmetic`,
-            rule: 'failClosed:arithmetic',
-          };
-        const c = classifyName(n);
-        if (c.kind === 'protocol')
-          return {
-            verdict: 'deny',
-            reason: `${how} ${n} changes conch's terminal protocol`,
-            rule: 'protocol:terminal',
-          };
-        if (c.kind !== 'inert')
-          return { verdict: 'ask', reason: `${how} ${n}: ${c.reason}`, rule: 'failClosed:environment' };
-      }
-      return undefined;
-    };
-    switch (base) {
-      case 'export':
-      case 'declare':
-      case 'typeset':
-      case 'local':
-      case 'readonly': {
-        let i = 0;
-        let printOnly = args.length === 0;
-        for (; i < args.length; i++) {
-          const v = args[i]!.value;
-          if (v === undefined || !/^[-+][A-Za-z]+$/.test(v)) break;
-          if (/[niItf]/.test(v.slice(1)) && !(v === '-f' || v === '-F' || v === '-p')) {
-            if (/f/.test(v.slice(1)) && base === 'export')
-              return {
-                verdict: 'ask',
-                reason: 'export -f exports a function to every child shell',
-                rule: 'failClosed:environment',
-              };
-            if (/[nIi]/.test(v.slice(1)))
-              return {
-                verdict: 'ask',
-                reason: `${base} ${v}: namerefs and integer variables evaluate names and arithmetic`,
-                rule: 'failClosed:environment',
-              };
-          }
-          if (/^-[pFf]+$/.test(v)) printOnly = true;
-        }
-        const rest = args.slice(i);
-        if (printOnly && rest.every((a) => a.value !== undefined && !a.value.includes('='))) {
-          for (const a of rest)
-            if (a.value!.startsWith('__conch_')) facts.names.push({ name: a.value!, how: base });
-          return { verdict: 'allow', reason: `${base} only prints` };
-        }
-        const bad = names(rest, base);
-        if (bad) return bad;
-        return { verdict: 'allow', reason: `${base} only sets inert shell variables` };
-      }
-      case 'unset': {
-        let i = 0;
-        let functions = false;
-        for (; i < args.length; i++) {
-          const v = args[i]!.value;
-          if (v === undefined || !/^-[fvn]+$/.test(v)) break;
-          if (v.includes('f')) functions = true;
-        }
-        const rest = args.slice(i);
-        if (functions) {
-          for (const a of rest) facts.names.push({ name: a.value ?? a.raw, how: 'unset -f' });
-          return {
-            verdict: 'ask',
-            reason: 'unset -f removes shell functions',
-            rule: 'failClosed:environment',
-          };
-        }
-        return names(rest, 'unset') ?? { verdict: 'allow', reason: 'unset of inert shell variables' };
-      }
-      case 'read': {
-        const g = grammar({ flags: 'ers', values: 'adinNptu', permute: false });
-        const parsed = parseArgs(g, args, 'read');
-        if (!parsed.ok) return { verdict: 'ask', reason: parsed.reason };
-        const targets = [
-          ...parsed.args.operands,
-          ...parsed.args.options
-            .filter((o) => o.def.key === '-a')
-            .map((o) => (typeof o.value === 'string' ? literalArg(o.value) : o.value!)),
-        ];
-        return names(targets, 'read') ?? { verdict: 'allow', reason: 'read into inert variables' };
-      }
-      case 'mapfile':
-      case 'readarray': {
-        const g = grammar({ flags: 't', values: 'dnOsu', permute: false });
-        const parsed = parseArgs(g, args, base);
-        if (!parsed.ok) return { verdict: 'ask', reason: `${parsed.reason} (-C runs a callback)` };
-        return (
-          names(parsed.args.operands.length ? parsed.args.operands : [literalArg('MAPFILE')], base) ?? {
-            verdict: 'allow',
-            reason: `${base} into inert variables`,
-          }
-        );
-      }
-      case 'getopts':
-        return args.length >= 2
-          ? (names([args[1]!], 'getopts') ?? { verdict: 'allow', reason: 'getopts into an inert variable' })
-          : { verdict: 'ask', reason: 'getopts without a name' };
-      case 'wait': {
-        const p = values.indexOf('-p');
-        if (p >= 0) return names(args.slice(p + 1, p + 2), 'wait -p') ?? { verdict: 'allow', reason: 'wait' };
-        return known
-          ? { verdict: 'allow', reason: 'wait only waits' }
-          : { verdict: 'ask', reason: 'wait with arguments only known at run time' };
-      }
-      case 'let':
-        return {
-          verdict: 'ask',
-          reason: 'let evaluates arithmetic, which can run commands through array subscripts',
-          rule: 'failClosed:arithmetic',
-        };
-      case 'set':
-        if (known && /^[-+]o$/.test(values[0] ?? '') && args.length === 1)
-          return { verdict: 'allow', reason: 'set -o only prints options' };
-        if (args.length === 0)
-          return {
-            verdict: 'ask',
-            reason: 'set without arguments prints every shell variable, secrets included',
-          };
-        return { verdict: 'ask', reason: 'set changes shell options or positional parameters' };
-      case 'shopt':
-        if (known && !values.some((v) => /^-[A-Za-z]*[su]/.test(v!)))
-          return { verdict: 'allow', reason: 'shopt only prints' };
-        return { verdict: 'ask', reason: 'shopt -s/-u changes shell options' };
-      case 'alias': {
-        if (known && values.every((v) => !v!.includes('=')))
-          return { verdict: 'allow', reason: 'alias only prints' };
-        const defs = args.filter((a) => (a.value ?? '').includes('='));
-        return {
-          verdict: 'ask',
-          reason: 'alias defines an alias, which can shadow any command',
-          code:
-            defs.length === 1
-              ? literalArg(defs[0]!.value!.slice(defs[0]!.value!.indexOf('=') + 1))
-              : undefined,
-        };
-      }
-      case 'trap':
-        if (args.length === 0 || (known && values.every((v) => v === '-p' || v === '-l')))
-          return { verdict: 'allow', reason: 'trap only prints' };
-        return {
-          verdict: 'ask',
-          reason: 'trap sets a command the shell runs on a signal or on every command',
-          code: args.find((a) => a.value !== '--' && !/^-[lp]$/.test(a.value ?? '')),
-        };
-      case 'hash':
-        if (
-          args.length === 0 ||
-          (known &&
-            values.every((v) => v === '-l' || v === '-t' || !v!.startsWith('-')) &&
-            !values.includes('-p'))
-        )
-          return { verdict: 'allow', reason: 'hash only prints or looks up' };
-        return { verdict: 'ask', reason: 'hash -p/-r changes which program a name runs' };
-      case 'enable':
-        if (args.length === 0 || (known && values.every((v) => /^-[aps]+$/.test(v!))))
-          return { verdict: 'allow', reason: 'enable only prints' };
-        return { verdict: 'ask', reason: 'enable turns shell builtins on or off' };
-      case 'ulimit':
-      case 'umask':
-        if (args.length === 0 || (known && values.every((v) => /^-[aSHp]+$/.test(v!))))
-          return { verdict: 'allow', reason: `${base} only prints` };
-        return { verdict: 'ask', reason: `${base} changes the shell's limits or file mode mask` };
-      case 'history':
-        if (args.length === 0 || (known && values.length === 1 && /^\d+$/.test(values[0]!)))
-          return { verdict: 'allow', reason: 'history only prints' };
-        return { verdict: 'ask', reason: 'history with options clears, writes or reads the history' };
-      case 'fc':
-        if (
-          known &&
-          values.some((v) => /^-[A-Za-z]*l/.test(v!)) &&
-          !values.some((v) => /^-[A-Za-z]*[es]/.test(v!))
-        )
-          return { verdict: 'allow', reason: 'fc -l only prints' };
-        return { verdict: 'ask', reason: 'fc edits and re-runs earlier commands' };
-      case 'exit':
-      case 'return':
-      case 'break':
-      case 'continue':
-      case 'shift':
-      case 'jobs':
-      case 'times':
-      case 'caller':
-      case 'logout':
-        return known
-          ? { verdict: 'allow', reason: `${base} only ends or reports` }
-          : { verdict: 'ask', reason: `${base} with arguments only known at run time` };
-      case 'bind':
-      case 'complete':
-      case 'compgen':
-      case 'compopt':
-      case 'disown':
-      case 'suspend':
-      case 'bg':
-      case 'fg':
-      case 'coproc':
-      case 'builtin':
-        return { verdict: 'ask', reason: `${base} changes the shell's state or jobs` };
-      default:
-        return undefined;
-    }
-  }
-
   /** Host deny/ask rules on every wrapper level; allow rules on the full and innermost command. */
   private hostRules(
     levels: Arg[][],
@@ -1299,40 +1061,6 @@ export class Analyzer {
   }
 }
 
-/** argv after field splitting: a known word that expands to several fields is several words. */
-function splitFields(args: Arg[]): Arg[] {
-  const out: Arg[] = [];
-  for (const a of args) {
-    if (a.fields && a.fields.length !== 1)
-      for (const f of a.fields) {
-        const arg = literalArg(f);
-        arg.raw = a.raw;
-        out.push(arg);
-      }
-    else out.push(a);
-  }
-  return out;
-}
-
-/** What a pipeline stage writes when it is literal: `echo words`, `printf 'text'` without conversions. */
-function literalOutput(st: Syntax.Statement, shell: ShellState): string | undefined {
-  if (st.kind !== 'simple' || st.redirects.length > 0 || st.assignments.length > 0) return undefined;
-  const args = splitFields(st.words.map((w) => evaluate(w, shell)));
-  if (args.some((a) => a.value === undefined)) return undefined;
-  const [name, ...rest] = args.map((a) => a.value!);
-  if (name === 'echo') {
-    let newline = true;
-    while (rest[0] !== undefined && /^-[nEe]+$/.test(rest[0])) {
-      if (rest[0].includes('e')) return undefined;
-      if (rest[0].includes('n')) newline = false;
-      rest.shift();
-    }
-    return `${rest.join(' ')}${newline ? '\n' : ''}`;
-  }
-  if (name === 'printf' && rest.length === 1 && !/[%\\]/.test(rest[0]!)) return rest[0];
-  return undefined;
-}
-
 function levelText(level: Arg[]): string {
   return level.map((a) => a.value ?? a.raw).join(' ');
 }
@@ -1368,12 +1096,6 @@ function union(a: State, b: State): State {
     vars.set(key, x !== undefined && x === y ? x : null);
   }
   return { cwds, vars };
-}
-
-function resolveCwds(cwds: readonly string[] | undefined, target: string): string[] | undefined {
-  if (posix.isAbsolute(target)) return [posix.resolve(target)];
-  if (!cwds) return undefined;
-  return [...new Set(cwds.map((c) => posix.resolve(c, target)))];
 }
 
 function inside(abs: string, dir: string): boolean {
@@ -1416,185 +1138,6 @@ function visitSimple(st: Syntax.Statement, fn: (cmd: Syntax.SimpleCommand) => vo
   }
 }
 
-/** How a shell is told what to run: a `-c` string, a script file, or stdin. */
-function shellInvocation(
-  args: Arg[],
-  dynamicArgs: boolean,
-): (
-  | { kind: 'string'; script: Arg }
-  | { kind: 'file'; file: Arg }
-  | { kind: 'stdin' }
-  | { kind: 'opaque'; reason: string }
-) & { code: CodeSource } {
-  let wantsString = false;
-  for (let i = 0; i < args.length; i++) {
-    const a = args[i]!;
-    const v = a.value;
-    if (v === undefined) {
-      if (wantsString) return { kind: 'string', script: a, code: 'dynamic' };
-      if (a.subs.some((s) => s.kind === 'process-sub')) return { kind: 'file', file: a, code: 'stdin' };
-      return { kind: 'opaque', reason: `shell argument ${a.raw} is only known at run time`, code: 'dynamic' };
-    }
-    if (v === '--' || v === '-') {
-      const next = args[i + 1];
-      if (wantsString && next)
-        return { kind: 'string', script: next, code: next.value === undefined ? 'dynamic' : 'literal' };
-      if (v === '-' || !next) return { kind: 'stdin', code: 'stdin' };
-      return { kind: 'file', file: next, code: fileSource(next) };
-    }
-    if (v === '--rcfile' || v === '--init-file' || v === '-o' || v === '+o' || v === '-O' || v === '+O') {
-      i++;
-      continue;
-    }
-    if (v.startsWith('--')) continue;
-    if (/^[-+][A-Za-z]+$/.test(v)) {
-      if (v.startsWith('-') && v.includes('c')) wantsString = true;
-      if (v.startsWith('-') && v.includes('s') && !wantsString) return { kind: 'stdin', code: 'stdin' };
-      continue;
-    }
-    if (wantsString) return { kind: 'string', script: a, code: 'literal' };
-    return { kind: 'file', file: a, code: fileSource(a) };
-  }
-  if (wantsString)
-    return dynamicArgs
-      ? { kind: 'string', script: runtimeArg('(a command string supplied at run time)'), code: 'dynamic' }
-      : { kind: 'opaque', reason: 'shell -c without a command string', code: 'literal' };
-  return { kind: 'stdin', code: dynamicArgs ? 'dynamic' : 'stdin' };
-}
-
-/** Where a script path argument really reads from. */
-function fileSource(a: Arg): CodeSource {
-  if (a.subs.some((s) => s.kind === 'process-sub')) return 'stdin';
-  const v = a.value;
-  if (v === undefined) return 'dynamic';
-  if (v === '-' || /^\/dev\/(stdin|fd\/\d+|tcp\/|udp\/)|^\/proc\/[^/]+\/fd\//.test(v)) return 'stdin';
-  return 'file';
-}
-
-/** Where an interpreter (python, node, perl, …) takes its program from. */
-function interpreterSource(base: string, args: Arg[], dynamicArgs: boolean): CodeSource {
-  const codeFlag = /^python|^pypy/.test(base)
-    ? /^-[A-Za-z]*c$/
-    : /^(node|nodejs|deno|bun|ts-node|tsx)$/.test(base)
-      ? /^(-e|-p|--eval|--print)$/
-      : /^php/.test(base)
-        ? /^-[A-Za-z]*[rBRFE]$/
-        : /^(awk|gawk|mawk|nawk)$/.test(base)
-          ? /^$/
-          : /^-[A-Za-z]*[eE]$/;
-  for (let i = 0; i < args.length; i++) {
-    const a = args[i]!;
-    const v = a.value;
-    if (v === undefined) return a.subs.some((s) => s.kind === 'process-sub') ? 'stdin' : 'dynamic';
-    if (codeFlag.test(v)) {
-      const code = args[i + 1];
-      if (!code) return dynamicArgs ? 'dynamic' : 'stdin';
-      return code.value === undefined ? 'dynamic' : 'literal';
-    }
-    if (/^python|^pypy/.test(base) && /^-[A-Za-z]*m$/.test(v)) return 'file';
-    if (/^(awk|gawk|mawk|nawk)$/.test(base)) {
-      if (v === '-f') return args[i + 1] ? fileSource(args[i + 1]!) : 'stdin';
-      if (v.startsWith('-')) continue;
-      return 'literal';
-    }
-    if (v === 'run' && /^(deno|bun)$/.test(base)) continue;
-    if (v.startsWith('-') && v !== '-') continue;
-    return fileSource(a);
-  }
-  return dynamicArgs ? 'dynamic' : 'stdin';
-}
-
-/** Constructs the shell that will run the command reads differently from bash. */
-function dialectRisk(tree: Syntax.SyntaxTree, dialect: Dialect): string | undefined {
-  if (dialect === 'bash') return undefined;
-  let found: string | undefined;
-  const word = (w: Syntax.Word) => {
-    for (const p of w.parts) {
-      if (found) return;
-      if (dialect === 'sh') {
-        if (p.kind === 'text' && p.quoting === 'ansi-c') found = `$'…' is not ANSI-C quoting in /bin/sh`;
-        else if (p.kind === 'locale' || p.kind === 'process-sub' || p.kind === 'brace')
-          found = `${p.kind} is a bash construct /bin/sh reads differently`;
-        else if (p.kind === 'param' && p.op && !/^(:?[-=?+]|##?|%%?)$/.test(p.op))
-          found = `\${…${p.op}…} is a bash expansion /bin/sh does not have`;
-      } else if (p.kind === 'text' && p.quoting === 'none' && /[()]|^=/.test(p.value)) {
-        found = `zsh reads ${JSON.stringify(w.text)} as a glob qualifier or an = expansion, which bash does not`;
-      }
-    }
-  };
-  const seq = (s: Syntax.Sequence) => s.items.forEach((i) => stmt(i.statement));
-  const stmt = (st: Syntax.Statement): void => {
-    if (found) return;
-    for (const r of st.redirects) {
-      if (
-        dialect === 'sh' &&
-        /^(&>>?|<<<|>&)$/.test(r.operator) &&
-        !(r.operator === '>&' && r.target && /^\d+$/.test(r.target.text))
-      )
-        found = `${r.operator} is a bash redirection /bin/sh reads differently`;
-      if (r.target) word(r.target);
-    }
-    switch (st.kind) {
-      case 'simple':
-        st.words.forEach(word);
-        st.assignments.forEach((a) => {
-          if (a.value) word(a.value);
-          if (dialect === 'sh' && (a.array || a.subscript))
-            found = 'arrays are a bash construct /bin/sh does not have';
-        });
-        return;
-      case 'pipeline':
-        if (dialect === 'sh' && st.operators.includes('|&'))
-          found = '|& is a bash construct /bin/sh reads differently';
-        st.stages.forEach(stmt);
-        return;
-      case 'and-or':
-        stmt(st.left);
-        stmt(st.right);
-        return;
-      case 'subshell':
-      case 'group':
-        seq(st.body);
-        return;
-      case 'test':
-        if (dialect === 'sh' && st.bracket === '[[')
-          found = '[[ … ]] is a bash construct /bin/sh does not have';
-        return;
-      case 'function':
-        if (dialect === 'sh' && st.text.startsWith('function'))
-          found = 'the function keyword is a bash construct';
-        stmt(st.body);
-        return;
-      case 'negated':
-        stmt(st.body);
-        return;
-      case 'if':
-        st.clauses.forEach((c) => {
-          seq(c.condition);
-          seq(c.body);
-        });
-        if (st.otherwise) seq(st.otherwise);
-        return;
-      case 'for':
-        if (dialect === 'sh' && st.select) found = 'select is a bash construct';
-        (st.values ?? []).forEach(word);
-        seq(st.body);
-        return;
-      case 'while':
-        seq(st.condition);
-        seq(st.body);
-        return;
-      case 'case':
-        st.items.forEach((i) => seq(i.body));
-        return;
-      default:
-        return;
-    }
-  };
-  seq(tree.body);
-  return found;
-}
-
 function summarize(parts: Part[]): Analysis {
   if (parts.length === 0) {
     const empty: Part = {
@@ -1618,24 +1161,4 @@ function continuationInsideWord(source: string): boolean {
     if (before !== undefined && !/\s/.test(before) && after !== undefined && !/\s/.test(after)) return true;
   }
   return false;
-}
-
-/** A host rule that would allow this command: exact for short commands, else a prefix. */
-export function suggestRule(words: Arg[]): string | undefined {
-  if (words.length === 0 || !words.every((w) => w.value !== undefined)) return undefined;
-  const values = words.map((w) => w.value!);
-  if (values.some((v) => /[\s*]/.test(v))) {
-    const head = values.slice(
-      0,
-      values.findIndex((v) => /[\s*]/.test(v)),
-    );
-    return head.length ? `${head.join(' ')}:*` : undefined;
-  }
-  if (values.length <= 3) return values.join(' ');
-  const head = [values[0]!];
-  for (const v of values.slice(1, 3)) {
-    if (/^[A-Za-z][\w:.-]*$/.test(v)) head.push(v);
-    else break;
-  }
-  return `${head.join(' ')}:*`;
 }
