@@ -31,6 +31,7 @@ import { privilegeEscalation, PRIVILEGE, PRIVILEGE_WORD } from './rules/privileg
 import { protectedPaths, targetCheck } from './rules/protected-paths.js';
 import { recursiveDeleteRoot } from './rules/recursive-delete-root.js';
 import { sourceDownloaded } from './rules/source-downloaded.js';
+import { selfKill, type OwnProcess } from './rules/self-kill.js';
 import { terminalProtocol } from './rules/terminal-protocol.js';
 import { clip, evaluate, literalArg, runtimeArg, type Arg, type ShellState } from './words.js';
 
@@ -62,6 +63,8 @@ export interface AnalyzerOptions {
   maxBytes: number;
   timeoutMs: number;
   maxNesting: number;
+  /** conch's own processes (the host, its supervisors), read when a command is judged. */
+  ownProcesses?: () => readonly OwnProcess[];
 }
 
 interface State {
@@ -683,6 +686,10 @@ export class Analyzer {
     if (protocol) parts.push(protocol);
     if (s.protectedPaths) parts.push(...protectedPaths(facts, this.ruleCtx));
     if (s.recursiveDeleteRoot) parts.push(...recursiveDeleteRoot(facts, this.ruleCtx));
+    if (s.selfKill && this.o.ownProcesses && /^(kill|pkill|killall)$/.test(facts.name ?? '')) {
+      const p = selfKill(facts, this.o.ownProcesses());
+      if (p) parts.push(p);
+    }
   }
 
   /** A command string run by a shell (`bash -c`, `env -S`, `watch`, `eval`): parsed and judged like a line. */

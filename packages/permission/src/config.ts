@@ -40,6 +40,10 @@ export const safetySchema = z.strictObject({
     .describe('deny rm -r of /, ~, the workspace root or their parents'),
   sourceDownloaded: z.boolean().default(true).describe('deny eval or source of downloaded content'),
   forkBomb: z.boolean().default(true).describe('deny fork bombs'),
+  selfKill: z
+    .boolean()
+    .default(true)
+    .describe('deny kill/pkill/killall of the host process or its process supervisors'),
 });
 export type SafetyRuleId = keyof z.output<typeof safetySchema>;
 
@@ -69,6 +73,7 @@ export const permissionConfigSchema = z.strictObject({
     recursiveDeleteRoot: true,
     sourceDownloaded: true,
     forkBomb: true,
+    selfKill: true,
   }),
   protectedPaths: z.array(z.string().min(1)).default([]).describe('extra globs never written to'),
   kernelWall: z

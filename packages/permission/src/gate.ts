@@ -12,9 +12,11 @@ import {
   type PermissionRequest,
 } from '@conch/core';
 import { shellQuote, type ParsedCommand, type ShellParser } from '@conch/shell-syntax';
+import { readFileSync } from 'node:fs';
 import { homedir } from 'node:os';
 import { resolve } from 'node:path';
 import { Analyzer, type Analysis, type Dialect, type Part, type Verdict } from './analyze.js';
+import type { OwnProcess } from './rules/self-kill.js';
 import type { PermissionConfig } from './config.js';
 import { escapeHidden } from './display.js';
 import { compileProtected, type PathContext } from './paths.js';
@@ -51,6 +53,8 @@ export interface PermissionEngineOptions {
   events?: EventBus;
   /** The home directory `~` and `$HOME` mean. Default: os.homedir(). */
   home?: string;
+  /** Pids of conch's process supervisors (the host itself is always protected). */
+  supervisorPids?: () => readonly number[];
 }
 
 /** Thrown (wrapped by core as an invalid config) when a rule does not compile or its examples fail. */
@@ -106,6 +110,7 @@ export class PermissionEngine implements PermissionGate {
       maxBytes: options.config.maxCommandBytes,
       timeoutMs: options.config.parseTimeoutMs,
       maxNesting: options.config.maxNesting,
+      ownProcesses: () => ownProcesses(options.supervisorPids?.() ?? []),
     });
   }
 
@@ -408,4 +413,24 @@ function denySuggestion(part: Part): { suggestion?: string } {
 /** A plan's parse as @conch/shell-syntax makes it (the gate re-parses anything else). */
 function isParsedCommand(value: object): value is ParsedCommand {
   return 'source' in value && 'ok' in value && 'flags' in value;
+}
+
+/** The host process and the given supervisors, as /proc describes them (Linux; the host alone elsewhere). */
+function ownProcesses(supervisors: readonly number[]): OwnProcess[] {
+  const out: OwnProcess[] = [];
+  for (const pid of [process.pid, ...supervisors]) {
+    let name = pid === process.pid ? process.title : '';
+    let cmdline = pid === process.pid ? process.argv.join(' ') : '';
+    let pgid: number | undefined;
+    try {
+      name = readFileSync(`/proc/${pid}/comm`, 'utf8').trim();
+      cmdline = readFileSync(`/proc/${pid}/cmdline`, 'latin1').split('\0').filter(Boolean).join(' ');
+      const stat = readFileSync(`/proc/${pid}/stat`, 'latin1');
+      pgid = Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[2]);
+    } catch {
+      if (pid !== process.pid) continue;
+    }
+    out.push({ pid, name, cmdline, ...(pgid ? { pgid } : {}) });
+  }
+  return out;
 }

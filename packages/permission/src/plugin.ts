@@ -10,6 +10,12 @@ import type { z } from 'zod';
 import { permissionConfigSchema, type PermissionConfig } from './config.js';
 import { compileRules, PermissionEngine } from './gate.js';
 
+/**
+ * The registry's process manager as far as the gate needs it (the token `@conch/process` provides;
+ * named here so the gate does not depend on the process package).
+ */
+const SUPERVISED = token<{ supervisorPids?(): readonly number[] }>('conch.process.ProcessManager');
+
 /** The tree-sitter WASM loads once, when this module is imported, so exposing stays synchronous. */
 const parser = await loadShellParser();
 
@@ -30,7 +36,7 @@ const configSchema = permissionConfigSchema.superRefine((config, ctx) => {
 function instructions(config: PermissionConfig): string {
   const lines = [
     'Every command passes a permission check before it runs, on the command as the shell will read it.',
-    'Always refused: sudo/su/doas/pkexec anywhere; piping or substituting a download (curl, wget) into a shell or interpreter (download to a file, read it, then run it); writing to .env files, .ssh/, .git/hooks/, .git/config or shell rc files; rm -r of /, ~ or the workspace root; fork bombs.',
+    'Always refused: sudo/su/doas/pkexec anywhere; piping or substituting a download (curl, wget) into a shell or interpreter (download to a file, read it, then run it); writing to .env files, .ssh/, .git/hooks/, .git/config or shell rc files; rm -r of /, ~ or the workspace root; fork bombs; killing the agent runtime itself (kill/pkill/killall of its processes).',
   ];
   if (config.mode === 'readOnly')
     lines.push(
@@ -66,6 +72,8 @@ export const permissionPlugin: PluginDefinition<PermissionConfig> = definePlugin
       cwd: ctx.env.cwd,
       logger: ctx.logger,
       events: ctx.events,
+      // The registry's process supervisors, read when a kill is judged (the manager is created lazily).
+      supervisorPids: () => ctx.resolveOptional(SUPERVISED)?.supervisorPids?.() ?? [],
     });
     ctx.provide(PERMISSION_GATE, engine);
     ctx.provide(PERMISSION_ENGINE, engine);
