@@ -226,7 +226,7 @@ describe('toAiSdkTools', () => {
           type: 'tool-result',
           toolCallId: 'call-1',
           toolName: 'echo',
-          output: { type: 'json', value: { stdout: 'hello conch\n', returncode: 0 } },
+          output: { type: 'json', value: { stdout: 'hello conch\n', returncode: 0, display: '✓' } },
         },
       ],
     });
@@ -250,12 +250,17 @@ describe('toAiSdkTools', () => {
     const parts = (prompts[1]?.find((m) => m.role === 'tool')?.content ?? []) as any[];
     const bad = parts.find((p) => p.toolCallId === 'bad');
     expect(bad.output.type).toBe('error-json');
-    expect(bad.output.value.code).toBe('INVALID_ARGUMENTS');
+    expect(bad.output.value.error_code).toBe('INVALID_ARGUMENTS');
+    expect(bad.output.value.display).toMatch(/^✗ INVALID_ARGUMENTS: /);
     expect(bad.output.value.error).toMatch(/text/);
     const bug = parts.find((p) => p.toolCallId === 'bug');
     expect(bug.output).toEqual({
       type: 'error-json',
-      value: { error: "Tool 'buggy' failed: plugin bug", code: 'TOOL_FAILED' },
+      value: {
+        error: "Tool 'buggy' failed: plugin bug",
+        error_code: 'TOOL_FAILED',
+        display: "✗ TOOL_FAILED: Tool 'buggy' failed: plugin bug",
+      },
     });
   });
 
@@ -315,7 +320,10 @@ describe('toAiSdkTools', () => {
     await result.consumeStream();
     expect(asked.map((a) => a.toolCallId).sort()).toEqual(['no-call', 'yes-call']);
     const parts = (prompts[1]?.find((m) => m.role === 'tool')?.content ?? []) as any[];
-    expect(parts.find((p) => p.toolCallId === 'yes-call').output.value).toEqual({ ran: 'make' });
+    expect(parts.find((p) => p.toolCallId === 'yes-call').output.value).toEqual({
+      ran: 'make',
+      display: '✓',
+    });
     expect(parts.find((p) => p.toolCallId === 'no-call').output.value).toMatchObject({
       permission_denied: true,
     });

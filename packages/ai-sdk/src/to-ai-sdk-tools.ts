@@ -1,19 +1,21 @@
 import {
   AbortedError,
   ConchError,
+  toToolErrorResult,
   type ApproveFn,
   type JsonSchema,
   type PluginRegistry,
+  type ToolErrorResult,
   type ToolProgress,
   type ToolResult,
 } from '@conch/core';
 import { jsonSchema, tool, type Tool, type ToolCallOptions } from 'ai';
 
-/** What the model sees when a tool call threw (unknown tool, bad arguments, a plugin bug). */
-export interface ConchToolError extends ToolResult {
-  error: string;
-  code: string;
-}
+/**
+ * What the model sees when a tool call threw (unknown tool, bad arguments, a plugin bug): core's
+ * `toToolErrorResult`, the same body conch-mcp sends.
+ */
+export type ConchToolError = ToolErrorResult;
 
 export interface ToAiSdkToolsOptions {
   /** Only these tools (default: every exposed tool). Unknown names throw. */
@@ -44,7 +46,7 @@ export function isConchToolError(output: unknown): output is ConchToolError {
  * - The input schema is the registry's JSON Schema (arguments are validated by the registry).
  * - The AI SDK's `abortSignal` reaches `registry.execute`, so aborting a stream kills the tool's
  *   processes; an aborted call rethrows so the SDK ends the step.
- * - A thrown `ConchError` (bad arguments, unknown tool, ...) becomes `{ error, code }`, sent to the
+ * - A thrown `ConchError` (bad arguments, unknown tool, ...) becomes `{ error, error_code, display }`, sent to the
  *   model as an error result (`error-json`) it can correct itself from. Denials and recoverable
  *   failures are ordinary results already.
  * - The AI SDK tool call id is the registry call id, so `registry.events` correlate with the stream.
@@ -73,7 +75,7 @@ export function toAiSdkTools(
       execute: (input, call) => runTool(registry, info.name, input, call, options),
       toModelOutput: (output: ToolResult) =>
         isConchToolError(output)
-          ? { type: 'error-json', value: { error: output.error, code: output.code } }
+          ? { type: 'error-json', value: { ...output } }
           : { type: 'json', value: toJsonValue(output) },
     });
   }
@@ -99,12 +101,16 @@ async function runTool(
     if (call.abortSignal?.aborted || (ConchError.isInstance(error) && error.code === 'ABORTED')) {
       throw ConchError.isInstance(error) ? error : new AbortedError(`Tool call '${name}'`, error);
     }
-    const result: ConchToolError = ConchError.isInstance(error)
-      ? { error: error.message, code: error.code }
-      : {
-          error: `Tool '${name}' failed: ${(error as Error)?.message ?? String(error)}`,
-          code: 'TOOL_FAILED',
-        };
+    // The registry wraps plugin crashes in a ConchError already; anything else is named here.
+    const result = toToolErrorResult(
+      ConchError.isInstance(error)
+        ? error
+        : new ConchError({
+            code: 'TOOL_FAILED',
+            message: `Tool '${name}' failed: ${(error as Error)?.message ?? String(error)}`,
+            cause: error,
+          }),
+    );
     thrownResults.add(result);
     return result;
   }

@@ -116,8 +116,11 @@ export interface PluginDefinition<TConfig = any> {
   name: string;
   version: string;
   description?: string;
-  /** zod schema of the config object (camelCase keys; snake_case aliases are mapped). */
-  configSchema: z.ZodType<TConfig>;
+  /**
+   * zod schema of the config object (camelCase keys; snake_case aliases are mapped). Without one
+   * the plugin takes no config: any key given is refused.
+   */
+  configSchema?: z.ZodType<TConfig>;
   /**
    * Partners exposed with their defaults when this plugin is exposed and they are not yet
    * (the config mapper may derive the partner's config from this plugin's config).

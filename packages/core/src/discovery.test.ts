@@ -65,7 +65,7 @@ describe('discover', () => {
     expect(report.errors).toEqual([]);
     expect(report.loaded.sort()).toEqual(['hello', 'near']);
     registry.exposeTool('hello');
-    expect(await registry.execute('say_hello', {})).toEqual({ from: 'hello' });
+    expect(await registry.execute('say_hello', {})).toEqual({ from: 'hello', display: '✓' });
     expect((await registry.discover()).loaded).toEqual([]);
   });
 
@@ -100,6 +100,6 @@ describe('discover', () => {
     expect(errors).toHaveLength(4);
     expect(registry.loadErrors).toHaveLength(4);
     registry.exposeTool('good');
-    expect(await registry.execute('good_tool', {})).toEqual({ from: 'good' });
+    expect(await registry.execute('good_tool', {})).toEqual({ from: 'good', display: '✓' });
   });
 });

@@ -35,6 +35,14 @@ export {
   type ToolProgress,
   type ToolResult,
 } from './define.js';
+export {
+  ERROR_CODES,
+  oneLine,
+  toToolErrorResult,
+  withResultSummary,
+  type ErrorCode,
+  type ToolErrorResult,
+} from './results.js';
 export { EventBus, type ConchEventName, type ConchEvents, type ConchListener } from './events.js';
 export { createDefaultLogger, type Logger } from './logger.js';
 export type {

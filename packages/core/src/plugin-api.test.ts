@@ -46,8 +46,8 @@ describe('plugin API v1', () => {
     const b = new PluginRegistry({ logger: silentLogger(), plugins: [counterPlugin] });
     await a.expose('counter', { start: 10 });
     await b.expose('counter', {});
-    expect(await a.execute('count', {})).toEqual({ value: 11 });
-    expect(await b.execute('count', {})).toEqual({ value: 1 });
+    expect(await a.execute('count', {})).toEqual({ value: 11, display: '✓' });
+    expect(await b.execute('count', {})).toEqual({ value: 1, display: '✓' });
     // The token carries the type: no type argument, no cast.
     const counter = a.resolveOptional(COUNTER);
     expect(counter?.next()).toBe(12);
@@ -116,7 +116,7 @@ describe('plugin API v1', () => {
     expect(warnings.filter((w) => w.includes('deprecated'))).toHaveLength(1);
     const other = new PluginRegistry({ logger: silentLogger(), plugins: [slow] });
     await expect(other.expose('slow')).resolves.toEqual(['late']);
-    expect(await other.execute('late', {})).toEqual({ ok: true });
+    expect(await other.execute('late', {})).toEqual({ ok: true, display: '✓' });
     await Promise.all([registry.dispose(), other.dispose()]);
   });
 

@@ -23,7 +23,7 @@ export const toolShape = z.object({
 export const pluginShape = z.object({
   name: z.string().regex(PLUGIN_NAME_PATTERN, 'expected a plugin name matching ^[a-z][a-z0-9-]{0,63}$'),
   version: z.string().min(1, 'expected a version string'),
-  configSchema: zodLike,
+  configSchema: zodLike.optional(),
   setup: z.custom((v) => typeof v === 'function', { message: 'expected a function' }).optional(),
   tools: z
     .union([

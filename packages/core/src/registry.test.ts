@@ -53,7 +53,7 @@ describe('exposeTool', () => {
   test('snake_case aliases map to camelCase; both spellings at once is an error', async () => {
     const registry = makeRegistry();
     registry.exposeTool('echo', { max_output_chars: 3 });
-    expect(await registry.execute('echo', { text: 'abcdef' })).toEqual({ text: 'abc' });
+    expect(await registry.execute('echo', { text: 'abcdef' })).toEqual({ text: 'abc', display: '✓' });
     const error = await thrown(() =>
       makeRegistry().exposeTool('echo', { max_output_chars: 3, maxOutputChars: 4 }),
     );
@@ -199,9 +199,11 @@ describe('execute', () => {
             : { outcome: 'allow', reason: 'fine' },
       },
     });
-    expect(await registry.execute('run_thing', { command: 'ls' })).toEqual({ ran: 'ls' });
+    expect(await registry.execute('run_thing', { command: 'ls' })).toEqual({ ran: 'ls', display: '✓' });
     expect(await registry.execute('run_thing', { command: 'rm x' })).toEqual({
       error: 'Permission denied: rm is not allowed',
+      error_code: 'PERMISSION_DENIED',
+      display: '[Blocked] rm is not allowed',
       permission_denied: true,
       rule: 'test',
       suggestion: "allow: ['rm x']",
@@ -255,7 +257,10 @@ describe('a crashing plugin', () => {
     expect(error.code).toBe('TOOL_FAILED');
     expect(error.message).toBe("Tool 'crash' failed: undefined is not a function");
     expect(error.cause).toBeInstanceOf(TypeError);
-    expect(await registry.execute('echo', { text: 'still here' })).toEqual({ text: 'still here' });
+    expect(await registry.execute('echo', { text: 'still here' })).toEqual({
+      text: 'still here',
+      display: '✓',
+    });
   });
 });
 
@@ -272,8 +277,8 @@ describe('isolation and lifecycle', () => {
     expect(b.resolveOptional(TOKENS.PermissionGate)).toBeUndefined();
     let bEvents = 0;
     b.events.on('tool.result', () => bEvents++);
-    expect(await a.execute('echo', { text: 'x' })).toEqual({ text: 'Ax' });
-    expect(await b.execute('echo', { text: 'x' })).toEqual({ text: 'Bx' });
+    expect(await a.execute('echo', { text: 'x' })).toEqual({ text: 'Ax', display: '✓' });
+    expect(await b.execute('echo', { text: 'x' })).toEqual({ text: 'Bx', display: '✓' });
     expect(bEvents).toBe(1);
     expect(a.tempDir()).not.toBe(b.tempDir());
     expect(a.events).not.toBe(b.events);
@@ -320,6 +325,6 @@ describe('isolation and lifecycle', () => {
     registry.events.on('tool.start', () => {
       throw new Error('listener bug');
     });
-    expect(await registry.execute('echo', { text: 'ok' })).toEqual({ text: 'ok' });
+    expect(await registry.execute('echo', { text: 'ok' })).toEqual({ text: 'ok', display: '✓' });
   });
 });

@@ -5,6 +5,7 @@ import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { container as rootContainer, type DependencyContainer, type InjectionToken } from 'tsyringe';
+import { z } from 'zod';
 import { normalizeConfigKeys } from './config-aliases.js';
 import type {
   PluginContext,
@@ -37,6 +38,7 @@ import { EventBus } from './events.js';
 import { createDefaultLogger, type Logger } from './logger.js';
 import type { ApproveFn, PermissionDecision } from './permission.js';
 import { checkPluginShape, toolShape } from './plugin-shape.js';
+import { oneLine, withResultSummary } from './results.js';
 import { formatToolSchema, toJsonSchema, type JsonSchema, type SchemaFormat } from './schema.js';
 import { PERMISSION_GATE } from './tokens.js';
 import { isToken, type Token } from './token.js';
@@ -104,6 +106,9 @@ export interface DiscoveryReport {
 /** The result a denied call returns to the model (a value, not a throw: the model can adapt). */
 export interface PermissionDeniedResult extends ToolResult {
   error: string;
+  error_code: 'PERMISSION_DENIED';
+  /** `[Blocked] <reason>` */
+  display: string;
   permission_denied: true;
   rule?: string;
   suggestion?: string;
@@ -120,6 +125,9 @@ interface ExposedTool {
   info: ToolInfo;
   ctx: PluginContext;
 }
+
+/** The config schema of a plugin that declares none. */
+const NO_CONFIG = z.strictObject({});
 
 const CORE_DIR = dirname(fileURLToPath(import.meta.url));
 
@@ -299,7 +307,7 @@ export class PluginRegistry {
         },
       ]);
     }
-    const parsed = plugin.configSchema.safeParse(normalized.value);
+    const parsed = (plugin.configSchema ?? NO_CONFIG).safeParse(normalized.value);
     if (!parsed.success) {
       throw new InvalidConfigError(
         pluginName,
@@ -554,6 +562,8 @@ export class PluginRegistry {
         if (decision.outcome !== 'allow') {
           const denied: PermissionDeniedResult = {
             error: `Permission denied: ${decision.reason}`,
+            error_code: 'PERMISSION_DENIED',
+            display: `[Blocked] ${oneLine(decision.reason)}`,
             permission_denied: true,
             ...(decision.rule ? { rule: decision.rule } : {}),
             ...(decision.suggestion ? { suggestion: decision.suggestion } : {}),
@@ -570,10 +580,12 @@ export class PluginRegistry {
       }
 
       this.events.emit('tool.start', { callId, tool: toolName });
-      const result = await raceAbort(
-        Promise.resolve().then(() => tool.execute(validArgs, ctx, prepared)),
-        controller.signal,
-        toolName,
+      const result = withResultSummary(
+        await raceAbort(
+          Promise.resolve().then(() => tool.execute(validArgs, ctx, prepared)),
+          controller.signal,
+          toolName,
+        ),
       );
       this.events.emit('tool.result', {
         callId,

@@ -46,18 +46,22 @@ describe('conch-mcp with fixture plugins', () => {
       arguments: { text: 'a b c' },
     })) as CallToolResult;
     expect(ok.isError).toBeFalsy();
-    expect(ok.structuredContent).toEqual({ lines: 1, words: 3, chars: 5, bytes: 5 });
+    expect(ok.structuredContent).toEqual({ lines: 1, words: 3, chars: 5, bytes: 5, display: '✓' });
     expect(JSON.parse((ok.content[0] as { text: string }).text)).toEqual(ok.structuredContent);
 
     const bad = (await harness.client.callTool({ name: 'word_count', arguments: {} })) as CallToolResult;
     expect(bad.isError).toBe(true);
-    expect(bad.structuredContent).toMatchObject({ code: 'INVALID_ARGUMENTS' });
+    expect(bad.structuredContent).toMatchObject({ error_code: 'INVALID_ARGUMENTS' });
     expect((bad.content[0] as { text: string }).text).toMatch(/exactly one of `text` or `path`/);
 
     const thrown = (await harness.client.callTool({ name: 'explode', arguments: {} })) as CallToolResult;
     expect(thrown).toMatchObject({
       isError: true,
-      structuredContent: { error: "Tool 'explode' failed: boom", code: 'TOOL_FAILED' },
+      structuredContent: {
+        error: "Tool 'explode' failed: boom",
+        error_code: 'TOOL_FAILED',
+        display: "✗ TOOL_FAILED: Tool 'explode' failed: boom",
+      },
     });
 
     await expect(harness.client.callTool({ name: 'no_such_tool', arguments: {} })).rejects.toThrow(
@@ -96,7 +100,7 @@ describe('conch-mcp with fixture plugins', () => {
       name: 'guarded_echo',
       arguments: { text: 'risky thing' },
     })) as CallToolResult;
-    expect(allowed.structuredContent).toEqual({ stdout: 'risky thing\n', returncode: 0 });
+    expect(allowed.structuredContent).toEqual({ stdout: 'risky thing\n', returncode: 0, display: '✓' });
     expect(questions).toHaveLength(1);
     expect(questions[0]).toContain('echo risky thing');
   });

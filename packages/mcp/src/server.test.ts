@@ -41,7 +41,7 @@ test('a host registry is served; closing the server leaves the registry alive', 
     name: 'guarded_echo',
     arguments: { text: 'hi' },
   })) as CallToolResult;
-  expect(result.structuredContent).toEqual({ stdout: 'hi\n', returncode: 0 });
+  expect(result.structuredContent).toEqual({ stdout: 'hi\n', returncode: 0, display: '✓' });
   await client.close();
   await server.close();
   expect(registry!.disposed).toBe(false);

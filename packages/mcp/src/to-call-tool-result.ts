@@ -1,4 +1,4 @@
-import { ConchError, type ToolResult } from '@conch/core';
+import { toToolErrorResult, type ToolResult } from '@conch/core';
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 
 /**
@@ -16,13 +16,14 @@ export function toCallToolResult(result: ToolResult, options: { configHint?: str
   return { content, structuredContent: result, ...(isError ? { isError: true } : {}) };
 }
 
-/** A thrown error (unknown tool, bad arguments, a crash) as an `isError` result the model can read. */
+/**
+ * A thrown error (unknown tool, bad arguments, a crash) as an `isError` result: the same
+ * `{ error, error_code, display }` the AI SDK adapter sends (core's `toToolErrorResult`).
+ */
 export function errorToCallToolResult(error: unknown): CallToolResult {
-  const body: ToolResult = ConchError.isInstance(error)
-    ? { error: error.message, code: error.code }
-    : { error: error instanceof Error ? error.message : String(error), code: 'TOOL_FAILED' };
+  const body = toToolErrorResult(error);
   return {
-    content: [{ type: 'text', text: body.error as string }],
+    content: [{ type: 'text', text: JSON.stringify(body, null, 2) }],
     structuredContent: body,
     isError: true,
   };

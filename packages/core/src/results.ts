@@ -1,0 +1,79 @@
+import { ConchError } from './errors/conch-error.js';
+import type { ToolResult } from './define.js';
+
+/**
+ * The stable `error_code`s of tool results and thrown errors that more than one tool shares. A
+ * code is never renamed or reused for another meaning; hosts match on it, never on `error` text.
+ * Packages document the codes only their tools produce (files: `FILE_NOT_FOUND`, `EDIT_NO_MATCH`…).
+ */
+export const ERROR_CODES = {
+  // What a command did
+  COMMAND_NOT_FOUND: 'the program is not on PATH (exit 127)',
+  NOT_EXECUTABLE: 'the program exists but cannot be executed (exit 126)',
+  NO_SUCH_FILE: 'a file or directory the command names does not exist',
+  INVALID_CWD: 'the working directory does not exist or is not a directory',
+  SPAWN_FAILED: 'the operating system refused to start the process',
+  TIMED_OUT: 'the call ran past its time limit and was stopped',
+  KILLED: 'the process was ended by a signal conch did not send',
+  ABORTED: "the caller's AbortSignal fired; everything the call started was stopped",
+  SANDBOX_REFUSED_WRITE: 'the kernel sandbox refused a write the permission gate did not allow',
+  // What the gate decided
+  PERMISSION_DENIED: 'the permission gate (a rule, a safety check or the user) refused the call',
+  // Sessions, tasks and pools
+  UNKNOWN_TASK: 'no background task has this id',
+  UNKNOWN_SESSION: 'no terminal session has this id',
+  SESSION_BUSY: 'the terminal session is still running a command',
+  POOL_FULL: 'every slot of a bounded pool (terminal sessions, background workers) is taken',
+  // The call itself
+  INVALID_ARGUMENTS: "the arguments do not match the tool's input schema",
+  NO_SUCH_TOOL: 'no exposed tool has this name',
+  TOOL_FAILED: 'the tool threw an unexpected error (a plugin bug); the registry keeps working',
+} as const satisfies Record<string, string>;
+
+export type ErrorCode = keyof typeof ERROR_CODES;
+
+/** The shape of every failed tool result: the message for the model, the code for the host. */
+export interface ToolErrorResult extends ToolResult {
+  error: string;
+  /** A code from {@link ERROR_CODES} or one the tool's package documents. */
+  error_code: string;
+  /** One line for a UI. */
+  display: string;
+}
+
+const DISPLAY_MAX = 160;
+
+/** `text` cut to its first line and at most `max` characters, for a `display` summary. */
+export function oneLine(text: string, max = DISPLAY_MAX): string {
+  const first = text.trim().split('\n', 1)[0] ?? '';
+  return first.length > max ? `${first.slice(0, max - 1)}…` : first;
+}
+
+/**
+ * A thrown error (unknown tool, bad arguments, a plugin crash) as the result a model reads. MCP
+ * (`isError` content) and the AI SDK adapter (`error-json`) both send exactly this.
+ */
+export function toToolErrorResult(error: unknown): ToolErrorResult {
+  const code = ConchError.isInstance(error) ? error.code : 'TOOL_FAILED';
+  const message = error instanceof Error ? error.message : String(error);
+  return { error: message, error_code: code, display: `✗ ${code}: ${oneLine(message)}` };
+}
+
+/**
+ * The result with the two fields every result carries once it leaves the registry: `error_code`
+ * next to any `error` (`TOOL_FAILED` when a third-party tool gave none) and a one-line `display`
+ * (`✓` / `✗ CODE: message` when the tool wrote none). Returns the same object when both are there.
+ */
+export function withResultSummary(result: ToolResult): ToolResult {
+  if (typeof result !== 'object' || result === null || Array.isArray(result)) return result;
+  const error = typeof result.error === 'string' && result.error.length > 0 ? result.error : undefined;
+  const needsCode = error !== undefined && typeof result.error_code !== 'string';
+  const needsDisplay = typeof result.display !== 'string';
+  if (!needsCode && !needsDisplay) return result;
+  const code = needsCode ? 'TOOL_FAILED' : (result.error_code as string | undefined);
+  return {
+    ...result,
+    ...(needsCode ? { error_code: code } : {}),
+    ...(needsDisplay ? { display: error === undefined ? '✓' : `✗ ${code}: ${oneLine(error)}` } : {}),
+  };
+}
