@@ -38,9 +38,9 @@ async function setup() {
   expect(report.errors).toEqual([]);
   expect(report.loaded).toContain('git-helpers');
   // a generous parse bound: the gate fails closed on slow parses, and CI machines are slow
-  registry.exposeTool('permission', { parseTimeoutMs: 5000 });
-  registry.exposeTool('cli', {});
-  registry.exposeTool('git-helpers', {});
+  await registry.expose('permission', { parseTimeoutMs: 5000 });
+  await registry.expose('cli', {});
+  await registry.expose('git-helpers', {});
   const decisions = [];
   registry.events.on('tool.permission', (e) => decisions.push(e.decision));
   return decisions;

@@ -10,6 +10,16 @@ function count(text) {
   return { lines, words, chars: [...text].length, bytes: Buffer.byteLength(text) };
 }
 
+/** A result with the one-line `display` hosts show. */
+function summarise(counts) {
+  return { ...counts, display: `${counts.lines} lines, ${counts.words} words` };
+}
+
+/** A failure the model can act on: the message, a stable code, one line for a UI. */
+function failure(code, message) {
+  return { error: message, error_code: code, display: `✗ ${code}: ${message}` };
+}
+
 /** @type {import('@conch/core').PluginDefinition<{ maxBytes: number }>} */
 const plugin = {
   name: 'word-count',
@@ -23,39 +33,46 @@ const plugin = {
       .default(10 * 1024 * 1024)
       .describe('largest file it will read'),
   }),
-  systemInstructions:
-    'word_count counts lines, words, characters and bytes of `text` or of the file at `path`; prefer it to `wc` for a quick count.',
-  tools: [
-    {
-      name: 'word_count',
-      description:
-        'Count lines, words, characters and bytes of a text or of a file (path relative to the workspace).',
-      inputSchema: z
-        .strictObject({
-          text: z.string().optional().describe('the text to count'),
-          path: z.string().optional().describe('a file to count instead of text'),
-        })
-        .refine((a) => (a.text === undefined) !== (a.path === undefined), {
-          message: 'give exactly one of `text` or `path`',
-        }),
-      annotations: { readOnlyHint: true },
-      async execute(args, ctx) {
-        if (args.text !== undefined) return count(args.text);
-        const file = resolve(ctx.env.cwd, args.path);
-        try {
-          const buffer = await readFile(file);
-          if (buffer.length > ctx.config.maxBytes) {
-            return {
-              error: `${args.path} is ${buffer.length} bytes, over the ${ctx.config.maxBytes}-byte limit`,
-            };
+  // One exposure = one setup call; anything it keeps lives in this closure, never in the module.
+  setup: (ctx) => ({
+    instructions:
+      'word_count counts lines, words, characters and bytes of `text` or of the file at `path`; prefer it to `wc` for a quick count.',
+    tools: [
+      {
+        name: 'word_count',
+        description:
+          'Count lines, words, characters and bytes of a text or of a file (path relative to the workspace).',
+        inputSchema: z
+          .strictObject({
+            text: z.string().optional().describe('the text to count'),
+            path: z.string().optional().describe('a file to count instead of text'),
+          })
+          .refine((a) => (a.text === undefined) !== (a.path === undefined), {
+            message: 'give exactly one of `text` or `path`',
+          }),
+        annotations: { readOnlyHint: true },
+        async execute(args) {
+          if (args.text !== undefined) return summarise(count(args.text));
+          const file = resolve(ctx.env.cwd, args.path);
+          try {
+            const buffer = await readFile(file);
+            if (buffer.length > ctx.config.maxBytes) {
+              return failure(
+                'FILE_TOO_LARGE',
+                `${args.path} is ${buffer.length} bytes, over the ${ctx.config.maxBytes}-byte limit`,
+              );
+            }
+            return summarise({ path: args.path, ...count(buffer.toString('utf8')) });
+          } catch (error) {
+            return failure(
+              error.code === 'ENOENT' ? 'NO_SUCH_FILE' : 'FILE_ERROR',
+              `cannot read ${args.path}: ${error.code ?? error.message}`,
+            );
           }
-          return { path: args.path, ...count(buffer.toString('utf8')) };
-        } catch (error) {
-          return { error: `cannot read ${args.path}: ${error.code ?? error.message}` };
-        }
+        },
       },
-    },
-  ],
+    ],
+  }),
 };
 
 export default plugin;

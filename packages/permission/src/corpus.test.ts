@@ -1,6 +1,7 @@
 // Invariant: the gate reads each corpus command as the shell does — every bypass class is denied or asked in every spelling, ordinary reads are allowed, real bash proves each refused command would really do something, and allowed commands run under bash and sh in a sandbox change nothing.
 import { loadShellParser } from '@conch/shell-syntax';
 import { execa } from 'execa';
+import { execFileSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import {
   appendFileSync,
@@ -18,7 +19,7 @@ import {
   writeFileSync,
 } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { permissionConfigSchema } from './config.js';
 import { PermissionEngine } from './gate.js';
@@ -280,6 +281,12 @@ const CORPUS: Entry[] = [
   ['git status', 'allow', 'read-only'],
   ['git log --oneline -5', 'allow', 'read-only'],
   ['git diff HEAD~1', 'allow', 'read-only'],
+  ['git diff --stat --end-of-options HEAD --', 'allow', 'git --end-of-options'],
+  ['git log --end-of-options main -- src', 'allow', 'git --end-of-options'],
+  ['git diff --end-of-options --output=pwned', 'allow', 'git --end-of-options (a revision, not an option)'],
+  ['git show --end-of-options HEAD', 'allow', 'git --end-of-options'],
+  ['git diff --end-of-options', 'allow', 'git --end-of-options'],
+  ['git diff --output=pwned --end-of-options HEAD', 'ask', 'git options before --end-of-options'],
   ['git show HEAD', 'allow', 'read-only'],
   ['git branch', 'allow', 'read-only'],
   ['git branch -a', 'allow', 'read-only'],
@@ -671,7 +678,11 @@ async function runShell(shell: 'bash' | 'sh', command: string, ws: string, home:
   });
 }
 
-/** Every file under a directory with its size and content hash (the differential's before/after). */
+/**
+ * Every file under a directory with its size and content hash (the differential's before/after).
+ * A git index counts by what it stages (`git ls-files --stage`), not its bytes: `git diff <rev>`
+ * refreshes the index's stat cache even under GIT_OPTIONAL_LOCKS=0, which stages nothing.
+ */
 function snapshot(dir: string): Map<string, string> {
   const out = new Map<string, string>();
   const walk = (d: string) => {
@@ -680,6 +691,8 @@ function snapshot(dir: string): Map<string, string> {
       const st = lstatSync(p);
       if (st.isSymbolicLink()) out.set(p, `link:${readlinkSync(p)}`);
       else if (st.isDirectory()) walk(p);
+      else if (name === 'index' && d.endsWith('/.git'))
+        out.set(p, execFileSync('git', ['ls-files', '--stage'], { cwd: dirname(d), encoding: 'utf8' }));
       else out.set(p, createHash('sha1').update(readFileSync(p)).digest('hex'));
     }
   };

@@ -30,6 +30,8 @@ export interface Grammar {
   permute: boolean;
   /** Every option the real program has is harmless: a word that may expand to an option is fine. */
   harmlessOptions: boolean;
+  /** `--end-of-options` ends the options as `--` does (git). */
+  endOfOptions: boolean;
 }
 
 export interface GrammarSpec {
@@ -46,6 +48,7 @@ export interface GrammarSpec {
   numeric?: boolean;
   permute?: boolean;
   harmlessOptions?: boolean;
+  endOfOptions?: boolean;
 }
 
 /** Builds a grammar from a compact spec. */
@@ -68,6 +71,7 @@ export function grammar(spec: GrammarSpec): Grammar {
     numeric: spec.numeric ?? false,
     permute: spec.permute ?? true,
     harmlessOptions: spec.harmlessOptions ?? false,
+    endOfOptions: spec.endOfOptions ?? false,
   };
 }
 
@@ -122,7 +126,7 @@ export function parseArgs(g: Grammar, args: readonly Arg[], program: string): Pa
     }
     const known = a.value !== undefined;
     const text = known ? a.value! : knownHead(a);
-    if (known && text === '--') {
+    if (known && (text === '--' || (g.endOfOptions && text === '--end-of-options'))) {
       optionsDone = true;
       continue;
     }

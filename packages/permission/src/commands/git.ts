@@ -43,12 +43,14 @@ function withCommon(long: string): string {
 }
 
 const LOG = grammar({
+  endOfOptions: true,
   flags: `${DIFF_FLAGS}iEFPgLm`,
   values: `${DIFF_VALUES}n`,
   long: withCommon(`${REV_LONG} ${DIFF_LONG}`),
   numeric: true,
 });
 const DIFF = grammar({
+  endOfOptions: true,
   flags: `${DIFF_FLAGS}012`,
   values: `${DIFF_VALUES}O`,
   long: withCommon(`${DIFF_LONG} cached staged merge-base no-index base ours theirs`),
@@ -62,7 +64,10 @@ interface Sub {
 }
 
 function sub(spec: Parameters<typeof grammar>[0], check?: Sub['check']): Sub {
-  return { grammar: grammar({ ...spec, long: withCommon(spec.long ?? '') }), ...(check ? { check } : {}) };
+  return {
+    grammar: grammar({ ...spec, endOfOptions: true, long: withCommon(spec.long ?? '') }),
+    ...(check ? { check } : {}),
+  };
 }
 
 function listOnly(what: string, listKeys: string[]): (args: ParsedArgs) => string | undefined {
@@ -91,6 +96,7 @@ const SUBCOMMANDS: Record<string, Sub> = {
   'diff-index': { grammar: DIFF },
   'range-diff': {
     grammar: grammar({
+      endOfOptions: true,
       flags: DIFF_FLAGS,
       long: withCommon(`${DIFF_LONG} creation-factor= no-dual-color left-only right-only`),
     }),
