@@ -120,10 +120,10 @@ describe('plugin API v1', () => {
     await Promise.all([registry.dispose(), other.dispose()]);
   });
 
-  it('throws bad config at once, before any promise', () => {
+  it('rejects bad config and unknown plugins with the field or name', async () => {
     const registry = new PluginRegistry({ logger: silentLogger(), plugins: [counterPlugin] });
-    expect(() => registry.expose('counter', { start: 'x' })).toThrow(/start/);
-    expect(() => registry.expose('nope')).toThrow(/nope/);
+    await expect(registry.expose('counter', { start: 'x' })).rejects.toThrow(/start/);
+    await expect(registry.expose('nope')).rejects.toThrow(/nope/);
     void registry.dispose();
   });
 

@@ -257,13 +257,17 @@ export class PluginRegistry {
   /**
    * Exposes a plugin: validates `config` with its schema (snake_case keys accepted as aliases),
    * runs its `setup`, exposes its tools (schemas converted once), then exposes the partners it
-   * names with derived config. Bad config and unknown plugins throw at once (synchronously);
-   * when setup is synchronous the tools are usable as soon as this returns, and the promise is
-   * already resolved. Resolves to the names of the tools exposed.
+   * names with derived config. Bad config and unknown plugins reject (`INVALID_CONFIG`,
+   * `NO_SUCH_PLUGIN`); when setup is synchronous the tools are usable as soon as this returns,
+   * before the promise is awaited. Resolves to the names of the tools exposed.
    */
   expose(pluginName: string, config: unknown = {}, options: ExposeOptions = {}): Promise<string[]> {
-    const result = this.exposeNow(pluginName, config, options);
-    return Array.isArray(result) ? Promise.resolve(result) : result;
+    try {
+      const result = this.exposeNow(pluginName, config, options);
+      return Array.isArray(result) ? Promise.resolve(result) : result;
+    } catch (error) {
+      return Promise.reject(error as Error);
+    }
   }
 
   /**
