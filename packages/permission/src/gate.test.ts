@@ -180,6 +180,33 @@ describe('modes', () => {
     expect(e.evaluate('cp a key.pem').verdict).toBe('deny');
     expect(e.evaluate('echo x > notes.txt').verdict).toBe('ask');
   });
+
+  it('protected globs are picomatch globs: braces, ** across and within segments, dotfiles', () => {
+    const e = engine({
+      protectedPaths: ['config/{prod,staging}.json', 'deploy/**', '**/*.key', '.hidden*', 'a/**/b'],
+    });
+    const verdict = (command: string) => e.evaluate(command).verdict;
+    // {a,b}: each alternative, and nothing else
+    expect(verdict('echo x > config/prod.json')).toBe('deny');
+    expect(verdict('echo x > config/staging.json')).toBe('deny');
+    expect(verdict('echo x > config/dev.json')).toBe('ask');
+    expect(verdict('echo x > config/{prod,staging}.json')).toBe('deny'); // bash expands the braces
+    // ** spans any depth, including none; * stays inside one segment
+    expect(verdict('echo x > deploy/a/b/c.sh')).toBe('deny');
+    expect(verdict('echo x > deploy/x')).toBe('deny');
+    expect(verdict('echo x > a/b')).toBe('deny');
+    expect(verdict('echo x > a/x/y/b')).toBe('deny');
+    expect(verdict('echo x > a/xb')).toBe('ask');
+    expect(verdict('echo x > src/deep/server.key')).toBe('deny');
+    expect(verdict('echo x > server.key')).toBe('deny');
+    expect(verdict('echo x > server.keys')).toBe('ask');
+    // dotfiles match (dot: true), also through ** and in a base-name glob
+    expect(verdict('echo x > .hiddenfile')).toBe('deny');
+    expect(verdict('echo x > sub/.hidden')).toBe('deny');
+    expect(verdict('echo x > deploy/.env.example')).toBe('deny');
+    expect(verdict('echo x > .cache/x.key')).toBe('deny');
+    expect(verdict('echo x > visible')).toBe('ask');
+  });
 });
 
 describe('asking', () => {
