@@ -225,7 +225,7 @@ describe('ScriptedDemoModel', () => {
       onText: (d) => (text += d),
       onToolResult: (r) => results.push(r.output),
     });
-    expect(results).toEqual([{ stdout: 'scripted\n', returncode: 0 }]);
+    expect(results).toEqual([{ stdout: 'scripted\n', returncode: 0, display: '✓' }]);
     expect(text).toBe('Exit code 0.');
   });
 });

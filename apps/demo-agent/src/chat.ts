@@ -227,6 +227,8 @@ export function summarizeOutput(output: unknown, isError: boolean): { status: To
   const failed =
     (typeof code === 'number' && code !== 0) || typeof r.error === 'string' || r.status === 'failed';
   if (typeof code === 'number') lines.push(`exit ${code}`);
+  // Tools without command output (browser, files) say what they did in one `display` line.
+  if (lines.length === 0 && typeof r.display === 'string') lines.push(r.display);
   return { status: failed ? 'failed' : 'ok', detail: lines.join('\n') };
 }
 

@@ -2,7 +2,7 @@ import { formatDuration, type ProcessRow, type ProcessTracker } from './processe
 
 export const HELP_TEXT = [
   'process commands',
-  '  !ps              list background tasks, terminal sessions and recent processes',
+  '  !ps              list the browser, background tasks, terminal sessions and recent processes',
   '  !kill <id>       end one of them (its whole process tree)',
   '  !kill-all        end everything that is running',
   '  !logs <id>       full output, paged (space/b/g/G/q)',
@@ -67,7 +67,8 @@ export function formatPs(rows: readonly ProcessRow[], now = Date.now()): string 
     r.pid === undefined ? '-' : String(r.pid),
     r.startedAt === undefined ? '-' : formatDuration((r.endedAt ?? now) - r.startedAt),
     truncate(r.command, 40),
-    truncate(r.lastLine, 40),
+    // A browser's last line is its CDP address: shown whole, so it can be copied into a client.
+    r.kind === 'browser' ? r.lastLine : truncate(r.lastLine, 40),
   ]);
   const header = ['ID', 'KIND', 'STATE', 'PID', 'TIME', 'COMMAND', 'LAST OUTPUT'];
   const widths = header.map((h, i) => Math.max(h.length, ...table.map((row) => row[i]!.length)));

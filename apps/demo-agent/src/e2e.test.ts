@@ -1,12 +1,20 @@
-// Invariant: the real app, driven in tmux like a person would, completes the scripted walkthrough for real (approval answered, sudo denied), !ps shows the background task, !kill ends it, and after exit no child remains.
-import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+// Invariant: the real app, driven in tmux like a person would, completes the scripted walkthrough for real (approval answered, sudo denied, a served page screenshotted by the browser), !ps shows the browser and the background task, !kill ends it, and after exit no child remains.
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { randomBytes } from 'node:crypto';
 import { afterEach, describe, expect, it } from 'vitest';
 import { isAlive, waitFor } from './test-support/mock-model.js';
-import { descendantsOf, hasTmux, processesWithEnv, TmuxSession } from './test-support/tmux.js';
+import {
+  commandDescendantsOf,
+  descendantsOf,
+  hasTmux,
+  pngSize,
+  processesMentioning,
+  processesWithEnv,
+  TmuxSession,
+} from './test-support/tmux.js';
 
 const APP = resolve(dirname(fileURLToPath(import.meta.url)), '../dist/main.js');
 // Provider keys would pick a real model; CI=true would make Ink print only the last frame.
@@ -36,9 +44,12 @@ function startApp(cookie: string, extraArgs = '', config?: unknown): TmuxSession
     extraArgs += ' --config conch.config.json';
   }
   const unset = PROVIDER_VARS.map((v) => `-u ${v}`).join(' ');
+  // The environment's temp dir (the browser profile) under the work dir, to find Chromium by it.
+  mkdirSync(join(workDir, 'tmp'));
   return new TmuxSession(`exec env ${unset} node ${APP} ${extraArgs}`, {
     cwd: workDir,
     env: {
+      TMPDIR: join(workDir, 'tmp'),
       CONCH_E2E_COOKIE: cookie,
       CONCH_DEMO_DIR: join(workDir, 'demo-out'),
       CONCH_DEMO_LOG: join(workDir, 'demo.log'),
@@ -119,9 +130,23 @@ describe('demo agent in tmux', () => {
     expect(screen).toContain('Python answered 42');
     expect(screen).toMatch(/⊘ cli_based_tool/);
     expect(screen).not.toMatch(/steps skipped/);
+    // The page served from a terminal background session, opened in the browser and screenshotted.
+    const shot = join(workDir!, 'demo-out', 'conch-demo.png');
+    expect(screen).toContain(`Saved ${shot} (1280x800)`);
+    expect(pngSize(shot)).toEqual({ width: 1280, height: 800 });
+    // The process panel shows the browser with its CDP address.
+    expect(screen).toMatch(/\[p\d+\] \[browser\] Chrome Headless browser · pid \d+ · CDP Ready/);
+    expect(screen).toMatch(/› ws:\/\/127\.0\.0\.1:\d+\/devtools\/browser\//);
+    // (By the environment's temp dirs: the tmux server's own command line names TMPDIR.)
+    const envTemp = join(workDir!, 'tmp', 'conch-env-');
+    expect(processesMentioning(envTemp).length).toBeGreaterThan(1);
 
-    // !ps lists the watcher as a running background task.
+    // !ps lists the browser with its CDP address and the watcher as a running background task.
     tmux.type('!ps');
+    await tmux.waitForScreen(
+      (s) => /^p\d+\s+browser\s+CDP Ready\s+\d+.*\[browser\] Chrome Headless\s+ws:\/\//m.test(s),
+      '!ps to show the browser',
+    );
     screen = await tmux.waitForScreen(
       (s) => /^\S+\s+background\s+running\s+\d+.*while true/m.test(s),
       '!ps to show the watcher',
@@ -167,6 +192,8 @@ describe('demo agent in tmux', () => {
       'no process with the cookie to remain',
     );
     expect(descendantsOf(appPid)).toEqual([]);
+    // Chromium's children overwrite their environment block (no cookie to find): by the profile's path.
+    await waitFor(() => processesMentioning(envTemp).length === 0, 30_000, 'no browser left');
     expect(readFileSync(join(workDir!, 'demo.log'), 'utf8')).not.toMatch(/"level":(50|60)/);
   }, 400_000);
 
@@ -207,13 +234,14 @@ describe('demo agent in tmux', () => {
       (s) => /cli_based_tool sh -c .* running \d/.test(s),
       'the spinner with elapsed time',
     );
-    await waitFor(() => descendantsOf(appPid).length >= 3, 30_000, 'the shell and both sleeps');
-    const tree = descendantsOf(appPid);
+    // The command's tree: not the registry's process supervisor, which lives until the app exits.
+    await waitFor(() => commandDescendantsOf(appPid).length >= 3, 30_000, 'the shell and both sleeps');
+    const tree = commandDescendantsOf(appPid);
 
     tmux.key('C-c');
     await tmux.waitForScreen((s) => s.includes('cancelled: the running tool'), 'the cancel notice');
     await waitFor(() => tree.every((pid) => !isAlive(pid)), 30_000, 'the command tree to die');
-    expect(descendantsOf(appPid)).toEqual([]);
+    expect(commandDescendantsOf(appPid)).toEqual([]);
     expect(tmux.paneDead()).toBe(false);
 
     tmux.key('C-c');

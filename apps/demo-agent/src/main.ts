@@ -11,7 +11,7 @@ import { ChatController } from './chat.js';
 import { runPlain } from './plain.js';
 import { ProcessTracker } from './processes.js';
 import { chooseModel } from './providers.js';
-import { createDemoRegistry, DEMO_AUTO_BACKGROUND_THRESHOLD } from './setup.js';
+import { createDemoEnvironment, DEMO_AUTO_BACKGROUND_THRESHOLD, SITE_DIR } from './setup.js';
 
 export const WALKTHROUGH_PROMPT = 'Walk me through what conch can do.';
 
@@ -37,24 +37,29 @@ async function main(): Promise<number> {
     destination({ dest: logFile, sync: true, mkdir: true }),
   );
 
-  let demo: Awaited<ReturnType<typeof createDemoRegistry>>;
+  // Where the walkthrough writes (the asked command's file, the browser's screenshot).
+  const demoDir = process.env.CONCH_DEMO_DIR ?? '/tmp/conch-demo';
+  let demo: Awaited<ReturnType<typeof createDemoEnvironment>>;
   try {
-    demo = await createDemoRegistry({
+    demo = await createDemoEnvironment({
       cwd: process.cwd(),
       logger,
+      screenshotDir: demoDir,
+      siteDir: SITE_DIR,
       ...(args.config ? { configFile: args.config } : {}),
     });
   } catch (error) {
     process.stderr.write(`conch-demo: cannot set up conch: ${(error as Error).message}\n`);
     return 1;
   }
-  const { registry } = demo;
+  const { env, registry } = demo;
 
   const choice = await chooseModel(process.env, {
     scripted: args.scripted,
     scriptedOptions: {
       autoBackgroundThreshold: demo.autoBackgroundThreshold ?? DEMO_AUTO_BACKGROUND_THRESHOLD,
-      ...(process.env.CONCH_DEMO_DIR ? { demoDir: process.env.CONCH_DEMO_DIR } : {}),
+      demoDir,
+      siteDir: SITE_DIR,
     },
   });
   const approvals = new ApprovalQueue();
@@ -66,7 +71,8 @@ async function main(): Promise<number> {
     (shuttingDown ??= (async () => {
       approvals.denyAll();
       chat.cancel();
-      await registry.dispose();
+      // Processes, then the browser, then the registry and the temp dir (@conch/environment).
+      await env.close().catch((error: unknown) => logger.error({ err: error }, 'closing the environment'));
       tracker.dispose();
     })());
 
@@ -97,7 +103,10 @@ async function main(): Promise<number> {
       .tools()
       .map((t) => t.name)
       .join(', ')}  ·  config: ${demo.source}  ·  cwd: ${registry.cwd}`,
-    ...(demo.missing.length ? [`not installed, skipped: ${demo.missing.join(', ')}`] : []),
+    ...(env.browser
+      ? [`browser: ${env.browser.version ?? 'Chrome'} headless (cdpUrl ${env.browser.cdpUrl})`]
+      : []),
+    ...(demo.missing.length ? [`not available, skipped: ${demo.missing.join(', ')}`] : []),
     `log: ${logFile}  ·  !help for process commands`,
   ];
   const initial = [

@@ -1,13 +1,13 @@
 // Invariant: in a pipe the app prints plain lines, runs the whole walkthrough for real, takes approval answers from stdin (or --yes), exits at end of input and leaves no process behind.
 import { spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { existsSync, mkdtempSync, rmSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterEach, describe, expect, it } from 'vitest';
 import { waitFor } from './test-support/mock-model.js';
-import { processesWithEnv } from './test-support/tmux.js';
+import { pngSize, processesMentioning, processesWithEnv } from './test-support/tmux.js';
 
 const APP = resolve(dirname(fileURLToPath(import.meta.url)), '../dist/main.js');
 
@@ -25,8 +25,12 @@ async function runApp(
   if (!existsSync(APP)) throw new Error(`build the app first: ${APP} is missing`);
   workDir = mkdtempSync(join(tmpdir(), 'conch-demo-plain-'));
   const cookie = randomBytes(8).toString('hex');
+  // The environment's temp dir (and so the browser's profile) under the work dir: Chromium's
+  // children overwrite their environment block, so they are found by their command line instead.
+  mkdirSync(join(workDir, 'tmp'));
   const env: NodeJS.ProcessEnv = {
     ...process.env,
+    TMPDIR: join(workDir, 'tmp'),
     CONCH_E2E_COOKIE: cookie,
     CONCH_DEMO_DIR: join(workDir, 'demo-out'),
     CONCH_DEMO_LOG: join(workDir, 'demo.log'),
@@ -62,9 +66,22 @@ describe('plain mode', () => {
     expect(stdout).toContain('(--yes)');
     expect(stdout).toContain('walkthrough complete');
     expect(existsSync(join(workDir!, 'demo-out', 'approved.txt'))).toBe(true);
-    // !ps after the walkthrough shows the watcher running.
+    // The page served from a terminal background session was opened and screenshotted.
+    expect(stdout).toMatch(/✓ browser_navigate ok .*\n\s+200 conch demo page/);
+    expect(stdout).toContain(`Saved ${join(workDir!, 'demo-out', 'conch-demo.png')} (1280x800)`);
+    expect(pngSize(join(workDir!, 'demo-out', 'conch-demo.png'))).toEqual({ width: 1280, height: 800 });
+    // !ps after the walkthrough shows the browser with its CDP address, and the watcher running.
+    expect(stdout).toMatch(
+      /^p\d+\s+browser\s+CDP Ready\s+\d+\s+\S+\s+\[browser\] Chrome Headless\s+ws:\/\/127\.0\.0\.1:\d+\/devtools\/browser\/\S+$/m,
+    );
+    expect(stdout).toMatch(/^t\d+\s+terminal\s+background\s+\d+.*http\.server/m);
     expect(stdout).toMatch(/^\S+\s+background\s+running\s+\d+.*while true/m);
     await waitFor(() => processesWithEnv('CONCH_E2E_COOKIE', cookie).length === 0, 30_000, 'no process left');
+    await waitFor(
+      () => processesMentioning(join(workDir!, 'tmp', 'conch-env-')).length === 0,
+      30_000,
+      'no browser left',
+    );
   }, 240_000);
 
   it('reads approval answers from stdin: "n" denies and the model is told', async () => {

@@ -10,7 +10,7 @@ import { isTerminalId, terminalService, type TerminalSessionRow } from './termin
 /** One line of the process panel and of `!ps`. */
 export interface ProcessRow {
   id: string;
-  kind: 'process' | 'background' | 'terminal';
+  kind: 'process' | 'background' | 'terminal' | 'browser';
   command: string;
   pid: number | undefined;
   startedAt: number | undefined;
@@ -47,6 +47,20 @@ export class ProcessTracker {
   private readonly unsubscribe: (() => void)[] = [];
 
   constructor(private readonly registry: PluginRegistry) {
+    // Processes already running (the environment's browser started before the app's UI).
+    for (const p of this.manager()?.list() ?? []) {
+      if (!p.isRunning) continue;
+      this.processes.set(p.id, {
+        id: p.id,
+        command: p.command,
+        pid: p.pid,
+        startedAt: p.startedAt,
+        state: 'running',
+        output: '',
+        outputDropped: 0,
+        lastLine: '',
+      });
+    }
     const events = registry.events;
     this.unsubscribe.push(
       events.on('process.started', (e) => {
@@ -116,23 +130,27 @@ export class ProcessTracker {
         lastLine: s.lastLine ?? '',
       })),
     ];
+    // Labels can change after the start (the browser's, once CDP answers): read them live.
+    const labels = new Map((this.manager()?.list() ?? []).map((p) => [p.id, p.command]));
     for (const p of [...this.processes.values()].reverse()) {
       if (p.pid !== undefined && ownedPids.has(p.pid)) continue;
       // A promoted task keeps its process; show it once, as the task.
       if (!p.endedAt && backgroundCommands.has(p.command)) continue;
-      rows.push({
+      const row: ProcessRow = {
         id: p.id,
         kind: 'process',
-        command: p.command,
+        command: labels.get(p.id) ?? p.command,
         pid: p.pid,
         startedAt: p.startedAt,
         endedAt: p.endedAt,
         state: p.state,
         running: p.endedAt === undefined,
         lastLine: p.lastLine,
-      });
+      };
+      rows.push(browserRow(row) ?? row);
     }
-    return rows;
+    // The browser first: it is the one a user looks for (its CDP address).
+    return [...rows.filter((r) => r.kind === 'browser'), ...rows.filter((r) => r.kind !== 'browser')];
   }
 
   /** Ends one process, task or session by id. Returns what it did, for the chat. */
@@ -201,6 +219,11 @@ export class ProcessTracker {
     this.listeners.clear();
   }
 
+  private manager(): ProcessManagerService | undefined {
+    if (this.registry.disposed) return undefined;
+    return this.registry.resolveOptional<ProcessManagerService>(TOKENS.ProcessManager);
+  }
+
   private background(): BackgroundService | undefined {
     if (this.registry.disposed) return undefined;
     return this.registry.resolveOptional<BackgroundService>(TOKENS.BackgroundService);
@@ -226,6 +249,23 @@ export class ProcessTracker {
   private changed(): void {
     for (const listener of this.listeners) listener();
   }
+}
+
+/**
+ * A browser's row in the seed's words: `[browser] Chrome Headless`, state `CDP Ready` and its
+ * WebSocket address as the second line (what a CDP client connects to), from the label
+ * @conch/browser gives its process (`[browser] Chrome Headless  CDP Ready ws://…`).
+ */
+export function browserRow(row: ProcessRow): ProcessRow | undefined {
+  const match = /^(\[browser\] .+?) {2}(CDP Ready|starting)(?: (\S+))?$/.exec(row.command);
+  if (!match) return undefined;
+  return {
+    ...row,
+    kind: 'browser',
+    command: match[1]!,
+    state: row.running ? match[2]! : row.state,
+    lastLine: match[3] ?? row.lastLine,
+  };
 }
 
 function backgroundRow(t: BackgroundTaskInfo, process: TrackedProcess | undefined): ProcessRow {

@@ -5,6 +5,7 @@ import type {
   LanguageModelV2StreamPart,
   LanguageModelV2ToolResultOutput,
 } from '@ai-sdk/provider';
+import { announcedPort, serveCommand, SITE_DIR } from './demo-site.js';
 
 /**
  * The offline "scripted demo model": a real AI SDK `LanguageModelV2` that needs no network. It
@@ -13,8 +14,9 @@ import type {
  * through conch. Nothing is faked: the results it talks about are the ones the tools returned.
  *
  * - "walk me through" / the first message: the walkthrough (direct command, pipeline, a slow
- *   command auto-backgrounded and checked, a python REPL through the terminal tool, a denied
- *   `sudo`, an asked command, a long-running background watcher).
+ *   command auto-backgrounded and checked, a python REPL through the terminal tool, a static
+ *   server in a terminal background session opened in the headless browser and screenshotted,
+ *   a denied `sudo`, an asked command, a long-running background watcher).
  * - `$ <command>`: runs that command with cli_based_tool and reports the result.
  * - anything else: explains what it can do.
  */
@@ -25,6 +27,8 @@ export interface ScriptedModelOptions {
   wordDelayMs?: number;
   /** Directory the asked command creates. Default /tmp/conch-demo. */
   demoDir?: string;
+  /** The page the walkthrough serves and opens in the browser. Default: the app's `site/`. */
+  siteDir?: string;
 }
 
 interface ToolCallPlan {
@@ -60,11 +64,13 @@ export class ScriptedDemoModel implements LanguageModelV2 {
   private readonly threshold: number;
   private readonly wordDelayMs: number;
   private readonly demoDir: string;
+  private readonly siteDir: string;
 
   constructor(options: ScriptedModelOptions = {}) {
     this.threshold = options.autoBackgroundThreshold ?? 2;
     this.wordDelayMs = options.wordDelayMs ?? 8;
     this.demoDir = options.demoDir ?? '/tmp/conch-demo';
+    this.siteDir = options.siteDir ?? SITE_DIR;
   }
 
   doGenerate(): never {
@@ -156,7 +162,7 @@ export class ScriptedDemoModel implements LanguageModelV2 {
   private script(id: string): ScriptStep[] {
     if (id === 'cmd') return commandScript();
     if (id === 'help') return helpScript();
-    return walkthrough(this.threshold, this.demoDir);
+    return walkthrough(this.threshold, this.demoDir, this.siteDir);
   }
 }
 
@@ -166,7 +172,80 @@ function pickScript(userText: string): string {
   return 'help';
 }
 
-function walkthrough(threshold: number, demoDir: string): ScriptStep[] {
+/** How many times the walkthrough polls the server's session for its port before giving up. */
+const SERVER_POLLS = 3;
+
+/** The port the walkthrough's server announced in any of its session's outputs so far. */
+function serverPort(ctx: ScriptContext): number | undefined {
+  const ids = ['serve', ...Array.from({ length: SERVER_POLLS }, (_, i) => `serve-wait-${i + 1}`)];
+  const output = ids
+    .map((id) => (ctx.results.get(id) as { output?: string } | undefined)?.output ?? '')
+    .join('');
+  return announcedPort(output);
+}
+
+/**
+ * A web page, end to end: a static server in a terminal background session, waited for by
+ * polling the session (until the terminal's polls can wait for a pattern), opened in the
+ * environment's headless browser and screenshotted.
+ */
+function browserSteps(siteDir: string): ScriptStep[] {
+  const browserTools = ['terminal', 'browser_navigate', 'browser_screenshot'];
+  const polls = Array.from({ length: SERVER_POLLS }, (_, i): ScriptStep => ({
+    id: `serve-wait-${i + 1}`,
+    needs: browserTools,
+    say: (ctx) =>
+      serverPort(ctx) === undefined
+        ? 'It has not said which port it listens on yet; I poll its session.'
+        : '',
+    call: (ctx) => {
+      const id = sessionIdOf(ctx.results.get('serve'));
+      return serverPort(ctx) === undefined && id !== undefined
+        ? { toolName: 'terminal', input: { session_id: id, input: '' } }
+        : undefined;
+    },
+  }));
+  return [
+    {
+      id: 'serve',
+      needs: browserTools,
+      say: () =>
+        'Now a web page. I start a small static server in a terminal background session: it keeps running while I work, and the process panel shows it next to the headless browser.',
+      call: () => ({ toolName: 'terminal', input: { command: serveCommand(siteDir), background: true } }),
+    },
+    ...polls,
+    {
+      id: 'browse',
+      needs: browserTools,
+      say: (ctx) => {
+        const port = serverPort(ctx);
+        return port
+          ? `The server listens on port ${port}. I open it in the browser (loopback URLs are on the browser's allowlist, so nobody is asked).`
+          : 'The server never said where it listens, so I leave the browser out.';
+      },
+      call: (ctx) => {
+        const port = serverPort(ctx);
+        return port
+          ? { toolName: 'browser_navigate', input: { url: `http://127.0.0.1:${port}/` } }
+          : undefined;
+      },
+    },
+    {
+      id: 'screenshot',
+      needs: browserTools,
+      say: (ctx) => {
+        const title = (ctx.results.get('browse') as { title?: string } | undefined)?.title;
+        return title ? `The page's title is "${title}". I take a screenshot.` : '';
+      },
+      call: (ctx) =>
+        (ctx.results.get('browse') as { title?: string } | undefined)?.title
+          ? { toolName: 'browser_screenshot', input: { name: 'conch-demo.png' } }
+          : undefined,
+    },
+  ];
+}
+
+function walkthrough(threshold: number, demoDir: string, siteDir: string): ScriptStep[] {
   const cli = 'cli_based_tool';
   return [
     {
@@ -259,11 +338,18 @@ function walkthrough(threshold: number, demoDir: string): ScriptStep[] {
           : undefined;
       },
     },
+    ...browserSteps(siteDir),
     {
       id: 'sudo',
       needs: [cli],
-      say: () =>
-        'Some commands must never run on your behalf. Here I try to sneak sudo into a command substitution:',
+      say: (ctx) => {
+        const shot = ctx.results.get('screenshot') as
+          { path?: string; width?: number; height?: number } | undefined;
+        return (
+          `${shot?.path ? `Saved ${shot.path} (${shot.width}x${shot.height}). ` : ''}` +
+          'Some commands must never run on your behalf. Here I try to sneak sudo into a command substitution:'
+        );
+      },
       call: () => ({ toolName: cli, input: { command: 'echo "$(sudo id -u)"' } }),
     },
     {

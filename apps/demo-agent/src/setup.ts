@@ -1,12 +1,11 @@
-import { dirname } from 'node:path';
+import { dirname, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import {
-  createRegistryFromConfig,
-  loadConchConfig,
-  PluginRegistry,
-  type ConchConfig,
-  type Logger,
-} from '@conch/core';
+import { findChrome } from '@conch/browser';
+import { loadConchConfig, type ConchConfig, type Logger, type PluginRegistry } from '@conch/core';
+import { createEnvironment, type Environment } from '@conch/environment';
+import { serveCommand, SITE_DIR } from './demo-site.js';
+
+export { SITE_DIR } from './demo-site.js';
 
 /** Where discovery starts besides the cwd: the app's own directory, so its node_modules are found. */
 export const APP_DIR = dirname(fileURLToPath(import.meta.url));
@@ -14,81 +13,121 @@ export const APP_DIR = dirname(fileURLToPath(import.meta.url));
 /** Seconds before a still-running command is promoted to a background task, in the demo. */
 export const DEMO_AUTO_BACKGROUND_THRESHOLD = 2;
 
+function regexEscape(text: string): string {
+  return text.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
+}
+
 /**
  * The demo's built-in config (used without --config): the shell tools with a short
  * auto-background threshold, background tasks, PTY sessions, and the permission gate in its
- * default mode (read-only commands allowed, safety rules deny, the rest asks you).
+ * default mode (read-only commands allowed, safety rules deny, the rest asks you). The browser
+ * ('auto') is added by createDemoEnvironment when a Chromium is installed.
  */
-export const DEMO_CONFIG: ConchConfig = {
-  plugins: {
-    permission: {
-      // The walkthrough's REPL starts without a prompt; everything else follows the defaults.
-      rules: {
-        allow: [
-          {
-            regex: '^python3 -q$',
-            examples: { match: ['python3 -q'], notMatch: ['python3 -q -c "import os"', 'python3'] },
-          },
-        ],
+export function demoConfig(siteDir: string = SITE_DIR): ConchConfig {
+  const serve = serveCommand(siteDir);
+  return {
+    plugins: {
+      permission: {
+        // The walkthrough's REPL and its static server start without a prompt; everything else
+        // follows the defaults.
+        rules: {
+          allow: [
+            {
+              regex: '^python3 -q$',
+              examples: { match: ['python3 -q'], notMatch: ['python3 -q -c "import os"', 'python3'] },
+            },
+            {
+              regex: `^${regexEscape(serve)}$`,
+              examples: { match: [serve], notMatch: [`${serve} --cgi`, 'python3 -u -m http.server 0'] },
+            },
+          ],
+        },
       },
+      cli: { autoBackgroundThreshold: DEMO_AUTO_BACKGROUND_THRESHOLD },
+      background: {},
+      terminal: {},
     },
-    cli: { autoBackgroundThreshold: DEMO_AUTO_BACKGROUND_THRESHOLD },
-    background: {},
-    terminal: {},
-  },
-};
+  };
+}
 
-export interface DemoRegistry {
+export const DEMO_CONFIG: ConchConfig = demoConfig();
+
+export interface DemoEnvironment {
+  /** The environment: registry, processes, browser; `env.close()` ends everything. */
+  env: Environment;
   registry: PluginRegistry;
   /** Where the config came from, for the header. */
   source: string;
-  /** Plugins of the built-in config that are not installed (skipped). */
+  /** Parts of the built-in config that are not available here (skipped), with why. */
   missing: string[];
   /** The cli plugin's threshold in seconds, if the config sets it. */
   autoBackgroundThreshold: number | undefined;
 }
 
 /**
- * Builds the registry the way conch-mcp does: `--config` through core's loadConchConfig and
- * createRegistryFromConfig; without it, the demo config restricted to the plugins installed.
+ * Builds the demo's environment with `createEnvironment` (@conch/environment): `--config` read
+ * with core's loadConchConfig (its `plugins` map, exactly as conch-mcp exposes it); without it,
+ * the demo config plus a local headless Chromium when one is installed (`CONCH_DEMO_BROWSER=0`
+ * turns it off). Installed third-party plugins are discovered either way.
  */
-export async function createDemoRegistry(options: {
+export async function createDemoEnvironment(options: {
   configFile?: string;
   cwd: string;
   logger?: Logger;
-}): Promise<DemoRegistry> {
-  const common = { searchPaths: [APP_DIR], ...(options.logger ? { logger: options.logger } : {}) };
+  /** Where the walkthrough saves its screenshot. */
+  screenshotDir?: string;
+  siteDir?: string;
+}): Promise<DemoEnvironment> {
+  const common = {
+    discover: true,
+    searchPaths: [APP_DIR],
+    ...(options.logger ? { logger: options.logger } : {}),
+  };
   if (options.configFile) {
     const config = await loadConchConfig(options.configFile);
-    const registry = await createRegistryFromConfig(config, { ...common, baseDir: config.baseDir });
+    const env = await createEnvironment({
+      ...common,
+      workingDir: resolve(config.baseDir, config.cwd ?? '.'),
+      plugins: config.plugins ?? {},
+      pluginDirs: (config.pluginDirs ?? []).map((d) => resolve(config.baseDir, d)),
+    });
     return {
-      registry,
+      env,
+      registry: env.registry,
       source: options.configFile,
       missing: [],
       autoBackgroundThreshold: thresholdOf(config),
     };
   }
-  const installed = await installedPlugins(options.cwd, common);
-  const plugins = Object.fromEntries(
-    Object.entries(DEMO_CONFIG.plugins ?? {}).filter(([name]) => installed.has(name)),
-  );
-  const missing = Object.keys(DEMO_CONFIG.plugins ?? {}).filter((name) => !installed.has(name));
-  const config: ConchConfig = { plugins };
-  const registry = await createRegistryFromConfig(config, { ...common, baseDir: options.cwd });
-  return { registry, source: 'built-in demo config', missing, autoBackgroundThreshold: thresholdOf(config) };
-}
-
-async function installedPlugins(
-  cwd: string,
-  options: { searchPaths: string[]; logger?: Logger },
-): Promise<Set<string>> {
-  const probe = new PluginRegistry({ cwd, ...options });
-  try {
-    await probe.discover();
-    return new Set(probe.plugins().map((p) => p.name));
-  } finally {
-    await probe.dispose();
+  const config = demoConfig(options.siteDir);
+  const missing: string[] = [];
+  let browser = process.env.CONCH_DEMO_BROWSER !== '0';
+  if (browser) {
+    try {
+      findChrome();
+    } catch {
+      browser = false;
+      missing.push('browser (no Chrome or Chromium found: apt-get install -y chromium, or set CHROME_PATH)');
+    }
   }
+  const env = await createEnvironment({
+    ...common,
+    workingDir: options.cwd,
+    plugins: config.plugins ?? {},
+    ...(browser
+      ? {
+          cdpUrl: 'auto',
+          browser: options.screenshotDir ? { screenshotDir: options.screenshotDir } : {},
+        }
+      : {}),
+  });
+  return {
+    env,
+    registry: env.registry,
+    source: 'built-in demo config',
+    missing,
+    autoBackgroundThreshold: thresholdOf(config),
+  };
 }
 
 function thresholdOf(config: ConchConfig): number | undefined {

@@ -11,6 +11,7 @@ import {
   processCommand,
   sweepCookie,
 } from './kill-tree.js';
+import { InvalidSpawnOptionError } from './errors.js';
 import type { OutputCapture } from './output-capture.js';
 import type { ExitReason, LeftoverProcess, OutputEvent, ProcessResult } from './process-result.js';
 import type { SandboxKind } from './sandbox-profile.js';
@@ -61,7 +62,6 @@ export class ManagedProcess {
   readonly id: string;
   readonly command: string;
   readonly args: readonly string[];
-  readonly label: string;
   readonly cwd: string;
   readonly shell: boolean;
   readonly cookie: string;
@@ -78,6 +78,7 @@ export class ManagedProcess {
 
   private readonly child: SpawnedChild;
   private readonly owner: ProcessOwner;
+  private labelText: string;
   private readonly killGraceMs: number;
   private readonly drainMs: number;
   private readonly keepLeftoverOutput: boolean;
@@ -116,7 +117,7 @@ export class ManagedProcess {
     this.id = init.id;
     this.command = init.command;
     this.args = init.args;
-    this.label = init.label;
+    this.labelText = init.label;
     this.cwd = init.cwd;
     this.shell = init.shell;
     this.cookie = init.cookie;
@@ -142,6 +143,22 @@ export class ManagedProcess {
 
   get pid(): number | undefined {
     return this.child.pid;
+  }
+
+  /** How list() and events show the process (the spawn option `label`, or command + args). */
+  get label(): string {
+    return this.labelText;
+  }
+
+  /**
+   * Changes how list() shows the process from now on, for a state known only after spawn (a
+   * browser's CDP address once it answers). Events already emitted keep the old label.
+   */
+  setLabel(label: string): void {
+    if (typeof label !== 'string' || label.trim().length === 0 || label.includes('\0')) {
+      throw new InvalidSpawnOptionError('label', 'a non-empty string without NUL bytes', label);
+    }
+    this.labelText = label;
   }
 
   get isRunning(): boolean {

@@ -48,6 +48,9 @@ function shutdown(code: number): void {
 
 // The host is gone (exit, crash, SIGKILL: the kernel closes its end of the channel) or disposed.
 process.on('disconnect', () => shutdown(0));
+// A host that disposed while this process was still starting closed the channel before node set
+// it up here: `connected` is false from the start and 'disconnect' never fires.
+if (!process.connected) shutdown(0);
 // The supervisor leads its own session, so terminal signals never reach it; a deliberate signal
 // ends it the way the host's death does (nothing it started outlives it).
 for (const signal of ['SIGTERM', 'SIGINT', 'SIGHUP'] as const) process.on(signal, () => shutdown(0));

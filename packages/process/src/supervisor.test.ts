@@ -1,5 +1,5 @@
 // Invariant: through the supervisor the host never forks per command and no byte is lost in the handle passing (pins the node internals it relies on); without a usable supervisor conch spawns in-process and says so once.
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
@@ -24,6 +24,7 @@ afterEach(async () => {
   rmSync(dir, { recursive: true, force: true });
 });
 
+const listPids = () => readdirSync('/proc').filter((n) => /^\d+$/.test(n)).map(Number);
 const cmdline = (pid: number) => readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0').join(' ');
 
 describe('supervisor', () => {
@@ -105,6 +106,23 @@ describe('supervisor', () => {
     expect((await m.status()).supervisor).toBe('running');
     const result = await m.spawn('sh', ['-c', 'echo $PPID']).result;
     expect(result.stdout.head).not.toBe(`${process.pid}\n`);
+  });
+
+  it('a manager disposed while its supervisor is still starting leaves no supervisor behind', async () => {
+    for (let i = 0; i < 3; i++) {
+      const m = manager();
+      m.warmUp();
+      const supervisorsOf = () =>
+        listPids().filter((pid) => {
+          try {
+            return cmdline(pid).includes(`supervisor-main.js ${m.cookiePrefix}`);
+          } catch {
+            return false;
+          }
+        });
+      await m.dispose();
+      await waitFor(() => supervisorsOf().length === 0, 10_000, 'the starting supervisor to exit');
+    }
   });
 });
 

@@ -127,3 +127,46 @@ export function descendantsOf(pid: number): number[] {
   }
   return out;
 }
+
+/** Pids of live (non-zombie) processes whose command line contains `needle` (a temp dir, a profile). */
+export function processesMentioning(needle: string): number[] {
+  const found: number[] = [];
+  for (const entry of readdirSync('/proc')) {
+    if (!/^\d+$/.test(entry)) continue;
+    try {
+      const stat = readFileSync(`/proc/${entry}/stat`, 'utf8');
+      if (/^[ZX]$/.test(stat.slice(stat.lastIndexOf(')') + 2, stat.lastIndexOf(')') + 3))) continue;
+      if (readFileSync(`/proc/${entry}/cmdline`, 'utf8').replace(/\0/g, ' ').includes(needle))
+        found.push(Number(entry));
+    } catch {
+      // gone or not ours
+    }
+  }
+  return found;
+}
+
+/** Width and height of a PNG file (from its IHDR), or undefined when it is not one. */
+export function pngSize(path: string): { width: number; height: number } | undefined {
+  const data = readFileSync(path);
+  if (
+    data.length < 24 ||
+    data.toString('latin1', 1, 4) !== 'PNG' ||
+    data.toString('latin1', 12, 16) !== 'IHDR'
+  )
+    return undefined;
+  return { width: data.readUInt32BE(16), height: data.readUInt32BE(20) };
+}
+
+/**
+ * `pid`'s live descendants but the registry's process supervisors (and the bwrap around a
+ * sandboxed one): the processes commands started. The supervisors live as long as the registry.
+ */
+export function commandDescendantsOf(pid: number): number[] {
+  return descendantsOf(pid).filter((p) => {
+    try {
+      return !readFileSync(`/proc/${p}/cmdline`, 'utf8').includes('supervisor-main.js');
+    } catch {
+      return false;
+    }
+  });
+}

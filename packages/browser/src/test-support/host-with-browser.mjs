@@ -1,0 +1,10 @@
+// A host process for the SIGKILL test: starts a browser through a supervised ProcessManager,
+// prints where it is, then idles until it is killed (no exit hook can run on SIGKILL).
+import { ProcessManager } from '@conch/process';
+import { launchChrome } from '../../dist/index.js';
+
+const tempDir = process.argv[2];
+const manager = new ProcessManager({ tempDir: () => tempDir, cwd: tempDir });
+const chrome = await launchChrome({ manager, tempDir });
+process.stdout.write(`${JSON.stringify({ profileDir: chrome.profileDir, httpUrl: chrome.httpUrl })}\n`);
+setInterval(() => {}, 1000);

@@ -1,0 +1,147 @@
+// Invariant: the files plugin gives models the file operator as tools — reads allowed as read-only actions, writes and edits asked through the gate, protected or outside paths refused as result values without asking — and nothing when it is not exposed.
+import { existsSync, mkdtempSync, readFileSync, realpathSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { PluginRegistry, type ApprovalAnswer, type ApprovalRequest, type ToolResult } from '@conch/core';
+import { getPermissionEngine, permissionPlugin } from '@conch/permission';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { filesPlugin } from './files-plugin.js';
+
+type Result = ToolResult & Record<string, any>;
+
+let dir: string;
+let registry: PluginRegistry;
+let asked: ApprovalRequest[];
+let answer: ApprovalAnswer;
+
+beforeEach(() => {
+  dir = realpathSync(mkdtempSync(join(tmpdir(), 'conch-files-plugin-')));
+  asked = [];
+  answer = 'deny';
+  registry = new PluginRegistry({ cwd: dir, plugins: [permissionPlugin, filesPlugin] });
+  registry.exposeTool('permission', {
+    approve: (request: ApprovalRequest) => {
+      asked.push(request);
+      return Promise.resolve(answer);
+    },
+  });
+});
+afterEach(async () => {
+  await registry.dispose();
+  rmSync(dir, { recursive: true, force: true });
+});
+
+describe('files plugin', () => {
+  it('exposes nothing until the host asks for it', () => {
+    expect(registry.tools().map((t) => t.name)).toEqual([]);
+    expect(registry.exposeTool('files')).toEqual([
+      'read_file',
+      'write_file',
+      'edit_file',
+      'list_directory',
+      'glob',
+      'stat_file',
+    ]);
+    expect(registry.systemInstructions()).toMatch(/edit_file \(exact replacement of old_string/);
+  });
+
+  it('reads, lists, globs and stats without asking, audited as read-only actions', async () => {
+    registry.exposeTool('files');
+    writeFileSync(join(dir, 'notes.md'), '# notes\nsecond line\n');
+    const read = (await registry.execute('read_file', { path: 'notes.md', limit: 1 })) as Result;
+    expect(read).toMatchObject({
+      path: 'notes.md',
+      content: '# notes\n',
+      size_bytes: 20,
+      lines: 1,
+      total_lines: 2,
+      truncated: true,
+      next_offset: 2,
+    });
+    expect(((await registry.execute('list_directory', {})) as Result).entries).toEqual([
+      { name: 'notes.md', type: 'file', size: 20 },
+    ]);
+    expect(((await registry.execute('glob', { pattern: '*.md' })) as Result).matches).toEqual(['notes.md']);
+    expect(((await registry.execute('stat_file', { path: 'notes.md' })) as Result).type).toBe('file');
+    expect(asked).toEqual([]);
+    const audit = getPermissionEngine(registry)!.audit();
+    expect(audit.map((e) => [e.tool, e.outcome, e.rule])).toEqual([
+      ['read_file', 'allow', 'readOnly:action'],
+      ['list_directory', 'allow', 'readOnly:action'],
+      ['glob', 'allow', 'readOnly:action'],
+      ['stat_file', 'allow', 'readOnly:action'],
+    ]);
+  });
+
+  it('asks before writing or editing; a denial changes nothing', async () => {
+    registry.exposeTool('files');
+    const denied = (await registry.execute('write_file', { path: 'out.txt', content: 'hello' })) as Result;
+    expect(denied.permission_denied).toBe(true);
+    expect(asked.map((a) => a.display)).toEqual(['write 5 bytes to out.txt']);
+    expect(existsSync(join(dir, 'out.txt'))).toBe(false);
+
+    answer = 'once';
+    expect(await registry.execute('write_file', { path: 'out.txt', content: 'hello' })).toMatchObject({
+      path: 'out.txt',
+      bytes_written: 5,
+      created: true,
+    });
+    expect(
+      await registry.execute('edit_file', { path: 'out.txt', old_string: 'hello', new_string: 'bye' }),
+    ).toMatchObject({ replacements: 1, line: 1 });
+    expect(asked.at(-1)!.display).toBe('edit out.txt: replace "hello" with "bye"');
+    expect(readFileSync(join(dir, 'out.txt'), 'utf8')).toBe('bye');
+  });
+
+  it('refuses protected and outside paths as result values, without asking anyone', async () => {
+    registry.exposeTool('files');
+    answer = 'once';
+    const reason = getPermissionEngine(registry)!.protectedWriteReason(join(dir, '.env'), dir);
+    const env = (await registry.execute('write_file', { path: '.env', content: 'A=1' })) as Result;
+    expect(env).toEqual({
+      error: `Refused: write would modify ${reason}. Protected paths are never written by conch; write somewhere else.`,
+      error_code: 'PROTECTED_PATH',
+      display: `write refused: ${reason}`,
+    });
+    const outside = (await registry.execute('write_file', { path: '../escape.txt', content: 'x' })) as Result;
+    expect(outside.error_code).toBe('OUTSIDE_WORKING_DIR');
+    const read = (await registry.execute('read_file', { path: '/etc/hostname' })) as Result;
+    expect(read.error_code).toBe('OUTSIDE_WORKING_DIR');
+    expect(asked).toEqual([]);
+    expect(existsSync(join(dir, '.env'))).toBe(false);
+  });
+
+  it('returns edit refusals with their code, and bad arguments throw naming the field', async () => {
+    registry.exposeTool('files');
+    answer = 'once';
+    writeFileSync(join(dir, 'a.txt'), 'x x');
+    const ambiguous = (await registry.execute('edit_file', {
+      path: 'a.txt',
+      old_string: 'x',
+      new_string: 'y',
+    })) as Result;
+    expect(ambiguous.error_code).toBe('EDIT_AMBIGUOUS');
+    const missing = (await registry.execute('edit_file', {
+      path: 'a.txt',
+      old_string: 'z',
+      new_string: 'y',
+    })) as Result;
+    expect(missing.error_code).toBe('EDIT_NO_MATCH');
+    expect(readFileSync(join(dir, 'a.txt'), 'utf8')).toBe('x x');
+    await expect(registry.execute('read_file', { path: 'a.txt', offset: 0 })).rejects.toThrow(
+      /Invalid arguments for tool 'read_file':\n {2}offset: Too small/,
+    );
+    await expect(registry.execute('glob', { pattern: '../*' })).rejects.toThrow(
+      /pattern: a relative pattern without '\.\.'/,
+    );
+  });
+
+  it('reports a binary file to the model by its code', async () => {
+    registry.exposeTool('files');
+    writeFileSync(join(dir, 'blob.bin'), Buffer.from([0, 1, 2, 3]));
+    expect(await registry.execute('read_file', { path: 'blob.bin' })).toMatchObject({
+      error_code: 'BINARY_FILE',
+      display: 'blob.bin is binary (4 bytes)',
+    });
+  });
+});

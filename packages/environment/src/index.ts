@@ -1,0 +1,48 @@
+export {
+  createEnvironment,
+  Environment,
+  type BrowserSession,
+  type EnvironmentOptions,
+  type ExecutorOption,
+  type LocalExecutorOption,
+} from './environment.js';
+export {
+  FileOperator,
+  looksBinary,
+  DEFAULT_GLOB_IGNORE,
+  type DirectoryEntry,
+  type EditOptions,
+  type EditResult,
+  type EntryType,
+  type FileOperatorOptions,
+  type GlobOptions,
+  type GlobResult,
+  type ListResult,
+  type ReadOptions,
+  type ReadResult,
+  type StatResult,
+  type WriteOptions,
+  type WriteResult,
+} from './file-operator.js';
+export { PathPolicy, type PathPolicyOptions } from './path-policy.js';
+export { filesPlugin, fileTools, createFileOperator, protectedReasonFor } from './files-plugin.js';
+export { filesConfigSchema, type FilesConfig, type FilesConfigInput } from './files-config.js';
+export {
+  createShell,
+  DEFAULT_SHELL_TIMEOUT_SEC,
+  type EnvironmentShell,
+  type ShellResult,
+  type ShellRunOptions,
+} from './shell.js';
+export { createProcesses, type EnvironmentProcesses, type ProcessLogs } from './processes.js';
+export {
+  FileOperationError,
+  isFileOperationError,
+  type FileErrorCode,
+} from './errors/file-operation-error.js';
+export { InvalidFileArgumentError } from './errors/invalid-file-argument-error.js';
+export {
+  InvalidEnvironmentOptionError,
+  UnsupportedExecutorError,
+} from './errors/invalid-environment-option-error.js';
+export { EnvironmentClosedError, EnvironmentCloseError } from './errors/environment-closed-error.js';

@@ -1,0 +1,81 @@
+// Invariant: the shared helpers see real processes as the kernel does — zombies are gone, descendants follow parent links — and waitFor returns the awaited value or names what it waited for.
+import { spawn } from 'node:child_process';
+import { existsSync, readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { afterAll, describe, expect, it } from 'vitest';
+import {
+  descendants,
+  isAlive,
+  processesMentioning,
+  readPid,
+  removeTempDirs,
+  tempDir,
+  waitFor,
+} from './index.js';
+
+afterAll(removeTempDirs);
+
+describe('waitFor', () => {
+  it('returns the first truthy value, sync or async', async () => {
+    let n = 0;
+    expect(await waitFor(() => (++n >= 3 ? n : 0))).toBe(3);
+    expect(await waitFor(async () => 'ready', 'an async value')).toBe('ready');
+  });
+
+  it('names what it waited for on timeout', async () => {
+    await expect(waitFor(() => false, { what: 'the moon', timeoutMs: 60 })).rejects.toThrow(
+      'timed out after 60 ms waiting for the moon',
+    );
+  });
+});
+
+describe('processes', () => {
+  it('finds a tagged grandchild, its parent links, and sees it gone (not a zombie) once killed', async () => {
+    const tag = `${process.pid}.${Date.now() % 100000}`;
+    const shell = spawn('/bin/sh', ['-c', `sleep 3${tag} & wait`], { stdio: 'ignore' });
+    const shellExit = new Promise((resolve) => shell.on('exit', resolve));
+    // The shell's own command line mentions the tag too: the sleep is the other one.
+    const sleeper = await waitFor(
+      () => processesMentioning(`sleep 3${tag}`).find((pid) => pid !== shell.pid),
+      'the tagged sleep',
+    );
+    expect(processesMentioning(`sleep 3${tag}`).sort()).toEqual([shell.pid, sleeper].sort());
+    expect(isAlive(sleeper)).toBe(true);
+    expect(descendants(shell.pid!)).toContain(sleeper);
+    expect(descendants(process.pid)).toEqual(expect.arrayContaining([shell.pid, sleeper]));
+    process.kill(sleeper, 'SIGKILL');
+    await waitFor(() => !isAlive(sleeper), 'the sleep to die');
+    await shellExit;
+    expect(processesMentioning(`sleep 3${tag}`)).toEqual([]);
+    expect(isAlive(shell.pid!)).toBe(false);
+  });
+
+  it('a zombie is not alive, though /proc still lists it', async () => {
+    // A background child waits until its shell has exec'd sleep (which never reaps), writes its pid, exits.
+    const dir = tempDir();
+    const child = `until [ "$(cat /proc/$PPID/comm)" = sleep ]; do :; done; echo $$ > ${dir}/pid`;
+    const parent = spawn('/bin/sh', ['-c', `sh -c '${child}' & exec sleep 30`], { stdio: 'ignore' });
+    const parentExit = new Promise((resolve) => parent.on('exit', resolve));
+    const zombie = await waitFor(() => readPid(join(dir, 'pid')), 'the pid file');
+    await waitFor(() => readFileSync(`/proc/${zombie}/stat`, 'latin1').includes(') Z '), 'the zombie state');
+    expect(isAlive(zombie)).toBe(false);
+    expect(descendants(parent.pid!)).not.toContain(zombie);
+    expect(isAlive(parent.pid!)).toBe(true);
+    parent.kill('SIGKILL');
+    await parentExit;
+    expect(isAlive(2 ** 22 + 1)).toBe(false);
+  });
+});
+
+describe('files', () => {
+  it('reads a pid file once written and removes every temp dir it made', () => {
+    const dir = tempDir();
+    expect(readPid(join(dir, 'pid'))).toBeUndefined();
+    writeFileSync(join(dir, 'pid'), 'x\n');
+    expect(readPid(join(dir, 'pid'))).toBeUndefined();
+    writeFileSync(join(dir, 'pid'), '4242\n');
+    expect(readPid(join(dir, 'pid'))).toBe(4242);
+    removeTempDirs();
+    expect(existsSync(dir)).toBe(false);
+  });
+});

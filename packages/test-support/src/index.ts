@@ -1,0 +1,131 @@
+// The one copy of conch's test helpers. Tests poll for what they wait for (no fixed sleeps, so a
+// loaded CI machine is slower, not red) and read /proc to prove nothing they started survives.
+import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+
+export interface WaitOptions {
+  /** Named in the timeout error: `timed out after 20000 ms waiting for <what>`. */
+  what?: string;
+  /** Default 20 s. */
+  timeoutMs?: number;
+  /** Default 25 ms. */
+  intervalMs?: number;
+}
+
+/**
+ * Polls `check` until it returns a truthy value and returns that value; throws after the timeout
+ * naming `what`. `check` may be async; one that throws fails the wait at once.
+ */
+export async function waitFor<T>(
+  check: () => T | Promise<T>,
+  options: WaitOptions | string = {},
+): Promise<NonNullable<T>> {
+  const {
+    what = 'condition',
+    timeoutMs = 20_000,
+    intervalMs = 25,
+  } = typeof options === 'string' ? { what: options } : options;
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const value = await check();
+    if (value) return value as NonNullable<T>;
+    if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`);
+    await new Promise((resolve) => setTimeout(resolve, intervalMs));
+  }
+}
+
+/** The state letter of /proc/<pid>/stat (R, S, D, Z, X, T …), or undefined when there is no such process. */
+function procState(pid: number): { state: string; ppid: number } | undefined {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'latin1');
+    const rest = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    return { state: rest[0] ?? '', ppid: Number(rest[1]) };
+  } catch {
+    return undefined;
+  }
+}
+
+/** Whether a process is running: a zombie (exited, not yet reaped) counts as gone. */
+export function isAlive(pid: number): boolean {
+  const state = procState(pid)?.state;
+  return state !== undefined && state !== 'Z' && state !== 'X';
+}
+
+function pids(): number[] {
+  return readdirSync('/proc')
+    .filter((name) => /^\d+$/.test(name))
+    .map(Number);
+}
+
+/**
+ * Live processes (this one excluded) whose command line contains `needle`: a unique tag a test put
+ * in what it started (`sleep 1234.5`, a temp dir, a profile dir) finds every copy that survived.
+ */
+export function processesMentioning(needle: string): number[] {
+  const out: number[] = [];
+  for (const pid of pids()) {
+    if (pid === process.pid || !isAlive(pid)) continue;
+    try {
+      if (readFileSync(`/proc/${pid}/cmdline`, 'latin1').replace(/\0/g, ' ').includes(needle)) out.push(pid);
+    } catch {
+      // exited meanwhile
+    }
+  }
+  return out;
+}
+
+/** Live descendants of `root`, by parent links (a process re-parented away is no longer one). */
+export function descendants(root: number): number[] {
+  const children = new Map<number, number[]>();
+  for (const pid of pids()) {
+    const info = procState(pid);
+    if (!info || info.state === 'Z' || info.state === 'X') continue;
+    const list = children.get(info.ppid);
+    if (list) list.push(pid);
+    else children.set(info.ppid, [pid]);
+  }
+  const out: number[] = [];
+  const stack = [root];
+  while (stack.length > 0) {
+    for (const child of children.get(stack.pop()!) ?? []) {
+      out.push(child);
+      stack.push(child);
+    }
+  }
+  return out;
+}
+
+/** The pid written in `file` (a test's `echo $$ > file`), once it is there. */
+export function readPid(file: string): number | undefined {
+  try {
+    const pid = Number(readFileSync(file, 'utf8').trim());
+    return Number.isInteger(pid) && pid > 0 ? pid : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+const made: string[] = [];
+
+/** A fresh directory under the OS temp dir; `removeTempDirs()` (in afterAll) deletes every one made. */
+export function tempDir(prefix = 'conch-test-'): string {
+  const dir = mkdtempSync(join(tmpdir(), prefix));
+  made.push(dir);
+  return dir;
+}
+
+export function removeTempDirs(): void {
+  for (const dir of made.splice(0)) rmSync(dir, { recursive: true, force: true });
+}
+
+/**
+ * Whether a system tool a suite needs (bubblewrap, Chromium, sshd …) is here. On a developer
+ * machine a suite without it skips; under CI (`CI` set) a missing tool fails the run, so a
+ * missing install step can never turn a suite green by skipping it.
+ */
+export function requireUnderCi(available: boolean, what: string, install: string): boolean {
+  if (available) return true;
+  if (process.env.CI) throw new Error(`${what} is required under CI: ${install}`);
+  return false;
+}
