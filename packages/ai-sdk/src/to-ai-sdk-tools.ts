@@ -75,7 +75,10 @@ export function toAiSdkTools(
       execute: (input, call) => runTool(registry, info.name, input, call, options),
       toModelOutput: (output: ToolResult) =>
         isConchToolError(output)
-          ? { type: 'error-json', value: { ...output } }
+          ? {
+              type: 'error-json',
+              value: { error: output.error, error_code: output.error_code, display: output.display },
+            }
           : { type: 'json', value: toJsonValue(output) },
     });
   }
