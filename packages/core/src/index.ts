@@ -65,8 +65,11 @@ export type {
   BackgroundTaskStatus,
   ProcessInfo,
   ProcessManagerService,
+  TrashDialect,
+  TrashEntryInfo,
+  TrashService,
 } from './services.js';
-export { BACKGROUND_SERVICE, PERMISSION_GATE, TOKENS } from './tokens.js';
+export { BACKGROUND_SERVICE, PERMISSION_GATE, TOKENS, TRASH_SERVICE } from './tokens.js';
 export { isToken, token, type Token } from './token.js';
 export { DuplicateServiceError, NoSuchServiceError } from './errors/service-errors.js';
 export { toJsonSchema, formatToolSchema, type JsonSchema, type SchemaFormat } from './schema.js';
@@ -90,3 +93,4 @@ export {
   type ConchConfig,
   type RegistryFromConfigOptions,
 } from './config-file.js';
+export { compileWaitFor, waitForPatternSchema } from './wait-for-pattern.js';

@@ -1,3 +1,4 @@
+import { ConchError } from './errors/conch-error.js';
 import { z } from 'zod';
 import { zodToJsonSchema } from 'zod-to-json-schema';
 
@@ -17,9 +18,10 @@ export function toJsonSchema(schema: z.ZodType): JsonSchema {
   ) as JsonSchema;
   const { $schema: _ignored, ...rest } = json;
   if (rest.type !== 'object') {
-    throw new TypeError(
-      `a tool's inputSchema must describe an object; it describes ${JSON.stringify(rest.type)}`,
-    );
+    throw new ConchError({
+      code: 'INVALID_TOOL_DEFINITION',
+      message: `a tool's inputSchema must describe an object; it describes ${JSON.stringify(rest.type)}`,
+    });
   }
   return rest;
 }

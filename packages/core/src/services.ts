@@ -97,3 +97,45 @@ export interface BackgroundService {
   /** Resolves with the task once it has ended (at once if it has); undefined for an unknown id. */
   whenFinished(id: string): Promise<BackgroundTaskInfo | undefined>;
 }
+
+/** How a shell reads the safe-rm function (`TrashService.shellFunction`). */
+export type TrashDialect = 'bash' | 'zsh' | 'sh';
+
+/** One entry of a project's trash: what `rm` (or `TrashService.put`) moved there. */
+export interface TrashEntryInfo {
+  /** Stable id (`<epoch seconds>-<pid>-<n>`): what `restore` takes. */
+  id: string;
+  /** Where it was, absolute (normalised for display; restore goes back to the path as removed). */
+  originalPath: string;
+  /** When it was moved to the trash (ms since the epoch). */
+  deletedAt: number;
+  kind: 'file' | 'directory' | 'symlink' | 'other';
+  /** Bytes of a file or symlink (directories: undefined). */
+  sizeBytes?: number;
+}
+
+/**
+ * A per-project trash (provided by @conch/trash): the terminal's and the cli's `rm` move operands
+ * here instead of deleting them, and the model's `trash` tool lists, restores and empties it.
+ */
+export interface TrashService {
+  /** The directory entries live in (absolute). */
+  readonly dir: string;
+  /**
+   * Shell code defining an `rm` function that moves its operands into this trash, for bash, zsh or
+   * POSIX sh. Meant to be written to a file and sourced (never typed into a line editor).
+   */
+  shellFunction(dialect: TrashDialect): string;
+  /** Entries, newest first. */
+  list(): Promise<TrashEntryInfo[]>;
+  /**
+   * Moves an entry back to where it was (or to `to`), creating missing parent directories. Throws
+   * a ConchError: `UNKNOWN_TRASH_ENTRY`, `TRASH_RESTORE_CONFLICT` (something exists there now),
+   * `TRASH_RESTORE_FAILED`.
+   */
+  restore(id: string, options?: { to?: string }): Promise<TrashEntryInfo>;
+  /** Deletes entries for good: all, or those deleted more than `olderThanDays` days ago. */
+  empty(options?: { olderThanDays?: number }): Promise<{ removed: number }>;
+  /** Moves a path into the trash (what the `rm` function does, from node). */
+  put(path: string): Promise<TrashEntryInfo>;
+}

@@ -1,5 +1,5 @@
 import type { PermissionGate } from './permission.js';
-import type { BackgroundService } from './services.js';
+import type { BackgroundService, TrashService } from './services.js';
 import { token } from './token.js';
 
 /**
@@ -25,3 +25,5 @@ export const TOKENS = {
 export const PERMISSION_GATE = token<PermissionGate>('conch.permission.PermissionGate');
 /** The background task service (provided by @conch/background). */
 export const BACKGROUND_SERVICE = token<BackgroundService>('conch.background.BackgroundService');
+/** The per-project trash the terminal's and the cli's `rm` move files into (provided by @conch/trash). */
+export const TRASH_SERVICE = token<TrashService>('conch.trash.TrashService');

@@ -2,10 +2,11 @@
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { waitFor } from '@conch/test-support';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { BubblewrapExecutor, findBwrap } from './bubblewrap-executor.js';
 import { ProcessManager } from './process-manager.js';
-import { survivors, waitFor } from './test-support/procs.js';
+import { survivors } from './test-support/procs.js';
 
 const bwrap = findBwrap();
 let dir: string;
@@ -39,9 +40,9 @@ describe.runIf(bwrap || process.env.CI)('BubblewrapExecutor (bwrap present)', ()
       killGraceMs: 500,
     });
     const proc = manager.spawn('setsid sleep 300 > /dev/null 2>&1 & echo up; sleep 300', [], { shell: true });
-    await waitFor(() => proc.stdout.totalBytes > 0, 10_000, 'sandbox up');
+    await waitFor(() => proc.stdout.totalBytes > 0, { what: 'sandbox up', timeoutMs: 10_000 });
     await proc.kill();
-    await waitFor(() => survivors(proc.cookie).length === 0, 10_000, 'no survivors');
+    await waitFor(() => survivors(proc.cookie).length === 0, { what: 'no survivors', timeoutMs: 10_000 });
   });
 });
 

@@ -3,10 +3,11 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { waitFor } from '@conch/test-support';
 import { afterEach, describe, expect, it } from 'vitest';
 import { findBwrap } from './bubblewrap-executor.js';
 import { pidAlive } from './kill-tree.js';
-import { survivors, waitFor } from './test-support/procs.js';
+import { survivors } from './test-support/procs.js';
 
 const dist = join(dirname(fileURLToPath(import.meta.url)), '..', 'dist', 'index.js');
 const ptyModule = createRequire(import.meta.url).resolve('@lydell/node-pty');
@@ -32,7 +33,7 @@ async function startHost(body: string): Promise<{ host: ChildProcess; info: Reco
   hosts.push(host);
   let out = '';
   host.stdout!.on('data', (chunk: Buffer) => (out += chunk.toString()));
-  await waitFor(() => out.includes('\n'), 30_000, 'host ready');
+  await waitFor(() => out.includes('\n'), { what: 'host ready', timeoutMs: 30_000 });
   return { host, info: JSON.parse(out.split('\n')[0]!) as Record<string, any> };
 }
 
@@ -59,11 +60,17 @@ describe('host SIGKILLed', () => {
     const prefix = info.prefix as string;
     expect(info.leftRunning).toBe(1);
     // sleep 300, setsid sleep 301, the PTY shell, its two jobs (+ the sandboxed sleep 304)
-    await waitFor(() => survivors(prefix).length >= (findBwrap() ? 6 : 5), 10_000, 'everything running');
+    await waitFor(() => survivors(prefix).length >= (findBwrap() ? 6 : 5), {
+      what: 'everything running',
+      timeoutMs: 10_000,
+    });
     const exit = killed(host);
     host.kill('SIGKILL');
     await exit;
-    await waitFor(() => survivors(prefix).length === 0, 3_000, 'nothing left 3 s after the host died');
+    await waitFor(() => survivors(prefix).length === 0, {
+      what: 'nothing left 3 s after the host died',
+      timeoutMs: 3_000,
+    });
     expect(pidAlive(info.pty as number)).toBe(false);
   }, 60_000);
 
@@ -75,13 +82,16 @@ describe('host SIGKILLed', () => {
       console.log(JSON.stringify({ prefix: m.cookiePrefix }));
     `);
     const prefix = info.prefix as string;
-    await waitFor(() => survivors(prefix).length === 1, 10_000, 'sleep running');
+    await waitFor(() => survivors(prefix).length === 1, { what: 'sleep running', timeoutMs: 10_000 });
     process.kill(-host.pid!, 'SIGINT');
     await new Promise((r) => setTimeout(r, 500));
     expect(survivors(prefix)).toHaveLength(1);
     const exit = killed(host);
     host.kill('SIGKILL');
     await exit;
-    await waitFor(() => survivors(prefix).length === 0, 3_000, 'cleaned up after SIGKILL');
+    await waitFor(() => survivors(prefix).length === 0, {
+      what: 'cleaned up after SIGKILL',
+      timeoutMs: 3_000,
+    });
   }, 60_000);
 });

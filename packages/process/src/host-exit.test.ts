@@ -2,8 +2,9 @@
 import { spawn, spawnSync } from 'node:child_process';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { waitFor } from '@conch/test-support';
 import { describe, expect, it } from 'vitest';
-import { survivors, waitFor } from './test-support/procs.js';
+import { survivors } from './test-support/procs.js';
 
 // The host scripts run in separate node processes, so they import the built package (global setup).
 const dist = join(dirname(fileURLToPath(import.meta.url)), '..', 'dist', 'index.js');
@@ -26,7 +27,7 @@ describe.each([
     expect(run.status).toBe(0);
     const prefix = run.stdout.trim();
     expect(prefix).toMatch(/^[0-9a-f]{8}-$/);
-    await waitFor(() => survivors(prefix).length === 0, 10_000, 'no survivors');
+    await waitFor(() => survivors(prefix).length === 0, { what: 'no survivors', timeoutMs: 10_000 });
     expect(survivors(prefix)).toEqual([]);
   }, 120_000);
 
@@ -45,15 +46,15 @@ describe.each([
       });
       let out = '';
       host.stdout.on('data', (chunk: Buffer) => (out += chunk.toString()));
-      await waitFor(() => /^[0-9a-f]{8}-/.test(out), 30_000, 'host started its child');
+      await waitFor(() => /^[0-9a-f]{8}-/.test(out), { what: 'host started its child', timeoutMs: 30_000 });
       const prefix = out.trim();
-      await waitFor(() => survivors(prefix).length >= 2, 10_000, 'tree running');
+      await waitFor(() => survivors(prefix).length >= 2, { what: 'tree running', timeoutMs: 10_000 });
       const exited = new Promise<NodeJS.Signals | null>((resolve) =>
         host.on('exit', (_code, sig) => resolve(sig)),
       );
       host.kill(signal);
       expect(await exited).toBe(signal);
-      await waitFor(() => survivors(prefix).length === 0, 10_000, 'no survivors');
+      await waitFor(() => survivors(prefix).length === 0, { what: 'no survivors', timeoutMs: 10_000 });
       expect(survivors(prefix)).toEqual([]);
     },
     120_000,

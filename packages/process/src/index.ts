@@ -1,5 +1,5 @@
 import './events.js';
-export { stripAnsi, cleanForModel } from './strip-ansi.js';
+export { stripAnsi, cleanForModel, applyLineEdits } from './strip-ansi.js';
 export { completeUtf8Prefix, decodeUtf8, utf8StartOffset } from './utf8.js';
 export { SpillSink, type SpillSinkOptions } from './spill-sink.js';
 export { OutputCapture, type CaptureSnapshot, type OutputCaptureOptions } from './output-capture.js';
@@ -31,3 +31,26 @@ export type { SandboxKind, SandboxProfile } from './sandbox-profile.js';
 export { probeSandbox, type SandboxStatus } from './probe-sandbox.js';
 export { onHostExit } from './host-exit.js';
 export { ensureProcessManager, PROCESS_MANAGER } from './ensure.js';
+export {
+  PROCESS_LAYER,
+  resolveProcessLayer,
+  type OutputStore,
+  type ProcessHandle,
+  type ProcessLayer,
+  type ProcessTarget,
+} from './process-layer.js';
+export {
+  DEFAULT_SLOW_PATTERNS,
+  estimateSlowSeconds,
+  mayBeSlow,
+  slowEstimate,
+  type CommandWords,
+  type SlowPattern,
+} from './slow-commands.js';
+export {
+  defaultOutputDir,
+  OUTPUT_FILE_MAX_AGE_MS,
+  outputFileName,
+  prepareOutputDir,
+  pruneOutputDir,
+} from './output-dir.js';

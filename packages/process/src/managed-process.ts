@@ -76,6 +76,8 @@ export class ManagedProcess {
   /** The child's stdin when spawned with `stdin: 'pipe'` (writable at once, before the pid is known). */
   readonly stdin: Writable | null;
 
+  /** Set once a caller changed the timeout: the spawn-time limit then no longer applies. */
+  private timeoutChanged = false;
   private readonly child: SpawnedChild;
   private readonly owner: ProcessOwner;
   private labelText: string;
@@ -182,6 +184,11 @@ export class ManagedProcess {
 
   /** Changes (or with undefined, clears) the timeout, counted from now. */
   setTimeout(ms: number | undefined): void {
+    this.timeoutChanged = true;
+    this.armTimeout(ms);
+  }
+
+  private armTimeout(ms: number | undefined): void {
     if (this.timeoutTimer) clearTimeout(this.timeoutTimer);
     this.timeoutTimer = undefined;
     if (ms !== undefined && !this.finished) {
@@ -326,7 +333,14 @@ export class ManagedProcess {
       }, this.drainMs);
     });
     child.once('close', () => void this.finish());
-    if (options.timeoutMs !== undefined) this.setTimeout(options.timeoutMs);
+    if (options.timeoutMs !== undefined) {
+      // The limit counts from the moment the child runs, not from the call: a supervisor still
+      // starting (the first spawn of a registry) must not eat into the command's time.
+      const ms = options.timeoutMs;
+      void this.spawned.then((pid) => {
+        if (pid !== undefined && !this.timeoutChanged) this.armTimeout(ms);
+      });
+    }
     if (options.signal) this.attachSignal(options.signal);
   }
 

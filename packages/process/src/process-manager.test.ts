@@ -4,11 +4,12 @@ import { createReadStream, mkdtempSync, readFileSync, rmSync, statSync, writeFil
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { EventBus } from '@conch/core';
+import { waitFor } from '@conch/test-support';
 import { afterAll, afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { InvalidSpawnOptionError } from './errors.js';
 import { findCookiePids, procTable } from './kill-tree.js';
 import { ProcessManager, type ProcessManagerOptions } from './process-manager.js';
-import { survivors, waitFor } from './test-support/procs.js';
+import { survivors } from './test-support/procs.js';
 
 const prefixes: string[] = [];
 afterAll(() => {
@@ -171,7 +172,7 @@ describe.each(MODES)('%s', (_name, mode) => {
       expect(result.drainTimedOut).toBe(true);
       expect(survivors(proc.cookie).length).toBe(1);
       await manager.kill(proc.id);
-      await waitFor(() => survivors(proc.cookie).length === 0, 10_000, 'sleep killed');
+      await waitFor(() => survivors(proc.cookie).length === 0, { what: 'sleep killed', timeoutMs: 10_000 });
     });
 
     it('setsid, nohup and double-fork escapees die with kill()', async () => {
@@ -180,11 +181,10 @@ describe.each(MODES)('%s', (_name, mode) => {
         [],
         { shell: true },
       );
-      await waitFor(
-        () => proc.stdout.totalBytes > 0 && survivors(proc.cookie).length >= 4,
-        10_000,
-        'children',
-      );
+      await waitFor(() => proc.stdout.totalBytes > 0 && survivors(proc.cookie).length >= 4, {
+        what: 'children',
+        timeoutMs: 10_000,
+      });
       const result = await proc.kill();
       expect(result.killed).toBe(true);
       expect(survivors(proc.cookie)).toEqual([]);
@@ -197,7 +197,7 @@ describe.each(MODES)('%s', (_name, mode) => {
       const b = m.spawn('sleep', ['300']);
       try {
         await a.result;
-        await waitFor(() => survivors(m.cookiePrefix).length >= 2, 10_000, 'children');
+        await waitFor(() => survivors(m.cookiePrefix).length >= 2, { what: 'children', timeoutMs: 10_000 });
       } finally {
         await m.dispose();
       }
@@ -224,7 +224,7 @@ describe.each(MODES)('%s', (_name, mode) => {
 
     it('a process ignoring SIGTERM is SIGKILLed after the grace period', async () => {
       const proc = manager.spawn("trap '' TERM; echo armed; sleep 300", [], { shell: true });
-      await waitFor(() => proc.stdout.totalBytes > 0, 10_000, 'trap armed');
+      await waitFor(() => proc.stdout.totalBytes > 0, { what: 'trap armed', timeoutMs: 10_000 });
       const result = await proc.kill();
       expect(result.killed).toBe(true);
       expect(survivors(proc.cookie)).toEqual([]);
@@ -280,7 +280,10 @@ describe.each(MODES)('%s', (_name, mode) => {
       const result = await proc.result;
       expect(result.leftRunning).toEqual([{ pid: expect.any(Number), command: 'sleep 300' }]);
       await proc.kill();
-      await waitFor(() => survivors(proc.cookie).length === 0, 10_000, 'leftover killed');
+      await waitFor(() => survivors(proc.cookie).length === 0, {
+        what: 'leftover killed',
+        timeoutMs: 10_000,
+      });
     });
 
     it('reports a leftover that closed its output but stayed in the process group', async () => {
@@ -349,7 +352,7 @@ describe.each(MODES)('%s', (_name, mode) => {
       expect(registry.resolve(TOKENS.ProcessManager)).toBe(fromPlugin);
       const proc = fromPlugin!.spawn('setsid sleep 300 > /dev/null 2>&1 & sleep 300', [], { shell: true });
       prefixes.push(fromPlugin!.cookiePrefix);
-      await waitFor(() => survivors(proc.cookie).length >= 2, 10_000, 'children');
+      await waitFor(() => survivors(proc.cookie).length >= 2, { what: 'children', timeoutMs: 10_000 });
       await registry.dispose();
       expect(survivors(fromPlugin!.cookiePrefix)).toEqual([]);
       expect(fromPlugin!.disposed).toBe(true);

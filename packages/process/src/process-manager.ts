@@ -14,6 +14,7 @@ import {
 } from './errors.js';
 import { LocalExecutor, spawnDetached, type Executor, type ExecutorSpawnRequest } from './executor.js';
 import { onHostExit } from './host-exit.js';
+import { defaultOutputDir, outputFileName, prepareOutputDir } from './output-dir.js';
 import { COOKIE_VAR, sweepCookie } from './kill-tree.js';
 import { ProcessLeftovers, type LeftoverHandle } from './leftover-handle.js';
 import { ManagedProcess, type ProcessOwner } from './managed-process.js';
@@ -45,6 +46,11 @@ export interface SupervisorOptions {
 export interface ProcessManagerOptions {
   /** Where spill files go (called lazily). Default: a private temp dir removed by dispose(). */
   tempDir?: () => string;
+  /**
+   * Where spill files kept for a model go (`capture.outputDir: true`): a per-user directory that
+   * outlives the registry. Default `$XDG_CACHE_HOME/conch/output` (`~/.cache/conch/output`).
+   */
+  outputDir?: string | (() => string);
   /** Default cwd. Default: process.cwd(). */
   cwd?: string;
   events?: EventBus;
@@ -163,6 +169,26 @@ export class ProcessManager implements ProcessManagerService {
     return this.ownTempDir;
   }
 
+  /** The directory spill files kept for a model go to (`capture.outputDir: true`); not created here. */
+  outputDir(): string {
+    const dir = this.options.outputDir;
+    return typeof dir === 'function' ? dir() : (dir ?? defaultOutputDir());
+  }
+
+  /**
+   * The pids of this manager's running process supervisors: each one's node process and, for a
+   * sandboxed one, the bwrap process around it. Commands must not kill them (the permission gate's
+   * `safety:selfKill` rule reads this).
+   */
+  supervisorPids(): number[] {
+    const pids = new Set<number>();
+    for (const client of this.clients.values()) {
+      if (client.status !== 'ready' && client.status !== 'starting') continue;
+      for (const pid of [client.pid, client.wrapperPid]) if (pid !== undefined) pids.add(pid);
+    }
+    return [...pids];
+  }
+
   /** The cookie prefix every process of this manager carries. */
   get cookiePrefix(): string {
     return `${this.id}-`;
@@ -212,15 +238,20 @@ export class ProcessManager implements ProcessManagerService {
     const headBytes = (captureOpt && captureOpt.headBytes) || 64 * 1024;
     const tailBytes = (captureOpt && captureOpt.tailBytes) || 64 * 1024;
     const spill = (captureOpt && captureOpt.spill) || 'separate';
-    const dir = () => this.tempDir();
+    // Output for a model goes where it outlives the registry (created and pruned when a file is
+    // first written); everything else is plumbing in the temp dir.
+    const keepDir = captureOpt && captureOpt.outputDir;
+    const outputDir = keepDir === true ? this.outputDir() : keepDir || undefined;
+    const dir = outputDir ? () => prepareOutputDir(outputDir) : () => this.tempDir();
+    const fileName = (suffix: string) => (outputDir ? outputFileName(cookie, suffix) : `${cookie}.${suffix}`);
     const pendingLimit = headBytes + tailBytes;
     const combined =
-      spill === 'combined' ? new SpillSink({ dir, name: `${cookie}.out`, pendingLimit }) : undefined;
+      spill === 'combined' ? new SpillSink({ dir, name: fileName('out'), pendingLimit }) : undefined;
     const sinkFor = (name: string) =>
       spill === 'combined'
         ? combined
         : spill === 'separate'
-          ? new SpillSink({ dir, name: `${cookie}.${name}`, pendingLimit })
+          ? new SpillSink({ dir, name: fileName(name), pendingLimit })
           : undefined;
     const stdoutCapture = new OutputCapture({
       headBytes,

@@ -33,6 +33,8 @@ export function loadPtyModule(path: string): PtyModule {
   if (!mod) {
     mod = require(path) as PtyModule;
     if (typeof mod?.spawn !== 'function') {
+      // A plain Error on purpose: this module runs inside the supervisor, which imports node
+      // built-ins only (no @conch/core); callers on the host report it as their own ConchError.
       throw new Error(`${path} does not export spawn(): expected the node-pty entry point`);
     }
     loaded.set(path, mod);

@@ -1,12 +1,13 @@
 // Invariant: spawnPty gives a working terminal (data, input, resize, exit, signals) whose pid is the shell's and whose whole tree carries the manager's cookie and dies with dispose — through the supervisor and in-process alike.
 import { readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
+import { waitFor } from '@conch/test-support';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { InvalidSpawnOptionError, PtySpawnError } from './errors.js';
 import { findCookiePids } from './kill-tree.js';
 import { ProcessManager, type ProcessManagerOptions } from './process-manager.js';
 import type { PtyExit, PtyProcess } from './pty-process.js';
-import { survivors, waitFor } from './test-support/procs.js';
+import { survivors } from './test-support/procs.js';
 
 const ptyModule = createRequire(import.meta.url).resolve('@lydell/node-pty');
 
@@ -16,7 +17,9 @@ function collect(pty: PtyProcess): { text: () => string; until: (needle: string)
   pty.onData((d) => (out += d));
   return {
     text: () => out,
-    until: (needle) => waitFor(() => out.includes(needle), 10_000, `output ${needle}`),
+    until: async (needle) => {
+      await waitFor(() => out.includes(needle), { what: `output ${needle}`, timeoutMs: 10_000 });
+    },
   };
 }
 
@@ -53,7 +56,7 @@ describe.each([
     const pty = shell();
     // node-pty returns right after fork(): the exec follows a moment later.
     const cmdline = () => readFileSync(`/proc/${pty.pid}/cmdline`, 'utf8');
-    await waitFor(() => cmdline() === '/bin/sh\0-i\0', 5_000, 'the shell exec');
+    await waitFor(() => cmdline() === '/bin/sh\0-i\0', { what: 'the shell exec', timeoutMs: 5_000 });
     expect(pty.cookie.startsWith(manager.cookiePrefix)).toBe(true);
     expect(findCookiePids({ cookie: pty.cookie })).toEqual([pty.pid]);
     const out = collect(pty);
@@ -89,7 +92,10 @@ describe.each([
     const out = collect(pty);
     pty.write('setsid sleep 310 & sleep 311 & echo st""arted\n');
     await out.until('started');
-    await waitFor(() => survivors(pty.cookie).length === 3, 10_000, 'shell and two jobs');
+    await waitFor(() => survivors(pty.cookie).length === 3, {
+      what: 'shell and two jobs',
+      timeoutMs: 10_000,
+    });
     const exit = exited(pty);
     await manager.dispose();
     await exit;

@@ -5,12 +5,13 @@ import { createServer, type Server } from 'node:net';
 import { createRequire } from 'node:module';
 import { homedir, tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { waitFor } from '@conch/test-support';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { findBwrap } from './bubblewrap-executor.js';
 import { procEntry } from './kill-tree.js';
 import { ProcessManager, type ProcessManagerOptions } from './process-manager.js';
 import type { SandboxProfile } from './sandbox-profile.js';
-import { survivors, waitFor } from './test-support/procs.js';
+import { survivors } from './test-support/procs.js';
 
 const bwrap = findBwrap();
 const ptyModule = createRequire(import.meta.url).resolve('@lydell/node-pty');
@@ -93,7 +94,7 @@ describe.runIf(bwrap || process.env.CI).each([
       let out = '';
       pty.onData((d) => (out += d));
       pty.write('tty; echo x > f; echo pt""y-done\n');
-      await waitFor(() => out.includes('pty-done'), 10_000, 'pty output');
+      await waitFor(() => out.includes('pty-done'), { what: 'pty output', timeoutMs: 10_000 });
       expect(out).toMatch(/\/dev\/pts\/\d+/);
       expect(out).toMatch(/Read-only file system/);
     });
@@ -144,7 +145,7 @@ describe.runIf(bwrap || process.env.CI).each([
       let out = '';
       pty.onData((d) => (out += d));
       pty.write('tty; echo ok > f; echo evil >> .bashrc; echo pt""y-done\n');
-      await waitFor(() => out.includes('pty-done'), 10_000, 'pty output');
+      await waitFor(() => out.includes('pty-done'), { what: 'pty output', timeoutMs: 10_000 });
       expect(out).toMatch(/\/dev\/pts\/\d+/);
       expect(readFileSync(join(ws, 'f'), 'utf8')).toBe('ok\n');
       expect(readFileSync(join(ws, '.bashrc'), 'utf8')).toBe('original\n');

@@ -18,6 +18,14 @@ export interface CaptureOptions {
    * caller that cuts the text further and must point at every byte.
    */
   spillFile?: 'auto' | 'always';
+  /**
+   * Where the spill files go: the manager's temp dir (default; removed by dispose), or, for output
+   * handed to a model (`output_file`), a directory that outlives the registry: `true` for the
+   * manager's `outputDir()` (default `$XDG_CACHE_HOME/conch/output`), or a path. Spill files are
+   * lazy, so only output that outgrew memory (or was materialized) lands there; files older than 7
+   * days are pruned when a new one is written.
+   */
+  outputDir?: true | string;
 }
 
 export interface SpawnOptions {

@@ -83,6 +83,11 @@ export class SupervisorClient {
     return this.supervisorPid;
   }
 
+  /** The pid of the process started for the supervisor: bwrap's when sandboxed, else node's. */
+  get wrapperPid(): number | undefined {
+    return this.proc?.pid;
+  }
+
   /** Why the supervisor is unusable, once it is. */
   get lostReason(): string | undefined {
     return this.reason;

@@ -2,11 +2,12 @@
 import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { waitFor } from '@conch/test-support';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { procEntry } from './kill-tree.js';
 import { ProcessManager } from './process-manager.js';
 import { memoryLogger, WARN } from './test-support/log.js';
-import { survivors, waitFor } from './test-support/procs.js';
+import { survivors } from './test-support/procs.js';
 
 let dir: string;
 const managers: ProcessManager[] = [];
@@ -24,7 +25,10 @@ afterEach(async () => {
   rmSync(dir, { recursive: true, force: true });
 });
 
-const listPids = () => readdirSync('/proc').filter((n) => /^\d+$/.test(n)).map(Number);
+const listPids = () =>
+  readdirSync('/proc')
+    .filter((n) => /^\d+$/.test(n))
+    .map(Number);
 const cmdline = (pid: number) => readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0').join(' ');
 
 describe('supervisor', () => {
@@ -87,12 +91,15 @@ describe('supervisor', () => {
     const m = manager({ logger });
     const running = m.spawn('setsid sleep 300 & sleep 301', [], { shell: true });
     const pid = await running.spawned;
-    await waitFor(() => survivors(running.cookie).length === 3, 10_000, 'tree running');
+    await waitFor(() => survivors(running.cookie).length === 3, { what: 'tree running', timeoutMs: 10_000 });
     const supervisor = procEntry(pid!)!.ppid;
     process.kill(supervisor, 'SIGKILL');
     const result = await running.result;
     expect(result.signal).toBe('SIGKILL');
-    await waitFor(() => survivors(running.cookie).length === 0, 5_000, 'tree killed by the host');
+    await waitFor(() => survivors(running.cookie).length === 0, {
+      what: 'tree killed by the host',
+      timeoutMs: 5_000,
+    });
     expect(entries().some((e) => e.level === WARN && /supervisor died/.test(e.msg))).toBe(true);
     const next = m.spawn('sh', ['-c', 'echo $PPID']);
     expect((await next.result).stdout.head).not.toBe(`${supervisor}\n`);
@@ -121,7 +128,10 @@ describe('supervisor', () => {
           }
         });
       await m.dispose();
-      await waitFor(() => supervisorsOf().length === 0, 10_000, 'the starting supervisor to exit');
+      await waitFor(() => supervisorsOf().length === 0, {
+        what: 'the starting supervisor to exit',
+        timeoutMs: 10_000,
+      });
     }
   });
 });

@@ -1,4 +1,4 @@
-// Invariant: the shared helpers see real processes as the kernel does — zombies are gone, descendants follow parent links — and waitFor returns the awaited value or names what it waited for.
+// Invariant: the shared helpers see real processes as the kernel does — zombies are gone, descendants follow parent links, environment cookies are inherited — and waitFor returns the awaited value or names what it waited for.
 import { spawn } from 'node:child_process';
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -7,6 +7,7 @@ import {
   descendants,
   isAlive,
   processesMentioning,
+  processesWithEnv,
   readPid,
   removeTempDirs,
   tempDir,
@@ -48,6 +49,24 @@ describe('processes', () => {
     await shellExit;
     expect(processesMentioning(`sleep 3${tag}`)).toEqual([]);
     expect(isAlive(shell.pid!)).toBe(false);
+  });
+
+  it('finds the processes that inherited an environment cookie, and none once they are gone', async () => {
+    const cookie = `${process.pid}-${Date.now() % 100000}`;
+    const shell = spawn('/bin/sh', ['-c', 'sleep 30 & wait'], {
+      stdio: 'ignore',
+      env: { ...process.env, CONCH_TEST_COOKIE: cookie },
+    });
+    const shellExit = new Promise((resolve) => shell.on('exit', resolve));
+    const found = await waitFor(() => {
+      const pids = processesWithEnv('CONCH_TEST_COOKIE', cookie);
+      return pids.length === 2 ? pids : undefined;
+    }, 'the shell and its sleep');
+    expect(found).toContain(shell.pid);
+    expect(processesWithEnv('CONCH_TEST_COOKIE', `${cookie}-other`)).toEqual([]);
+    for (const pid of found) process.kill(pid, 'SIGKILL');
+    await shellExit;
+    await waitFor(() => processesWithEnv('CONCH_TEST_COOKIE', cookie).length === 0, 'the cookie to be gone');
   });
 
   it('a zombie is not alive, though /proc still lists it', async () => {

@@ -75,6 +75,24 @@ export function processesMentioning(needle: string): number[] {
   return out;
 }
 
+/**
+ * Live processes (this one excluded) whose environment carries `NAME=value`: a cookie a test put in
+ * the environment of what it started finds every process that inherited it, wherever it moved to.
+ */
+export function processesWithEnv(name: string, value: string): number[] {
+  const needle = `${name}=${value}`;
+  const out: number[] = [];
+  for (const pid of pids()) {
+    if (pid === process.pid || !isAlive(pid)) continue;
+    try {
+      if (readFileSync(`/proc/${pid}/environ`, 'latin1').split('\0').includes(needle)) out.push(pid);
+    } catch {
+      // exited meanwhile, or not ours to read
+    }
+  }
+  return out;
+}
+
 /** Live descendants of `root`, by parent links (a process re-parented away is no longer one). */
 export function descendants(root: number): number[] {
   const children = new Map<number, number[]>();
@@ -129,3 +147,5 @@ export function requireUnderCi(available: boolean, what: string, install: string
   if (process.env.CI) throw new Error(`${what} is required under CI: ${install}`);
   return false;
 }
+
+export { SCREEN_CASES } from './screen.js';

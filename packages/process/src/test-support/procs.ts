@@ -1,13 +1,6 @@
-// Test helpers: polling and /proc checks for processes that must not survive.
+// Test helper: /proc checks for processes that must not survive, by this package's cookies.
+// Polling (waitFor) and the generic /proc helpers are in @conch/test-support.
 import { findCookiePids, pidAlive } from '../kill-tree.js';
-
-export async function waitFor(cond: () => boolean, timeoutMs = 20_000, what = 'condition'): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!cond()) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 20));
-  }
-}
 
 /** Live (non-zombie) processes carrying a cookie with this prefix. */
 export function survivors(prefix: string): number[] {
