@@ -58,7 +58,13 @@ export default async function () {
         pass: w / o <= 1.2,
       });
     } else {
-      rows.push({ name: 'cli: kernel wall row skipped (no bwrap)', conch: NaN, baseline: NaN, unit: '', ratio: NaN });
+      rows.push({
+        name: 'cli: kernel wall row skipped (no bwrap)',
+        conch: NaN,
+        baseline: NaN,
+        unit: '',
+        ratio: NaN,
+      });
     }
     return rows;
   } finally {

@@ -2,7 +2,8 @@
 // vs spawning a fresh login shell for it (`bash -lic 'echo hi'`), measured in the same run. The
 // session's PTY runs under the registry's supervisor (the default); the same round trip with the
 // PTY in the host process (a ProcessManager without supervisor) is measured alongside, so the
-// relay's cost shows.
+// relay's cost shows. Info rows: the safe-rm function against the rm binary in the same warm
+// session, and a command that mentions a slow-command word (the tool parses it to decide).
 import 'reflect-metadata';
 import { execFile } from 'node:child_process';
 import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
@@ -39,6 +40,9 @@ function terminalRegistry(root, { supervisor }) {
 
 export default async function ({ median, percentile, time }) {
   const root = mkdtempSync(join(tmpdir(), 'conch-bench-terminal-'));
+  // The safe-rm rows move files into the default trash: the run's own, not the user's.
+  const savedDataHome = process.env.XDG_DATA_HOME;
+  process.env.XDG_DATA_HOME = join(root, 'xdg-data');
   const supervised = terminalRegistry(join(root, 'supervised'), { supervisor: true });
   const inHost = terminalRegistry(join(root, 'in-host'), { supervisor: false });
   try {
@@ -49,6 +53,27 @@ export default async function ({ median, percentile, time }) {
     const session = await time(echo(supervised), { runs: 200, warmup: 10 });
     const local = await time(echo(inHost), { runs: 200, warmup: 10 });
     const fresh = await time(freshLoginShell, { runs: 30, warmup: 2 });
+    const run = (registry, command) => async () => {
+      const result = await registry.execute('terminal', { command });
+      if (result.exit_code !== 0) throw new Error(`unexpected result ${JSON.stringify(result)}`);
+    };
+    // Info pairs are measured alternately (rounds of A then B), so load changes hit both alike.
+    const pair = async (a, b, rounds = 5, runs = 30) => {
+      const as = [];
+      const bs = [];
+      for (let i = 0; i < rounds; i++) {
+        as.push(...(await time(a, { runs, warmup: 2 })));
+        bs.push(...(await time(b, { runs, warmup: 2 })));
+      }
+      return [as, bs];
+    };
+    const scratch = join(root, 'scratch');
+    mkdirSync(scratch);
+    const [safeRm, binRm] = await pair(
+      run(supervised, `: > '${scratch}/f' && rm '${scratch}/f'`),
+      run(supervised, `: > '${scratch}/f' && command rm '${scratch}/f'`),
+    );
+    const [parsed, plain] = await pair(run(supervised, 'echo npm install'), run(supervised, 'echo hi'));
     const conch = median(session);
     const baseline = median(fresh);
     return [
@@ -79,10 +104,30 @@ export default async function ({ median, percentile, time }) {
         goal: 'info (the supervisor relay)',
         pass: true,
       },
+      {
+        name: 'terminal rm of a file: safe rm (trash) vs command rm (median)',
+        conch: median(safeRm),
+        baseline: median(binRm),
+        unit: 'ms',
+        ratio: median(safeRm) / median(binRm),
+        goal: 'info (the trash function)',
+        pass: true,
+      },
+      {
+        name: 'terminal `echo npm install` (parsed for the slow table) vs echo hi (median)',
+        conch: median(parsed),
+        baseline: median(plain),
+        unit: 'ms',
+        ratio: median(parsed) / median(plain),
+        goal: 'info (the parse)',
+        pass: true,
+      },
     ];
   } finally {
     await supervised.dispose();
     await inHost.dispose();
+    if (savedDataHome === undefined) delete process.env.XDG_DATA_HOME;
+    else process.env.XDG_DATA_HOME = savedDataHome;
     rmSync(root, { recursive: true, force: true });
   }
 }

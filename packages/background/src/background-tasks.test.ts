@@ -2,10 +2,10 @@
 import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import type { BackgroundRun } from '@conch/core';
 import { EventBus } from '@conch/core';
-import { findCookiePids, pidAlive, ProcessManager, type ManagedProcess } from '@conch/process';
+import { findCookiePids, pidAlive, ProcessManager } from '@conch/process';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { shellRun } from './test-support/runs.js';
 import { BackgroundTasks } from './background-tasks.js';
 import { UnknownTaskError } from './unknown-task-error.js';
 
@@ -25,24 +25,7 @@ afterEach(async () => {
   rmSync(dir, { recursive: true, force: true });
 });
 
-function toRun(proc: ManagedProcess): BackgroundRun {
-  return {
-    pid: proc.pid,
-    done: proc.result.then((r) => ({
-      status: r.killed ? 'cancelled' : r.exitCode === 0 ? 'completed' : 'failed',
-      result: { stdout: r.stdout.head, stderr: r.stderr.head, returncode: r.exitCode },
-    })),
-    cancel: async () => {
-      await proc.kill();
-    },
-    readOutput: (offset, limit) => proc.combined!.read(offset, limit),
-    outputBytes: () => proc.combined!.totalBytes,
-    outputFile: () => proc.combined!.path,
-  };
-}
-
-const sh = (script: string) => () =>
-  toRun(manager.spawn(script, [], { shell: true, capture: { spill: 'combined' } }));
+const sh = (script: string) => shellRun(() => manager, script);
 
 async function waitDone(s: BackgroundTasks, id: string) {
   return s.wait(id, 60_000);
@@ -88,6 +71,55 @@ describe('BackgroundTasks', () => {
     expect(service.get(queued.id)!.status).toBe('queued');
     expect((await waitDone(service, adopted.id)).status).toBe('completed');
     expect((await waitDone(service, queued.id)).result).toMatchObject({ stdout: 'b\n' });
+  });
+
+  it('adopt never queues: it runs at once even with every worker busy, and the queue waits for both', async () => {
+    service = new BackgroundTasks({ maxWorkers: 1 });
+    const first = service.submit({ command: 'first', tool: 'test', start: sh('sleep 0.4; echo 1') });
+    expect(first.status).toBe('running');
+    const adopted = service.adopt({ command: 'adopted', tool: 'test', run: sh('sleep 0.6; echo a')() });
+    expect(adopted.status).toBe('running');
+    expect(service.runningCount).toBe(2);
+    const queued = service.submit({ command: 'queued', tool: 'test', start: sh('echo q') });
+    expect(queued.status).toBe('queued');
+    // The first task's end frees one slot, but the adopted task still holds the only worker.
+    await waitDone(service, first.id);
+    expect(service.get(queued.id)!.status).toBe('queued');
+    await waitDone(service, adopted.id);
+    expect((await waitDone(service, queued.id)).result).toMatchObject({ stdout: 'q\n' });
+    expect(service.runningCount).toBe(0);
+  });
+
+  it('queued tasks start first in, first out; a start that throws frees its slot for the next', async () => {
+    service = new BackgroundTasks({ maxWorkers: 1 });
+    const order: string[] = [];
+    const blocker = service.submit({ command: 'blocker', tool: 'test', start: sh('sleep 0.3') });
+    const broken = service.submit({
+      command: 'broken',
+      tool: 'test',
+      start: () => {
+        order.push('broken');
+        throw new Error('no such program');
+      },
+    });
+    const ids = ['a', 'b', 'c'].map(
+      (name) =>
+        service!.submit({
+          command: name,
+          tool: 'test',
+          start: () => {
+            order.push(name);
+            return sh(`echo ${name}`)();
+          },
+        }).id,
+    );
+    await waitDone(service, blocker.id);
+    for (const id of ids) expect((await waitDone(service, id)).status).toBe('completed');
+    expect(order).toEqual(['broken', 'a', 'b', 'c']);
+    expect(service.get(broken.id)).toMatchObject({
+      status: 'failed',
+      result: { error: 'Could not start: no such program' },
+    });
   });
 
   it('a cancelled queued task never starts; a cancelled running one is killed', async () => {

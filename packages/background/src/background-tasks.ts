@@ -11,7 +11,6 @@ import type {
 } from '@conch/core';
 import { ConchError } from '@conch/core';
 import { cleanForModel, completeUtf8Prefix, decodeUtf8, utf8StartOffset } from '@conch/process';
-import pLimit, { type LimitFunction } from 'p-limit';
 import './events.js';
 import { UnknownTaskError } from './unknown-task-error.js';
 
@@ -31,28 +30,51 @@ interface Task {
   adopted: boolean;
   settled: Promise<void>;
   settle: () => void;
+  /** Output bytes a `waitForOutput` already matched past (the next one scans after them). */
+  matchedUpTo: number;
+  /** Starts a queued task (set while it waits for a worker). */
+  start?: () => void;
 }
+
+/** What `waitForOutput` saw. */
+export interface OutputWaitResult {
+  info: BackgroundTaskInfo;
+  /** Whether output matched before the wait ended (or the task finished). */
+  matched: boolean;
+  /** The line (cleaned, at most 200 characters) the match is on. */
+  line?: string;
+}
+
+/** How often a running task's output is scanned for a `waitForOutput` pattern. */
+const SCAN_EVERY_MS = 100;
+/** Characters of scanned text kept so a match may span two reads. */
+const SCAN_CARRY = 4096;
+const SCAN_CHUNK = 256 * 1024;
 
 const DEFAULT_LOG_LIMIT = 64 * 1024;
 
 /**
- * The background task queue: at most `maxWorkers` tasks run at once (p-limit for queued tasks,
- * plus a slot gate that counts adopted ones), finished tasks are kept in a bounded history, and
- * every change is an event on the registry bus.
+ * The background task queue: at most `maxWorkers` tasks run at once, finished tasks are kept in a
+ * bounded history, and every change is an event on the registry bus.
+ *
+ * One semaphore counts every running task: `submit` starts at once while a worker is free and
+ * queues (FIFO) otherwise; `adopt` takes a slot without queueing (the process already runs, so it
+ * counts at once, even past the limit), and each end starts the next queued task. Written here
+ * rather than with p-limit because a limiter cannot count a task it did not start.
  */
 export class BackgroundTasks implements BackgroundService {
   readonly maxWorkers: number;
   private readonly options: BackgroundTasksOptions;
-  private readonly limit: LimitFunction;
   private readonly tasks = new Map<string, Task>();
+  /** The semaphore's count: tasks running, adopted ones included. */
   private running = 0;
-  private slotWaiters: (() => void)[] = [];
+  /** Queued tasks, oldest first. */
+  private readonly queue: Task[] = [];
   private disposed = false;
 
   constructor(options: BackgroundTasksOptions = {}) {
     this.options = options;
     this.maxWorkers = options.maxWorkers ?? 4;
-    this.limit = pLimit(this.maxWorkers);
   }
 
   /** Tasks currently running (adopted ones included). */
@@ -82,24 +104,12 @@ export class BackgroundTasks implements BackgroundService {
       this.begin(task, run);
       this.emit('background.task.started', { task: this.snapshot(task) });
     };
-    const free =
-      this.limit.activeCount < this.maxWorkers &&
-      this.limit.pendingCount === 0 &&
-      this.running < this.maxWorkers;
-    if (free) {
-      // A worker is free: start now (so the caller sees 'running') and hold the p-limit slot
-      // (taken synchronously, as the limiter is under its concurrency) until the task ends.
+    if (this.running < this.maxWorkers && this.queue.length === 0) {
+      // A worker is free: start now, so the caller sees 'running'.
       startNow();
-      void this.limit(() => task.settled);
     } else {
-      void this.limit(async () => {
-        while (this.running >= this.maxWorkers && !task.cancelRequested) {
-          await new Promise<void>((resolve) => this.slotWaiters.push(resolve));
-        }
-        if (task.cancelRequested) return;
-        startNow();
-        await task.settled;
-      });
+      task.start = startNow;
+      this.queue.push(task);
     }
     return this.snapshot(task);
   }
@@ -151,6 +161,66 @@ export class BackgroundTasks implements BackgroundService {
     return this.snapshot(task);
   }
 
+  /**
+   * Resolves as soon as the task's output matches `pattern` (ANSI stripped, `\r` rewrites applied),
+   * or when the task ends or `ms` pass (or `signal` aborts) without a match. The first wait scans the
+   * output from its start (so a line printed before the call counts); each later one scans what
+   * came after the previous match.
+   */
+  async waitForOutput(
+    id: string,
+    pattern: RegExp,
+    ms: number,
+    signal?: AbortSignal,
+  ): Promise<OutputWaitResult> {
+    const task = this.require(id);
+    const deadline = Date.now() + ms;
+    let offset = task.matchedUpTo;
+    let carry = '';
+    for (;;) {
+      const final = isFinal(task.info.status);
+      const run = task.run;
+      if (run) {
+        // Read what is there now; after the end, everything (a finished task's output is complete).
+        for (let total = run.outputBytes(); offset < total; total = run.outputBytes()) {
+          const bytes = await run.readOutput(offset, Math.min(SCAN_CHUNK, total - offset));
+          if (bytes.length === 0) break;
+          const usable = final ? bytes.length : completeUtf8Prefix(bytes);
+          if (usable === 0) break;
+          const text = carry + cleanForModel(decodeUtf8(bytes.subarray(0, usable)));
+          offset += usable;
+          const m = pattern.exec(text);
+          if (m) {
+            task.matchedUpTo = offset;
+            const start = text.lastIndexOf('\n', m.index) + 1;
+            const end = text.indexOf('\n', m.index + m[0].length);
+            const line = text.slice(start, end < 0 ? undefined : end).trim();
+            return {
+              info: this.snapshot(task),
+              matched: true,
+              line: line.length > 200 ? `${line.slice(0, 199)}…` : line,
+            };
+          }
+          carry = text.slice(-SCAN_CARRY);
+        }
+      }
+      const left = deadline - Date.now();
+      if (final || left <= 0 || signal?.aborted) return { info: this.snapshot(task), matched: false };
+      let timer: NodeJS.Timeout | undefined;
+      let onAbort: (() => void) | undefined;
+      await Promise.race([
+        task.settled,
+        new Promise<void>((resolve) => {
+          timer = setTimeout(resolve, Math.min(SCAN_EVERY_MS, left));
+          onAbort = () => resolve();
+          signal?.addEventListener('abort', onAbort, { once: true });
+        }),
+      ]);
+      if (timer) clearTimeout(timer);
+      if (onAbort) signal?.removeEventListener('abort', onAbort);
+    }
+  }
+
   async kill(id: string): Promise<void> {
     const task = this.require(id);
     await this.cancelTask(task);
@@ -190,7 +260,6 @@ export class BackgroundTasks implements BackgroundService {
   async dispose(): Promise<void> {
     if (this.disposed) return;
     this.disposed = true;
-    this.limit.clearQueue();
     await this.killAll();
   }
 
@@ -208,6 +277,7 @@ export class BackgroundTasks implements BackgroundService {
       adopted,
       settled,
       settle,
+      matchedUpTo: 0,
     };
     this.tasks.set(id, task);
     this.emit('background.task.created', { task: this.snapshot(task), adopted });
@@ -232,29 +302,41 @@ export class BackgroundTasks implements BackgroundService {
 
   private finish(task: Task, outcome: BackgroundRunOutcome): void {
     if (isFinal(task.info.status)) return;
-    if (task.run) {
-      this.running--;
-      const waiter = this.slotWaiters.shift();
-      waiter?.();
-    }
     task.info.status = task.cancelRequested ? 'cancelled' : outcome.status;
     task.info.endedAt = Date.now();
     task.info.result = outcome.result;
     task.settle();
     this.emit('background.task.finished', { task: this.snapshot(task) });
     this.evict();
+    if (task.run) {
+      this.running--;
+      this.startQueued();
+    }
+  }
+
+  /** Starts queued tasks while workers are free (a start that fails frees its slot at once). */
+  private startQueued(): void {
+    while (!this.disposed && this.running < this.maxWorkers) {
+      const next = this.queue.shift();
+      if (!next) return;
+      const start = next.start;
+      delete next.start;
+      start?.();
+    }
   }
 
   private async cancelTask(task: Task): Promise<void> {
     if (isFinal(task.info.status)) return;
     task.cancelRequested = true;
     if (!task.run) {
-      // Still queued: it never starts. Wake its gate so its p-limit slot frees.
+      // Still queued: it never starts.
+      const at = this.queue.indexOf(task);
+      if (at >= 0) this.queue.splice(at, 1);
+      delete task.start;
       this.finish(task, {
         status: 'cancelled',
         result: { stdout: '', stderr: '', returncode: null, error: 'Cancelled before it started.' },
       });
-      for (const waiter of this.slotWaiters.splice(0)) waiter();
       return;
     }
     try {

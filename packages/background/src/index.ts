@@ -1,4 +1,9 @@
-export { BackgroundTasks, isFinal, type BackgroundTasksOptions } from './background-tasks.js';
+export {
+  BackgroundTasks,
+  isFinal,
+  type BackgroundTasksOptions,
+  type OutputWaitResult,
+} from './background-tasks.js';
 export { backgroundPlugin, backgroundConfigSchema, type BackgroundConfig } from './plugin.js';
 export { UnknownTaskError, unknownTaskMessage } from './unknown-task-error.js';
 export type {} from './events.js';

@@ -1,4 +1,13 @@
-import { definePlugin, defineTool, TOKENS, type PluginContext } from '@conch/core';
+import {
+  BACKGROUND_SERVICE,
+  compileWaitFor,
+  definePlugin,
+  defineTool,
+  oneLine,
+  type BackgroundTaskInfo,
+  type PluginContext,
+  waitForPatternSchema,
+} from '@conch/core';
 import { z } from 'zod';
 import { BackgroundTasks, isFinal } from './background-tasks.js';
 import { unknownTaskMessage } from './unknown-task-error.js';
@@ -17,20 +26,19 @@ export const backgroundConfigSchema = z.strictObject({
 
 export type BackgroundConfig = z.output<typeof backgroundConfigSchema>;
 
-const services = new WeakMap<object, BackgroundTasks>();
+/** How long check_background_task waits with wait_for when wait_seconds is not given. */
+const DEFAULT_WAIT_FOR_SECONDS = 30;
 
-function serviceOf(ctx: PluginContext<BackgroundConfig>): BackgroundTasks {
-  let service = services.get(ctx);
-  if (!service) {
-    service = new BackgroundTasks({
-      maxWorkers: ctx.config.maxWorkers,
-      historyLimit: ctx.config.historyLimit,
-      events: ctx.events,
-      logger: ctx.logger,
-    });
-    services.set(ctx, service);
-  }
-  return service;
+const waitForSchema = waitForPatternSchema().optional();
+
+/** `display` of a task: `<id> running 12.3s`, `✓ <id> completed: ✓ exit=0`, `✗ <id> failed: …`. */
+function taskDisplay(info: BackgroundTaskInfo): string {
+  const seconds = elapsedSeconds(info);
+  if (!isFinal(info.status)) return `${info.id} ${info.status}${seconds === undefined ? '' : ` ${seconds}s`}`;
+  const mark = info.status === 'completed' ? '✓' : info.status === 'failed' ? '✗' : '';
+  const inner = info.result?.display;
+  const what = typeof inner === 'string' ? `: ${inner}` : '';
+  return `${mark ? `${mark} ` : ''}${info.id} ${info.status}${what}`;
 }
 
 const round1 = (ms: number) => Math.round(ms / 100) / 10;
@@ -40,9 +48,12 @@ function elapsedSeconds(info: { startedAt?: number; endedAt?: number }): number 
   return round1((info.endedAt ?? Date.now()) - info.startedAt);
 }
 
-function tools(ctx: PluginContext<BackgroundConfig>) {
-  const service = serviceOf(ctx);
-  const unknown = (taskId: string) => ({ task_id: taskId, error: unknownTaskMessage(taskId, service.ids()) });
+function tools(ctx: PluginContext<BackgroundConfig>, service: BackgroundTasks) {
+  const unknown = (taskId: string) => ({
+    task_id: taskId,
+    error: unknownTaskMessage(taskId, service.ids()),
+    error_code: 'UNKNOWN_TASK',
+  });
 
   const check = defineTool({
     name: 'check_background_task',
@@ -50,7 +61,8 @@ function tools(ctx: PluginContext<BackgroundConfig>) {
       'Check a background task started by cli_based_tool (its background_task_id). Returns status ' +
       '(queued, running, completed, failed, cancelled) and, once finished, the result ' +
       '{ stdout, stderr, returncode, ... }. Pass wait_seconds to block until the task finishes or the ' +
-      'wait ends, instead of polling.',
+      'wait ends, instead of polling. Pass wait_for (a regex) to return as soon as the task prints a matching ' +
+      'line (a server ready to take requests) with wait_for_matched: true, or wait_for_matched: false when the wait ended first.',
     inputSchema: z.strictObject({
       task_id: z.string().min(1).describe('the background_task_id returned by cli_based_tool'),
       wait_seconds: z
@@ -58,11 +70,57 @@ function tools(ctx: PluginContext<BackgroundConfig>) {
         .min(0)
         .max(ctx.config.maxWaitSeconds)
         .optional()
-        .describe(`seconds to wait for the task to finish (0..${ctx.config.maxWaitSeconds}); default 0`),
+        .describe(
+          `seconds to wait for the task to finish (0..${ctx.config.maxWaitSeconds}); default 0, or ${Math.min(DEFAULT_WAIT_FOR_SECONDS, ctx.config.maxWaitSeconds)} with wait_for`,
+        ),
+      wait_for: waitForSchema.describe(
+        'a regular expression (JavaScript syntax, case-insensitive): return as soon as the task prints a line matching it, e.g. "listening on|ready in" for a dev server, instead of waiting for the task to end',
+      ),
     }),
     annotations: { readOnlyHint: true, idempotentHint: true },
     async execute(args, call) {
       if (!service.get(args.task_id)) return unknown(args.task_id);
+      if (args.wait_for !== undefined) {
+        const seconds = args.wait_seconds ?? Math.min(DEFAULT_WAIT_FOR_SECONDS, ctx.config.maxWaitSeconds);
+        const waited = await service.waitForOutput(
+          args.task_id,
+          compileWaitFor(args.wait_for),
+          seconds * 1000,
+          call.signal,
+        );
+        const info = waited.info;
+        const base = {
+          task_id: info.id,
+          status: info.status,
+          command: info.command,
+          ...(elapsedSeconds(info) === undefined ? {} : { elapsed_seconds: elapsedSeconds(info) }),
+          wait_for_matched: waited.matched,
+          ...(waited.line === undefined ? {} : { matched_line: waited.line }),
+        };
+        if (isFinal(info.status)) {
+          return {
+            ...base,
+            result: info.result ?? {},
+            ...(waited.matched
+              ? {}
+              : { message: `The task ended (${info.status}) without printing a line matching wait_for.` }),
+            display: `${waited.matched ? '✓ matched' : '✗ no match'}: ${info.id} ${info.status}`,
+          };
+        }
+        return {
+          ...base,
+          output_bytes: info.outputBytes ?? 0,
+          ...(info.lastLine ? { last_line: info.lastLine } : {}),
+          message: waited.matched
+            ? 'Its output matched wait_for; the task keeps running. read_background_output shows its output; cancel_background_task stops it.'
+            : info.status === 'queued'
+              ? `Still queued after ${seconds}s (no free worker), so nothing matched yet. Check again with wait_for.`
+              : `No output matched wait_for within ${seconds}s; the task is still running. Check again (with wait_for), read_background_output to see what it printed, or cancel_background_task.`,
+          display: waited.matched
+            ? `✓ matched: ${oneLine(waited.line ?? '')}`
+            : `… no match in ${seconds}s: ${info.id} ${info.status}`,
+        };
+      }
       const info = await service.wait(args.task_id, (args.wait_seconds ?? 0) * 1000, call.signal);
       const base = {
         task_id: info.id,
@@ -70,11 +128,13 @@ function tools(ctx: PluginContext<BackgroundConfig>) {
         command: info.command,
         ...(elapsedSeconds(info) === undefined ? {} : { elapsed_seconds: elapsedSeconds(info) }),
       };
-      if (isFinal(info.status)) return { ...base, result: info.result ?? {} };
+      const display = taskDisplay(info);
+      if (isFinal(info.status)) return { ...base, result: info.result ?? {}, display };
       if (info.status === 'queued') {
         return {
           ...base,
           message: `Queued: waiting for a free worker (${service.runningCount} of ${service.maxWorkers} busy). Check again with wait_seconds.`,
+          display,
         };
       }
       return {
@@ -83,6 +143,7 @@ function tools(ctx: PluginContext<BackgroundConfig>) {
         ...(info.lastLine ? { last_line: info.lastLine } : {}),
         message:
           'Still running. Call check_background_task with wait_seconds to wait for it, read_background_output to read its output so far, or cancel_background_task to stop it.',
+        display,
       };
     },
   });
@@ -105,6 +166,7 @@ function tools(ctx: PluginContext<BackgroundConfig>) {
         running: service.runningCount,
         max_workers: service.maxWorkers,
         ...(tasks.length === 0 ? { message: 'No background tasks.' } : {}),
+        display: `${tasks.length} task${tasks.length === 1 ? '' : 's'}, ${service.runningCount} running`,
       };
     },
   });
@@ -148,6 +210,7 @@ function tools(ctx: PluginContext<BackgroundConfig>) {
           : isFinal(info.status)
             ? {}
             : { message: 'End of output so far; the task is still running.' }),
+        display: `${info.id} ${info.status}: bytes ${logs.offset}–${logs.nextOffset} of ${logs.totalBytes}`,
       };
     },
   });
@@ -167,6 +230,7 @@ function tools(ctx: PluginContext<BackgroundConfig>) {
           status: before.status,
           message: `Task already ${before.status}; nothing to cancel.`,
           result: before.result ?? {},
+          display: `${before.id} already ${before.status}`,
         };
       }
       await service.kill(args.task_id);
@@ -176,6 +240,7 @@ function tools(ctx: PluginContext<BackgroundConfig>) {
         status: after.status,
         message: `Task cancelled (was ${before.status}).`,
         result: after.result ?? {},
+        display: `${after.id} ${after.status} (was ${before.status})`,
       };
     },
   });
@@ -186,26 +251,34 @@ function tools(ctx: PluginContext<BackgroundConfig>) {
 /**
  * Plugin 'background': tasks started by other tools (cli_based_tool) run here, at most
  * `maxWorkers` at once, and the model queries them by handle. Exposed automatically with the cli
- * plugin. Host API: `registry.resolve(TOKENS.BackgroundService)` (list, get, kill, killAll, logs).
+ * plugin. Host API: `registry.resolve(BACKGROUND_SERVICE)` (list, get, kill, killAll, logs,
+ * whenFinished).
  */
 export const backgroundPlugin = definePlugin<BackgroundConfig>({
   name: 'background',
   version: '0.0.0',
   description: 'Background task queue with handles: check, list, read output, cancel',
   configSchema: backgroundConfigSchema,
-  register(ctx) {
-    const service = serviceOf(ctx);
-    ctx.container.register(TOKENS.BackgroundService, { useValue: service });
-    ctx.onDispose(() => service.dispose());
+  setup(ctx) {
+    const service = new BackgroundTasks({
+      maxWorkers: ctx.config.maxWorkers,
+      historyLimit: ctx.config.historyLimit,
+      events: ctx.events,
+      logger: ctx.logger,
+    });
+    ctx.provide(BACKGROUND_SERVICE, service);
+    return {
+      tools: tools(ctx, service),
+      instructions: [
+        'Background tasks: when cli_based_tool returns { background_task_id, status: "running" }, the command keeps running in the background.',
+        '- check_background_task({ task_id, wait_seconds }) waits up to wait_seconds for it to finish and returns its result; prefer one call with wait_seconds (e.g. 30) over repeated polling.',
+        '- For a server or watcher, check_background_task({ task_id, wait_seconds: 60, wait_for: "listening on|ready in" }) returns as soon as it prints a matching line (wait_for_matched: true) instead of waiting for it to end.',
+        '- read_background_output({ task_id, offset }) pages through its full output (use next_offset); list_background_tasks shows every task; cancel_background_task stops one and everything it started.',
+        `- At most ${ctx.config.maxWorkers} tasks run at once; more are queued.`,
+      ].join('\n'),
+      dispose: () => service.dispose(),
+    };
   },
-  tools: (ctx) => tools(ctx),
-  systemInstructions: (ctx) =>
-    [
-      'Background tasks: when cli_based_tool returns { background_task_id, status: "running" }, the command keeps running in the background.',
-      '- check_background_task({ task_id, wait_seconds }) waits up to wait_seconds for it to finish and returns its result; prefer one call with wait_seconds (e.g. 30) over repeated polling.',
-      '- read_background_output({ task_id, offset }) pages through its full output (use next_offset); list_background_tasks shows every task; cancel_background_task stops one and everything it started.',
-      `- At most ${ctx.config.maxWorkers} tasks run at once; more are queued.`,
-    ].join('\n'),
 });
 
 export default backgroundPlugin;

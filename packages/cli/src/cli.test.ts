@@ -2,14 +2,16 @@
 import { chmodSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { homedir, tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { definePlugin, defineTool, TOKENS, type PluginRegistry } from '@conch/core';
+import { definePlugin, defineTool, TOKENS, toToolErrorResult, type PluginRegistry } from '@conch/core';
 import { findBwrap } from '@conch/process';
+import { waitFor } from '@conch/test-support';
 import { z } from 'zod';
+import { SCREEN_CASES } from '@conch/test-support';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { expandPath } from './env.js';
 import { getShellParser, runCommand } from './run-command.js';
 import { DEFAULT_SLOW_PATTERNS, estimateSeconds } from './slow-patterns.js';
-import { cookiePrefix, makeRegistry, survivors, waitFor, type Result } from './test-support/registry.js';
+import { cookiePrefix, makeRegistry, survivors, type Result } from './test-support/registry.js';
 
 let dir: string;
 const registries: PluginRegistry[] = [];
@@ -173,6 +175,92 @@ describe('errors', () => {
   });
 });
 
+describe('error_code and display from real calls', () => {
+  it.each([
+    [
+      'a missing program, direct',
+      { command: 'conch-no-such-xyz --help' },
+      'COMMAND_NOT_FOUND',
+      /^✗ exit=127 COMMAND_NOT_FOUND: Command not found: 'conch-no-such-xyz'/,
+    ],
+    [
+      'a missing program in a list',
+      { command: 'true && conch-no-such-xyz' },
+      'COMMAND_NOT_FOUND',
+      /^✗ exit=127 COMMAND_NOT_FOUND: /,
+    ],
+    [
+      'a file that is not executable',
+      { command: './plain.sh' },
+      'NOT_EXECUTABLE',
+      /^✗ exit=126 NOT_EXECUTABLE: /,
+    ],
+    ['a missing file', { command: 'cat missing.txt' }, 'NO_SUCH_FILE', /^✗ exit=1 NO_SUCH_FILE: /],
+    [
+      'a missing cwd',
+      { command: 'ls', cwd: 'no/such/dir' },
+      'INVALID_CWD',
+      /^✗ INVALID_CWD: No such directory: /,
+    ],
+    [
+      'a timeout',
+      { command: 'sleep 30', timeout: 0.3, background: false },
+      'TIMED_OUT',
+      /^✗ exit=\d+ TIMED_OUT: Command timed out after 0.3s/,
+    ],
+    [
+      'a plain failure',
+      { command: 'echo first >&2; echo last words >&2; exit 3' },
+      undefined,
+      /^✗ exit=3 · last words$/,
+    ],
+    ['a silent failure', { command: 'false' }, undefined, /^✗ exit=1$/],
+    ['a success', { command: 'echo ok' }, undefined, /^✓ exit=0 · ok$/],
+  ])('%s', async (_what, args, code, display) => {
+    writeFileSync(join(dir, 'plain.sh'), '#!/bin/sh\necho hi\n');
+    chmodSync(join(dir, 'plain.sh'), 0o644);
+    const { run } = setup();
+    const r = await run(args);
+    if (code) expect(r.error_code).toBe(code);
+    else expect(r.error_code).toBeUndefined();
+    expect(r.display).toMatch(display);
+  });
+
+  it('an abort rejects with ABORTED, which hosts render through toToolErrorResult', async () => {
+    const { run } = setup();
+    const controller = new AbortController();
+    setTimeout(() => controller.abort(), 300);
+    const error = await run({ command: 'sleep 30', background: false }, { signal: controller.signal }).then(
+      () => undefined,
+      (e: unknown) => e,
+    );
+    expect(error).toMatchObject({ code: 'ABORTED' });
+    expect(toToolErrorResult(error)).toMatchObject({
+      error_code: 'ABORTED',
+      display: expect.stringMatching(/^✗ ABORTED: /),
+    });
+  });
+
+  it('cut output names its file; a background start and leftovers say so', async () => {
+    const { run } = setup({ maxOutputChars: 1000 });
+    const cut = await run({ command: 'seq 1 5000' });
+    expect(cut.display).toBe(`✓ exit=0 · 5000 [full: ${cut.output_file}]`);
+    const bg = await run({ command: 'sleep 0.2', background: true });
+    expect(bg.display).toBe(`background ${bg.background_task_id} running`);
+    const left = await run({ command: 'sleep 300 & echo started' });
+    expect(left.display).toBe(`✓ exit=0 · started [1 left running as ${left.background_task_id}]`);
+  });
+});
+
+// The terminal's test runs the same table: one rendering of progress output in both tools.
+describe('\\r, \\b and erase sequences render as a terminal shows them', () => {
+  it.each(SCREEN_CASES)('$name', async ({ printf, screen }) => {
+    const { run } = setup();
+    const r = await run({ command: 'printf', args: [printf] });
+    expect(r.stdout.replace(/\n$/, '')).toBe(screen);
+  });
+});
+
 describe('truncation', () => {
   it('keeps head and tail with the true size and points to the full output file', async () => {
     const { run } = setup({ maxOutputChars: 2000 });
@@ -321,7 +409,7 @@ describe('backgrounding', () => {
       command: 'setsid sleep 300 > /dev/null 2>&1 & sleep 300 & echo up; wait',
       background: true,
     });
-    await waitFor(() => survivors(prefix).length >= 3, 10_000, 'tree up');
+    await waitFor(() => survivors(prefix).length >= 3, { what: 'tree up', timeoutMs: 10_000 });
     const cancelled = await call('cancel_background_task', { task_id: r.background_task_id });
     expect(cancelled.status).toBe('cancelled');
     expect(survivors(prefix)).toEqual([]);
@@ -333,7 +421,7 @@ describe('backgrounding', () => {
     const { run, registry } = setup({ backgroundMaxWorkers: 1 });
     const prefix = cookiePrefix(registry);
     for (let i = 0; i < 3; i++) await run({ command: 'sleep 300 & sleep 300', background: true });
-    await waitFor(() => survivors(prefix).length >= 2, 10_000, 'first task up');
+    await waitFor(() => survivors(prefix).length >= 2, { what: 'first task up', timeoutMs: 10_000 });
     await registry.dispose();
     expect(survivors(prefix)).toEqual([]);
   });
@@ -382,10 +470,10 @@ describe('pipeline integration', () => {
     const prefix = trackProcesses(registry);
     const controller = new AbortController();
     const pending = run({ command: 'sleep 300 & sleep 300' }, { signal: controller.signal });
-    await waitFor(() => survivors(prefix).length >= 2, 10_000, 'tree up');
+    await waitFor(() => survivors(prefix).length >= 2, { what: 'tree up', timeoutMs: 10_000 });
     controller.abort();
     await expect(pending).rejects.toMatchObject({ code: 'ABORTED' });
-    await waitFor(() => survivors(prefix).length === 0, 10_000, 'tree killed');
+    await waitFor(() => survivors(prefix).length === 0, { what: 'tree killed', timeoutMs: 10_000 });
   });
 
   it('system instructions carry the error table and how to use task handles', () => {

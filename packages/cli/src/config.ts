@@ -62,6 +62,19 @@ export const cliConfigSchema = z.strictObject({
     .describe(
       'processes a command leaves running when it returns: adopted as a background task (with the background plugin) or killed',
     ),
+  safeRm: z
+    .boolean()
+    .default(false)
+    .describe(
+      "rm moves files into the project's trash (the terminal's rm function, sourced before commands that run rm; they run in shell mode) instead of deleting them; exposes the 'trash' plugin",
+    ),
+  outputDir: z
+    .string()
+    .min(1)
+    .optional()
+    .describe(
+      'where output_file files go (relative to the working directory); default $XDG_CACHE_HOME/conch/output (~/.cache/conch/output), kept 7 days',
+    ),
   sandbox: z
     .union([
       z.boolean(),

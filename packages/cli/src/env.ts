@@ -20,10 +20,10 @@ export const NON_INTERACTIVE_ENV: Readonly<Record<string, string>> = {
   TERM: 'dumb',
 };
 
-/** `~` and `~/x` expanded to the home directory; relative paths resolved from `cwd`. */
-export function expandPath(path: string, cwd: string): string {
-  if (path === '~') return homedir();
-  if (path.startsWith('~/')) return resolve(homedir(), path.slice(2));
+/** `~` and `~/x` expanded to the home directory (default this machine's); relative paths resolved from `cwd`. */
+export function expandPath(path: string, cwd: string, home: string = homedir()): string {
+  if (path === '~') return home;
+  if (path.startsWith('~/')) return resolve(home, path.slice(2));
   return resolve(cwd, path);
 }
 
@@ -37,13 +37,17 @@ export function commandEnv(options: {
   configEnv: Readonly<Record<string, string>>;
   callEnv?: Readonly<Record<string, string>> | undefined;
   cwd: string;
+  /** Where the command runs is another machine: its home (for `~` in extraPaths) ... */
+  home?: string;
+  /** ... and its PATH, which extraPaths go in front of (instead of this machine's). */
+  basePath?: string;
 }): Record<string, string> {
   const env: Record<string, string> = { ...NON_INTERACTIVE_ENV };
   if (!process.env.GIT_SSH_COMMAND) env.GIT_SSH_COMMAND = 'ssh -o BatchMode=yes';
   Object.assign(env, options.configEnv, options.callEnv);
   if (options.extraPaths.length > 0) {
-    const base = env.PATH ?? process.env.PATH ?? '';
-    const extra = options.extraPaths.map((p) => expandPath(p, options.cwd));
+    const base = env.PATH ?? options.basePath ?? process.env.PATH ?? '';
+    const extra = options.extraPaths.map((p) => expandPath(p, options.cwd, options.home));
     env.PATH = [...extra, ...(base ? [base] : [])].join(delimiter);
   }
   return env;

@@ -1,4 +1,5 @@
 import { constants } from 'node:os';
+import { oneLine } from '@conch/core';
 import type { CaptureSnapshot, ProcessResult } from '@conch/process';
 
 export type CliMode = 'direct' | 'shell';
@@ -24,6 +25,8 @@ export interface CliResult {
   left_running_message?: string;
   /** The background task that owns `left_running`. */
   background_task_id?: string;
+  /** One line for a UI: `✓ exit=0`, `✗ exit=127 COMMAND_NOT_FOUND: …` (see {@link cliDisplay}). */
+  display?: string;
 }
 
 /** What cli_based_tool returns when the command continues as a background task. */
@@ -34,6 +37,8 @@ export interface CliBackgroundResult {
   status: 'running' | 'queued';
   message: string;
   mode: CliMode;
+  /** `background <id> running` or `background <id> queued`. */
+  display?: string;
 }
 
 export interface FormatOptions {
@@ -200,4 +205,39 @@ export function formatResult(result: ProcessResult, options: FormatOptions): Cli
     out.error_code = guidance.code;
   }
   return out;
+}
+
+function isBackgroundResult(result: CliResult | CliBackgroundResult): result is CliBackgroundResult {
+  return typeof result.returncode !== 'number';
+}
+
+/** The last non-blank line of a text. */
+function lastLine(text: string): string {
+  const lines = text.trimEnd().split('\n');
+  return (lines[lines.length - 1] ?? '').trim();
+}
+
+/**
+ * The one-line `display` of a cli result, in the terminal's format: `✓ exit=0 · <last line>`,
+ * `✗ exit=1 · <last stderr line>`, `✗ exit=127 COMMAND_NOT_FOUND: <message>`, then `[full: FILE]`
+ * when output was cut and `[N left running as TASK]` for leftovers; a background handoff reads
+ * `background <task id> running|queued`.
+ */
+export function cliDisplay(result: CliResult | CliBackgroundResult): string {
+  if (isBackgroundResult(result)) return `background ${result.background_task_id} ${result.status}`;
+  const { returncode: rc, error, error_code: code } = result;
+  const exit = rc >= 0 ? `exit=${rc}` : '';
+  let head: string;
+  if (code && error) head = `✗ ${[exit, code].filter(Boolean).join(' ')}: ${oneLine(error, 100)}`;
+  else {
+    const last = rc === 0 ? lastLine(result.stdout) : lastLine(result.stderr) || lastLine(result.stdout);
+    head = `${rc === 0 ? '✓' : '✗'} ${exit}${last ? ` · ${oneLine(last, 100)}` : ''}`;
+  }
+  const notes: string[] = [];
+  if (result.output_file) notes.push(`[full: ${result.output_file}]`);
+  if (result.left_running?.length) {
+    const owner = result.background_task_id ? ` as ${result.background_task_id}` : '';
+    notes.push(`[${result.left_running.length} left running${owner}]`);
+  }
+  return [head, ...notes].join(' ');
 }

@@ -10,6 +10,7 @@ export {
   runCommand,
   getShellParser,
   planRequest,
+  type RunCommandOptions,
   type RunCommandRequest,
   type RunCommandResult,
 } from './run-command.js';

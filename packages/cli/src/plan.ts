@@ -9,6 +9,11 @@ export interface CliPlan extends CommandPlan {
   readonly parsed: ParsedCommand;
   /** What error messages name: argv[0] or the first command's name. */
   readonly name: string;
+  /**
+   * cli config `safeRm` and the line runs `rm`: it runs in shell mode with the trash's `rm`
+   * function defined first (the gate judges `line` as written).
+   */
+  readonly safeRm?: boolean;
 }
 
 export interface PlanInput {
@@ -22,6 +27,8 @@ export interface PlanInput {
   shell: string;
   /** 'shell' runs `command` as a script even when it is one simple command. */
   mode?: 'auto' | 'shell';
+  /** Safe rm is on: a line that runs `rm` (anywhere in it) runs in shell mode, with the rm function. */
+  safeRm?: boolean;
 }
 
 /** The dialect a shell path reads command lines in. */
@@ -42,7 +49,8 @@ export function planCommand(parser: ShellParser, input: PlanInput): CliPlan {
   const line = extra.length > 0 ? `${input.command} ${extra.map(quoteWord).join(' ')}` : input.command;
   const parsed = parser.parse(line);
   const dialect = dialectOf(input.shell);
-  const direct = input.mode !== 'shell' && !parsed.flags.shellBuiltin ? parsed.direct : undefined;
+  const safeRm = input.safeRm === true && parsed.commands.some((c) => c.name === 'rm');
+  const direct = input.mode !== 'shell' && !safeRm && !parsed.flags.shellBuiltin ? parsed.direct : undefined;
   if (direct && direct.argv.length > 0) {
     return {
       line,
@@ -56,7 +64,16 @@ export function planCommand(parser: ShellParser, input: PlanInput): CliPlan {
     };
   }
   const name = parsed.commands[0]?.name ?? line.split(/\s+/)[0] ?? line;
-  return { line, mode: 'shell', shell: input.shell, dialect, cwd: input.cwd, parsed, name };
+  return {
+    line,
+    mode: 'shell',
+    shell: input.shell,
+    dialect,
+    cwd: input.cwd,
+    parsed,
+    name,
+    ...(safeRm ? { safeRm } : {}),
+  };
 }
 
 let detectedShell: string | undefined;

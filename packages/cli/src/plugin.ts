@@ -3,6 +3,7 @@ import { ensureProcessManager, findBwrap } from '@conch/process';
 import { z } from 'zod';
 import { cliConfigSchema, type CliConfig } from './config.js';
 import { cliInstructions } from './instructions.js';
+import { processLayerFor } from './process-target.js';
 import type { CliPlan } from './plan.js';
 import { resolveShell } from './plan.js';
 import {
@@ -65,6 +66,8 @@ export const cliPlugin = definePlugin<CliConfig>({
       config: (c) => ({ maxWorkers: c.backgroundMaxWorkers }),
       when: (c) => c.background !== false,
     },
+    // safe rm: the trash its rm moves files into, and the model's tool to list and restore them.
+    { plugin: 'trash', when: (c) => c.safeRm },
   ],
   setup(ctx) {
     const config = ctx.config;
@@ -98,7 +101,8 @@ export const cliPlugin = definePlugin<CliConfig>({
           inputSchema: cliToolInputSchema,
           annotations: { destructiveHint: true, openWorldHint: true },
           // One plan per call: the gate judges it and the runner runs it.
-          prepare: (args, call) => planRequest(call, toRequest(args), config),
+          // (Planned for where it runs: the executor plugin's target when one is exposed.)
+          prepare: (args, call) => planRequest(call, toRequest(args), config, processLayerFor(call, manager)),
           permission: (_args, _call, plan) => ({
             kind: 'command',
             tool: 'cli_based_tool',

@@ -1,20 +1,22 @@
-import { statSync } from 'node:fs';
-import { resolve } from 'node:path';
+import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
+import { dirname, join, resolve } from 'node:path';
 import {
   BACKGROUND_SERVICE,
   ConchError,
   type BackgroundRun,
   type BackgroundRunOutcome,
+  TRASH_SERVICE,
   type ToolCallContext,
 } from '@conch/core';
+import { defaultTrashDir, TrashStore } from '@conch/trash';
 import {
   BubblewrapExecutor,
-  PROCESS_MANAGER,
   type Executor,
   type LeftoverHandle,
-  type ManagedProcess,
-  type ProcessManager,
+  type ProcessHandle,
+  type ProcessLayer,
   type ProcessResult,
+  type ProcessTarget,
   type SandboxProfile,
 } from '@conch/process';
 import { loadShellParser, type ShellParser } from '@conch/shell-syntax';
@@ -27,6 +29,7 @@ import {
 } from './config.js';
 import { commandEnv } from './env.js';
 import {
+  cliDisplay,
   formatResult,
   type CliBackgroundResult,
   type CliMode,
@@ -34,8 +37,20 @@ import {
   type FormatOptions,
 } from './format-result.js';
 import { sandboxFor, sandboxRefusal } from './kernel-wall.js';
+import { quoteWord } from './quote.js';
 import { planCommand, resolveShell, type CliPlan } from './plan.js';
 import { DEFAULT_SLOW_PATTERNS, estimateSeconds } from './slow-patterns.js';
+import {
+  blindReason,
+  directoryState,
+  isUnreachable,
+  markBlind,
+  processLayerFor,
+  reachTarget,
+  remoteBaseCwd,
+  remoteSafeRm,
+  transportLost,
+} from './process-target.js';
 
 export interface RunCommandRequest {
   /** A command line. Parsed: one simple literal command runs directly (argv), anything else in the shell. */
@@ -80,31 +95,83 @@ export function getShellParser(): Promise<ShellParser> {
 export interface CliRuntime {
   config: CliConfig;
   slowPatterns: readonly SlowPattern[];
-  /** The explicit bubblewrap executor of `sandbox: true` configs (per workspace). */
-  executor(workspace: string): Executor | undefined;
+  /**
+   * The explicit bubblewrap executor of `sandbox: true` configs (per workspace); `writable` adds
+   * directories (the trash, for safe rm).
+   */
+  executor(workspace: string, writable?: readonly string[]): Executor | undefined;
+  /**
+   * cli config `safeRm`: the file defining the trash's `rm` function for a dialect (written once,
+   * in the registry's temp dir), and the trash directory it moves files into.
+   */
+  safeRm(ctx: ToolCallContext<unknown>, dialect: CliPlan['dialect']): { file: string; trashDir: string };
 }
 
 export function cliRuntime(config: CliConfig): CliRuntime {
   const executors = new Map<string, Executor>();
+  const safeRmFiles = new Map<string, string>();
+  let fallbackTrash: TrashStore | undefined;
   return {
     config,
     slowPatterns: config.slowPatterns.length
       ? [...DEFAULT_SLOW_PATTERNS, ...config.slowPatterns]
       : DEFAULT_SLOW_PATTERNS,
-    executor(workspace) {
+    executor(workspace, writable = []) {
       if (config.sandbox === false) return undefined;
-      let executor = executors.get(workspace);
+      const key = [workspace, ...writable].join('\0');
+      let executor = executors.get(key);
       if (!executor) {
         const extra = config.sandbox === true ? {} : config.sandbox;
         executor = new BubblewrapExecutor({
-          writable: [workspace, ...(extra.writable ?? []).map((dir) => resolve(workspace, dir))],
+          writable: [workspace, ...(extra.writable ?? []).map((dir) => resolve(workspace, dir)), ...writable],
           ...(extra.network === undefined ? {} : { network: extra.network }),
         });
-        executors.set(workspace, executor);
+        executors.set(key, executor);
       }
       return executor;
     },
+    safeRm(ctx, dialect) {
+      // The trash partner's service; without it (the trash plugin is not installed or exposed) the
+      // same default trash, so rm never falls back to deleting.
+      const trash =
+        ctx.resolveOptional(TRASH_SERVICE) ??
+        (fallbackTrash ??= new TrashStore({ dir: defaultTrashDir(ctx.env.cwd) }));
+      const key = `${dialect}\0${trash.dir}`;
+      let file = safeRmFiles.get(key);
+      if (!file || !existsSync(file)) {
+        file = join(ctx.env.tempDir(), `cli-safe-rm-${dialect}-${safeRmFiles.size + 1}.sh`);
+        writeFileSync(
+          file,
+          cliSafeRmScript(
+            trash.shellFunction(dialect === 'zsh' ? 'zsh' : dialect === 'bash' ? 'bash' : 'sh'),
+          ),
+          {
+            mode: 0o600,
+          },
+        );
+        safeRmFiles.set(key, file);
+      }
+      return { file, trashDir: trash.dir };
+    },
   };
+}
+
+/**
+ * The file a safe-rm command sources first: the rm function, then BASH_ENV put back as the user had
+ * it (bash reads the file through BASH_ENV; children must not inherit ours, so the rm of a script the
+ * command runs is the real one, as in a terminal session).
+ */
+function cliSafeRmScript(fn: string): string {
+  return [
+    fn,
+    'if [ -n "${CONCH_USER_BASH_ENV-}" ]; then',
+    '  BASH_ENV=$CONCH_USER_BASH_ENV; export BASH_ENV; unset CONCH_USER_BASH_ENV',
+    '  . "$BASH_ENV"',
+    'else',
+    '  unset BASH_ENV',
+    'fi',
+    '',
+  ].join('\n');
 }
 
 /** A runtime for a config given by a caller outside the cli plugin (templates); cached per object. */
@@ -135,26 +202,45 @@ export async function planRequest(
   ctx: ToolCallContext<unknown>,
   request: RunCommandRequest,
   config: CliConfig,
+  /** The layer it will run on: a remote one's cwd is the target's (its workspace, its paths). */
+  layer?: ProcessLayer,
 ): Promise<CliPlan> {
   const parser = await getShellParser();
   const { shell } = resolveShell(config.shell);
-  const cwd = resolve(baseCwdOf(config, ctx.env.cwd), request.cwd ?? '.');
-  return planCommand(parser, {
+  const where = await reachTarget(layer);
+  const cwd =
+    where === undefined
+      ? resolve(baseCwdOf(config, ctx.env.cwd), request.cwd ?? '.')
+      : isUnreachable(where)
+        ? resolve('/', request.cwd ?? '.')
+        : resolve(remoteBaseCwd(config.cwd, where), request.cwd ?? '.');
+  const plan = await planCommand(parser, {
     command: request.command,
     ...(request.args ? { args: request.args } : {}),
     cwd,
     shell,
     ...(request.mode ? { mode: request.mode } : {}),
+    ...(config.safeRm ? { safeRm: true } : {}),
   });
+  // Planned without its target (the connection failed): it must not run; runCommand says why.
+  if (isUnreachable(where)) markBlind(plan, where);
+  return plan;
 }
 
 function errorResult(mode: CliMode, error: string, errorCode: string): CliResult {
-  return { stdout: '', stderr: '', returncode: -1, mode, error, error_code: errorCode };
+  const out: CliResult = { stdout: '', stderr: '', returncode: -1, mode, error, error_code: errorCode };
+  out.display = cliDisplay(out);
+  return out;
+}
+
+function withDisplay(result: CliBackgroundResult): CliBackgroundResult {
+  result.display = cliDisplay(result);
+  return result;
 }
 
 /** A running process as a background task sees it. */
 function toRun(
-  proc: ManagedProcess,
+  proc: ProcessHandle,
   finish: (result: ProcessResult) => Promise<BackgroundRunOutcome>,
 ): BackgroundRun {
   return {
@@ -210,41 +296,69 @@ export async function runCommand(
   ctx: ToolCallContext<unknown>,
   request: RunCommandRequest,
   config?: Partial<CliConfigInput>,
-  options: {
-    plan?: CliPlan;
-    runtime?: CliRuntime;
-    manager?: ProcessManager;
-    /**
-     * The gate judged another text than the one that runs (templates judge their steps, run a
-     * plumbing script): a read-only verdict then does not carry over to the read-only sandbox.
-     */
-    judgedElsewhere?: boolean;
-  } = {},
+  options: RunCommandOptions = {},
+): Promise<RunCommandResult> {
+  const manager = processLayerFor(ctx, options.manager);
+  const result = await runOn(ctx, request, config, { ...options, ...(manager ? { manager } : {}) });
+  // Where it ran, on every result of a remote run (local results stay as they were).
+  return manager?.target && manager.remote ? { ...result, target: manager.target } : result;
+}
+
+export interface RunCommandOptions {
+  plan?: CliPlan;
+  runtime?: CliRuntime;
+  /** The process layer (default: the executor plugin's PROCESS_LAYER, else the registry's ProcessManager). */
+  manager?: ProcessLayer;
+  /**
+   * The gate judged another text than the one that runs (templates judge their steps, run a
+   * plumbing script): a read-only verdict then does not carry over to the read-only sandbox.
+   */
+  judgedElsewhere?: boolean;
+}
+
+/** runCommand on a resolved process layer (options.manager). */
+async function runOn(
+  ctx: ToolCallContext<unknown>,
+  request: RunCommandRequest,
+  config: Partial<CliConfigInput> | undefined,
+  options: RunCommandOptions,
 ): Promise<RunCommandResult> {
   const runtime = runtimeFor(ctx, config, options.runtime);
   const cfg = runtime.config;
-  const plan = options.plan ?? (await planRequest(ctx, request, cfg));
-  const baseCwd = baseCwdOf(cfg, ctx.env.cwd);
+  const manager = options.manager;
+  if (!manager)
+    throw new ConchError({
+      code: 'NO_PROCESS_MANAGER',
+      message: `runCommand from tool '${ctx.toolName}': no process manager is provided; call ensureProcessManager(ctx) in the plugin's setup`,
+    });
+  const plan = options.plan ?? (await planRequest(ctx, request, cfg, manager));
+  // A remote layer (the executor plugin's target): cwd, paths, HOME and PATH are the target's.
+  const reached = await reachTarget(manager);
+  const blind = blindReason(plan) ?? (isUnreachable(reached) ? reached : undefined);
+  if (blind) return errorResult(plan.mode, blind.message, blind.code);
+  const where = reached as ProcessTarget | undefined;
+  const baseCwd = where ? remoteBaseCwd(cfg.cwd, where) : baseCwdOf(cfg, ctx.env.cwd);
   const { cwd } = plan;
-  try {
-    if (!statSync(cwd).isDirectory())
-      return errorResult(
-        plan.mode,
-        `Not a directory: ${cwd}. Pass an existing directory as cwd.`,
-        'INVALID_CWD',
-      );
-  } catch {
+  const cwdState = await directoryState(manager, cwd);
+  if (typeof cwdState === 'object') return errorResult(plan.mode, cwdState.message, cwdState.code);
+  if (cwdState === 'not-directory')
+    return errorResult(
+      plan.mode,
+      `Not a directory: ${cwd}. Pass an existing directory as cwd.`,
+      'INVALID_CWD',
+    );
+  if (cwdState === 'missing')
     return errorResult(
       plan.mode,
       `No such directory: ${cwd}. Verify the path exists first (ls), or omit cwd to run in ${baseCwd}.`,
       'INVALID_CWD',
     );
-  }
   const env = commandEnv({
     extraPaths: cfg.extraPaths,
     configEnv: cfg.env,
     callEnv: request.env,
     cwd: baseCwd,
+    ...(where ? { home: where.home ?? baseCwd, basePath: where.path ?? '' } : {}),
   });
   const background = cfg.background !== false ? ctx.resolveOptional(BACKGROUND_SERVICE) : undefined;
   const canBackground = background !== undefined && request.background !== false;
@@ -269,25 +383,50 @@ export async function runCommand(
     ...(limitSeconds !== undefined && Number.isFinite(limitSeconds) ? { limitSeconds } : {}),
     thresholdAsTimeout,
   };
-  const manager = options.manager ?? ctx.resolveOptional(PROCESS_MANAGER);
-  if (!manager)
-    throw new ConchError({
-      code: 'NO_PROCESS_MANAGER',
-      message: `runCommand from tool '${ctx.toolName}': no process manager is provided; call ensureProcessManager(ctx) in the plugin's setup`,
-    });
+  // Safe rm: the trash's rm function is defined before the line runs (bash reads it through
+  // BASH_ENV, so the script is the line exactly as judged; zsh and sh get it sourced first). Not in
+  // the read-only sandbox: a command the gate allowed as a read removes nothing.
+  const readOnly = !runtime.config.sandbox && ctx.decision?.readOnly === true && !options.judgedElsewhere;
+  const wantsSafeRm = plan.safeRm && plan.mode === 'shell' && !readOnly;
+  // In a target the rm function is inlined at the top of the script (no host file reaches it).
+  const remoteRm = wantsSafeRm && where ? remoteSafeRm(plan.dialect, baseCwd, where) : undefined;
+  const safeRm = wantsSafeRm && !where ? runtime.safeRm(ctx, plan.dialect) : undefined;
+  if (where && cfg.sandbox !== false) {
+    return errorResult(
+      plan.mode,
+      `cli config 'sandbox': the bubblewrap executor wraps commands on this machine; commands run on ${where.target}, where it cannot. Set sandbox: false for this target (the permission gate's kernel wall still applies there where bwrap works).`,
+      'SANDBOX_UNAVAILABLE',
+    );
+  }
   let executor: Executor | undefined;
   try {
-    executor = runtime.executor(baseCwd);
+    executor = where
+      ? undefined
+      : runtime.executor(baseCwd, safeRm ? [safeRm.trashDir, dirname(safeRm.file)] : []);
   } catch (error) {
     return errorResult(plan.mode, (error as Error).message, 'SANDBOX_UNAVAILABLE');
   }
   const sandbox: SandboxProfile | undefined = executor
     ? undefined
     : sandboxFor(ctx, options.judgedElsewhere === true);
+  if (safeRm) {
+    mkdirSync(safeRm.trashDir, { recursive: true, mode: 0o700 });
+    if (plan.dialect === 'bash') {
+      const userBashEnv = env.BASH_ENV ?? process.env.BASH_ENV;
+      env.BASH_ENV = safeRm.file;
+      if (userBashEnv) env.CONCH_USER_BASH_ENV = userBashEnv;
+    }
+  }
+  const script = remoteRm
+    ? `${remoteRm}\n${plan.line}`
+    : safeRm && plan.dialect !== 'bash'
+      ? `. ${quoteWord(safeRm.file)}\n${plan.line}`
+      : plan.line;
+  const outputDir: string | true = cfg.outputDir ? resolve(baseCwd, cfg.outputDir) : true;
   const spawn = (signal: AbortSignal | undefined) =>
     plan.mode === 'direct'
       ? manager.spawn(plan.argv![0]!, plan.argv!.slice(1), spawnOptions(signal))
-      : manager.spawn(plan.line, [], { ...spawnOptions(signal), shell: plan.shell });
+      : manager.spawn(script, [], { ...spawnOptions(signal), shell: plan.shell });
   const spawnOptions = (signal: AbortSignal | undefined) => ({
     ...(executor ? { executor } : {}),
     ...(sandbox ? { sandbox } : {}),
@@ -297,13 +436,14 @@ export async function runCommand(
       ? { timeoutMs: limitSeconds * 1000 }
       : {}),
     ...(signal ? { signal } : {}),
-    capture: { headBytes: budgetBytes, tailBytes: budgetBytes, spill: 'combined' as const },
+    // The combined file is what output_file names: kept where a later turn can still read it.
+    capture: { headBytes: budgetBytes, tailBytes: budgetBytes, spill: 'combined' as const, outputDir },
     keepLeftoverOutput: true,
     label,
   });
 
   /** The final result of a process: formatted, every cut byte in a file, leftovers owned. */
-  const finish = async (proc: ManagedProcess, result: ProcessResult): Promise<CliResult> => {
+  const finish = async (proc: ProcessHandle, result: ProcessResult): Promise<CliResult> => {
     let outcome = result;
     let out = formatResult(outcome, format);
     if (out.truncated && !out.output_file) {
@@ -319,12 +459,19 @@ export async function runCommand(
       out.error = out.error ? `${out.error} ${refusal}` : refusal;
       out.error_code = 'SANDBOX_REFUSED_WRITE';
     }
+    if (transportLost(result)) {
+      out.error = `The connection to ${where?.target ?? 'the target'} was lost while the command ran; its exec server killed what the command started when the connection closed. Run it again: the next call reconnects.`;
+      out.error_code = 'TRANSPORT_LOST';
+    }
+    // A background task's final result says where it ran, as the call's result does.
+    if (where) (out as CliResult & { target?: string }).target = where.target;
     if (result.leftRunning.length > 0) await ownLeftovers(proc, result, out);
+    out.display = cliDisplay(out);
     return out;
   };
 
   /** Processes the command left running: adopted as a background task, or killed (cli config `leftovers`). */
-  const ownLeftovers = async (proc: ManagedProcess, result: ProcessResult, out: CliResult): Promise<void> => {
+  const ownLeftovers = async (proc: ProcessHandle, result: ProcessResult, out: CliResult): Promise<void> => {
     out.left_running = result.leftRunning.map((p) => ({ pid: p.pid, command: p.command }));
     const list = result.leftRunning.map((p) => `${p.pid} (${p.command})`).join(', ');
     let handle: LeftoverHandle;
@@ -349,7 +496,7 @@ export async function runCommand(
     out.left_running_message = `The command returned but left processes running: ${list}. They were killed (${background ? "cli config leftovers: 'kill'" : 'no background plugin to own them'}); run long-lived processes with background: true.`;
   };
 
-  const runFor = (proc: ManagedProcess): BackgroundRun =>
+  const runFor = (proc: ProcessHandle): BackgroundRun =>
     toRun(proc, async (result) => {
       const formatted = await finish(proc, result);
       const status: BackgroundRunOutcome['status'] = result.killed
@@ -373,16 +520,16 @@ export async function runCommand(
         request.background === true
           ? 'Command started as a background task, as requested'
           : `Command backgrounded due to estimated duration (~${estimate}s, over the ${threshold}s threshold)`;
-      return {
+      return withDisplay({
         background_task_id: info.id,
         status: info.status === 'queued' ? 'queued' : 'running',
         message: `${why}${info.status === 'queued' ? '; it is queued until a background worker is free' : ''}. Use check_background_task({ task_id: "${info.id}", wait_seconds: 30 }) for its result and read_background_output for its output so far.`,
         mode: plan.mode,
-      };
+      });
     }
   }
 
-  let proc: ManagedProcess;
+  let proc: ProcessHandle;
   try {
     proc = spawn(ctx.signal);
   } catch (error) {
@@ -394,6 +541,9 @@ export async function runCommand(
     );
   }
   if (canBackground) {
+    // The threshold counts from the moment the command runs (the first spawn may wait for the
+    // supervisor to start).
+    await Promise.race([proc.spawned, proc.result]);
     let timer: NodeJS.Timeout | undefined;
     const promoted = await Promise.race([
       proc.result.then(() => false),
@@ -410,12 +560,12 @@ export async function runCommand(
         idPrefix: 'cli',
         run: runFor(proc),
       });
-      return {
+      return withDisplay({
         background_task_id: info.id,
         status: 'running',
         message: `Command still running after ${threshold}s, so it continues as a background task (nothing restarted, no output lost). Use check_background_task({ task_id: "${info.id}", wait_seconds: 30 }) for its result and read_background_output for its output so far.`,
         mode: plan.mode,
-      };
+      });
     }
   }
   return finish(proc, await proc.result);

@@ -15,10 +15,11 @@ import {
   type ToolResult,
 } from '@conch/core';
 import { findBwrap, PROCESS_MANAGER } from '@conch/process';
+import { waitFor } from '@conch/test-support';
 import { z } from 'zod';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { cliPlugin } from './plugin.js';
-import { survivors, waitFor } from './test-support/registry.js';
+import { survivors } from './test-support/registry.js';
 
 const BWRAP = findBwrap();
 if (process.env.CI && !BWRAP) throw new Error('the kernel wall tests need bubblewrap under CI');
@@ -200,14 +201,16 @@ describe('leftovers', () => {
     expect(r.left_running.length).toBeGreaterThan(0);
     expect(r.left_running_message).toMatch(/background task/);
     const id = r.background_task_id as string;
-    await waitFor(() => survivors(prefix).length > 0, 5_000, 'leftovers running');
+    await waitFor(() => survivors(prefix).length > 0, { what: 'leftovers running', timeoutMs: 5_000 });
     const logs = () => registry.execute('read_background_output', { task_id: id }) as Promise<Result>;
-    const deadline = Date.now() + 10_000;
-    while (!String((await logs()).output ?? '').includes('late') && Date.now() < deadline)
-      await new Promise((res) => setTimeout(res, 100));
+    await waitFor(async () => String((await logs()).output ?? '').includes('late'), {
+      what: "the leftover's late output",
+      timeoutMs: 10_000,
+      intervalMs: 100,
+    });
     expect(String((await logs()).output)).toContain('late');
     await registry.execute('cancel_background_task', { task_id: id });
-    await waitFor(() => survivors(prefix).length === 0, 10_000, 'leftovers killed');
+    await waitFor(() => survivors(prefix).length === 0, { what: 'leftovers killed', timeoutMs: 10_000 });
   });
 
   it("are killed with leftovers: 'kill', and without a background plugin", async () => {
@@ -228,7 +231,7 @@ describe('leftovers', () => {
       expect(r.left_running.length).toBeGreaterThan(0);
       expect(r.left_running_message).toMatch(/killed/);
       expect(r.background_task_id).toBeUndefined();
-      await waitFor(() => survivors(prefix).length === 0, 10_000, 'leftovers killed');
+      await waitFor(() => survivors(prefix).length === 0, { what: 'leftovers killed', timeoutMs: 10_000 });
     }
   });
 });

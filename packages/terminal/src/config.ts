@@ -81,6 +81,44 @@ export const terminalConfigSchema = z.strictObject({
       'time a typed command may take to print its begin marker; a shell that does not (its protocol was broken) is killed',
     ),
   killGraceMs: z.number().int().min(0).default(2000).describe('SIGTERM to SIGKILL grace on kill'),
+  safeRm: z
+    .boolean()
+    .default(true)
+    .describe(
+      "every session defines an rm function that moves its operands into the project's trash instead of deleting them (exposes the 'trash' plugin)",
+    ),
+  slowPatterns: z
+    .array(
+      z.union([
+        z.string().trim().min(1),
+        z.strictObject({ pattern: z.string().trim().min(1), seconds: z.number().positive().optional() }),
+      ]),
+    )
+    .default([])
+    .describe(
+      'commands added to the shared slow-command table (@conch/process): leading words, e.g. "make" or { pattern: "make" }',
+    ),
+  slowCommandTimeout: z
+    .number()
+    .positive()
+    .max(24 * 3600)
+    .default(180)
+    .describe(
+      'seconds a known slow command (npm install, cargo build, pytest ...) waits, with no idle return',
+    ),
+  reloadRcFiles: z
+    .boolean()
+    .default(true)
+    .describe(
+      "re-source the user's rc files (in start-up order) before a command when they changed since the session started or last re-sourced them",
+    ),
+  outputDir: z
+    .string()
+    .min(1)
+    .optional()
+    .describe(
+      'where output_file files go (relative to the registry cwd); default $XDG_CACHE_HOME/conch/output (~/.cache/conch/output), kept 7 days',
+    ),
   sessionEnv: z
     .record(z.string().regex(/^[A-Za-z_][A-Za-z0-9_]*$/), z.string())
     .default({ PAGER: 'cat', GIT_PAGER: 'cat', MANPAGER: 'cat', SYSTEMD_PAGER: '' })

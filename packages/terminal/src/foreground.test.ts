@@ -2,11 +2,12 @@
 import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { waitFor } from '@conch/test-support';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { foregroundOf, foregroundReadsTty, ttyOf } from './foreground.js';
 import type { TerminalService } from './session-pool.js';
 import { TERMINAL_SERVICE } from './tokens.js';
-import { createHarness, waitFor, type Harness } from './test-support/harness.js';
+import { createHarness, type Harness } from './test-support/harness.js';
 
 let h: Harness | undefined;
 afterEach(async () => {

@@ -1,12 +1,13 @@
 // Hosts see every session (list, logs, events), commands pass the gate while input does not, and
 // sessions end on exit, abort, kill and idle reaping.
 import { Writable } from 'node:stream';
+import { isAlive, processesMentioning, waitFor } from '@conch/test-support';
 import pino from 'pino';
 import { afterEach, describe, expect, it } from 'vitest';
 import type { PermissionGate, PermissionRequest } from '@conch/core';
 import type { TerminalService } from './session-pool.js';
 import { TERMINAL_SERVICE } from './tokens.js';
-import { alive, createHarness, pidsWithCmdline, waitFor, type Harness } from './test-support/harness.js';
+import { createHarness, type Harness } from './test-support/harness.js';
 
 let h: Harness | undefined;
 afterEach(async () => {
@@ -122,17 +123,16 @@ describe('terminal host API and lifecycle', () => {
     h = createHarness();
     const controller = new AbortController();
     const tag = `conch-abort-${process.pid}`;
-    const pending = h.call({ command: `exec -a ${tag} sleep 300` }, { signal: controller.signal });
-    await waitFor(() => pidsWithCmdline(tag).length > 0);
+    const pending = h.call({ command: `(exec -a ${tag} sleep 300)` }, { signal: controller.signal });
+    await waitFor(() => processesMentioning(tag).length > 0);
     const service = h.registry.resolve<TerminalService>(TERMINAL_SERVICE);
     const shell = service.list()[0]!.pid;
     controller.abort();
     await expect(pending).rejects.toThrow(/aborted/);
-    await waitFor(
-      () => pidsWithCmdline(tag).length === 0 && !alive(shell),
-      20_000,
-      'the aborted session to die',
-    );
+    await waitFor(() => processesMentioning(tag).length === 0 && !isAlive(shell), {
+      what: 'the aborted session to die',
+      timeoutMs: 20_000,
+    });
     await waitFor(() => service.list().length === 0);
   });
 
@@ -148,7 +148,10 @@ describe('terminal host API and lifecycle', () => {
         .map((s) => s.state)
         .sort(),
     ).toEqual(['idle', 'waiting']);
-    await waitFor(() => service.list().length === 1, 20_000, 'the idle shell to be reaped');
+    await waitFor(() => service.list().length === 1, {
+      what: 'the idle shell to be reaped',
+      timeoutMs: 20_000,
+    });
     expect(service.list()[0]).toMatchObject({ id: running.session_id, state: 'waiting' });
   });
 
@@ -177,7 +180,7 @@ describe('terminal host API and lifecycle', () => {
     });
     const hung = await h.call({ command: 'echo hi' });
     expect(hung.error).toMatch(/did not become ready within 500 ms/);
-    expect(pidsWithCmdline(tag)).toEqual([]);
+    expect(processesMentioning(tag)).toEqual([]);
     const service = h.registry.resolve<TerminalService>(TERMINAL_SERVICE);
     expect(service.list()).toEqual([]);
   });

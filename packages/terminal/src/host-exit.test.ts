@@ -4,8 +4,8 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { isAlive, processesMentioning, waitFor } from '@conch/test-support';
 import { afterAll, describe, expect, it, onTestFinished } from 'vitest';
-import { alive, pidsWithCmdline, waitFor } from './test-support/harness.js';
 
 const packageDir = join(dirname(fileURLToPath(import.meta.url)), '..');
 const dir = mkdtempSync(join(tmpdir(), 'conch-terminal-exit-'));
@@ -29,7 +29,7 @@ describe('host exit', () => {
     writeFileSync(
       script,
       `
-${HOST_PRELUDE}const bg = await registry.execute('terminal', { command: "exec -a ${tag}-server sleep 300", background: true });
+${HOST_PRELUDE}const bg = await registry.execute('terminal', { command: "(exec -a ${tag}-server sleep 300)", background: true });
 const esc = await registry.execute('terminal', { command: "setsid bash -c 'exec -a ${tag}-escapee sleep 300' & python3 -c 'input()'" });
 console.log(JSON.stringify({ bg, esc }));
 process.exit(0);
@@ -44,8 +44,11 @@ process.exit(0);
     const results = JSON.parse(stdout) as { bg: { state?: string }; esc: { state?: string } };
     expect(results.bg.state).toBe('background');
     expect(results.esc.state).toBe('waiting');
-    await waitFor(() => pidsWithCmdline(tag).length === 0, 10_000, 'the host-exit kill');
-    expect(pidsWithCmdline(tag)).toEqual([]);
+    await waitFor(() => processesMentioning(tag).length === 0, {
+      what: 'the host-exit kill',
+      timeoutMs: 10_000,
+    });
+    expect(processesMentioning(tag)).toEqual([]);
   });
 
   it('SIGKILLs every session tree when the host dies of an unhandled SIGTERM', async () => {
@@ -54,7 +57,7 @@ process.exit(0);
     writeFileSync(
       script,
       `
-${HOST_PRELUDE}const bg = await registry.execute('terminal', { command: "exec -a ${tag}-server sleep 300", background: true });
+${HOST_PRELUDE}const bg = await registry.execute('terminal', { command: "(exec -a ${tag}-server sleep 300)", background: true });
 console.log(JSON.stringify({ bg }));
 setInterval(() => {}, 1000);
 `,
@@ -62,15 +65,24 @@ setInterval(() => {}, 1000);
     const host = spawn(process.execPath, [script], { stdio: ['ignore', 'pipe', 'inherit'] });
     let out = '';
     host.stdout.on('data', (chunk: Buffer) => (out += chunk.toString()));
-    await waitFor(() => out.includes('"state":"background"'), 60_000, 'the background session');
-    await waitFor(() => pidsWithCmdline(tag).length > 0, 10_000, 'the server running');
+    await waitFor(() => out.includes('"state":"background"'), {
+      what: 'the background session',
+      timeoutMs: 60_000,
+    });
+    await waitFor(() => processesMentioning(tag).length > 0, {
+      what: 'the server running',
+      timeoutMs: 10_000,
+    });
     const exited = new Promise<NodeJS.Signals | null>((resolve) =>
       host.on('exit', (_c, sig) => resolve(sig)),
     );
     host.kill('SIGTERM');
     expect(await exited).toBe('SIGTERM');
-    await waitFor(() => pidsWithCmdline(tag).length === 0, 10_000, 'the host-exit kill');
-    expect(pidsWithCmdline(tag)).toEqual([]);
+    await waitFor(() => processesMentioning(tag).length === 0, {
+      what: 'the host-exit kill',
+      timeoutMs: 10_000,
+    });
+    expect(processesMentioning(tag)).toEqual([]);
   });
 
   it('leaves nothing behind when the host is SIGKILLed: the supervisor owns the sessions', async () => {
@@ -82,7 +94,7 @@ setInterval(() => {}, 1000);
 ${HOST_PRELUDE}const job = await registry.execute('terminal', {
   command: "setsid bash -c 'exec -a ${tag}-escapee sleep 300' & (exec -a ${tag}-job sleep 300) & echo started",
 });
-const bg = await registry.execute('terminal', { command: "exec -a ${tag}-server sleep 300", background: true });
+const bg = await registry.execute('terminal', { command: "(exec -a ${tag}-server sleep 300)", background: true });
 const shells = registry.resolve(TERMINAL_SERVICE).list().map((s) => s.pid);
 console.log(JSON.stringify({ job, bg, shells }));
 setInterval(() => {}, 1000);
@@ -97,7 +109,7 @@ setInterval(() => {}, 1000);
     });
     let out = '';
     host.stdout.on('data', (chunk: Buffer) => (out += chunk.toString()));
-    await waitFor(() => out.includes('"shells"'), 60_000, 'the sessions');
+    await waitFor(() => out.includes('"shells"'), { what: 'the sessions', timeoutMs: 60_000 });
     const { job, bg, shells } = JSON.parse(out) as {
       job: { output?: string };
       bg: { state?: string };
@@ -106,11 +118,14 @@ setInterval(() => {}, 1000);
     expect(job.output).toBe('started\n');
     expect(bg.state).toBe('background');
     expect(shells.length).toBeGreaterThan(0);
-    await waitFor(() => pidsWithCmdline(tag).length === 3, 10_000, 'the three sleeps');
+    await waitFor(() => processesMentioning(tag).length === 3, {
+      what: 'the three sleeps',
+      timeoutMs: 10_000,
+    });
     host.kill('SIGKILL');
     expect(await exited).toBe('SIGKILL');
     await new Promise((r) => setTimeout(r, 3000));
-    expect(pidsWithCmdline(tag)).toEqual([]);
-    for (const pid of shells) expect(alive(pid)).toBe(false);
+    expect(processesMentioning(tag)).toEqual([]);
+    for (const pid of shells) expect(isAlive(pid)).toBe(false);
   });
 });

@@ -3,11 +3,15 @@ import './events.js';
 export { terminalPlugin, terminalPlugin as default } from './plugin.js';
 export { terminalConfigSchema, type TerminalConfig, type TerminalConfigInput } from './config.js';
 export { TERMINAL_SERVICE } from './tokens.js';
+export { TERMINAL_BACKEND, routeToBackend, type TerminalBackend } from './terminal-backend.js';
 export {
   SessionPool,
   SessionLease,
+  execRefusal,
   type FinishedResult,
   type RunningResult,
+  type RunSyncOptions,
+  type RunSyncResult,
   type TerminalService,
   type TerminalSessionInfo,
 } from './session-pool.js';
@@ -21,6 +25,9 @@ export {
 export { TerminalSessionError, type TerminalSessionErrorCode } from './errors/terminal-session-error.js';
 export { InvalidSessionTransitionError } from './errors/invalid-session-transition-error.js';
 export { TerminalProtocolError, type TerminalProtocolErrorCode } from './errors/terminal-protocol-error.js';
+export { TerminalCommandError, type TerminalCommandErrorCode } from './errors/terminal-command-error.js';
+export { analyzeCommand, type CommandAnalysis } from './command-analysis.js';
+export { RcWatch } from './rc-files.js';
 export {
   managedPtySpawner,
   spawnLocalPty,
@@ -29,6 +36,12 @@ export {
   type SessionPtyOptions,
   type SessionPtySpawner,
 } from './session-pty.js';
-export { classifyCall, terminalInputSchema, type CallShape, type TerminalArgs } from './terminal-tool.js';
-export { cleanOutput, stripAnsi, applyLineEdits, capTotal } from './output-cleaner.js';
+export {
+  classifyCall,
+  judgedCommand,
+  terminalInputSchema,
+  type CallShape,
+  type TerminalArgs,
+} from './terminal-tool.js';
+export { cleanOutput, capTotal } from './output-cleaner.js';
 export { looksLikePrompt } from './prompt-detector.js';

@@ -91,7 +91,9 @@ describe('input to a shell is checked like a command', () => {
     h = createHarness({ idleSessionTtlMs: 600_000 }, { gate });
     const cases: { command: string; prompt: string }[] = [
       { command: `PS1='sh$ ' sh`, prompt: 'sh$ ' },
-      { command: `PS1='exec$ ' exec bash --norc --noprofile`, prompt: 'exec$ ' },
+      // The tool refuses a literal `exec bash`; an exec it cannot see (through a variable) still
+      // leaves a shell reading the terminal, and its input is judged.
+      { command: `x=exec; PS1='exec$ ' $x bash --norc --noprofile`, prompt: 'exec$ ' },
     ];
     if (existsSync('/usr/bin/zsh')) cases.push({ command: `PS1='zsh%% ' zsh -f`, prompt: 'zsh% ' });
     for (const { command, prompt } of cases) {

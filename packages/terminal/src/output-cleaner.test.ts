@@ -1,6 +1,7 @@
 // Cleaned output reads like the screen: no escape codes, \r and \b applied, long lines cut, totals capped.
 import { describe, expect, it } from 'vitest';
-import { applyLineEdits, capTotal, cleanOutput, lastLine } from './output-cleaner.js';
+import { applyLineEdits } from '@conch/process';
+import { capTotal, cleanOutput, lastLine } from './output-cleaner.js';
 
 describe('cleanOutput', () => {
   it('strips colours, OSC titles and hyperlinks', () => {

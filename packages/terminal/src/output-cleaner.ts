@@ -3,36 +3,8 @@
  * screen. ANSI/OSC sequences are stripped, `\r` rewrites (progress bars) and backspaces are applied
  * the way a terminal applies them, and very long lines are capped.
  */
-import { stripAnsi } from '@conch/process';
-
-/* eslint-disable no-control-regex -- terminal control characters are the point */
-// Control characters other than \t \n \r \b that mean nothing on a page (BEL, NUL, SO/SI, ...).
-const OTHER_CONTROLS = /[\u0000-\u0007\u000b\u000c\u000e-\u001a\u001c-\u001f\u007f]/g;
-/* eslint-enable no-control-regex */
-
-export { stripAnsi };
-
-/**
- * Applies `\r` and `\b` within one line the way a terminal does: `\r` returns the cursor to
- * column 0 and later text overwrites, `\b` moves the cursor one column left.
- */
-export function applyLineEdits(line: string): string {
-  if (!line.includes('\r') && !line.includes('\b')) return line;
-  // Fast path for progress bars: only \r, each rewrite as long as the previous one.
-  const cells: string[] = [];
-  let cursor = 0;
-  for (const ch of line) {
-    if (ch === '\r') {
-      cursor = 0;
-    } else if (ch === '\b') {
-      if (cursor > 0) cursor -= 1;
-    } else {
-      cells[cursor] = ch;
-      cursor += 1;
-    }
-  }
-  return cells.join('');
-}
+// The one renderer of control sequences, `\r` and `\b`, shared with cli_based_tool's captures.
+import { cleanForModel } from '@conch/process';
 
 export interface CleanOptions {
   /** Lines longer than this are cut with a marker naming the omitted length. */
@@ -49,10 +21,7 @@ export interface CleanResult {
 
 /** Cleans raw PTY output for a model: ANSI stripped, `\r`/`\b` applied, long lines capped. */
 export function cleanOutput(raw: string, options: CleanOptions): CleanResult {
-  let text = stripAnsi(raw);
-  text = text.replace(/\r+\n/g, '\n');
-  text = text.replace(OTHER_CONTROLS, '');
-  const lines = text.split('\n').map(applyLineEdits);
+  const lines = cleanForModel(raw).split('\n');
   const full = lines.join('\n');
   let linesCut = false;
   const capped = lines.map((line) => {

@@ -1,9 +1,12 @@
-import { definePlugin, PERMISSION_GATE } from '@conch/core';
+import { resolve } from 'node:path';
+import { definePlugin, PERMISSION_GATE, TRASH_SERVICE, type TrashService } from '@conch/core';
+import { defaultTrashDir, TrashStore } from '@conch/trash';
 import { ensureProcessManager, type SandboxProfile } from '@conch/process';
 import { terminalConfigSchema, type TerminalConfig } from './config.js';
 import { SessionPool } from './session-pool.js';
 import { managedPtySpawner } from './session-pty.js';
 import { TERMINAL_SERVICE } from './tokens.js';
+import { routeToBackend } from './terminal-backend.js';
 import { createTerminalTool } from './terminal-tool.js';
 
 /** The `terminal` plugin: persistent PTY login-shell sessions behind one tool, `terminal`. */
@@ -12,6 +15,8 @@ export const terminalPlugin = definePlugin<TerminalConfig>({
   version: '0.0.0',
   description: 'Persistent PTY sessions (login shell) an agent can run commands in and talk to',
   configSchema: terminalConfigSchema,
+  // The trash its rm moves files into, with the model's tool to list and restore them.
+  partners: [{ plugin: 'trash', when: (c) => c.safeRm }],
   setup(ctx) {
     const manager = ensureProcessManager(ctx);
     // The kernel wall around each new session: the gate's protected paths read-only (read when a
@@ -20,12 +25,21 @@ export const terminalPlugin = definePlugin<TerminalConfig>({
       const policy = ctx.resolveOptional(PERMISSION_GATE)?.kernelPolicy?.();
       return policy ? { kind: 'workspace', readOnlyPaths: policy.readOnlyPaths } : undefined;
     };
+    // The trash partner's service, read when a session starts; without it (the trash plugin is not
+    // installed or exposed) the same default trash, so rm never falls back to deleting.
+    let ownTrash: TrashService | undefined;
+    const trash = (): TrashService =>
+      ctx.resolveOptional(TRASH_SERVICE) ??
+      (ownTrash ??= new TrashStore({ dir: defaultTrashDir(ctx.env.cwd), logger: ctx.logger }));
     const pool = new SessionPool({
       config: ctx.config,
       logger: ctx.logger,
       events: ctx.events,
       tempDir: () => ctx.env.tempDir(),
       cwd: ctx.env.cwd,
+      trash,
+      gate: () => ctx.resolveOptional(PERMISSION_GATE),
+      ...(ctx.config.outputDir ? { outputDir: resolve(ctx.env.cwd, ctx.config.outputDir) } : {}),
       // Shells run under the registry's supervisor (they die with the host, SIGKILL included).
       spawnPty: managedPtySpawner(
         manager,
@@ -40,12 +54,14 @@ export const terminalPlugin = definePlugin<TerminalConfig>({
     ctx.provide(TERMINAL_SERVICE, pool);
     ctx.reportStatus('terminal', () => ({ sessions: pool.list().length, shell: pool.shellKind }));
     return {
-      tools: [createTerminalTool(pool)],
+      // Routed per call to the executor plugin's terminal backend (sessions in a remote target) when one is provided.
+      tools: [routeToBackend(createTerminalTool(pool), ctx, ctx.config)],
       instructions:
         'terminal runs commands in persistent shell sessions. A result with exit_code means the command finished; ' +
         'a result with session_id means it still runs: state "waiting" (it waits for input: answer with { session_id, input }) ' +
         'or "background" (poll with { session_id, input: "" }, stop with { session_id, kill: true }). ' +
-        'Use background: true for servers and watchers. Kill sessions you no longer need.',
+        'Use background: true for servers and watchers, with wait_for (a regex such as "ready in|listening on") to return as soon as one is ready. ' +
+        'Kill sessions you no longer need.',
       dispose: () => pool.dispose(),
     };
   },

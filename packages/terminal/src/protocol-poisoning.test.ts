@@ -2,11 +2,12 @@
 import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { isAlive } from '@conch/test-support';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { ToolResult } from '@conch/core';
 import type { TerminalService } from './session-pool.js';
 import { TERMINAL_SERVICE } from './tokens.js';
-import { alive, createHarness } from './test-support/harness.js';
+import { createHarness } from './test-support/harness.js';
 
 const ZSH = '/usr/bin/zsh';
 const HAS_ZSH = existsSync(ZSH) || Boolean(process.env.CI);
@@ -162,7 +163,7 @@ async function attempt(shell: 'bash' | 'zsh', attack: Attack): Promise<void> {
       expect(again, JSON.stringify(steps)).toMatchObject({ exit_code: 0, output: 'again\n' });
     } else {
       // Reported broken and killed: nothing of it is left.
-      expect(alive(poisoned!.pid)).toBe(false);
+      expect(isAlive(poisoned!.pid)).toBe(false);
     }
     expect(existsSync(marker), `${attack.name}: the input ran as a command`).toBe(false);
   } finally {
@@ -207,7 +208,7 @@ describe('marker protocol poisoning', () => {
       expect(next.error).toMatch(
         /session_id 1: its shell stopped following the terminal protocol \(the command did not start within 1500 ms/,
       );
-      expect(alive(shell)).toBe(false);
+      expect(isAlive(shell)).toBe(false);
       expect(service.list()).toEqual([]);
       expect(await h.call({ command: 'echo fresh' })).toMatchObject({ exit_code: 0, output: 'fresh\n' });
     } finally {

@@ -5,8 +5,10 @@ import {
   ftruncateSync,
   mkdirSync,
   openSync,
+  readFileSync,
   readlinkSync,
   realpathSync,
+  unlinkSync,
   writeFileSync,
   writeSync,
 } from 'node:fs';
@@ -16,14 +18,17 @@ import { commandReaderOf, foregroundReadsTty, imageOf, ttyOf, type ProcessImage 
 import { TerminalProtocolError } from './errors/terminal-protocol-error.js';
 import { MarkerParser } from './marker-parser.js';
 import { killSessionTree, killSessionTreeSync, sweepSessionCookie } from './process-tree.js';
+import { RcWatch } from './rc-files.js';
 import {
   commandScript,
   initScript,
+  rcReloadScript,
   releaseLine,
   shellQuote,
   sourceLine,
   type ShellKind,
 } from './shell-scripts.js';
+import { stripAnsi } from '@conch/process';
 import { SessionLifecycle, type SessionLifecycleState } from './session-state.js';
 import type { SessionPty, SessionPtySpawner } from './session-pty.js';
 
@@ -53,6 +58,10 @@ export interface PtySessionOptions {
   killGraceMs: number;
   logger: Logger;
   spawnPty: SessionPtySpawner;
+  /** Shell code defining the safe `rm` function (written to the session dir and sourced), if any. */
+  rmFunction?: string;
+  /** Re-source the user's rc files before a command when they changed. */
+  reloadRcFiles?: boolean;
   /** The lifecycle moved (the pool emits events and wakes collectors). */
   onState: (state: SessionLifecycleState, previous: SessionLifecycleState) => void;
   /** The current command printed its begin marker. */
@@ -107,6 +116,8 @@ export class PtySession {
   typedAt = 0;
   /** Input typed into a shell the foreground job runs, not yet ended by a newline. */
   shellLine: PendingShellLine | undefined;
+  /** The rc files re-sourced before the current command (empty when none were). */
+  reloadedRc: readonly string[] = [];
 
   private readonly options: PtySessionOptions;
   private readonly pty: SessionPty;
@@ -114,6 +125,14 @@ export class PtySession {
   private readonly key = randomBytes(8).toString('hex');
   private readonly parser: MarkerParser;
   private readonly commandFile: string;
+  private readonly rmFile: string | undefined;
+  private readonly rcLog: string;
+  private readonly rcWatch: RcWatch | undefined;
+  /** A `wait_for` pattern the current collect watches output for, and what it matched. */
+  private pattern: RegExp | undefined;
+  private patternCarry = '';
+  /** The line the watched pattern matched on (undefined: no match yet). */
+  matchedLine: string | undefined;
   private readonly removeListeners: (() => void)[] = [];
   private startupText: string | undefined;
   private tty: string | undefined;
@@ -146,7 +165,10 @@ export class PtySession {
     this.lifecycle = new SessionLifecycle(options.id, options.onState);
     this.parser = new MarkerParser(this.nonce, {
       ready: (cwd, before) => this.onReady(cwd, before),
-      begin: () => options.onBegin?.(),
+      begin: () => {
+        this.reportRcErrors();
+        options.onBegin?.();
+      },
       output: (text) => this.commit(text),
       end: (exitCode, cwd) => this.onEnd(exitCode, cwd),
       // Output of a job a command left running (`server &`) and job notices: not part of any
@@ -156,6 +178,13 @@ export class PtySession {
     mkdirSync(this.dir, { recursive: true, mode: 0o700 });
     this.logPath = join(this.dir, 'session.log');
     this.commandFile = join(this.dir, 'cmd.sh');
+    this.rcLog = join(this.dir, 'rc-errors.log');
+    if (options.rmFunction !== undefined) {
+      this.rmFile = join(this.dir, 'rm.sh');
+      writeFileSync(this.rmFile, options.rmFunction, { mode: 0o600 });
+    }
+    // The rc files as they are before the shell reads them: a later change is re-sourced.
+    if (options.reloadRcFiles) this.rcWatch = new RcWatch(options.shellKind, options.shellArgs, options.env);
     const init = join(this.dir, 'init.sh');
     writeFileSync(
       init,
@@ -165,6 +194,7 @@ export class PtySession {
         key: this.key,
         commandFile: this.commandFile,
         sessionEnv: options.sessionEnv,
+        ...(this.rmFile === undefined ? {} : { rmFile: this.rmFile }),
       }),
       { mode: 0o600 },
     );
@@ -266,13 +296,19 @@ export class PtySession {
       );
     }
     const seq = this.seq + 1;
+    // rc files the user changed since the shell read them are sourced again first.
+    const reload = this.rcWatch?.takeChanged() ?? [];
     const { script, restore } = commandScript({
       nonce: this.nonce,
       seq,
       command,
       ...options,
       ...(this.pendingRestore === undefined ? {} : { pendingRestore: this.pendingRestore }),
+      ...(reload.length > 0
+        ? { preamble: rcReloadScript(this.options.shellKind, reload, this.rcLog, this.rmFile) }
+        : {}),
     });
+    this.reloadedRc = reload;
     // One file per session, rewritten for each command through one fd: bash reads a sourced file
     // whole, the next command is only written after this one's end marker, and an open() per
     // command was most of the node-side cost of a round trip.
@@ -289,6 +325,7 @@ export class PtySession {
     this.recent = '';
     this.droppedChars = 0;
     this.shellLine = undefined;
+    this.unwatch();
     this.parser.expect(seq);
     this.lastActivity = Date.now();
     this.lastUsed = Date.now();
@@ -307,6 +344,60 @@ export class PtySession {
     this.lastInputAt = Date.now();
     this.pty.write(input);
     return true;
+  }
+
+  /**
+   * Watches the current command's output for `pattern` (ANSI stripped): output not yet returned is
+   * searched now, every later chunk as it arrives; `matchedLine` is set on the first match.
+   */
+  watch(pattern: RegExp): void {
+    this.pattern = pattern;
+    this.patternCarry = '';
+    this.matchedLine = undefined;
+    if (this.unread.length > 0) this.scan(this.unread.join(''));
+  }
+
+  unwatch(): void {
+    this.pattern = undefined;
+    this.patternCarry = '';
+  }
+
+  private scan(raw: string): void {
+    const pattern = this.pattern;
+    if (!pattern || this.matchedLine !== undefined) return;
+    const text = this.patternCarry + stripAnsi(raw).replace(/\r(?!\n)/g, '\n');
+    const m = pattern.exec(text);
+    if (m) {
+      const start = text.lastIndexOf('\n', m.index) + 1;
+      const end = text.indexOf('\n', m.index + m[0].length);
+      const line = text
+        .slice(start, end < 0 ? undefined : end)
+        .replace(/\r/g, '')
+        .trim();
+      this.matchedLine = line.length > 200 ? `${line.slice(0, 199)}…` : line;
+      return;
+    }
+    this.patternCarry = text.slice(-4096);
+  }
+
+  /** Logs what the rc files re-sourced before this command printed on stderr (and how they failed). */
+  private reportRcErrors(): void {
+    if (this.reloadedRc.length === 0) return;
+    let text = '';
+    try {
+      text = readFileSync(this.rcLog, 'utf8');
+      unlinkSync(this.rcLog);
+    } catch {
+      // nothing was written: every file was sourced cleanly
+    }
+    if (text.trim()) {
+      this.options.logger.warn(
+        { sessionId: this.id, files: this.reloadedRc, errors: text.slice(-4000) },
+        'an rc file re-sourced before a terminal command reported errors; the command ran anyway',
+      );
+    } else {
+      this.options.logger.info({ sessionId: this.id, files: this.reloadedRc }, 'rc files re-sourced');
+    }
   }
 
   /** Raw output of the current command not yet returned, and marks it read. */
@@ -455,6 +546,7 @@ export class PtySession {
       this.droppedChars += dropped.length;
     }
     this.appendLog(text);
+    if (this.pattern) this.scan(text);
     this.options.onOutput?.(text);
   }
 

@@ -1,8 +1,11 @@
-import { mkdirSync, writeFileSync } from 'node:fs';
+import { writeFileSync, mkdirSync } from 'node:fs';
 import { readFile } from 'node:fs/promises';
-import { basename, join } from 'node:path';
-import type { EventBus, Logger } from '@conch/core';
-import { onHostExit } from '@conch/process';
+import { basename, join, resolve } from 'node:path';
+import { oneLine, type EventBus, type Logger, type PermissionGate, type TrashDialect } from '@conch/core';
+import { defaultOutputDir, onHostExit, outputFileName, prepareOutputDir } from '@conch/process';
+import { AbortedError, PermissionGateMissingError } from '@conch/core';
+import { analyzeCommand } from './command-analysis.js';
+import { TerminalCommandError } from './errors/terminal-command-error.js';
 import type { TerminalConfig } from './config.js';
 import { TerminalSessionError } from './errors/terminal-session-error.js';
 import { capTotal, cleanOutput, lastLine } from './output-cleaner.js';
@@ -16,7 +19,8 @@ import {
   type SessionState,
 } from './session-state.js';
 import { spawnLocalPty, type SessionPtySpawner } from './session-pty.js';
-import type { ShellKind } from './shell-scripts.js';
+import { ENV_NAME, type ShellKind } from './shell-scripts.js';
+import { judgedCommand } from './judged-command.js';
 import './events.js';
 
 /** A session as a UI shows it. */
@@ -43,16 +47,47 @@ export interface TerminalService {
   readLog(id: number, options?: { clean?: boolean }): Promise<string>;
   /** Kills a session and its whole process tree. Resolves false for an unknown id. */
   kill(id: number): Promise<boolean>;
+  /**
+   * Runs a command to its end through the same sessions, login shell and permission gate as the
+   * tool (no gate: refused, as the tool is) and returns its whole cleaned output and exit code.
+   * `timeout` (seconds, default 120) plus `graceSeconds` (60) is a hard deadline: a command still running then is
+   * killed with its session, and `exit_code` is null — the only case it is. Throws a
+   * `CommandRefusedError` (`PERMISSION_DENIED`, `EXEC_REPLACES_SHELL`), `PermissionGateMissingError`
+   * or `TerminalSessionError` when it cannot run.
+   */
+  runSync(command: string, options?: RunSyncOptions): Promise<RunSyncResult>;
 }
 
-export type CollectOutcome = 'done' | 'exited' | 'waiting' | 'background' | 'timeout' | 'aborted' | 'broken';
+export interface RunSyncOptions {
+  /** Seconds; the deadline is this plus 60 s. Default 120. */
+  timeout?: number;
+  /** Directory to cd into first (relative to the session's cwd; persists, like a typed cd). */
+  cwd?: string;
+  /** Variables for this command only. */
+  env?: Readonly<Record<string, string>>;
+  /** Seconds past `timeout` before the session is killed (default 60). */
+  graceSeconds?: number;
+  signal?: AbortSignal;
+}
+
+export interface RunSyncResult {
+  output: string;
+  /** null only when the deadline passed and the session was killed. */
+  exit_code: number | null;
+}
+
+export type CollectOutcome =
+  'done' | 'exited' | 'waiting' | 'background' | 'timeout' | 'aborted' | 'broken' | 'matched';
 
 export interface CollectMode {
   /** Collect exactly `timeoutMs` then report 'background' (startup of a background command). */
   background: boolean;
   timeoutMs: number;
+  /** Silence that reports 'waiting' (Infinity: never). */
   idleMs: number;
   detectPrompt: boolean;
+  /** Return ('matched') as soon as output not yet returned matches this (`wait_for`). */
+  waitFor?: RegExp;
 }
 
 /** What a call returns when its command finished. */
@@ -81,6 +116,12 @@ interface PoolDeps {
   cwd: string;
   /** How shells get their PTY (default: node-pty in this process). */
   spawnPty?: SessionPtySpawner;
+  /** The trash whose rm function sessions define (config `safeRm`), read when a session starts. */
+  trash?: () => { shellFunction(dialect: TrashDialect): string } | undefined;
+  /** The permission gate runSync asks (the registry's, read per call). */
+  gate?: () => PermissionGate | undefined;
+  /** Where output files handed to the model go (default: the per-user XDG cache directory). */
+  outputDir?: string;
 }
 
 /**
@@ -128,6 +169,7 @@ export class SessionPool implements TerminalService {
   private starting = 0;
   private nextId = 1;
   private spillCount = 0;
+  private syncCalls = 0;
   private lastCwd: string;
   private reaper: NodeJS.Timeout | undefined;
   private disposing: Promise<void> | undefined;
@@ -148,6 +190,126 @@ export class SessionPool implements TerminalService {
 
   get config(): TerminalConfig {
     return this.deps.config;
+  }
+
+  /** Where output files handed to the model go. */
+  get outputDir(): string {
+    return this.deps.outputDir ?? defaultOutputDir();
+  }
+
+  async runSync(command: string, options: RunSyncOptions = {}): Promise<RunSyncResult> {
+    const timeout = options.timeout ?? 120;
+    if (typeof command !== 'string' || command.trim() === '') {
+      throw new TerminalCommandError(
+        'INVALID_ARGUMENTS',
+        `runSync command: expected a shell command; given ${JSON.stringify(command)}`,
+      );
+    }
+    if (typeof timeout !== 'number' || !(timeout > 0) || !Number.isFinite(timeout)) {
+      throw new TerminalCommandError(
+        'INVALID_ARGUMENTS',
+        `runSync timeout: expected a positive number of seconds; given ${JSON.stringify(timeout)}`,
+      );
+    }
+    const grace = options.graceSeconds ?? 60;
+    if (typeof grace !== 'number' || !(grace >= 0) || !Number.isFinite(grace)) {
+      throw new TerminalCommandError(
+        'INVALID_ARGUMENTS',
+        `runSync graceSeconds: expected a number of seconds >= 0; given ${JSON.stringify(grace)}`,
+      );
+    }
+    const badEnv = Object.keys(options.env ?? {}).find(
+      (name) => !ENV_NAME.test(name) || name.startsWith('__conch_'),
+    );
+    if (badEnv !== undefined) {
+      throw new TerminalCommandError(
+        'INVALID_ARGUMENTS',
+        `runSync env: expected variable names matching [A-Za-z_][A-Za-z0-9_]* not starting with __conch_; given ${JSON.stringify(badEnv)}`,
+      );
+    }
+    const signal = options.signal ?? new AbortController().signal;
+    const analysis = await analyzeCommand(command, { dialect: this.shellKind });
+    if (analysis.replacesShell !== undefined) {
+      throw new TerminalCommandError('EXEC_REPLACES_SHELL', execRefusal(analysis.replacesShell));
+    }
+    // The same gate as the tool; without one, refused as the tool is.
+    const gate = this.deps.gate?.();
+    if (!gate) throw new PermissionGateMissingError('terminal');
+    const decision = await gate.check(
+      {
+        kind: 'command',
+        tool: 'terminal',
+        command: judgedCommand(command, options.env),
+        cwd: resolve(this.expectedCwd(), options.cwd ?? '.'),
+        dialect: this.shellKind,
+      },
+      { callId: `terminal-runSync-${++this.syncCalls}`, signal },
+    );
+    if (decision.outcome !== 'allow') {
+      throw new TerminalCommandError('PERMISSION_DENIED', `Permission denied: ${decision.reason}`, {
+        ...(decision.rule ? { rule: decision.rule } : {}),
+      });
+    }
+    const lease = await this.claim(undefined);
+    const { session } = lease;
+    try {
+      if (signal.aborted) {
+        this.abandon(lease);
+        throw new AbortedError('terminal runSync');
+      }
+      const startedAt = Date.now();
+      const seq = session.run(command, {
+        ...(options.cwd === undefined ? {} : { cwd: options.cwd }),
+        ...(options.env === undefined ? {} : { env: options.env }),
+      });
+      this.deps.events.emit('terminal.command.started', {
+        sessionId: session.id,
+        seq,
+        command,
+        cwd: session.cwd,
+      });
+      // Polled to the end: no idle or prompt return, a hard deadline of timeout + 60 s.
+      const outcome = await this.collect(
+        session,
+        { background: false, timeoutMs: (timeout + grace) * 1000, idleMs: Infinity, detectPrompt: false },
+        signal,
+      );
+      const dropped = session.droppedChars;
+      session.droppedChars = 0;
+      const raw = session.takeUnread();
+      const output =
+        (dropped > 0
+          ? `[${dropped} earlier chars were over the in-memory cap; the session log has them: ${session.logPath}]\n`
+          : '') + cleanOutput(raw, { maxLineChars: Number.MAX_SAFE_INTEGER }).full;
+      if (outcome === 'done' || outcome === 'exited') {
+        const exitCode = session.done?.exitCode ?? session.exit?.exitCode ?? -1;
+        const cwd = session.done?.cwd ?? session.cwd;
+        session.done = undefined;
+        if (session.lifecycle.state === 'finished') {
+          this.lastCwd = cwd;
+          session.lifecycle.takeResult();
+        }
+        this.deps.events.emit('terminal.command.finished', {
+          sessionId: session.id,
+          exitCode,
+          cwd,
+          durationMs: Date.now() - startedAt,
+        });
+        return { output, exit_code: exitCode };
+      }
+      // The deadline passed (or the caller aborted, or the shell broke): nothing of it keeps running.
+      await this.kill(session.id, outcome === 'broken' ? 'broken' : 'killed');
+      if (outcome === 'aborted') throw new AbortedError('terminal runSync', signal.reason);
+      if (outcome === 'broken') {
+        throw new TerminalCommandError(
+          'SHELL_PROTOCOL_BROKEN',
+          `runSync: the session's shell stopped following the terminal protocol; it was killed. Output so far:\n${output.slice(-2000)}`,
+        );
+      }
+      return { output, exit_code: null };
+    } finally {
+      lease.release();
+    }
   }
 
   /** The shell sessions run, and the dialect the gate must read their commands in. */
@@ -251,6 +413,10 @@ export class SessionPool implements TerminalService {
   collect(session: PtySession, mode: CollectMode, signal: AbortSignal): Promise<CollectOutcome> {
     const { promptQuietMs, commandStartTimeoutMs } = this.deps.config;
     const start = Date.now();
+    // rc files re-sourced before the command may take as long as a shell's start-up.
+    const beginWithin =
+      commandStartTimeoutMs + (session.reloadedRc.length > 0 ? this.deps.config.startupTimeoutMs : 0);
+    if (mode.waitFor) session.watch(mode.waitFor);
     return new Promise<CollectOutcome>((resolve) => {
       let timer: NodeJS.Timeout | undefined;
       let promptCheckedAt = -1;
@@ -259,6 +425,7 @@ export class SessionPool implements TerminalService {
         if (timer) clearTimeout(timer);
         listeners.delete(wake);
         signal.removeEventListener('abort', check);
+        if (mode.waitFor) session.unwatch();
         resolve(outcome);
       };
       const check = () => {
@@ -269,15 +436,16 @@ export class SessionPool implements TerminalService {
         if (signal.aborted) return finish('aborted');
         // A session being killed ends within its kill grace: its reader reports the exit.
         if (state === 'closing') return;
+        if (mode.waitFor && session.matchedLine !== undefined) return finish('matched');
         const now = Date.now();
         if (!session.begun) {
           // The begin marker follows the typed line at once unless the shell no longer follows
           // the protocol (its gate or hook was broken): then it is killed, not talked to.
-          if (now - session.typedAt >= commandStartTimeoutMs) return finish('broken');
+          if (now - session.typedAt >= beginWithin) return finish('broken');
         }
         if (now - start >= mode.timeoutMs) return finish(mode.background ? 'background' : 'timeout');
         let next = start + mode.timeoutMs - now;
-        if (!session.begun) next = Math.min(next, session.typedAt + commandStartTimeoutMs - now);
+        if (!session.begun) next = Math.min(next, session.typedAt + beginWithin - now);
         if (!mode.background && session.begun) {
           const quietSince = Math.max(start, session.lastActivity);
           const quiet = now - quietSince;
@@ -293,7 +461,7 @@ export class SessionPool implements TerminalService {
             if (session.readsTerminal()) return finish('waiting');
           }
           if (quiet >= mode.idleMs) return finish('waiting');
-          next = Math.min(next, mode.idleMs - quiet);
+          if (Number.isFinite(mode.idleMs)) next = Math.min(next, mode.idleMs - quiet);
           if (mode.detectPrompt && quiet < promptQuietMs) next = Math.min(next, promptQuietMs - quiet);
           else if (mode.detectPrompt) next = Math.min(next, promptQuietMs);
         }
@@ -315,9 +483,22 @@ export class SessionPool implements TerminalService {
     session: PtySession,
     outcome: Exclude<CollectOutcome, 'aborted' | 'broken'>,
     startedAt: number,
+    options: { waitFor?: boolean } = {},
   ): FinishedResult | RunningResult {
     const { output, output_file } = this.takeFinalOutput(session);
-    const file = output_file === undefined ? {} : { output_file };
+    const file = {
+      ...(output_file === undefined ? {} : { output_file }),
+      ...(options.waitFor
+        ? {
+            wait_for_matched: session.matchedLine !== undefined,
+            ...(session.matchedLine === undefined ? {} : { matched_line: session.matchedLine }),
+          }
+        : {}),
+    };
+    const summary = (status: string) => {
+      const last = lastLine(output);
+      return oneLine(`${status}${last ? ` · ${last}` : ''}${output_file ? ` [full: ${output_file}]` : ''}`);
+    };
     const { lifecycle } = session;
     // A finished command reports its end whatever the collect saw last.
     if (lifecycle.state === 'finished' && session.done) {
@@ -331,7 +512,13 @@ export class SessionPool implements TerminalService {
         durationMs: Date.now() - startedAt,
       });
       lifecycle.takeResult();
-      return { exit_code: exitCode, output, cwd, ...file };
+      return {
+        exit_code: exitCode,
+        output,
+        cwd,
+        ...file,
+        display: summary(exitCode === 0 ? '✓ exit=0' : `✗ exit=${exitCode}`),
+      };
     }
     if (outcome === 'exited' || !lifecycle.commandRunning) {
       const exitCode = session.exit?.exitCode ?? -1;
@@ -342,12 +529,28 @@ export class SessionPool implements TerminalService {
         durationMs: Date.now() - startedAt,
       });
       if (!lifecycle.alive) this.forget(session);
-      return { exit_code: exitCode, output, cwd: session.cwd, ...file };
+      return {
+        exit_code: exitCode,
+        output,
+        cwd: session.cwd,
+        ...file,
+        display: summary(`✗ shell exited, exit=${exitCode}`),
+      };
     }
     const state: 'waiting' | 'background' =
       outcome === 'waiting' && lifecycle.state !== 'background' ? 'waiting' : 'background';
     lifecycle.report(state);
-    return { session_id: session.id, state, output, ...file };
+    return {
+      session_id: session.id,
+      state,
+      output,
+      ...file,
+      display: summary(
+        options.waitFor && session.matchedLine !== undefined
+          ? `… session ${session.id} ${state}, matched wait_for`
+          : `… session ${session.id} ${state}`,
+      ),
+    };
   }
 
   /** Kills a session and its tree; the pool forgets it. */
@@ -484,6 +687,7 @@ export class SessionPool implements TerminalService {
     this.starting += 1;
     let session: PtySession;
     try {
+      const rmFunction = config.safeRm ? this.deps.trash?.()?.shellFunction(kind) : undefined;
       session = new PtySession({
         id,
         shell,
@@ -500,9 +704,15 @@ export class SessionPool implements TerminalService {
         killGraceMs: config.killGraceMs,
         logger,
         spawnPty: this.spawnPty,
+        ...(rmFunction === undefined ? {} : { rmFunction }),
+        reloadRcFiles: config.reloadRcFiles,
         onState: (state, previous) => this.onState(id, state, previous),
         onBegin: () => this.wake(id),
-        onOutput: (text) => events.emit('terminal.session.output', { sessionId: id, text }),
+        onOutput: (text) => {
+          events.emit('terminal.session.output', { sessionId: id, text });
+          // A collect waiting for a pattern returns as soon as it matched.
+          if (this.sessions.get(id)?.matchedLine !== undefined) this.wake(id);
+        },
       });
     } catch (error) {
       this.starting -= 1;
@@ -621,7 +831,20 @@ export class SessionPool implements TerminalService {
     const { text, full, linesCut } = cleanOutput(raw, { maxLineChars });
     if (!linesCut && text.length <= maxOutputChars && dropped === 0) return { output: text };
     this.spillCount += 1;
-    const path = join(this.sessionsDir(), `output-${session.id}-${this.spillCount}.txt`);
+    let path: string;
+    try {
+      // Handed to the model: kept where a later turn (or a restarted host) can still read it.
+      path = join(
+        prepareOutputDir(this.outputDir),
+        outputFileName(`terminal-${session.id}-${this.spillCount}`),
+      );
+    } catch (error) {
+      this.deps.logger.warn(
+        { err: error, dir: this.outputDir },
+        'terminal output directory unusable; using the temp dir',
+      );
+      path = join(this.sessionsDir(), `output-${session.id}-${this.spillCount}.txt`);
+    }
     const note =
       dropped > 0
         ? `[${dropped} earlier chars were over the in-memory cap; the session log has them: ${session.logPath}]\n`
@@ -636,6 +859,15 @@ export class SessionPool implements TerminalService {
     const shown = capTotal(note + text, maxOutputChars, outputFile ?? session.logPath);
     return outputFile === undefined ? { output: shown } : { output: shown, output_file: outputFile };
   }
+}
+
+/** Why an `exec` is refused (the tool's error and runSync's). */
+export function execRefusal(text: string): string {
+  return (
+    `refused: ${JSON.stringify(oneLine(text, 120))} would replace the session's shell with exec, which ends the terminal session's protocol ` +
+    '(no command after it could finish or be judged). Run the program without exec (e.g. `bash` or `zsh -f` to start another shell, ' +
+    'then answer it with { session_id, input }). `exec` with only redirections (exec >log 2>&1) is fine'
+  );
 }
 
 /**

@@ -1,9 +1,10 @@
 // A session whose shell exits on its own is swept like a killed one: nothing it started outlives it.
 import { randomBytes } from 'node:crypto';
+import { isAlive, processesMentioning, waitFor } from '@conch/test-support';
 import { afterEach, describe, expect, it } from 'vitest';
 import type { TerminalService } from './session-pool.js';
 import { TERMINAL_SERVICE } from './tokens.js';
-import { alive, createHarness, pidsWithCmdline, waitFor, type Harness } from './test-support/harness.js';
+import { createHarness, type Harness } from './test-support/harness.js';
 
 let h: Harness | undefined;
 afterEach(async () => {
@@ -44,7 +45,7 @@ describe('a shell that exits on its own', () => {
       expect(result).toMatchObject({ exit_code: 0 });
       expect(service.list()).toEqual([]);
       await sleep(3000);
-      expect(pidsWithCmdline(tag)).toEqual([]);
+      expect(processesMentioning(tag)).toEqual([]);
     });
   }
 
@@ -60,11 +61,11 @@ describe('a shell that exits on its own', () => {
     });
     expect(started).toMatchObject({ state: 'background' });
     const shell = service.list()[0]!.pid;
-    await waitFor(() => service.list().length === 0, 20_000, 'the shell to exit');
+    await waitFor(() => service.list().length === 0, { what: 'the shell to exit', timeoutMs: 20_000 });
     expect(exited).toEqual(['exit']);
-    expect(alive(shell)).toBe(false);
+    expect(isAlive(shell)).toBe(false);
     await sleep(3000);
-    expect(pidsWithCmdline(tag)).toEqual([]);
+    expect(processesMentioning(tag)).toEqual([]);
   });
 
   it('leaves nothing alive once dispose() resolves, even when the shell exited just before', async () => {
@@ -73,9 +74,12 @@ describe('a shell that exits on its own', () => {
     for (const [i, leaver] of LEAVERS.entries()) {
       expect(await h.call({ command: leaver.command(tags[i]!, true) })).toMatchObject({ exit_code: 0 });
     }
-    await waitFor(() => tags.every((tag) => pidsWithCmdline(tag).length === 1), 10_000, 'the leftovers');
+    await waitFor(() => tags.every((tag) => processesMentioning(tag).length === 1), {
+      what: 'the leftovers',
+      timeoutMs: 10_000,
+    });
     await h.dispose();
     h = undefined;
-    for (const tag of tags) expect(pidsWithCmdline(tag)).toEqual([]);
+    for (const tag of tags) expect(processesMentioning(tag)).toEqual([]);
   });
 });

@@ -1,7 +1,7 @@
 // The scripts the protocol writes keep their constants out of variables and refuse values they cannot write safely.
 import { describe, expect, it } from 'vitest';
 import { ConchError } from '@conch/core';
-import { commandScript, initScript, releaseLine, sourceLine } from './shell-scripts.js';
+import { commandScript, initScript, rcReloadScript, releaseLine, sourceLine } from './shell-scripts.js';
 
 const base = {
   nonce: '0123456789abcdef',
@@ -60,5 +60,28 @@ describe('shell scripts', () => {
       expect((error as ConchError).code).toBe('INVALID_PROTOCOL_VALUE');
     }
     expect(attempts[0]).toThrow(/initScript key: expected lowercase hex .* given "y; touch x"/);
+  });
+
+  it('sources the rm function last, after the hook is read-only, with \\builtin', () => {
+    for (const kind of ['bash', 'zsh'] as const) {
+      const init = initScript({ kind, ...base, rmFile: "/tmp/it's/rm.sh" });
+      const rm = init.indexOf(`\\builtin . '/tmp/it'\\''s/rm.sh'`);
+      expect(rm).toBeGreaterThan(
+        init.indexOf(kind === 'bash' ? 'readonly PROMPT_COMMAND' : 'typeset -r precmd_functions'),
+      );
+    }
+  });
+
+  it('re-sources rc files before the begin marker, then silences the prompts and pins the hook again', () => {
+    const bash = rcReloadScript('bash', ['/h/.bashrc'], '/s/rc.log', '/s/rm.sh');
+    expect(bash).toContain(`\\builtin . '/h/.bashrc' 2>>'/s/rc.log' || \\builtin printf`);
+    expect(bash.indexOf("PS1='conch$ '")).toBeLessThan(bash.indexOf('.bashrc'));
+    expect(bash.lastIndexOf("PS1=''")).toBeGreaterThan(bash.indexOf('.bashrc'));
+    expect(bash.trimEnd().endsWith(`\\builtin . '/s/rm.sh'`)).toBe(true);
+    const zsh = rcReloadScript('zsh', ['/z/.zshrc'], '/s/rc.log');
+    expect(zsh.indexOf('typeset +r precmd_functions')).toBeLessThan(zsh.indexOf('.zshrc'));
+    expect(zsh.indexOf('\\builtin typeset -r precmd_functions')).toBeGreaterThan(zsh.indexOf('.zshrc'));
+    const script = commandScript({ nonce: base.nonce, seq: 3, command: 'true', preamble: bash }).script;
+    expect(script.indexOf('.bashrc')).toBeLessThan(script.indexOf('6973;B;0123456789abcdef;3'));
   });
 });

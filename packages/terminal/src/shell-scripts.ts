@@ -103,6 +103,8 @@ export function initScript(options: {
   /** The file each command is written to. */
   commandFile: string;
   sessionEnv: Readonly<Record<string, string>>;
+  /** A file defining the safe `rm` function (sourced last; see @conch/trash). */
+  rmFile?: string;
 }): string {
   const { kind, nonce, key } = options;
   // Baked into the hook's body unquoted: only hex can be.
@@ -127,13 +129,11 @@ export function initScript(options: {
       '\\builtin unsetopt aliases',
       ...exports,
       ...hookBody(kind, nonce, key),
-      // No prompt text, no code in prompts, no bracketed paste, nothing typed added to history.
-      "PROMPT=''; PS1=''; PS2=''; PROMPT2=''; RPROMPT=''; RPS1=''; RPS2=''",
-      'unset zle_bracketed_paste',
-      '\\builtin setopt HIST_IGNORE_SPACE NO_PROMPT_SP NO_PROMPT_CR NO_PROMPT_SUBST',
+      ...promptReset(kind),
       // Ours runs first (it needs the command's $?); the user's own hooks still run.
       'precmd_functions=(__conch_prompt ${precmd_functions:#__conch_prompt})',
       '\\builtin typeset -r precmd_functions',
+      ...sourceRm(options.rmFile),
       'if [[ -n $__conch_ea ]]; then \\builtin setopt aliases; fi',
       'unset __conch_ea',
       '',
@@ -147,10 +147,7 @@ export function initScript(options: {
     '\\builtin readonly -f __conch_prompt',
     `__conch_f=${shellQuote(options.commandFile)}`,
     '\\builtin readonly __conch_f',
-    "PS1=''; PS2=''; PS0=''; PS4='+ '",
-    '\\builtin shopt -u promptvars',
-    "\\builtin bind 'set enable-bracketed-paste off' 2>/dev/null",
-    'HISTCONTROL="ignorespace${HISTCONTROL:+:$HISTCONTROL}"',
+    ...promptReset(kind),
     // Ours runs first (it needs the command's $?); the user's own hooks (direnv, ...) still run.
     // `\` keeps an alias named like the hook from replacing it when PROMPT_COMMAND is parsed.
     'if (( BASH_VERSINFO[0] > 5 || (BASH_VERSINFO[0] == 5 && BASH_VERSINFO[1] >= 1) )); then',
@@ -162,9 +159,73 @@ export function initScript(options: {
     '  PROMPT_COMMAND="\\__conch_prompt${PROMPT_COMMAND:+; $PROMPT_COMMAND}"',
     'fi',
     '\\builtin readonly PROMPT_COMMAND',
+    ...sourceRm(options.rmFile),
     'if [ -n "$__conch_ea" ]; then \\builtin shopt -s expand_aliases; fi',
     'unset __conch_ea',
     '',
+  ].join('\n');
+}
+
+/**
+ * What keeps the session's prompts silent and inert (run at init, and again after the user's rc
+ * files were re-sourced, since they set prompts): no prompt text, no code in prompts, no bracketed
+ * paste, nothing typed (lines start with a space) added to history.
+ */
+function promptReset(kind: ShellKind): string[] {
+  if (kind === 'zsh') {
+    return [
+      "PROMPT=''; PS1=''; PS2=''; PROMPT2=''; RPROMPT=''; RPS1=''; RPS2=''",
+      'unset zle_bracketed_paste',
+      '\\builtin setopt HIST_IGNORE_SPACE NO_PROMPT_SP NO_PROMPT_CR NO_PROMPT_SUBST',
+    ];
+  }
+  return [
+    "PS1=''; PS2=''; PS0=''; PS4='+ '",
+    '\\builtin shopt -u promptvars',
+    "\\builtin bind 'set enable-bracketed-paste off' 2>/dev/null",
+    'case :$HISTCONTROL: in *:ignorespace:*|*:ignoreboth:*) ;; *) HISTCONTROL="ignorespace${HISTCONTROL:+:$HISTCONTROL}" ;; esac',
+  ];
+}
+
+/** Sources the safe-rm function file (parsed by the shell, never typed into its line editor). */
+function sourceRm(rmFile: string | undefined): string[] {
+  return rmFile === undefined ? [] : [`\\builtin . ${shellQuote(rmFile)}`];
+}
+
+/**
+ * Re-sources the user's rc files that changed, in start-up order, before a command's begin marker
+ * (so nothing they print is part of the command's output). A placeholder prompt is set while they
+ * run, so interactive-only setup gated on `$PS1` (nvm, mise, direnv, pyenv, oh-my-zsh) runs; their
+ * errors, and the status of each file that failed, go to `logFile` (node logs them); whatever they
+ * do, the prompts are reset and the rm function is defined again afterwards. The command's exit
+ * code is its own: the re-source runs before it.
+ */
+export function rcReloadScript(
+  kind: ShellKind,
+  files: readonly string[],
+  logFile: string,
+  rmFile?: string,
+): string {
+  const log = shellQuote(logFile);
+  return [
+    // zsh: the hook array is opened for the rc files (oh-my-zsh and add-zsh-hook register hooks
+    // there) and pinned again after them, ours first. bash's PROMPT_COMMAND stays readonly (bash
+    // cannot undo it): an rc line assigning it fails and the file carries on.
+    ...(kind === 'zsh'
+      ? ['\\builtin typeset +r precmd_functions', "PROMPT='conch%# '; PS1=$PROMPT"]
+      : ["PS1='conch$ '"]),
+    ...files.map(
+      (f) =>
+        `\\builtin . ${shellQuote(f)} 2>>${log} || \\builtin printf '%s: exit status %s\\n' ${shellQuote(f)} "$?" >>${log} 2>/dev/null`,
+    ),
+    ...(kind === 'zsh'
+      ? [
+          'precmd_functions=(__conch_prompt ${precmd_functions:#__conch_prompt})',
+          '\\builtin typeset -r precmd_functions',
+        ]
+      : []),
+    ...promptReset(kind),
+    ...sourceRm(rmFile),
   ].join('\n');
 }
 
@@ -192,10 +253,13 @@ export function commandScript(options: {
   env?: Readonly<Record<string, string>>;
   /** What the previous command left to restore (its `restore`). */
   pendingRestore?: string;
+  /** Shell code run before the begin marker (the rc re-source); its output is not the command's. */
+  preamble?: string;
 }): { script: string; restore: string | undefined } {
   const lines: string[] = [];
   // Errors of the restore come before the begin marker, so no command's output shows them.
   if (options.pendingRestore) lines.push(options.pendingRestore);
+  if (options.preamble) lines.push(options.preamble);
   lines.push(`\\builtin printf '\\033]6973;B;${options.nonce};${options.seq}\\007'`);
   const restore: string[] = [];
   const entries = Object.entries(options.env ?? {});

@@ -1,12 +1,25 @@
 import { readFileSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { z } from 'zod';
-import { defineTool, type ToolCallContext, type ToolDefinition, type ToolResult } from '@conch/core';
+import { DEFAULT_SLOW_PATTERNS, type SlowPattern } from '@conch/process';
+import {
+  compileWaitFor,
+  defineTool,
+  oneLine,
+  waitForPatternSchema,
+  type ToolCallContext,
+  type ToolDefinition,
+  type ToolResult,
+} from '@conch/core';
+import { analyzeCommand, type CommandAnalysis } from './command-analysis.js';
 import type { TerminalConfig } from './config.js';
 import { TerminalSessionError } from './errors/terminal-session-error.js';
 import { inspectInput, type JudgedInput } from './input-gate.js';
-import type { CollectMode, SessionLease, SessionPool } from './session-pool.js';
-import { ENV_NAME, GATE_BYTE, shellQuote } from './shell-scripts.js';
+import { judgedCommand } from './judged-command.js';
+import { execRefusal, type CollectMode, type SessionLease, type SessionPool } from './session-pool.js';
+import { ENV_NAME, GATE_BYTE } from './shell-scripts.js';
+
+export { judgedCommand };
 
 export const terminalInputSchema = z.strictObject({
   command: z
@@ -43,13 +56,22 @@ export const terminalInputSchema = z.strictObject({
     .positive()
     .max(86_400)
     .optional()
-    .describe('Seconds to wait before returning a session_id for a command still running (default 60).'),
+    .describe(
+      'Seconds to wait before returning a session_id for a command still running (default 60; 180 for known slow commands such as npm install, cargo build, pytest).',
+    ),
   idle_ms: z
     .number()
     .int()
-    .positive()
+    .min(0)
     .optional()
-    .describe('Milliseconds of silence after which a running command is reported as waiting for input.'),
+    .describe(
+      'Milliseconds of silence after which a running command is reported as waiting for input; 0 disables this (wait for the end, a prompt or the timeout).',
+    ),
+  wait_for: waitForPatternSchema()
+    .optional()
+    .describe(
+      'A regular expression (case-insensitive): return as soon as new output matches it, e.g. "listening on|ready in" when starting a dev server (with background: true) or polling one (input: ""). The result says wait_for_matched: true, or false when the timeout came first.',
+    ),
 });
 
 export type TerminalArgs = z.output<typeof terminalInputSchema>;
@@ -59,6 +81,11 @@ export type CallShape =
   | { kind: 'input'; sessionId: number; input: string }
   | { kind: 'kill'; sessionId: number }
   | { kind: 'invalid'; error: string };
+
+/** A failure the model can act on: its message, a stable code, one line for a UI. */
+function failure(code: string, error: string, extra: Record<string, unknown> = {}): ToolResult {
+  return { error, error_code: code, ...extra, display: `✗ ${code}: ${oneLine(error)}` };
+}
 
 const SHAPES =
   'The call shapes are: { command } runs and waits; { command, background: true } starts a server; ' +
@@ -74,10 +101,10 @@ export function classifyCall(args: TerminalArgs): CallShape {
         error: `kill: true needs session_id (the session to end); given none. ${SHAPES}`,
       };
     }
-    if (hasCommand || args.input !== undefined) {
+    if (hasCommand || args.input !== undefined || args.wait_for !== undefined) {
       return {
         kind: 'invalid',
-        error: `kill: true takes only session_id; given also ${hasCommand ? 'command' : 'input'}. Kill first, then run the command`,
+        error: `kill: true takes only session_id; given also ${hasCommand ? 'command' : args.input !== undefined ? 'input' : 'wait_for'}. Kill first, then run the command`,
       };
     }
     return { kind: 'kill', sessionId: args.session_id };
@@ -151,18 +178,11 @@ export const TERMINAL_DESCRIPTION = [
   '4) { session_id, input: "" } polls for new output.',
   '5) { session_id, kill: true } ends the session and everything it started.',
   'A result with exit_code means the command finished; a result with session_id means it is still running.',
-  'Long output is shortened; the full text is in output_file.',
+  'wait_for (a regex) returns as soon as new output matches it: { command: "npm run dev", background: true, wait_for: "ready in|listening on" } starts a server and waits for it to be ready in one call.',
+  'Known slow commands (installs, builds, test suites) wait up to 180 s without an idle return.',
+  'exec that would replace the session shell is refused.',
+  'Long output is shortened; the full text is in output_file (it stays readable in later turns).',
 ].join('\n');
-
-/**
- * What the gate judges for a new command: the command, preceded by the per-call `env` as the
- * `export` lines the command file runs (so an env entry is judged like the assignment it is).
- */
-export function judgedCommand(command: string, env: Readonly<Record<string, string>> | undefined): string {
-  const entries = Object.entries(env ?? {});
-  if (entries.length === 0) return command;
-  return `export ${entries.map(([name, value]) => `${name}=${shellQuote(value)}`).join(' ')}\n${command}`;
-}
 
 /** How the shell reading an input reads it: bash, zsh, or (dash, ksh, busybox …) sh. */
 function dialectOf(pid: number): 'bash' | 'sh' | 'zsh' {
@@ -182,13 +202,34 @@ export function createTerminalTool(
   // What each call's permission hook judged of its input, by call id (execute takes it; a denied
   // call never comes back for it, so the map is bounded).
   const judgedInputs = new Map<string, JudgedInput>();
-  return defineTool<TerminalArgs, ToolResult, TerminalConfig>({
+  const config = pool.config;
+  const slowPatterns: readonly SlowPattern[] = config.slowPatterns.length
+    ? [
+        ...DEFAULT_SLOW_PATTERNS,
+        ...config.slowPatterns.map((p) =>
+          typeof p === 'string'
+            ? { pattern: p, seconds: config.slowCommandTimeout }
+            : { pattern: p.pattern, seconds: p.seconds ?? config.slowCommandTimeout },
+        ),
+      ]
+    : DEFAULT_SLOW_PATTERNS;
+  return defineTool<TerminalArgs, ToolResult, TerminalConfig, CommandAnalysis | undefined>({
     name: 'terminal',
-    description: TERMINAL_DESCRIPTION,
+    description: config.safeRm
+      ? `${TERMINAL_DESCRIPTION}\nrm moves files to the project's trash instead of deleting them (the trash tool lists and restores them).`
+      : TERMINAL_DESCRIPTION,
     inputSchema: terminalInputSchema,
     annotations: { destructiveHint: true, openWorldHint: true },
-    permission(args, ctx) {
+    // A new command is read once: whether it would exec over the session's shell, whether it is slow.
+    async prepare(args) {
       const shape = classifyCall(args);
+      if (shape.kind !== 'run') return undefined;
+      return analyzeCommand(shape.command, { slowPatterns, dialect: pool.shellKind });
+    },
+    permission(args, ctx, analysis) {
+      const shape = classifyCall(args);
+      // Refused before it runs: no human is asked about a command that will not run.
+      if (analysis?.replacesShell !== undefined) return undefined;
       if (shape.kind === 'run') {
         return {
           kind: 'command',
@@ -215,11 +256,11 @@ export function createTerminalTool(
         dialect: dialectOf(judged.reader.pid),
       };
     },
-    async execute(args, ctx) {
+    async execute(args, ctx, analysis) {
       const shape = classifyCall(args);
       switch (shape.kind) {
         case 'invalid':
-          return { error: shape.error };
+          return failure('INVALID_ARGUMENTS', shape.error);
         case 'kill':
           return killSession(pool, shape.sessionId);
         case 'input': {
@@ -228,7 +269,10 @@ export function createTerminalTool(
           return answer(pool, shape.sessionId, shape.input, args, ctx, judged);
         }
         case 'run':
-          return run(pool, shape, args, ctx);
+          if (analysis?.replacesShell !== undefined) {
+            return failure('EXEC_REPLACES_SHELL', execRefusal(analysis.replacesShell));
+          }
+          return run(pool, shape, args, ctx, analysis?.slow === true);
       }
     },
   });
@@ -237,10 +281,15 @@ export function createTerminalTool(
 // eslint-disable-next-line no-control-regex
 const ONLY_EOF = /^\u0004+$/;
 
-/** A session the pool could not give: the model gets the error's message. */
+/** A session the pool could not give: the model gets the error's message and code. */
 function sessionError(error: unknown): ToolResult {
-  if (TerminalSessionError.is(error)) return { error: error.message };
+  if (TerminalSessionError.is(error)) return failure(error.code, error.message);
   throw error;
+}
+
+/** Milliseconds of silence that report 'waiting': 0 (or wait_for) means never. */
+function idleOf(idleMs: number): number {
+  return idleMs === 0 ? Infinity : idleMs;
 }
 
 async function run(
@@ -248,6 +297,7 @@ async function run(
   shape: Extract<CallShape, { kind: 'run' }>,
   args: TerminalArgs,
   ctx: ToolCallContext<TerminalConfig>,
+  slow: boolean,
 ): Promise<ToolResult> {
   const { config } = pool;
   let lease: SessionLease;
@@ -259,7 +309,7 @@ async function run(
   const { session } = lease;
   if (ctx.signal.aborted) {
     pool.abandon(lease);
-    return { error: 'aborted before the command started' };
+    return failure('ABORTED', 'aborted before the command started');
   }
   const startedAt = Date.now();
   try {
@@ -272,7 +322,7 @@ async function run(
     } catch (error) {
       // Writing the command file failed (disk full, temp dir removed): nothing was typed.
       pool.abandon(lease);
-      return { error: `could not start the command: ${(error as Error).message}` };
+      return failure('COMMAND_START_FAILED', `could not start the command: ${(error as Error).message}`);
     }
     ctx.events.emit('terminal.command.started', {
       sessionId: session.id,
@@ -280,24 +330,38 @@ async function run(
       command: shape.command,
       cwd: session.cwd,
     });
-    const timeoutMs = (args.timeout ?? config.defaultTimeout) * 1000;
+    // A known slow command (npm install, cargo build, pytest ...) waits slowCommandTimeout with no
+    // idle return, unless the call set its own timeout / idle_ms.
+    const longWait = slow && !shape.background;
+    const timeoutMs = (args.timeout ?? (longWait ? config.slowCommandTimeout : config.defaultTimeout)) * 1000;
+    const waitFor = args.wait_for === undefined ? undefined : compileWaitFor(args.wait_for);
     const mode: CollectMode = shape.background
       ? {
           background: true,
-          timeoutMs: Math.min(timeoutMs, config.backgroundCollectMs),
+          // Startup output for ~2 s; with wait_for, until it matches (or the timeout).
+          timeoutMs: waitFor ? timeoutMs : Math.min(timeoutMs, config.backgroundCollectMs),
           idleMs: Infinity,
           detectPrompt: false,
+          ...(waitFor ? { waitFor } : {}),
         }
-      : { background: false, timeoutMs, idleMs: args.idle_ms ?? config.defaultIdleMs, detectPrompt: true };
+      : {
+          background: false,
+          timeoutMs,
+          idleMs: waitFor ? Infinity : idleOf(args.idle_ms ?? (longWait ? 0 : config.defaultIdleMs)),
+          detectPrompt: true,
+          ...(waitFor ? { waitFor } : {}),
+        };
     if (shape.background) session.lifecycle.report('background');
     const outcome = await pool.collect(session, mode, ctx.signal);
     if (outcome === 'aborted') {
       // The caller gave up on a command this call started: nothing of it may keep running.
       await pool.kill(session.id, 'killed');
-      return { error: 'aborted; the session and its processes were killed' };
+      return failure('ABORTED', 'aborted; the session and its processes were killed');
     }
     if (outcome === 'broken') return await broken(pool, session.id);
-    return pool.result(session, outcome, startedAt);
+    return pool.result(session, outcome === 'matched' ? 'background' : outcome, startedAt, {
+      waitFor: waitFor !== undefined,
+    });
   } finally {
     lease.release();
   }
@@ -306,12 +370,12 @@ async function run(
 /** A shell that stopped following the protocol is killed, never talked to. */
 async function broken(pool: SessionPool, sessionId: number): Promise<ToolResult> {
   await pool.kill(sessionId, 'broken');
-  return {
-    error:
-      `session_id ${sessionId}: its shell stopped following the terminal protocol (the command did not start ` +
+  return failure(
+    'SHELL_PROTOCOL_BROKEN',
+    `session_id ${sessionId}: its shell stopped following the terminal protocol (the command did not start ` +
       `within ${pool.config.commandStartTimeoutMs} ms of being typed), so the session and its processes were killed. ` +
       'Run the command again; it starts in a new shell',
-  };
+  );
 }
 
 async function answer(
@@ -336,11 +400,11 @@ async function answer(
       // Checked again now: the permission hook ran before the gate's (possibly long) decision.
       const now = inspectInput(session, input);
       if (now.judged && now.judged.command !== judged?.command) {
-        return {
-          error:
-            `input: session_id ${sessionId} now reads it with a shell (${now.judged.reader.shell}, pid ${now.judged.reader.pid}) ` +
+        return failure(
+          'INPUT_READER_CHANGED',
+          `input: session_id ${sessionId} now reads it with a shell (${now.judged.reader.shell}, pid ${now.judged.reader.pid}) ` +
             'that the permission check did not see; nothing was typed. Send the input again so it is checked as a command',
-        };
+        );
       }
       // Logged without its content: it may be a password.
       ctx.logger.info({ sessionId, inputLength: input.length }, 'terminal input');
@@ -362,19 +426,28 @@ async function answer(
     if (session.lifecycle.state === 'waiting') session.lifecycle.report('running');
     const startedAt = Date.now();
     const timeoutMs = (args.timeout ?? config.defaultTimeout) * 1000;
-    const idleMs = args.idle_ms ?? (wasBackground ? config.pollQuietMs : config.defaultIdleMs);
+    const waitFor = args.wait_for === undefined ? undefined : compileWaitFor(args.wait_for);
+    // With wait_for only a match, the end, a prompt or the timeout return (no quiet return).
+    const idleMs = waitFor
+      ? Infinity
+      : idleOf(args.idle_ms ?? (wasBackground ? config.pollQuietMs : config.defaultIdleMs));
     const outcome = await pool.collect(
       session,
-      { background: false, timeoutMs, idleMs, detectPrompt: true },
+      { background: false, timeoutMs, idleMs, detectPrompt: true, ...(waitFor ? { waitFor } : {}) },
       ctx.signal,
     );
     if (outcome === 'aborted') {
       // The program belongs to an earlier call: stop reading, leave it running.
       if (session.lifecycle.state === 'running') session.lifecycle.report('waiting');
-      return { error: 'aborted while reading; the session keeps running' };
+      return failure('ABORTED', 'aborted while reading; the session keeps running');
     }
     if (outcome === 'broken') return await broken(pool, sessionId);
-    const result = pool.result(session, outcome, startedAt);
+    const result = pool.result(
+      session,
+      outcome === 'matched' ? (wasBackground ? 'background' : 'waiting') : outcome,
+      startedAt,
+      { waitFor: waitFor !== undefined },
+    );
     return note === undefined ? result : { ...result, note };
   } finally {
     lease.release();
@@ -383,12 +456,18 @@ async function answer(
 
 async function killSession(pool: SessionPool, sessionId: number): Promise<ToolResult> {
   const session = pool.get(sessionId);
-  if (!session) return { error: pool.unknownSession(sessionId) };
+  if (!session) return failure('UNKNOWN_SESSION', pool.unknownSession(sessionId));
   const reader = pool.isLeased(sessionId);
   await pool.kill(sessionId, 'killed');
   if (reader) {
     // Another call is reading it and returns the output; this one just confirms.
-    return { exit_code: session.exit?.exitCode ?? -1, output: '', cwd: session.cwd, killed: true };
+    return {
+      exit_code: session.exit?.exitCode ?? -1,
+      output: '',
+      cwd: session.cwd,
+      killed: true,
+      display: `■ session ${sessionId} killed`,
+    };
   }
   const { output, output_file } = pool.takeFinalOutput(session);
   return {
@@ -397,5 +476,6 @@ async function killSession(pool: SessionPool, sessionId: number): Promise<ToolRe
     cwd: session.cwd,
     killed: true,
     ...(output_file === undefined ? {} : { output_file }),
+    display: `■ session ${sessionId} killed`,
   };
 }

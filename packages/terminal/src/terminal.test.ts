@@ -1,10 +1,11 @@
 // The terminal tool's five call shapes behave as the design says, with real programs under a real PTY.
 import { existsSync, readFileSync } from 'node:fs';
 import { randomBytes } from 'node:crypto';
+import { isAlive, processesMentioning, SCREEN_CASES, waitFor } from '@conch/test-support';
 import { afterEach, describe, expect, it } from 'vitest';
 import type { TerminalService } from './session-pool.js';
 import { TERMINAL_SERVICE } from './tokens.js';
-import { alive, createHarness, pidsWithCmdline, waitFor, type Harness } from './test-support/harness.js';
+import { createHarness, type Harness } from './test-support/harness.js';
 
 let h: Harness | undefined;
 afterEach(async () => {
@@ -16,9 +17,9 @@ describe('terminal tool', () => {
   it('keeps cwd and exported variables within a session', async () => {
     h = createHarness();
     const first = await h.call({ command: 'cd /tmp && export X=1' });
-    expect(first).toEqual({ exit_code: 0, output: '', cwd: '/tmp' });
+    expect(first).toEqual({ exit_code: 0, output: '', cwd: '/tmp', display: '✓ exit=0' });
     const second = await h.call({ command: 'pwd; echo $X' });
-    expect(second).toEqual({ exit_code: 0, output: '/tmp\n1\n', cwd: '/tmp' });
+    expect(second).toEqual({ exit_code: 0, output: '/tmp\n1\n', cwd: '/tmp', display: '✓ exit=0 · 1' });
     const failing = await h.call({ command: 'ls /definitely-not-here' });
     expect(failing.exit_code).toBe(2);
     expect(failing.output).toContain('No such file');
@@ -109,7 +110,7 @@ describe('terminal tool', () => {
     expect(started).toMatchObject({ state: 'background' });
     expect(started.output).toMatch(/Serving HTTP on 127\.0\.0\.1 port \d+/);
     const pids = await waitFor(() => {
-      const found = pidsWithCmdline(tag);
+      const found = processesMentioning(tag);
       return found.length === 2 ? found : undefined;
     });
     const service = h.registry.resolve<TerminalService>(TERMINAL_SERVICE);
@@ -118,8 +119,8 @@ describe('terminal tool', () => {
     expect(info?.lastLine).toMatch(/Serving HTTP/);
     const killed = await h.call({ session_id: started.session_id, kill: true });
     expect(killed).toMatchObject({ killed: true });
-    for (const pid of [...pids, info!.pid]) expect(alive(pid)).toBe(false);
-    expect(pidsWithCmdline(tag)).toEqual([]);
+    for (const pid of [...pids, info!.pid]) expect(isAlive(pid)).toBe(false);
+    expect(processesMentioning(tag)).toEqual([]);
     expect(service.list().find((s) => s.id === started.session_id)).toBeUndefined();
     const gone = await h.call({ session_id: started.session_id, input: '' });
     expect(gone.error).toMatch(/not a live terminal session/);
@@ -131,7 +132,12 @@ describe('terminal tool', () => {
       command: 'echo booting; exit_code_7() { return 7; }; exit_code_7',
       background: true,
     });
-    expect(crashed).toEqual({ exit_code: 7, output: 'booting\n', cwd: expect.any(String) });
+    expect(crashed).toEqual({
+      exit_code: 7,
+      output: 'booting\n',
+      cwd: expect.any(String),
+      display: '✗ exit=7 · booting',
+    });
   });
 
   it('caps a 100k-char line and collapses a \\r progress bar, spilling the full output', async () => {
@@ -156,6 +162,40 @@ describe('terminal tool', () => {
     expect(many.output).toMatch(/^1\n2\n/);
     expect(many.output).toMatch(/4999\n5000\n$/);
     expect(readFileSync(String(many.output_file), 'utf8').split('\n')).toHaveLength(5001);
+  });
+
+  it('names each session failure with its error_code and a display', async () => {
+    h = createHarness({ maxSessions: 1 });
+    const unknown = await h.call({ session_id: 99, input: 'x' });
+    expect(unknown).toMatchObject({
+      error_code: 'UNKNOWN_SESSION',
+      display: expect.stringMatching(/^✗ UNKNOWN_SESSION: /),
+    });
+    const server = await h.call({ command: 'sleep 300', background: true });
+    expect(server).toMatchObject({
+      state: 'background',
+      display: `… session ${server.session_id} background`,
+    });
+    const busy = await h.call({ session_id: server.session_id, command: 'echo again' });
+    expect(busy).toMatchObject({
+      error_code: 'SESSION_BUSY',
+      display: expect.stringMatching(/^✗ SESSION_BUSY: /),
+    });
+    const full = await h.call({ command: 'echo another' });
+    expect(full).toMatchObject({ error_code: 'POOL_FULL', display: expect.stringMatching(/^✗ POOL_FULL: /) });
+    const killed = await h.call({ session_id: server.session_id, kill: true });
+    expect(killed.display).toBe(`■ session ${server.session_id} killed`);
+    expect(await h.call({ command: 'echo free' })).toMatchObject({
+      exit_code: 0,
+      display: '✓ exit=0 · free',
+    });
+  });
+
+  // cli_based_tool's test runs the same table: one rendering of progress output in both tools.
+  it.each(SCREEN_CASES)('renders $name as a terminal shows it', async ({ printf, screen }) => {
+    h = createHarness();
+    const r = await h.call({ command: `printf '${printf}'` });
+    expect(String(r.output).replace(/\n$/, '')).toBe(screen);
   });
 
   it('runs multi-line commands and heredocs verbatim', async () => {
@@ -193,12 +233,12 @@ describe('terminal tool', () => {
     expect(waiting).toMatchObject({ state: 'waiting' });
     const service = h.registry.resolve<TerminalService>(TERMINAL_SERVICE);
     const shellPid = service.list()[0]!.pid;
-    const sleeps = pidsWithCmdline(tag);
+    const sleeps = processesMentioning(tag);
     expect(sleeps.length).toBeGreaterThan(0);
     const killed = await h.call({ session_id: waiting.session_id, kill: true });
     expect(killed).toMatchObject({ killed: true });
-    expect(alive(shellPid)).toBe(false);
-    for (const pid of sleeps) expect(alive(pid)).toBe(false);
+    expect(isAlive(shellPid)).toBe(false);
+    for (const pid of sleeps) expect(isAlive(pid)).toBe(false);
 
     // A program that prompts but never reads stdin: whether the input lands while it still runs or
     // after it exited, the shell's gate discards it, so it can never run as a command.
@@ -278,16 +318,16 @@ describe('terminal tool', () => {
   it('leaves nothing running after dispose with live sessions', async () => {
     h = createHarness();
     const tag = `conch-dispose-${randomBytes(4).toString('hex')}`;
-    await h.call({ command: `exec -a ${tag} sleep 300`, background: true });
+    await h.call({ command: `(exec -a ${tag} sleep 300)`, background: true });
     await h.call({ command: `(setsid bash -c 'exec -a ${tag}-b sleep 300' &); python3 -c "input('? ')"` });
     await h.call({ command: 'echo idle-shell' });
     const service = h.registry.resolve<TerminalService>(TERMINAL_SERVICE);
     const shells = service.list().map((s) => s.pid);
     expect(shells.length).toBe(3);
-    await waitFor(() => pidsWithCmdline(tag).length === 2);
+    await waitFor(() => processesMentioning(tag).length === 2);
     await h.dispose();
     h = undefined;
-    expect(pidsWithCmdline(tag)).toEqual([]);
-    for (const pid of shells) expect(alive(pid)).toBe(false);
+    expect(processesMentioning(tag)).toEqual([]);
+    for (const pid of shells) expect(isAlive(pid)).toBe(false);
   });
 });

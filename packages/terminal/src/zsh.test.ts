@@ -50,6 +50,7 @@ describe.skipIf(!existsSync(ZSH) && !process.env.CI)('terminal on zsh', () => {
       exit_code: 0,
       output: '/tmp\n1\n',
       cwd: '/tmp',
+      display: '✓ exit=0 · 1',
     });
     expect(await h.call({ command: 'false' })).toMatchObject({ exit_code: 1, output: '' });
   });

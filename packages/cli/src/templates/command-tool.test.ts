@@ -15,6 +15,7 @@ import { Writable } from 'node:stream';
 import { backgroundPlugin } from '@conch/background';
 import { type PermissionRequest, PluginRegistry, TOKENS, type ToolResult } from '@conch/core';
 import { findCookiePids, pidAlive, type ProcessManager } from '@conch/process';
+import { waitFor } from '@conch/test-support';
 import { pino } from 'pino';
 import { z } from 'zod';
 import { afterEach, beforeEach, describe, expect, test } from 'vitest';
@@ -48,14 +49,6 @@ afterEach(async () => {
 /** The per-call directories templates keep step outputs in, still present. */
 function templateDirs(registry: PluginRegistry): string[] {
   return readdirSync(registry.tempDir()).filter((name) => name.startsWith('template-'));
-}
-
-async function waitFor(cond: () => boolean, what: string, timeoutMs = 30_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!cond()) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 25));
-  }
 }
 
 /** A registry with cli + background, a gate that records what it is asked and allows, and a log sink. */
@@ -283,7 +276,10 @@ describe('same process layer as cli_based_tool', () => {
     });
     expect(checked).toMatchObject({ status: 'completed' });
     expect(checked.result.stdout).toBe('starting x; touch pwned\ndone after starting x; touch pwned\n');
-    await waitFor(() => templateDirs(registry).length === 0, 'the task to remove its directory');
+    await waitFor(() => templateDirs(registry).length === 0, {
+      what: 'the task to remove its directory',
+      timeoutMs: 30_000,
+    });
     expect(existsSync(join(dir, 'pwned'))).toBe(false);
   });
 
@@ -307,14 +303,14 @@ describe('same process layer as cli_based_tool', () => {
     const pidfile = join(dir, 'sleep.pid');
     const controller = new AbortController();
     const call = run('sleepy', { pidfile }, { signal: controller.signal });
-    await waitFor(
-      () => existsSync(pidfile) && readFileSync(pidfile, 'utf8').trim() !== '',
-      'the step to start',
-    );
+    await waitFor(() => existsSync(pidfile) && readFileSync(pidfile, 'utf8').trim() !== '', {
+      what: 'the step to start',
+      timeoutMs: 30_000,
+    });
     const pid = Number(readFileSync(pidfile, 'utf8'));
     controller.abort();
     await expect(call).rejects.toThrow(/abort/i);
-    await waitFor(() => !pidAlive(pid), 'the sleep to die');
+    await waitFor(() => !pidAlive(pid), { what: 'the sleep to die', timeoutMs: 30_000 });
   });
 });
 

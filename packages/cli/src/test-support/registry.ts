@@ -1,4 +1,5 @@
-// Test helpers: a registry with cli (+ background) and an allow-all permission gate.
+// Test helpers: a registry with cli (+ background) and an allow-all permission gate. Polling is
+// @conch/test-support's waitFor.
 import { backgroundPlugin } from '@conch/background';
 import { PluginRegistry, TOKENS, type PluginDefinition, type ToolResult } from '@conch/core';
 import { findCookiePids, pidAlive, type ProcessManager } from '@conch/process';
@@ -27,14 +28,6 @@ export function cookiePrefix(registry: PluginRegistry): string {
 
 export function survivors(prefix: string): number[] {
   return findCookiePids({ prefix }).filter((pid) => pidAlive(pid));
-}
-
-export async function waitFor(cond: () => boolean, timeoutMs = 20_000, what = 'condition'): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!cond()) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 20));
-  }
 }
 
 export type Result = ToolResult & Record<string, any>;
