@@ -16,7 +16,7 @@ import { findBwrap, findCookiePids, pidAlive } from '@conch/process';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { createEnvironment, type Environment, type EnvironmentOptions } from './environment.js';
 import { EnvironmentClosedError } from './errors/environment-closed-error.js';
-import { UnsupportedExecutorError } from './errors/invalid-environment-option-error.js';
+import { InvalidEnvironmentOptionError } from './errors/invalid-environment-option-error.js';
 import { descendants, waitFor } from '@conch/test-support';
 
 type Result = ToolResult & Record<string, any>;
@@ -203,7 +203,7 @@ describe('createEnvironment', () => {
         .plugins()
         .filter((p) => p.exposed)
         .map((p) => p.name),
-    ).toEqual(['permission', 'cli', 'background', 'terminal', 'files', 'environment']);
+    ).toEqual(['permission', 'cli', 'background', 'terminal', 'trash', 'files', 'environment']);
   });
 
   it('takes over a registry the host made, and disposes it at close', async () => {
@@ -224,7 +224,7 @@ describe('start-up failures', () => {
     const cases: [EnvironmentOptions, RegExp][] = [
       [
         { executor: { kind: 'ssh' } as never },
-        /environment option 'executor.kind': expected 'local' \(ssh, container, kubernetes and bubblewrap executors come with @conch\/exec-server\); received "ssh"/,
+        /environment option 'executor.host': expected .*string.*; received nothing/,
       ],
       [
         { workingDir: join(root, 'missing') },
@@ -244,11 +244,16 @@ describe('start-up failures', () => {
     for (const [options, message] of cases) {
       await expect(createEnvironment({ workingDir: work, tmpRoot, ...options })).rejects.toThrow(message);
     }
+    // Executor configs are checked before anything starts (the kinds are @conch/exec-server's).
     const error = await createEnvironment({ executor: { kind: 'container' } as never }).catch(
       (e: unknown) => e,
     );
-    expect(error).toBeInstanceOf(UnsupportedExecutorError);
-    expect((error as UnsupportedExecutorError).code).toBe('UNSUPPORTED_EXECUTOR');
+    expect(error).toBeInstanceOf(InvalidEnvironmentOptionError);
+    expect((error as InvalidEnvironmentOptionError).code).toBe('INVALID_ENVIRONMENT_OPTION');
+    expect((error as Error).message).toMatch(/environment option 'executor\.(engine|container)'/);
+    await expect(createEnvironment({ executor: { kind: 'teleport' } as never })).rejects.toThrow(
+      /environment option 'executor\.kind'/,
+    );
   });
 
   it('undoes what it started when a later step fails (the browser variant is in environment-browser.test.ts)', async () => {

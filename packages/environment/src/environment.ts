@@ -17,6 +17,7 @@ import {
   createDefaultLogger,
   DEFAULT_CONCH_CONFIG,
   definePlugin,
+  InvalidConfigError,
   PluginRegistry,
   type EventBus,
   type Logger,
@@ -24,26 +25,41 @@ import {
   type PluginDefinition,
   type RegistryStatus,
 } from '@conch/core';
+import {
+  EXECUTION_TARGET,
+  executorPlugin,
+  parseExecutorConfig,
+  type ExecutionTarget,
+  type ExecutorConfigInput,
+  type RemoteFileOperator,
+} from '@conch/exec-server';
 import { permissionPlugin } from '@conch/permission';
 import { z } from 'zod';
-import { ensureProcessManager, type ProcessManager } from '@conch/process';
+import { ensureProcessManager, type ProcessLayer, type ProcessManager } from '@conch/process';
 import { TERMINAL_SERVICE, terminalPlugin, type TerminalService } from '@conch/terminal';
+import { trashPlugin } from '@conch/trash';
 import { EnvironmentClosedError, EnvironmentCloseError } from './errors/environment-closed-error.js';
-import {
-  InvalidEnvironmentOptionError,
-  UnsupportedExecutorError,
-} from './errors/invalid-environment-option-error.js';
+import { InvalidEnvironmentOptionError } from './errors/invalid-environment-option-error.js';
 import { filesConfigSchema, type FilesConfigInput } from './files-config.js';
-import { createFileOperator, filesPlugin } from './files-plugin.js';
+import { createFileOperator, createRemoteFileOperator, filesPlugin } from './files-plugin.js';
 import type { FileOperator } from './file-operator.js';
 import { createProcesses, type EnvironmentProcesses } from './processes.js';
 import { createShell, type EnvironmentShell } from './shell.js';
 
-/** Where commands run. Only 'local' today; other kinds come with @conch/exec-server. */
+/** Commands run on this machine (the default). */
 export interface LocalExecutorOption {
   kind: 'local';
 }
-export type ExecutorOption = LocalExecutorOption;
+/**
+ * Where commands, terminal sessions and files are: @conch/exec-server's executor config —
+ * `{ kind: 'local' }`, `{ kind: 'bubblewrap', writable?, network? }`, `{ kind: 'ssh', host, port?,
+ * user?, identityFile?, cwd?, ... }`, `{ kind: 'container', engine, container, ... }`,
+ * `{ kind: 'kubernetes', pod, namespace?, ... }` (snake_case keys accepted).
+ */
+export type ExecutorOption = LocalExecutorOption | ExecutorConfigInput;
+
+/** What `env.files` is: this machine's FileOperator, or the target's (same methods and errors). */
+export type EnvironmentFiles = FileOperator | RemoteFileOperator;
 
 export interface EnvironmentOptions {
   /** The working directory (tools, files and shell are rooted here). Default: the registry's cwd, else process.cwd(). */
@@ -98,10 +114,12 @@ export interface BrowserSession extends AsyncDisposable {
 }
 
 const BUILTIN_PLUGINS: readonly PluginDefinition[] = [
+  executorPlugin,
   permissionPlugin,
   cliPlugin,
   backgroundPlugin,
   terminalPlugin,
+  trashPlugin,
   filesPlugin,
   browserPlugin,
 ];
@@ -114,7 +132,29 @@ function checkOptions(options: EnvironmentOptions): void {
   if (executor !== undefined) {
     if (typeof executor !== 'object' || executor === null)
       throw new InvalidEnvironmentOptionError('executor', "an object like { kind: 'local' }", executor);
-    if (executor.kind !== 'local') throw new UnsupportedExecutorError(executor.kind);
+    if (options.plugins?.executor !== undefined)
+      throw new InvalidEnvironmentOptionError(
+        'executor',
+        'the executor configured once (either executor or plugins.executor)',
+        executor,
+      );
+    try {
+      parseExecutorConfig(executor);
+    } catch (error) {
+      if (!(error instanceof InvalidConfigError)) throw error;
+      const issue = error.issues[0];
+      const path = issue && issue.path !== '(root)' ? issue.path : undefined;
+      // The value at the path, described once (the issue's `received` is already a description).
+      const received = path
+        ? path.split('.').reduce<unknown>((v, k) => (v as Record<string, unknown> | undefined)?.[k], executor)
+        : executor;
+      throw new InvalidEnvironmentOptionError(
+        path ? `executor.${path}` : 'executor',
+        issue?.expected ??
+          "a valid executor config ({ kind: 'local' | 'bubblewrap' | 'ssh' | 'container' | 'kubernetes', ... })",
+        received,
+      );
+    }
   }
   if (
     options.workingDir !== undefined &&
@@ -194,10 +234,13 @@ export class Environment implements AsyncDisposable {
   readonly tmpDir: string;
   readonly events: EventBus;
   readonly logger: Logger;
-  readonly files: FileOperator;
+  /** File operations where the files are: this machine's, or the executor's target's. */
+  readonly files: EnvironmentFiles;
   readonly shell: EnvironmentShell;
   readonly processes: EnvironmentProcesses;
   readonly executor: ExecutorOption;
+  /** The executor plugin's target (`target.target` names it: 'ssh:me@dev:22'), when an executor is configured. */
+  readonly target: ExecutionTarget | undefined;
 
   private browserService: BrowserService | undefined;
   private readonly sessions = new Set<ChromeInstance>();
@@ -211,10 +254,12 @@ export class Environment implements AsyncDisposable {
     workingDir: string;
     tmpDir: string;
     logger: Logger;
-    files: FileOperator;
+    files: EnvironmentFiles;
     shell: EnvironmentShell;
     manager: ProcessManager;
+    layer: ProcessLayer;
     executor: ExecutorOption;
+    target: ExecutionTarget | undefined;
     closing: AbortController;
     browserConfig: Omit<BrowserConfigInput, 'cdpUrl'>;
   }) {
@@ -225,8 +270,9 @@ export class Environment implements AsyncDisposable {
     this.logger = init.logger;
     this.files = init.files;
     this.shell = init.shell;
-    this.processes = createProcesses(init.manager);
+    this.processes = createProcesses(init.manager, init.layer);
     this.executor = init.executor;
+    this.target = init.target;
     this.closingController = init.closing;
     this.browserConfig = init.browserConfig;
   }
@@ -370,7 +416,8 @@ export class Environment implements AsyncDisposable {
 export async function createEnvironment(options: EnvironmentOptions = {}): Promise<Environment> {
   checkOptions(options);
   if (options.signal?.aborted) throw new AbortedError('Creating the environment', options.signal.reason);
-  const executor: ExecutorOption = options.executor ?? { kind: 'local' };
+  const executorConfig = options.executor ?? (options.plugins?.executor as ExecutorOption | undefined);
+  const executor: ExecutorOption = executorConfig ?? { kind: 'local' };
   const logger = options.logger ?? options.registry?.logger ?? createDefaultLogger();
   if (
     options.registry &&
@@ -394,9 +441,10 @@ export async function createEnvironment(options: EnvironmentOptions = {}): Promi
   }
 
   // The plugins map, in order; the files and browser shorthands after it (the browser last).
+  // The executor is exposed first, on its own (below): the rest find its target at call time.
   const plugins: [string, Record<string, unknown>][] = Object.entries(
     options.plugins ?? DEFAULT_CONCH_CONFIG.plugins ?? {},
-  );
+  ).filter(([name]) => name !== 'executor');
   if (options.files) plugins.push(['files', typeof options.files === 'object' ? options.files : {}]);
   if (options.cdpUrl !== undefined && options.cdpUrl !== null) {
     plugins.push(['browser', { ...options.browser, cdpUrl: options.cdpUrl }]);
@@ -441,15 +489,22 @@ export async function createEnvironment(options: EnvironmentOptions = {}): Promi
       },
     });
     registry.register(environmentPlugin, 'environment');
+    // Where commands run: the executor plugin's target (remote kinds connect on first use).
+    if (executorConfig !== undefined)
+      await registry.expose('executor', executorConfig as Record<string, unknown>);
     await registry.expose('environment', {});
     const manager = ensureProcessManager(scope!);
+    const target = registry.resolveOptional(EXECUTION_TARGET);
+    const remote = target?.remote && target.client ? target : undefined;
 
     env = new Environment({
       registry,
       workingDir,
       tmpDir,
       logger,
-      files: createFileOperator(registry, workingDir, filesConfig.data),
+      files: remote
+        ? createRemoteFileOperator(registry, remote, filesConfig.data)
+        : createFileOperator(registry, workingDir, filesConfig.data),
       shell: createShell({
         scope: scope!,
         manager,
@@ -457,7 +512,9 @@ export async function createEnvironment(options: EnvironmentOptions = {}): Promi
         closing: closing.signal,
       }),
       manager,
+      layer: target && target.kind !== 'local' ? target.processes : manager,
       executor,
+      target,
       closing,
       browserConfig,
     });

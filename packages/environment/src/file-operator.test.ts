@@ -14,8 +14,7 @@ import { join } from 'node:path';
 import { PluginRegistry } from '@conch/core';
 import { getPermissionEngine, permissionPlugin, protectedPathReason } from '@conch/permission';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { FileOperationError } from './errors/file-operation-error.js';
-import { InvalidFileArgumentError } from './errors/invalid-file-argument-error.js';
+import { FileOperationError, InvalidFileArgumentError } from '@conch/exec-server';
 import { FileOperator, looksBinary } from './file-operator.js';
 import { protectedReasonFor } from './files-plugin.js';
 

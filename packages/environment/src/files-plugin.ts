@@ -1,4 +1,5 @@
 import {
+  ConchError,
   definePlugin,
   defineTool,
   PERMISSION_GATE,
@@ -7,9 +8,14 @@ import {
   type ToolDefinition,
   type ToolResult,
 } from '@conch/core';
+import {
+  EXECUTION_TARGET,
+  isFileOperationError,
+  RemoteFileOperator,
+  type ExecutionTarget,
+} from '@conch/exec-server';
 import { PERMISSION_ENGINE, protectedPathReason } from '@conch/permission';
 import { z } from 'zod';
-import { isFileOperationError } from './errors/file-operation-error.js';
 import { filesConfigSchema, type FilesConfig } from './files-config.js';
 import { FileOperator } from './file-operator.js';
 
@@ -47,10 +53,86 @@ export function createFileOperator(
   });
 }
 
+/**
+ * What the file tools work on: the file operations (FileOperator on this machine, the exec
+ * server's RemoteFileOperator in a target), how a path is shown, and the write check made before
+ * the gate is asked.
+ */
+export interface FileToolsBackend {
+  read: FileOperator['read'];
+  write: FileOperator['write'];
+  edit: FileOperator['edit'];
+  list: FileOperator['list'];
+  stat: FileOperator['stat'];
+  glob: FileOperator['glob'];
+  display(abs: string): string;
+  checkWrite(operation: string, path: string): string | Promise<string>;
+}
+
+/** Where file operations go in a remote target: the files config, roots in the target's terms, the host's protected paths. */
+export function createRemoteFileOperator(
+  scope: Pick<PluginScope, 'resolveOptional'>,
+  target: ExecutionTarget,
+  config: FilesConfig,
+): RemoteFileOperator {
+  const client = target.client!;
+  return new RemoteFileOperator({
+    client,
+    policy: {
+      allowedRoots: [...config.allowedRoots],
+      allowOutside: config.allowOutsideWorkingDir,
+      maxReadBytes: config.maxReadBytes,
+      maxReadLines: config.maxReadLines,
+      maxResults: config.maxResults,
+    },
+    // Judged on the target's paths, its workspace standing for the workspace root.
+    protectedReason: (abs) =>
+      protectedReasonFor(scope, client.lastConnection?.init.cwd ?? '/', config.protectedPaths)(abs),
+  });
+}
+
+/**
+ * The file tools' backend, chosen per call: the executor plugin's remote target when one is
+ * exposed (files in the target), else `local`. Exposure order does not matter.
+ */
+export function routedFiles(
+  scope: Pick<PluginScope, 'resolveOptional'>,
+  local: FileOperator,
+  config: FilesConfig,
+): FileToolsBackend {
+  const remotes = new WeakMap<ExecutionTarget, RemoteFileOperator>();
+  const current = (): FileToolsBackend => {
+    const target = scope.resolveOptional(EXECUTION_TARGET);
+    if (!target?.remote || !target.client) return local;
+    let files = remotes.get(target);
+    if (!files) {
+      files = createRemoteFileOperator(scope, target, config);
+      remotes.set(target, files);
+    }
+    return files;
+  };
+  return {
+    read: (path, options) => current().read(path, options),
+    write: (path, content, options) => current().write(path, content, options),
+    edit: (path, options) => current().edit(path, options),
+    list: (path, options) => current().list(path, options),
+    stat: (path) => current().stat(path),
+    glob: (patterns, options) => current().glob(patterns, options),
+    display: (abs) => current().display(abs),
+    checkWrite: (operation, path) => current().checkWrite(operation, path),
+  };
+}
+
+/** Codes of a remote target's link failing: results the model can act on (try again), not crashes. */
+const LINK_CODES = new Set(['TRANSPORT_LOST', 'EXEC_SERVER_START_FAILED', 'EXECUTOR_DISPOSED']);
+
 /** A recoverable failure as a result value: the seed's `error`, a stable `error_code`, one `display` line. */
 function failureOf(error: unknown): ToolResult {
   if (isFileOperationError(error)) {
     return { error: error.message, error_code: error.code, display: error.display };
+  }
+  if (ConchError.isInstance(error) && LINK_CODES.has(error.code)) {
+    return { error: error.message, error_code: error.code, display: `✗ ${error.code}` };
   }
   throw error;
 }
@@ -138,12 +220,12 @@ interface WritePlan {
  * passed the working-dir and protected-path checks (a refused path is not asked about at all).
  */
 export function fileTools(
-  files: FileOperator,
+  files: FileToolsBackend,
   scope: Pick<PluginScope, 'resolveOptional'>,
 ): ToolDefinition[] {
-  const planWrite = (operation: string, path: string): WritePlan => {
+  const planWrite = async (operation: string, path: string): Promise<WritePlan> => {
     try {
-      return { abs: files.policy.resolveForWrite(operation, path) };
+      return { abs: await files.checkWrite(operation, path) };
     } catch (error) {
       return { refusal: error };
     }
@@ -164,7 +246,7 @@ export function fileTools(
             ...(args.limit ? { limit: args.limit } : {}),
           });
           return {
-            path: files.policy.display(r.path),
+            path: files.display(r.path),
             content: r.content,
             size_bytes: r.sizeBytes,
             offset: r.offset,
@@ -173,7 +255,7 @@ export function fileTools(
             truncated: r.truncated,
             ...(r.nextOffset === undefined ? {} : { next_offset: r.nextOffset }),
             ...(r.lineCut ? { line_cut: true } : {}),
-            display: `${files.policy.display(r.path)}: lines ${r.offset}-${r.offset + Math.max(0, r.lines - 1)}${r.totalLines ? ` of ${r.totalLines}` : ''} (${r.sizeBytes} bytes)`,
+            display: `${files.display(r.path)}: lines ${r.offset}-${r.offset + Math.max(0, r.lines - 1)}${r.totalLines ? ` of ${r.totalLines}` : ''} (${r.sizeBytes} bytes)`,
           };
         }),
     }),
@@ -197,10 +279,10 @@ export function fileTools(
           if (plan.refusal) throw plan.refusal;
           const r = await files.write(args.path, args.content);
           return {
-            path: files.policy.display(r.path),
+            path: files.display(r.path),
             bytes_written: r.bytesWritten,
             created: r.created,
-            display: `${r.created ? 'created' : 'wrote'} ${files.policy.display(r.path)} (${r.bytesWritten} bytes)`,
+            display: `${r.created ? 'created' : 'wrote'} ${files.display(r.path)} (${r.bytesWritten} bytes)`,
           };
         }),
     }),
@@ -229,11 +311,11 @@ export function fileTools(
             ...(args.replace_all ? { replaceAll: true } : {}),
           });
           return {
-            path: files.policy.display(r.path),
+            path: files.display(r.path),
             replacements: r.replacements,
             line: r.line,
             size_bytes: r.sizeBytes,
-            display: `edited ${files.policy.display(r.path)}: ${r.replacements} replacement${r.replacements === 1 ? '' : 's'} from line ${r.line}`,
+            display: `edited ${files.display(r.path)}: ${r.replacements} replacement${r.replacements === 1 ? '' : 's'} from line ${r.line}`,
           };
         }),
     }),
@@ -247,11 +329,11 @@ export function fileTools(
         attempt(async () => {
           const r = await files.list(args.path ?? '.');
           return {
-            path: files.policy.display(r.path),
+            path: files.display(r.path),
             entries: r.entries,
             total: r.total,
             truncated: r.truncated,
-            display: `${files.policy.display(r.path)}: ${r.total} entries`,
+            display: `${files.display(r.path)}: ${r.total} entries`,
           };
         }),
     }),
@@ -270,7 +352,7 @@ export function fileTools(
             ...(args.dot ? { dot: true } : {}),
           });
           return {
-            cwd: files.policy.display(r.cwd),
+            cwd: files.display(r.cwd),
             matches: r.matches,
             total: r.total,
             truncated: r.truncated,
@@ -288,14 +370,14 @@ export function fileTools(
         attempt(async () => {
           const r = await files.stat(args.path);
           return {
-            path: files.policy.display(r.path),
+            path: files.display(r.path),
             type: r.type,
             size_bytes: r.sizeBytes,
             modified_at: r.modifiedAt,
             mode: r.mode,
             ...(r.binary === undefined ? {} : { binary: r.binary }),
             ...(r.target === undefined ? {} : { target: r.target }),
-            display: `${files.policy.display(r.path)}: ${r.type}, ${r.sizeBytes} bytes`,
+            display: `${files.display(r.path)}: ${r.type}, ${r.sizeBytes} bytes`,
           };
         }),
     }),
@@ -316,7 +398,8 @@ export const filesPlugin = definePlugin<FilesConfig>({
   configSchema: filesConfigSchema,
   setup(ctx) {
     const files = createFileOperator(ctx, ctx.env.cwd, ctx.config);
-    return { tools: fileTools(files, ctx), instructions: FILES_INSTRUCTIONS };
+    // In the executor plugin's target when one is exposed (resolved per call).
+    return { tools: fileTools(routedFiles(ctx, files, ctx.config), ctx), instructions: FILES_INSTRUCTIONS };
   },
 });
 

@@ -35,12 +35,8 @@ export {
   type ShellRunOptions,
 } from './shell.js';
 export { createProcesses, type EnvironmentProcesses, type ProcessLogs } from './processes.js';
-export {
-  FileOperationError,
-  isFileOperationError,
-  type FileErrorCode,
-} from './errors/file-operation-error.js';
-export { InvalidFileArgumentError } from './errors/invalid-file-argument-error.js';
+export { FileOperationError, isFileOperationError, type FileErrorCode } from '@conch/exec-server';
+export { InvalidFileArgumentError } from '@conch/exec-server';
 export {
   InvalidEnvironmentOptionError,
   UnsupportedExecutorError,

@@ -14,7 +14,11 @@ export class InvalidEnvironmentOptionError extends ConchError {
   }
 }
 
-/** `executor.kind` names an executor this release cannot run commands on yet. */
+/**
+ * `executor.kind` names an executor this release cannot run commands on.
+ * @deprecated every kind of @conch/exec-server runs now; createEnvironment no longer throws it
+ * (a bad executor config is an InvalidEnvironmentOptionError naming the field). Kept for imports.
+ */
 export class UnsupportedExecutorError extends InvalidEnvironmentOptionError {
   constructor(kind: unknown) {
     super(

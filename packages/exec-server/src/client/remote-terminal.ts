@@ -1,0 +1,220 @@
+import {
+  ConchError,
+  defineTool,
+  PERMISSION_GATE,
+  type EventBus,
+  type Logger,
+  type PermissionRequest,
+  type ToolCallContext,
+  type ToolDefinition,
+  type ToolResult,
+} from '@conch/core';
+import { terminalInputSchema, type TerminalArgs, type TerminalSessionInfo } from '@conch/terminal';
+import { TransportLostError } from '../errors/transport-lost-error.js';
+import type { ExecClient } from './exec-client.js';
+
+export interface RemoteTerminalOptions {
+  client: ExecClient;
+  /** The terminal plugin's config (validated in the target by the same schema). */
+  config?: Record<string, unknown>;
+  /** The host's bus: terminal.* events of the target are re-emitted on it. */
+  events?: EventBus | undefined;
+  logger?: Logger | undefined;
+}
+
+export interface RemoteTerminalInfo {
+  name: string;
+  description: string;
+  instructions?: string;
+}
+
+/**
+ * Terminal sessions in a target: @conch/terminal's session pool runs in the exec server (PTYs from
+ * the bundled node-pty, the marker protocol, prompt and tty-read detection, session logs and
+ * overflow files there). The host keeps the permission gate: a call asks the target for the
+ * tool's permission request (its hook needs the target's sessions), the host's gate judges it,
+ * and the call runs with the decision. This is the backend the terminal plugin delegates to when
+ * its executor is remote (see the README's integration notes); `createRemoteTerminalTool` makes
+ * the tool from it directly.
+ */
+export class RemoteTerminal {
+  readonly target: string;
+  private readonly client: ExecClient;
+  private readonly options: RemoteTerminalOptions & { config?: Record<string, unknown> };
+  private opened: { generation: number; info: RemoteTerminalInfo } | undefined;
+  private opening: Promise<{ generation: number; info: RemoteTerminalInfo }> | undefined;
+  private sessions: TerminalSessionInfo[] = [];
+  private readonly unsubscribe: (() => void)[] = [];
+
+  constructor(options: RemoteTerminalOptions) {
+    this.options = options;
+    this.client = options.client;
+    this.target = options.client.target;
+    this.unsubscribe.push(
+      this.client.on('event', ({ name, payload }) => {
+        if (!name.startsWith('terminal.')) return;
+        // The target's terminal events, as a local terminal emits them.
+        (this.options.events as { emit(name: string, payload: unknown): void } | undefined)?.emit(
+          name,
+          payload,
+        );
+        if (
+          name === 'terminal.session.started' ||
+          name === 'terminal.session.exited' ||
+          name === 'terminal.session.state'
+        ) {
+          void this.refresh();
+        }
+      }),
+      this.client.onLost((_error, generation) => {
+        if (this.opened?.generation === generation) {
+          this.opened = undefined;
+          this.sessions = [];
+        }
+      }),
+    );
+  }
+
+  /**
+   * Sets the terminal plugin's config (the host's terminal plugin passes its own, in its setup):
+   * it applies when the terminal opens in the target — the first call, and after a reconnection.
+   */
+  configure(config: Record<string, unknown>): void {
+    this.options.config = config;
+  }
+
+  /** Starts the terminal in the target (connecting first); again after a reconnect. */
+  async open(): Promise<RemoteTerminalInfo> {
+    return (await this.ensureOpen()).info;
+  }
+
+  /** The tool's permission request for a call, computed in the target. */
+  async permission(args: TerminalArgs, ctx: ToolCallContext): Promise<PermissionRequest | undefined> {
+    // Side-effect free, so a connection found dead here is replaced once: the call runs on the
+    // new one (whose sessions are new: a session_id from before is reported unknown).
+    for (let attempt = 0; ; attempt++) {
+      const { generation } = await this.ensureOpen();
+      try {
+        const { request } = await this.client.requestOn(generation, 'terminal.permission', {
+          callId: ctx.callId,
+          args,
+        });
+        return request ?? undefined;
+      } catch (error) {
+        if (attempt > 0 || !(error instanceof TransportLostError)) throw error;
+      }
+    }
+  }
+
+  /** Runs a call in the target with the host gate's decision; link failures are results the model can act on. */
+  async execute(args: TerminalArgs, ctx: ToolCallContext): Promise<ToolResult> {
+    const release = this.client.hold();
+    const onAbort = () => {
+      const generation = this.opened?.generation;
+      if (generation !== undefined) {
+        void this.client
+          .requestOn(generation, 'terminal.abort', { callId: ctx.callId })
+          .catch(() => undefined);
+      }
+    };
+    ctx.signal.addEventListener('abort', onAbort, { once: true });
+    try {
+      const { generation } = await this.ensureOpen();
+      const kernelPolicy = ctx.resolveOptional(PERMISSION_GATE)?.kernelPolicy?.() ?? null;
+      const { result } = await this.client.requestOn(generation, 'terminal.execute', {
+        callId: ctx.callId,
+        args,
+        ...(ctx.decision ? { decision: ctx.decision } : {}),
+        kernelPolicy,
+      });
+      // Where it ran: paths in it (cwd, output_file) are the target's.
+      return { ...result, target: this.target };
+    } catch (error) {
+      if (error instanceof TransportLostError) {
+        return {
+          error: `${error.message}. Terminal sessions there were ended; start the command again`,
+          error_code: 'TRANSPORT_LOST',
+          target: this.target,
+        };
+      }
+      if (ConchError.isInstance(error) && error.code === 'TERMINAL_UNAVAILABLE') {
+        return { error: error.message, error_code: 'TERMINAL_UNAVAILABLE', target: this.target };
+      }
+      throw error;
+    } finally {
+      ctx.signal.removeEventListener('abort', onAbort);
+      release();
+    }
+  }
+
+  /** The target's sessions as last seen (refreshed on every session event). */
+  list(): TerminalSessionInfo[] {
+    return [...this.sessions];
+  }
+
+  /** The target's sessions now. */
+  async refresh(): Promise<TerminalSessionInfo[]> {
+    const generation = this.opened?.generation;
+    if (generation === undefined) return [];
+    try {
+      this.sessions = (await this.client.requestOn(generation, 'terminal.list', {})).sessions;
+    } catch {
+      // the connection went: onLost clears the list
+    }
+    return this.list();
+  }
+
+  async readLog(id: number, options: { clean?: boolean } = {}): Promise<string> {
+    const { generation } = await this.ensureOpen();
+    const { text } = await this.client.requestOn(generation, 'terminal.readLog', { id, ...options });
+    return text;
+  }
+
+  async kill(id: number): Promise<boolean> {
+    const generation = this.opened?.generation;
+    if (generation === undefined) return false;
+    const { killed } = await this.client.requestOn(generation, 'terminal.kill', { id });
+    void this.refresh();
+    return killed;
+  }
+
+  /** Stops relaying; the sessions end with the connection (or the server's terminal dispose). */
+  dispose(): void {
+    for (const off of this.unsubscribe) off();
+  }
+
+  private ensureOpen(): Promise<{ generation: number; info: RemoteTerminalInfo }> {
+    const generation = this.client.currentGeneration;
+    if (this.opened && this.opened.generation === generation) return Promise.resolve(this.opened);
+    this.opening ??= (async () => {
+      const { generation: live } = await this.client.connect();
+      const info = await this.client.requestOn(live, 'terminal.open', {
+        config: this.options.config ?? {},
+        forwardOutput: (this.options.events?.listenerCount('terminal.session.output') ?? 0) > 0,
+      });
+      this.opened = { generation: live, info };
+      return this.opened;
+    })().finally(() => {
+      this.opening = undefined;
+    });
+    return this.opening;
+  }
+}
+
+/**
+ * The `terminal` tool on a RemoteTerminal: @conch/terminal's input schema, the description the
+ * target's terminal plugin gives, the permission hook and execute relayed to the target.
+ */
+export async function createRemoteTerminalTool(
+  terminal: RemoteTerminal,
+): Promise<ToolDefinition<TerminalArgs>> {
+  const info = await terminal.open();
+  return defineTool<TerminalArgs>({
+    name: 'terminal',
+    description: info.description,
+    inputSchema: terminalInputSchema,
+    annotations: { destructiveHint: true, openWorldHint: true },
+    permission: (args, ctx) => terminal.permission(args, ctx),
+    execute: (args, ctx) => terminal.execute(args, ctx),
+  });
+}

@@ -1,0 +1,63 @@
+export {
+  PROTOCOL_NAME,
+  PROTOCOL_VERSION,
+  STREAM_WINDOW_BYTES,
+  type ServerHello,
+  type FilesPolicy,
+} from './protocol.js';
+export {
+  executorConfigSchema,
+  type ExecutorConfig,
+  type ExecutorConfigInput,
+  type RemoteExecutorConfig,
+} from './config.js';
+export {
+  executorFromConfig,
+  parseExecutorConfig,
+  remoteTarget,
+  transportFor,
+  type ExecutionTarget,
+  type ExecutorContext,
+  type TargetInfo,
+} from './execution-target.js';
+export { executorPlugin } from './executor-plugin.js';
+export { EXECUTION_TARGET, PROCESS_LAYER, TERMINAL_BACKEND } from './tokens.js';
+export type { OutputStore, ProcessHandle, ProcessLayer } from './process-layer.js';
+export { ExecClient, type ExecClientOptions, type ConnectionInfo } from './client/exec-client.js';
+export { RemoteProcessManager, type RemoteProcessManagerOptions } from './client/remote-process-manager.js';
+export { RemoteProcess, type RemoteProcessResult } from './client/remote-process.js';
+export { RemoteLeftovers } from './client/remote-leftovers.js';
+export { RemoteFileOperator, type RemoteFileOperatorOptions } from './client/remote-file-operator.js';
+export {
+  RemoteTerminal,
+  createRemoteTerminalTool,
+  type RemoteTerminalInfo,
+  type RemoteTerminalOptions,
+} from './client/remote-terminal.js';
+export type { FileOperations } from './files/file-operations.js';
+export {
+  TargetFileOperator,
+  DEFAULT_GLOB_IGNORE,
+  looksBinary,
+  type FileOperatorOptions,
+} from './files/target-file-operator.js';
+export { PathPolicy, type PathPolicyOptions } from './files/path-policy.js';
+export type * from './files/file-operations.js';
+export {
+  FileOperationError,
+  isFileOperationError,
+  type FileErrorCode,
+} from './errors/file-operation-error.js';
+export { InvalidFileArgumentError } from './errors/invalid-file-argument-error.js';
+export { TransportLostError } from './errors/transport-lost-error.js';
+export { ExecServerStartError, type ExecServerStartStage } from './errors/exec-server-start-error.js';
+export { ProtocolVersionError } from './errors/protocol-version-error.js';
+export { RemoteCallError } from './errors/remote-call-error.js';
+export { ExecutorDisposedError } from './errors/executor-disposed-error.js';
+export { CommandTransport } from './transport/command-transport.js';
+export { SshTransport, type SshTransportOptions } from './transport/ssh-transport.js';
+export { ContainerTransport, type ContainerTransportOptions } from './transport/container-transport.js';
+export { KubectlTransport, type KubectlTransportOptions } from './transport/kubectl-transport.js';
+export type { Transport } from './transport/transport.js';
+export { bundleDir, bundleManifest, type BundleManifest } from './bundle/bundle.js';
+export { BOOT_SCRIPT } from './bundle/boot-script.js';

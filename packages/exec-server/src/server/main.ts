@@ -1,0 +1,53 @@
+/**
+ * The server's entry: `main()` serves one connection on this process's stdin/stdout. The bundle
+ * (dist/server-bundle/exec-server.js) exports it for the boot script; the `conch-exec-server` bin
+ * calls it for a server installed by hand.
+ */
+import { destination, pino } from 'pino';
+import { ExecServer } from './exec-server.js';
+
+export interface MainOptions {
+  /** The content hash of the bundle being run (null: not a deployed bundle). */
+  bundle?: string | null;
+}
+
+export function main(options: MainOptions = {}): ExecServer {
+  // stdout carries the protocol. Anything a dependency prints with console.log would corrupt it,
+  // so console output goes to stderr with the log.
+  const toStderr = (...args: unknown[]) => void process.stderr.write(`${args.map(String).join(' ')}\n`);
+  // eslint-disable-next-line no-console
+  console.log = console.info = console.debug = toStderr;
+  // bash sources ~/.bashrc for a non-interactive `bash -c` when SSH_CLIENT (or SSH2_CLIENT) is set
+  // and it looks like sshd's child (Debian builds): every command would then run the user's
+  // interactive start-up (slow, noisy, and failing in a read-only sandbox). The server started by
+  // ssh is not that child: its commands get what a local run gets. SSH_CONNECTION stays, for
+  // programs that want to know the session is remote.
+  delete process.env.SSH_CLIENT;
+  delete process.env.SSH2_CLIENT;
+  const logger = pino(
+    { name: 'conch-exec-server', level: process.env.CONCH_LOG_LEVEL ?? 'warn' },
+    destination({ fd: 2, sync: true }),
+  );
+  let exiting = false;
+  const server = new ExecServer({
+    input: process.stdin,
+    output: process.stdout,
+    logger,
+    bundle: options.bundle ?? null,
+    onShutdown: () => {
+      exiting = true;
+      process.exit(0);
+    },
+  });
+  for (const signal of ['SIGTERM', 'SIGINT', 'SIGHUP'] as const) {
+    process.on(signal, () => void server.shutdown(`signal ${signal}`));
+  }
+  // A broken pipe on stdout means the client is gone: the stream's close ends the server.
+  process.stdout.on('error', () => void server.shutdown('stdout closed'));
+  process.on('uncaughtException', (error) => {
+    logger.error({ err: error }, 'exec server: uncaught exception; shutting down');
+    if (!exiting) void server.shutdown('uncaught exception').finally(() => process.exit(70));
+  });
+  server.start();
+  return server;
+}

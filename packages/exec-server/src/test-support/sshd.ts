@@ -1,0 +1,2 @@
+// The test sshd lives in @conch/test-support (shared with @conch/environment's suite).
+export { SSHD, sshdAvailable, startSshd, type TestSshd } from '@conch/test-support/sshd';
