@@ -12,7 +12,8 @@ function count(text) {
 
 /** A result with the one-line `display` hosts show. */
 function summarise(counts) {
-  return { ...counts, display: `${counts.lines} lines, ${counts.words} words` };
+  const plural = (n, word) => `${n} ${word}${n === 1 ? '' : 's'}`;
+  return { ...counts, display: `✓ ${plural(counts.lines, 'line')}, ${plural(counts.words, 'word')}` };
 }
 
 /** A failure the model can act on: the message, a stable code, one line for a UI. */

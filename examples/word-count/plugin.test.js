@@ -23,7 +23,7 @@ test('discovered by directory, counts text and files', async () => {
     words: 2,
     chars: 11,
     bytes: 12,
-    display: '1 lines, 2 words',
+    display: '✓ 1 line, 2 words',
   });
   expect(await registry.execute('word_count', { path: 'a.txt' })).toMatchObject({ lines: 2, words: 3 });
   expect(await registry.execute('word_count', { path: 'missing.txt' })).toMatchObject({

@@ -1,13 +1,13 @@
 // Invariant: the agent loop streams, runs real tool calls and feeds results back, survives tool and model errors, and an abort kills the running tool's processes and leaves a valid history.
 import 'reflect-metadata';
-import { readFileSync } from 'node:fs';
 import { PluginRegistry } from '@conch/core';
+import { descendants, isAlive, waitFor } from '@conch/test-support';
 import { afterEach, describe, expect, it } from 'vitest';
 import { Agent, type AgentHandlers } from './agent.js';
 import { ChatController } from './chat.js';
 import { ApprovalQueue } from './approvals.js';
 import { ProcessTracker } from './processes.js';
-import { isAlive, mockModel, textStep, toolCallStep, waitFor } from './test-support/mock-model.js';
+import { mockModel, textStep, toolCallStep } from './test-support/mock-model.js';
 import { shellPlugin, shTool, startedPids } from './test-support/shell-plugin.js';
 
 let registry: PluginRegistry | undefined;
@@ -114,14 +114,17 @@ describe('Agent', () => {
     const agent = new Agent({ model, registry: reg });
     const controller = new AbortController();
     const turn = agent.run('x', controller.signal);
-    await waitFor(() => startedPids.length === 1, 30_000, 'the tool to start');
+    await waitFor(() => startedPids.length === 1, { what: 'the tool to start', timeoutMs: 30_000 });
     const pid = startedPids[0]!;
     // Wait until the shell has its two children, then abort.
-    await waitFor(() => childrenOf(pid).length >= 1, 30_000, 'the sleeps to start');
-    const children = childrenOf(pid);
+    await waitFor(() => descendants(pid).length >= 1, { what: 'the sleeps to start', timeoutMs: 30_000 });
+    const children = descendants(pid);
     controller.abort();
     expect(await turn).toBe('aborted');
-    await waitFor(() => !isAlive(pid) && children.every((c) => !isAlive(c)), 30_000, 'the tree to die');
+    await waitFor(() => !isAlive(pid) && children.every((c) => !isAlive(c)), {
+      what: 'the tree to die',
+      timeoutMs: 30_000,
+    });
     expect(await agent.run('go on', new AbortController().signal)).toBe('done');
     expect(calls.at(-1)?.prompt.map((m) => m.role)).toEqual(['system', 'user', 'assistant', 'user']);
   });
@@ -145,7 +148,7 @@ describe('ChatController', () => {
       onExit: () => {},
     });
     const done = chat.submit('go');
-    await waitFor(() => startedPids.length === 2, 30_000, 'the slow tool');
+    await waitFor(() => startedPids.length === 2, { what: 'the slow tool', timeoutMs: 30_000 });
     expect(chat.busy).toBe(true);
     expect(chat.cancel()).toBe(true);
     await done;
@@ -156,7 +159,7 @@ describe('ChatController', () => {
       ['sleep 300', 'aborted'],
     ]);
     expect(chat.items.some((i) => i.kind === 'info' && /cancelled/.test(i.text))).toBe(true);
-    await waitFor(() => !isAlive(startedPids[1]!), 30_000, 'sleep to die');
+    await waitFor(() => !isAlive(startedPids[1]!), { what: 'sleep to die', timeoutMs: 30_000 });
     tracker.dispose();
   });
 
@@ -188,15 +191,6 @@ describe('ChatController', () => {
   });
 });
 
-function childrenOf(pid: number): number[] {
-  try {
-    const text = readFileSync(`/proc/${pid}/task/${pid}/children`, 'utf8');
-    return text.trim().split(/\s+/).filter(Boolean).map(Number);
-  } catch {
-    return [];
-  }
-}
-
 describe('ScriptedDemoModel', () => {
   it('skips, and says so, the steps whose tools the host did not expose', async () => {
     const { ScriptedDemoModel } = await import('./scripted-model.js');
@@ -226,6 +220,6 @@ describe('ScriptedDemoModel', () => {
       onToolResult: (r) => results.push(r.output),
     });
     expect(results).toEqual([{ stdout: 'scripted\n', returncode: 0, display: '✓' }]);
-    expect(text).toBe('Exit code 0.');
+    expect(text).toBe('Result: ✓');
   });
 });

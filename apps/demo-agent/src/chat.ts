@@ -2,6 +2,7 @@ import type { Agent } from './agent.js';
 import type { ApprovalQueue } from './approvals.js';
 import { runCommand, isCommand, truncate } from './commands.js';
 import type { ProcessTracker } from './processes.js';
+import { displayLine, readResult } from './result-display.js';
 
 export type ToolStatus = 'running' | 'ok' | 'failed' | 'denied' | 'error' | 'aborted';
 
@@ -193,47 +194,13 @@ export function summarizeInput(name: string, input: unknown): string {
   return truncate(JSON.stringify(args), 80);
 }
 
-/** The status and a few lines of detail of a tool result. */
+/**
+ * The status and the one-line detail of a tool result, from its `display` and `error_code` only
+ * (every result carries them; see result-display.ts).
+ */
 export function summarizeOutput(output: unknown, isError: boolean): { status: ToolStatus; detail: string } {
-  const r = (output ?? {}) as Record<string, unknown>;
-  if (isError)
-    return { status: 'error', detail: `${String(r.error)}${r.code ? ` [${String(r.code)}]` : ''}` };
-  if (r.permission_denied) {
-    return {
-      status: 'denied',
-      detail: [String(r.error ?? 'denied'), r.suggestion ? `suggestion: ${String(r.suggestion)}` : '']
-        .filter(Boolean)
-        .join('\n'),
-    };
-  }
-  if (typeof r.background_task_id === 'string') {
-    return {
-      status: 'ok',
-      detail: `→ background task ${r.background_task_id}${r.message ? `: ${String(r.message)}` : ''}`,
-    };
-  }
-  const lines: string[] = [];
-  const nested = (r.result ?? {}) as Record<string, unknown>;
-  if (typeof r.status === 'string') lines.push(`status: ${r.status}`);
-  if (r.session_id !== undefined && typeof r.state === 'string')
-    lines.push(`session ${String(r.session_id)}: ${r.state}`);
-  for (const text of [r.stdout, r.output, nested.stdout])
-    if (typeof text === 'string' && text.trim()) lines.push(tail(text));
-  for (const text of [r.stderr, nested.stderr])
-    if (typeof text === 'string' && text.trim()) lines.push(tail(text));
-  if (typeof r.output_file === 'string') lines.push(`full output: ${r.output_file}`);
-  const code = r.returncode ?? r.exit_code ?? nested.returncode;
-  if (typeof r.error === 'string') lines.push(r.error);
-  const failed =
-    (typeof code === 'number' && code !== 0) || typeof r.error === 'string' || r.status === 'failed';
-  if (typeof code === 'number') lines.push(`exit ${code}`);
-  // Tools without command output (browser, files) say what they did in one `display` line.
-  if (lines.length === 0 && typeof r.display === 'string') lines.push(r.display);
-  return { status: failed ? 'failed' : 'ok', detail: lines.join('\n') };
-}
-
-function tail(text: string, maxLines = 4): string {
-  const lines = text.replace(/\s+$/, '').split('\n');
-  const kept = lines.slice(-maxLines).map((l) => truncate(l, 160));
-  return (lines.length > maxLines ? [`… ${lines.length - maxLines} more lines`, ...kept] : kept).join('\n');
+  const detail = displayLine(output);
+  if (isError) return { status: 'error', detail };
+  const { kind } = readResult(output);
+  return { status: kind === 'blocked' ? 'denied' : kind === 'failed' ? 'failed' : 'ok', detail };
 }

@@ -13,6 +13,9 @@ export function serveCommand(siteDir: string = SITE_DIR): string {
   return `python3 -u -m http.server 0 --bind 127.0.0.1 --directory ${shellQuote(siteDir)}`;
 }
 
+/** The start of the line http.server prints once it listens: the walkthrough's `wait_for`. */
+export const SERVER_READY = 'Serving HTTP on';
+
 /** The port http.server announced ("Serving HTTP on 127.0.0.1 port 41235 …"), if it did. */
 export function announcedPort(output: string): number | undefined {
   const match = /Serving HTTP on \S+ port (\d+)/.exec(output);

@@ -1,20 +1,12 @@
-// Invariant: the real app, driven in tmux like a person would, completes the scripted walkthrough for real (approval answered, sudo denied, a served page screenshotted by the browser), !ps shows the browser and the background task, !kill ends it, and after exit no child remains.
+// Invariant: the real app, driven in tmux like a person would, completes the scripted walkthrough for real (approvals answered, sudo denied, a file removed by rm restored from the trash, a served page waited for and screenshotted by the browser), !ps shows the browser and the background task, !kill ends it, and after exit no child remains.
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { randomBytes } from 'node:crypto';
+import { descendants, isAlive, processesMentioning, processesWithEnv, waitFor } from '@conch/test-support';
 import { afterEach, describe, expect, it } from 'vitest';
-import { isAlive, waitFor } from './test-support/mock-model.js';
-import {
-  commandDescendantsOf,
-  descendantsOf,
-  hasTmux,
-  pngSize,
-  processesMentioning,
-  processesWithEnv,
-  TmuxSession,
-} from './test-support/tmux.js';
+import { commandDescendantsOf, hasTmux, pngSize, TmuxSession } from './test-support/tmux.js';
 
 const APP = resolve(dirname(fileURLToPath(import.meta.url)), '../dist/main.js');
 // Provider keys would pick a real model; CI=true would make Ink print only the last frame.
@@ -53,6 +45,8 @@ function startApp(cookie: string, extraArgs = '', config?: unknown): TmuxSession
       CONCH_E2E_COOKIE: cookie,
       CONCH_DEMO_DIR: join(workDir, 'demo-out'),
       CONCH_DEMO_LOG: join(workDir, 'demo.log'),
+      // The trash the terminal's rm moves files into ($XDG_DATA_HOME/conch/trash/…): in the work dir.
+      XDG_DATA_HOME: join(workDir, 'data'),
       TERM: 'xterm-256color',
     },
   });
@@ -128,6 +122,13 @@ describe('demo agent in tmux', () => {
     expect(screen).toContain('apple');
     expect(screen).toMatch(/background task \S+/);
     expect(screen).toContain('Python answered 42');
+    // rm moved the draft to the trash (the rm and the restore were asked and approved), and it is back.
+    expect(prompts.some((p) => p.includes("printf 'draft v1"))).toBe(true);
+    expect(prompts.some((p) => /restore trash entry/.test(p))).toBe(true);
+    expect(screen).toContain('The file is back and reads "draft v1".');
+    expect(readFileSync(join(workDir!, 'demo-out', 'notes.txt'), 'utf8')).toBe('draft v1\n');
+    // The server was started and waited for in one call.
+    expect(screen).toMatch(/The server listens on port \d+\./);
     expect(screen).toMatch(/⊘ cli_based_tool/);
     expect(screen).not.toMatch(/steps skipped/);
     // The page served from a terminal background session, opened in the browser and screenshotted.
@@ -165,7 +166,7 @@ describe('demo agent in tmux', () => {
     // !kill ends it: the task is no longer running and its process is gone.
     tmux.type(`!kill ${taskId}`);
     await tmux.waitForScreen((s) => s.includes(`killed background task ${taskId}`), '!kill to confirm');
-    await waitFor(() => !isAlive(watcherPid), 30_000, 'the watcher to die');
+    await waitFor(() => !isAlive(watcherPid), { what: 'the watcher to die', timeoutMs: 30_000 });
     tmux.type('!ps');
     await tmux.waitForScreen(
       (s) => new RegExp(`^${taskId}\\s+background\\s+(cancelled|failed|completed)`, 'm').test(s),
@@ -185,15 +186,17 @@ describe('demo agent in tmux', () => {
     await waitIdle(tmux);
     tmux.key('C-c');
     await tmux.waitForScreen((s) => s.includes('bye: the registry is disposed'), 'a clean exit', 60_000);
-    await waitFor(() => tmux.paneDead(), 30_000, 'the app to exit');
-    await waitFor(
-      () => processesWithEnv('CONCH_E2E_COOKIE', cookie).length === 0,
-      30_000,
-      'no process with the cookie to remain',
-    );
-    expect(descendantsOf(appPid)).toEqual([]);
+    await waitFor(() => tmux.paneDead(), { what: 'the app to exit', timeoutMs: 30_000 });
+    await waitFor(() => processesWithEnv('CONCH_E2E_COOKIE', cookie).length === 0, {
+      what: 'no process with the cookie to remain',
+      timeoutMs: 30_000,
+    });
+    expect(descendants(appPid)).toEqual([]);
     // Chromium's children overwrite their environment block (no cookie to find): by the profile's path.
-    await waitFor(() => processesMentioning(envTemp).length === 0, 30_000, 'no browser left');
+    await waitFor(() => processesMentioning(envTemp).length === 0, {
+      what: 'no browser left',
+      timeoutMs: 30_000,
+    });
     expect(readFileSync(join(workDir!, 'demo.log'), 'utf8')).not.toMatch(/"level":(50|60)/);
   }, 400_000);
 
@@ -209,8 +212,11 @@ describe('demo agent in tmux', () => {
     expect(existsSync(join(workDir!, 'not-allowed.txt'))).toBe(false);
     await waitIdle(tmux);
     tmux.key('C-c');
-    await waitFor(() => tmux.paneDead(), 60_000, 'the app to exit');
-    await waitFor(() => processesWithEnv('CONCH_E2E_COOKIE', cookie).length === 0, 30_000, 'no process left');
+    await waitFor(() => tmux.paneDead(), { what: 'the app to exit', timeoutMs: 60_000 });
+    await waitFor(() => processesWithEnv('CONCH_E2E_COOKIE', cookie).length === 0, {
+      what: 'no process left',
+      timeoutMs: 30_000,
+    });
   }, 300_000);
 
   it('with --config, Ctrl+C cancels a running command and kills its tree; a second Ctrl+C exits', async () => {
@@ -235,18 +241,27 @@ describe('demo agent in tmux', () => {
       'the spinner with elapsed time',
     );
     // The command's tree: not the registry's process supervisor, which lives until the app exits.
-    await waitFor(() => commandDescendantsOf(appPid).length >= 3, 30_000, 'the shell and both sleeps');
+    await waitFor(() => commandDescendantsOf(appPid).length >= 3, {
+      what: 'the shell and both sleeps',
+      timeoutMs: 30_000,
+    });
     const tree = commandDescendantsOf(appPid);
 
     tmux.key('C-c');
     await tmux.waitForScreen((s) => s.includes('cancelled: the running tool'), 'the cancel notice');
-    await waitFor(() => tree.every((pid) => !isAlive(pid)), 30_000, 'the command tree to die');
+    await waitFor(() => tree.every((pid) => !isAlive(pid)), {
+      what: 'the command tree to die',
+      timeoutMs: 30_000,
+    });
     expect(commandDescendantsOf(appPid)).toEqual([]);
     expect(tmux.paneDead()).toBe(false);
 
     tmux.key('C-c');
-    await waitFor(() => tmux.paneDead(), 60_000, 'the app to exit');
-    await waitFor(() => processesWithEnv('CONCH_E2E_COOKIE', cookie).length === 0, 30_000, 'no process left');
+    await waitFor(() => tmux.paneDead(), { what: 'the app to exit', timeoutMs: 60_000 });
+    await waitFor(() => processesWithEnv('CONCH_E2E_COOKIE', cookie).length === 0, {
+      what: 'no process left',
+      timeoutMs: 30_000,
+    });
   }, 300_000);
 
   it('closing the terminal (SIGHUP) disposes the registry too: no background task survives', async () => {
@@ -259,6 +274,9 @@ describe('demo agent in tmux', () => {
     expect(processesWithEnv('CONCH_E2E_COOKIE', cookie).length).toBeGreaterThan(1);
     tmux.kill();
     session = undefined;
-    await waitFor(() => processesWithEnv('CONCH_E2E_COOKIE', cookie).length === 0, 30_000, 'no process left');
+    await waitFor(() => processesWithEnv('CONCH_E2E_COOKIE', cookie).length === 0, {
+      what: 'no process left',
+      timeoutMs: 30_000,
+    });
   }, 300_000);
 });

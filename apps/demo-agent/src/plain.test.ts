@@ -1,13 +1,13 @@
 // Invariant: in a pipe the app prints plain lines, runs the whole walkthrough for real, takes approval answers from stdin (or --yes), exits at end of input and leaves no process behind.
 import { spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { existsSync, mkdirSync, mkdtempSync, rmSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { processesMentioning, processesWithEnv, waitFor } from '@conch/test-support';
 import { afterEach, describe, expect, it } from 'vitest';
-import { waitFor } from './test-support/mock-model.js';
-import { pngSize, processesMentioning, processesWithEnv } from './test-support/tmux.js';
+import { pngSize } from './test-support/tmux.js';
 
 const APP = resolve(dirname(fileURLToPath(import.meta.url)), '../dist/main.js');
 
@@ -34,6 +34,8 @@ async function runApp(
     CONCH_E2E_COOKIE: cookie,
     CONCH_DEMO_DIR: join(workDir, 'demo-out'),
     CONCH_DEMO_LOG: join(workDir, 'demo.log'),
+    // The trash the terminal's rm moves files into ($XDG_DATA_HOME/conch/trash/…): in the work dir.
+    XDG_DATA_HOME: join(workDir, 'data'),
   };
   for (const name of ['OPENAI_API_KEY', 'OPENAI_BASE_URL', 'ANTHROPIC_API_KEY', 'CONCH_MODEL'])
     delete env[name];
@@ -57,16 +59,27 @@ describe('plain mode', () => {
     expect(stderr).toBe('');
     expect(code).toBe(0);
     expect(stdout).toContain('model: scripted demo model');
-    expect(stdout).toMatch(/✓ cli_based_tool ok .*\n\s+apple\n\s+fig/);
-    expect(stdout).toMatch(/→ background task \S+/);
-    expect(stdout).toMatch(/status: completed/);
-    expect(stdout).toContain('42');
+    // Each tool line is followed by the result's one-line display.
+    expect(stdout).toMatch(/✓ cli_based_tool ok .*\n\s+✓ exit=0 · fig\n/);
+    expect(stdout).toContain('Sorted, first two: apple, fig.');
+    expect(stdout).toMatch(/✓ cli_based_tool ok .*\n\s+background \S+ running\n/);
+    expect(stdout).toMatch(/✓ check_background_task ok .*\n\s+✓ \S+ completed: ✓ exit=0 · build done\n/);
+    expect(stdout).toContain('Python answered 42');
+    // rm in the terminal moved the draft to the trash; the trash tool found it and put it back.
+    expect(stdout).toMatch(/\? conch asks to run: mkdir -p .*notes\.txt && rm /);
+    expect(stdout).toMatch(/✓ trash ok .*\n\s+✓ trash: 1 entry matching notes\.txt\n/);
+    expect(stdout).toMatch(/✓ trash ok .*\n\s+✓ restored .*notes\.txt\n/);
+    expect(stdout).toContain('The file is back and reads "draft v1".');
+    expect(readFileSync(join(workDir!, 'demo-out', 'notes.txt'), 'utf8')).toBe('draft v1\n');
     expect(stdout).toMatch(/⊘ cli_based_tool denied/);
     expect(stdout).toMatch(/\? conch asks to run: mkdir -p .*approved\.txt/);
     expect(stdout).toContain('(--yes)');
     expect(stdout).toContain('walkthrough complete');
     expect(existsSync(join(workDir!, 'demo-out', 'approved.txt'))).toBe(true);
-    // The page served from a terminal background session was opened and screenshotted.
+    // The page served from a terminal background session (started and waited for in one call)
+    // was opened and screenshotted.
+    expect(stdout).toMatch(/✓ terminal ok .*\n\s+.*session \S+ background/);
+    expect(stdout).toMatch(/The server listens on port \d+\./);
     expect(stdout).toMatch(/✓ browser_navigate ok .*\n\s+200 conch demo page/);
     expect(stdout).toContain(`Saved ${join(workDir!, 'demo-out', 'conch-demo.png')} (1280x800)`);
     expect(pngSize(join(workDir!, 'demo-out', 'conch-demo.png'))).toEqual({ width: 1280, height: 800 });
@@ -76,12 +89,14 @@ describe('plain mode', () => {
     );
     expect(stdout).toMatch(/^t\d+\s+terminal\s+background\s+\d+.*http\.server/m);
     expect(stdout).toMatch(/^\S+\s+background\s+running\s+\d+.*while true/m);
-    await waitFor(() => processesWithEnv('CONCH_E2E_COOKIE', cookie).length === 0, 30_000, 'no process left');
-    await waitFor(
-      () => processesMentioning(join(workDir!, 'tmp', 'conch-env-')).length === 0,
-      30_000,
-      'no browser left',
-    );
+    await waitFor(() => processesWithEnv('CONCH_E2E_COOKIE', cookie).length === 0, {
+      what: 'no process left',
+      timeoutMs: 30_000,
+    });
+    await waitFor(() => processesMentioning(join(workDir!, 'tmp', 'conch-env-')).length === 0, {
+      what: 'no browser left',
+      timeoutMs: 30_000,
+    });
   }, 240_000);
 
   it('reads approval answers from stdin: "n" denies and the model is told', async () => {
@@ -94,7 +109,7 @@ describe('plain mode', () => {
     expect(stdout).toContain('→ deny');
     expect(stdout).toMatch(/Not run: Permission denied/);
     expect(existsSync(join(workDir!, 'refused.txt'))).toBe(false);
-    expect(stdout).toMatch(/✓ cli_based_tool ok .*\n\s+after/);
+    expect(stdout).toMatch(/✓ cli_based_tool ok .*\n\s+✓ exit=0 · after\n/);
     // !exit stops reading input.
     expect(stdout).not.toContain('never-read');
   }, 240_000);

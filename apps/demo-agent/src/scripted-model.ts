@@ -5,7 +5,9 @@ import type {
   LanguageModelV2StreamPart,
   LanguageModelV2ToolResultOutput,
 } from '@ai-sdk/provider';
-import { announcedPort, serveCommand, SITE_DIR } from './demo-site.js';
+import { shellQuote } from '@conch/shell-syntax';
+import { announcedPort, SERVER_READY, serveCommand, SITE_DIR } from './demo-site.js';
+import { blockedReason, displayLine, readResult } from './result-display.js';
 
 /**
  * The offline "scripted demo model": a real AI SDK `LanguageModelV2` that needs no network. It
@@ -14,11 +16,17 @@ import { announcedPort, serveCommand, SITE_DIR } from './demo-site.js';
  * through conch. Nothing is faked: the results it talks about are the ones the tools returned.
  *
  * - "walk me through" / the first message: the walkthrough (direct command, pipeline, a slow
- *   command auto-backgrounded and checked, a python REPL through the terminal tool, a static
- *   server in a terminal background session opened in the headless browser and screenshotted,
- *   a denied `sudo`, an asked command, a long-running background watcher).
+ *   command auto-backgrounded and checked, a python REPL through the terminal tool, a file
+ *   removed with the terminal's safe `rm` and restored from the trash, a static server started
+ *   in a terminal background session with `wait_for` and opened in the headless browser and
+ *   screenshotted, a denied `sudo`, an asked command, a long-running background watcher).
  * - `$ <command>`: runs that command with cli_based_tool and reports the result.
  * - anything else: explains what it can do.
+ *
+ * It reads results as a host does: whether a call worked from its `display` and `error_code`
+ * (result-display.ts); the fields it reads beyond those are content it talks about (stdout, a
+ * REPL's output, the line a `wait_for` matched) and ids it passes on (a task, a session, a trash
+ * entry).
  */
 export interface ScriptedModelOptions {
   /** The cli plugin's autoBackgroundThreshold in seconds, so the narration is true. Default 2. */
@@ -172,48 +180,52 @@ function pickScript(userText: string): string {
   return 'help';
 }
 
-/** How many times the walkthrough polls the server's session for its port before giving up. */
-const SERVER_POLLS = 3;
-
-/** The port the walkthrough's server announced in any of its session's outputs so far. */
+/** The port the walkthrough's server announced: the line its `wait_for` matched. */
 function serverPort(ctx: ScriptContext): number | undefined {
-  const ids = ['serve', ...Array.from({ length: SERVER_POLLS }, (_, i) => `serve-wait-${i + 1}`)];
-  const output = ids
-    .map((id) => (ctx.results.get(id) as { output?: string } | undefined)?.output ?? '')
-    .join('');
-  return announcedPort(output);
+  const serve = ctx.results.get('serve') as
+    { wait_for_matched?: unknown; matched_line?: unknown } | undefined;
+  return serve?.wait_for_matched === true && typeof serve.matched_line === 'string'
+    ? announcedPort(serve.matched_line)
+    : undefined;
+}
+
+/** Whether a call ran and did what it was asked (a result that is neither a failure nor blocked). */
+function succeeded(result: unknown): boolean {
+  if (result === undefined) return false;
+  const { kind } = readResult(result);
+  return kind === 'ok' || kind === 'state';
+}
+
+/** The text a terminal command printed (content to talk about). */
+function outputOf(result: unknown): string {
+  const value = (result as { output?: unknown } | undefined)?.output;
+  return typeof value === 'string' ? value : '';
 }
 
 /**
- * A web page, end to end: a static server in a terminal background session, waited for by
- * polling the session (until the terminal's polls can wait for a pattern), opened in the
- * environment's headless browser and screenshotted.
+ * A web page, end to end: a static server started in a terminal background session, the same
+ * call waiting for the line that says where it listens (`wait_for`), opened in the environment's
+ * headless browser and screenshotted.
  */
 function browserSteps(siteDir: string): ScriptStep[] {
   const browserTools = ['terminal', 'browser_navigate', 'browser_screenshot'];
-  const polls = Array.from({ length: SERVER_POLLS }, (_, i): ScriptStep => ({
-    id: `serve-wait-${i + 1}`,
-    needs: browserTools,
-    say: (ctx) =>
-      serverPort(ctx) === undefined
-        ? 'It has not said which port it listens on yet; I poll its session.'
-        : '',
-    call: (ctx) => {
-      const id = sessionIdOf(ctx.results.get('serve'));
-      return serverPort(ctx) === undefined && id !== undefined
-        ? { toolName: 'terminal', input: { session_id: id, input: '' } }
-        : undefined;
-    },
-  }));
   return [
     {
       id: 'serve',
       needs: browserTools,
-      say: () =>
-        'Now a web page. I start a small static server in a terminal background session: it keeps running while I work, and the process panel shows it next to the headless browser.',
-      call: () => ({ toolName: 'terminal', input: { command: serveCommand(siteDir), background: true } }),
+      say: (ctx) => {
+        const restored = outputOf(ctx.results.get('trash-cat')).trim();
+        return (
+          `${restored ? `The file is back and reads "${restored}". ` : ''}` +
+          'Now a web page. I start a small static server in a terminal background session, and the same call waits for the line that says where it listens (wait_for). ' +
+          'It keeps running while I work, and the process panel shows it next to the headless browser.'
+        );
+      },
+      call: () => ({
+        toolName: 'terminal',
+        input: { command: serveCommand(siteDir), background: true, wait_for: SERVER_READY },
+      }),
     },
-    ...polls,
     {
       id: 'browse',
       needs: browserTools,
@@ -221,7 +233,7 @@ function browserSteps(siteDir: string): ScriptStep[] {
         const port = serverPort(ctx);
         return port
           ? `The server listens on port ${port}. I open it in the browser (loopback URLs are on the browser's allowlist, so nobody is asked).`
-          : 'The server never said where it listens, so I leave the browser out.';
+          : `The server never said where it listens (${displayLine(ctx.results.get('serve')) || 'no result'}), so I leave the browser out.`;
       },
       call: (ctx) => {
         const port = serverPort(ctx);
@@ -234,12 +246,92 @@ function browserSteps(siteDir: string): ScriptStep[] {
       id: 'screenshot',
       needs: browserTools,
       say: (ctx) => {
-        const title = (ctx.results.get('browse') as { title?: string } | undefined)?.title;
-        return title ? `The page's title is "${title}". I take a screenshot.` : '';
+        const browse = ctx.results.get('browse');
+        if (browse === undefined) return '';
+        return succeeded(browse)
+          ? `The browser loaded it: ${displayLine(browse)}. I take a screenshot.`
+          : `The browser could not load it: ${displayLine(browse)}.`;
       },
       call: (ctx) =>
-        (ctx.results.get('browse') as { title?: string } | undefined)?.title
+        succeeded(ctx.results.get('browse'))
           ? { toolName: 'browser_screenshot', input: { name: 'conch-demo.png' } }
+          : undefined,
+    },
+  ];
+}
+
+/** The id of the newest trash entry the walkthrough's list found. */
+function trashEntryId(ctx: ScriptContext): string | undefined {
+  const entries = (ctx.results.get('trash-list') as { entries?: unknown } | undefined)?.entries;
+  const id = Array.isArray(entries) ? (entries[0] as { id?: unknown } | undefined)?.id : undefined;
+  return typeof id === 'string' ? id : undefined;
+}
+
+/**
+ * `rm` in a terminal session moves to the project's trash: a draft is written and removed (the
+ * permission gate asks about `rm`), found with `trash` list, restored (the gate asks: it writes
+ * into your files) and read back.
+ */
+function trashSteps(demoDir: string): ScriptStep[] {
+  const needs = ['terminal', 'trash'];
+  const dir = shellQuote(demoDir);
+  const notes = shellQuote(`${demoDir}/notes.txt`);
+  return [
+    {
+      id: 'rm',
+      needs,
+      say: () =>
+        "The terminal's rm is a safe one: it moves what it removes to the project's trash. I write a draft, remove it and list the directory.",
+      call: () => ({
+        toolName: 'terminal',
+        input: {
+          command: `mkdir -p ${dir} && printf 'draft v1\\n' > ${notes} && rm ${notes} && ls -A ${dir}`,
+        },
+      }),
+    },
+    {
+      id: 'trash-list',
+      needs,
+      say: (ctx) => {
+        const rm = ctx.results.get('rm');
+        return readResult(rm).kind === 'ok'
+          ? 'notes.txt is gone from the listing, but not lost: I look for it in the trash.'
+          : `That did not go through (${displayLine(rm) || 'no result'}), so there is nothing to restore.`;
+      },
+      call: (ctx) =>
+        readResult(ctx.results.get('rm')).kind === 'ok'
+          ? { toolName: 'trash', input: { action: 'list', path: 'notes.txt' } }
+          : undefined,
+    },
+    {
+      id: 'trash-restore',
+      needs,
+      say: (ctx) => {
+        const list = ctx.results.get('trash-list');
+        if (list === undefined) return '';
+        const id = trashEntryId(ctx);
+        return id
+          ? `There it is, entry ${id}. I restore it; that writes into your files, so conch asks first.`
+          : `The trash has no notes.txt (${displayLine(list)}), so I move on.`;
+      },
+      call: (ctx) => {
+        const id = trashEntryId(ctx);
+        return id ? { toolName: 'trash', input: { action: 'restore', id } } : undefined;
+      },
+    },
+    {
+      id: 'trash-cat',
+      needs,
+      say: (ctx) => {
+        const restore = ctx.results.get('trash-restore');
+        if (restore === undefined) return '';
+        return readResult(restore).kind === 'ok'
+          ? `The trash says "${displayLine(restore)}". I read it back.`
+          : `It stays in the trash: ${displayLine(restore)}.`;
+      },
+      call: (ctx) =>
+        readResult(ctx.results.get('trash-restore')).kind === 'ok'
+          ? { toolName: 'terminal', input: { command: `cat ${notes}` } }
           : undefined,
     },
   ];
@@ -299,9 +391,9 @@ function walkthrough(threshold: number, demoDir: string, siteDir: string): Scrip
       id: 'repl',
       needs: ['terminal'],
       say: (ctx) => {
-        const check = ctx.results.get('check') as { status?: string } | undefined;
+        const check = ctx.results.get('check');
         return (
-          `${check?.status ? `The build is ${check.status}. ` : ''}` +
+          `${check === undefined ? '' : `The build task says: ${displayLine(check)}. `}` +
           'Interactive programs get a real PTY: the terminal tool starts a python REPL and returns when it waits for input.'
         );
       },
@@ -338,15 +430,16 @@ function walkthrough(threshold: number, demoDir: string, siteDir: string): Scrip
           : undefined;
       },
     },
+    ...trashSteps(demoDir),
     ...browserSteps(siteDir),
     {
       id: 'sudo',
       needs: [cli],
       say: (ctx) => {
-        const shot = ctx.results.get('screenshot') as
-          { path?: string; width?: number; height?: number } | undefined;
+        // The screenshot's display is `<path> (<width>x<height>)`.
+        const shot = ctx.results.get('screenshot');
         return (
-          `${shot?.path ? `Saved ${shot.path} (${shot.width}x${shot.height}). ` : ''}` +
+          `${succeeded(shot) ? `Saved ${displayLine(shot)}. ` : ''}` +
           'Some commands must never run on your behalf. Here I try to sneak sudo into a command substitution:'
         );
       },
@@ -356,9 +449,9 @@ function walkthrough(threshold: number, demoDir: string, siteDir: string): Scrip
       id: 'asked',
       needs: [cli],
       say: (ctx) => {
-        const denied = ctx.results.get('sudo') as { permission_denied?: boolean; error?: string } | undefined;
+        const sudo = ctx.results.get('sudo');
         return (
-          `${denied?.permission_denied ? `Refused: ${oneLine(denied.error ?? '')} ` : ''}` +
+          `${readResult(sudo).kind === 'blocked' ? `Refused: ${sentence(blockedReason(sudo))} ` : ''}` +
           `Commands that are not known to be harmless are asked. This one writes to ${demoDir}, so conch asks you first.`
         );
       },
@@ -373,13 +466,16 @@ function walkthrough(threshold: number, demoDir: string, siteDir: string): Scrip
       id: 'watch',
       needs: [cli],
       say: (ctx) => {
-        const asked = ctx.results.get('asked') as
-          { permission_denied?: boolean; returncode?: number } | undefined;
-        const verdict = asked?.permission_denied
-          ? 'You said no, so it did not run. '
-          : asked?.returncode === 0
-            ? 'You approved it and it ran. '
-            : '';
+        const asked = ctx.results.get('asked');
+        const kind = asked === undefined ? undefined : readResult(asked).kind;
+        const verdict =
+          kind === 'blocked'
+            ? 'You said no, so it did not run. '
+            : kind === 'ok'
+              ? 'You approved it and it ran. '
+              : kind === 'failed'
+                ? `You approved it, but it failed: ${displayLine(asked)}. `
+                : '';
         return (
           verdict +
           'Last, a long-running watcher started in the background. It shows in the process panel; ' +
@@ -421,14 +517,13 @@ function commandScript(): ScriptStep[] {
     {
       id: 'report',
       say: (ctx) => {
-        const result = ctx.results.get('run') as Record<string, unknown> | undefined;
-        if (!result) return 'No result.';
-        if (result.permission_denied) return `Not run: ${String(result.error)}`;
-        if (typeof result.background_task_id === 'string')
-          return `It is running in the background as ${result.background_task_id}.`;
-        if (typeof result.error === 'string' && result.returncode === undefined)
-          return `Error: ${result.error}`;
-        return `Exit code ${String(result.returncode)}.`;
+        const result = ctx.results.get('run');
+        if (result === undefined) return 'No result.';
+        const { kind } = readResult(result);
+        if (kind === 'blocked') return `Not run: Permission denied: ${blockedReason(result)}`;
+        const id = backgroundIdOf(result);
+        if (kind === 'state' && id) return `It is running in the background as ${id}.`;
+        return `Result: ${displayLine(result)}`;
       },
     },
   ];
@@ -465,6 +560,11 @@ function backgroundIdOf(result: unknown): string | undefined {
 function sessionIdOf(result: unknown): number | string | undefined {
   const value = (result as { session_id?: unknown } | undefined)?.session_id;
   return typeof value === 'string' || typeof value === 'number' ? value : undefined;
+}
+
+/** `text` ending in a full stop (unless it ends a sentence already). */
+function sentence(text: string): string {
+  return /[.!?]$/.test(text) ? text : `${text}.`;
 }
 
 function firstLine(text: string): string {

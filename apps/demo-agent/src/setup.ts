@@ -19,9 +19,10 @@ function regexEscape(text: string): string {
 
 /**
  * The demo's built-in config (used without --config): the shell tools with a short
- * auto-background threshold, background tasks, PTY sessions, and the permission gate in its
- * default mode (read-only commands allowed, safety rules deny, the rest asks you). The browser
- * ('auto') is added by createDemoEnvironment when a Chromium is installed.
+ * auto-background threshold, background tasks, PTY sessions and the trash their rm moves files
+ * into, and the permission gate in its default mode (read-only commands allowed, safety rules
+ * deny, the rest asks you). The browser ('auto') is added by createDemoEnvironment when a
+ * Chromium is installed.
  */
 export function demoConfig(siteDir: string = SITE_DIR): ConchConfig {
   const serve = serveCommand(siteDir);
@@ -46,6 +47,8 @@ export function demoConfig(siteDir: string = SITE_DIR): ConchConfig {
       cli: { autoBackgroundThreshold: DEMO_AUTO_BACKGROUND_THRESHOLD },
       background: {},
       terminal: {},
+      // The trash the terminal's rm moves files into, and the model's tool to list and restore.
+      trash: {},
     },
   };
 }

@@ -9,6 +9,7 @@ import {
   type PermissionGate,
   type ApprovalRequest,
 } from '@conch/core';
+import { isAlive, waitFor } from '@conch/test-support';
 import { stepCountIs, streamText, type ModelMessage } from 'ai';
 import { convertArrayToReadableStream, MockLanguageModelV2 } from 'ai/test';
 import { afterEach, describe, expect, it } from 'vitest';
@@ -55,23 +56,6 @@ function scriptedModel(steps: StreamPart[][]) {
     },
   });
   return { model, prompts };
-}
-
-function isAlive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch {
-    return false;
-  }
-}
-
-async function waitFor(condition: () => boolean, timeoutMs = 20_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!condition()) {
-    if (Date.now() > deadline) throw new Error('condition not met in time');
-    await new Promise((r) => setTimeout(r, 25));
-  }
 }
 
 const started: number[] = [];
@@ -292,12 +276,12 @@ describe('toAiSdkTools', () => {
       },
     });
     const consuming = result.consumeStream({ onError: () => {} });
-    await waitFor(() => started.length === 1);
+    await waitFor(() => started.length === 1, 'the sleep to start');
     controller.abort();
     await consuming;
     expect(aborted).toBe(true);
     const pid = started[0]!;
-    await waitFor(() => !isAlive(pid));
+    await waitFor(() => !isAlive(pid), 'the aborted sleep to die');
   });
 
   it('uses the per-call approver with the AI SDK tool call id; a no is a denied result', async () => {

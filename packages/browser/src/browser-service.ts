@@ -1,4 +1,4 @@
-import { token, type EventBus, type Logger } from '@conch/core';
+import { ConchError, token, type EventBus, type Logger } from '@conch/core';
 import type { Browser, BrowserType } from 'playwright-core';
 import type { ChromeInstance } from './launch-chrome.js';
 import type { CdpEndpoint } from './cdp-endpoint.js';
@@ -77,7 +77,10 @@ export function createBrowserService(init: ServiceInit): BrowserService {
   }
 
   const connect = (): Promise<Browser> => {
-    if (closing) return Promise.reject(new Error('the browser has been closed'));
+    if (closing)
+      return Promise.reject(
+        new ConchError({ code: 'BROWSER_CLOSED', message: 'the browser has been closed' }),
+      );
     connecting ??= (async () => {
       const chromium = await loadChromium();
       const browser = await chromium.connectOverCDP(endpoint.wsUrl, {

@@ -45,8 +45,11 @@ export const browserConfigSchema = z.strictObject({
   allowedUrls: z
     .array(
       z.string().superRefine((value, ctx) => {
-        const compiled = compileUrlPattern(value);
-        if (typeof compiled === 'string') ctx.addIssue({ code: 'custom', message: compiled });
+        try {
+          compileUrlPattern(value);
+        } catch (error) {
+          ctx.addIssue({ code: 'custom', message: (error as Error).message });
+        }
       }),
     )
     .default([...DEFAULT_ALLOWED_URLS])

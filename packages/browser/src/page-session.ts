@@ -1,3 +1,4 @@
+import { ConchError } from '@conch/core';
 import type { Logger } from '@conch/core';
 import type { Browser, BrowserContext, Page } from 'playwright-core';
 import type { BrowserService } from './browser-service.js';
@@ -34,7 +35,8 @@ export class PageSession {
   }
 
   private async currentPage(): Promise<Page> {
-    if (this.closed) throw new Error('the browser tools have been disposed');
+    if (this.closed)
+      throw new ConchError({ code: 'BROWSER_CLOSED', message: 'the browser tools have been disposed' });
     const browser = await this.service.connect();
     if (browser !== this.browser || !browser.isConnected()) {
       this.browser = browser;

@@ -1,3 +1,5 @@
+import { ConchError } from '@conch/core';
+
 /**
  * URL patterns for the browser allowlist. A pattern is either
  *
@@ -26,8 +28,15 @@ const HIERARCHICAL = /^([a-z][a-z0-9+.-]*|\*):\/\/(\[[0-9a-f:.]+\]|[^/:?#]*)(?::
 const OPAQUE = /^[a-z][a-z0-9+.-]*:[^/].*$/i;
 const DEFAULT_PORTS: Record<string, string> = { 'http:': '80', 'https:': '443', 'ws:': '80', 'wss:': '443' };
 
-/** Compiles one pattern; returns a description of what is wrong instead when it is not one. */
-export function compileUrlPattern(source: string): UrlPattern | string {
+/** Compiles one pattern; throws a ConchError (`INVALID_URL_PATTERN`) saying what is wrong when it is not one. */
+export function compileUrlPattern(source: string): UrlPattern {
+  const compiled = compile(source);
+  if (typeof compiled === 'string') throw new ConchError({ code: 'INVALID_URL_PATTERN', message: compiled });
+  return compiled;
+}
+
+/** A pattern, or what is wrong with it (kept internal: callers get a throw). */
+function compile(source: string): UrlPattern | string {
   const text = source.trim();
   const opaque = OPAQUE.exec(text);
   if (opaque && !text.includes('://')) {
@@ -71,11 +80,7 @@ export class UrlAllowlist {
   readonly patterns: readonly UrlPattern[];
 
   constructor(patterns: readonly string[]) {
-    this.patterns = patterns.map((p) => {
-      const compiled = compileUrlPattern(p);
-      if (typeof compiled === 'string') throw new TypeError(compiled);
-      return compiled;
-    });
+    this.patterns = patterns.map((p) => compileUrlPattern(p));
   }
 
   /** The pattern that allows `url`, or undefined. */

@@ -2,21 +2,14 @@
 import { execFileSync } from 'node:child_process';
 import { existsSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { isAlive, readPid, tempDir, waitFor } from '@conch/test-support';
 import {
   CallToolResultSchema,
   type CallToolResult,
   type ElicitRequest,
 } from '@modelcontextprotocol/sdk/types.js';
 import { afterEach, describe, expect, test } from 'vitest';
-import {
-  GIT_HELPERS,
-  type Harness,
-  isAlive,
-  readPid,
-  startServer,
-  tempDir,
-  waitFor,
-} from './test-support/harness.js';
+import { GIT_HELPERS, type Harness, startServer } from './test-support/harness.js';
 
 let harness: Harness | undefined;
 afterEach(async () => {
@@ -144,11 +137,14 @@ describe('conch-mcp with the default config (cli + background + permission)', ()
       CallToolResultSchema,
       { signal: controller.signal },
     );
-    const pid = await waitFor(() => readPid(join(harness!.cwd, 'sleep.pid')), 'the command to start');
+    const pid = await waitFor(() => readPid(join(harness!.cwd, 'sleep.pid')), {
+      what: 'the command to start',
+      timeoutMs: 30_000,
+    });
     expect(isAlive(pid)).toBe(true);
     controller.abort('user pressed stop');
     await expect(pending).rejects.toThrow();
-    await waitFor(() => !isAlive(pid), 'the cancelled sleep to die');
+    await waitFor(() => !isAlive(pid), { what: 'the cancelled sleep to die', timeoutMs: 30_000 });
   });
 
   test.each(['stdin', 'SIGTERM'] as const)(
@@ -164,12 +160,21 @@ describe('conch-mcp with the default config (cli + background + permission)', ()
       const fg = harness.client
         .callTool({ name: 'cli_based_tool', arguments: { command: LONG, background: false } })
         .catch((error: unknown) => error);
-      const fgPid = await waitFor(() => readPid(join(cwd, 'sleep.pid')), 'the foreground command');
-      const bgPid = await waitFor(() => readPid(join(cwd, 'bg.pid')), 'the background command');
+      const fgPid = await waitFor(() => readPid(join(cwd, 'sleep.pid')), {
+        what: 'the foreground command',
+        timeoutMs: 30_000,
+      });
+      const bgPid = await waitFor(() => readPid(join(cwd, 'bg.pid')), {
+        what: 'the background command',
+        timeoutMs: 30_000,
+      });
       if (how === 'stdin') harness.transport['_process']?.stdin?.end();
       else process.kill(serverPid, how);
-      await waitFor(() => !isAlive(serverPid), 'the server to exit');
-      await waitFor(() => !isAlive(fgPid) && !isAlive(bgPid), 'every child to be gone', 10_000);
+      await waitFor(() => !isAlive(serverPid), { what: 'the server to exit', timeoutMs: 30_000 });
+      await waitFor(() => !isAlive(fgPid) && !isAlive(bgPid), {
+        what: 'every child to be gone',
+        timeoutMs: 10_000,
+      });
       await harness.close();
       harness = undefined;
       await fg;

@@ -1,17 +1,10 @@
 // conch-mcp over real stdio exposes registry tools as MCP tools: schemas, results, errors, progress, asks, cancel, exit.
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
+import { isAlive, readPid, waitFor } from '@conch/test-support';
 import { CallToolResultSchema, type CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { afterEach, describe, expect, test } from 'vitest';
-import {
-  FIXTURE_PLUGINS,
-  type Harness,
-  isAlive,
-  readPid,
-  startServer,
-  waitFor,
-  WORD_COUNT,
-} from './test-support/harness.js';
+import { FIXTURE_PLUGINS, type Harness, startServer, WORD_COUNT } from './test-support/harness.js';
 
 const config = {
   pluginDirs: [FIXTURE_PLUGINS, WORD_COUNT],
@@ -46,7 +39,13 @@ describe('conch-mcp with fixture plugins', () => {
       arguments: { text: 'a b c' },
     })) as CallToolResult;
     expect(ok.isError).toBeFalsy();
-    expect(ok.structuredContent).toEqual({ lines: 1, words: 3, chars: 5, bytes: 5, display: '✓' });
+    expect(ok.structuredContent).toEqual({
+      lines: 1,
+      words: 3,
+      chars: 5,
+      bytes: 5,
+      display: '✓ 1 line, 3 words',
+    });
     expect(JSON.parse((ok.content[0] as { text: string }).text)).toEqual(ok.structuredContent);
 
     const bad = (await harness.client.callTool({ name: 'word_count', arguments: {} })) as CallToolResult;
@@ -142,11 +141,14 @@ describe('conch-mcp with fixture plugins', () => {
       CallToolResultSchema,
       { signal: controller.signal },
     );
-    const pid = await waitFor(() => readPid(pidFile), 'the tool process to start');
+    const pid = await waitFor(() => readPid(pidFile), {
+      what: 'the tool process to start',
+      timeoutMs: 30_000,
+    });
     expect(isAlive(pid)).toBe(true);
     controller.abort('test cancels');
     await expect(call).rejects.toThrow();
-    await waitFor(() => !isAlive(pid), 'the cancelled process to die');
+    await waitFor(() => !isAlive(pid), { what: 'the cancelled process to die', timeoutMs: 30_000 });
     // the server is still serving
     const after = (await harness.client.callTool({
       name: 'word_count',
@@ -162,10 +164,13 @@ describe('conch-mcp with fixture plugins', () => {
     const call = harness.client
       .callTool({ name: 'slow_steps', arguments: { steps: 600, interval: 0.5, pid_file: pidFile } })
       .catch((error: unknown) => error);
-    const pid = await waitFor(() => readPid(pidFile), 'the tool process to start');
+    const pid = await waitFor(() => readPid(pidFile), {
+      what: 'the tool process to start',
+      timeoutMs: 30_000,
+    });
     if (how === 'stdin') harness.transport['_process']?.stdin?.end();
     else process.kill(serverPid, how);
-    await waitFor(() => !isAlive(serverPid), 'the server to exit');
+    await waitFor(() => !isAlive(serverPid), { what: 'the server to exit', timeoutMs: 30_000 });
     expect(isAlive(pid)).toBe(false);
     expect(existsSync(pidFile)).toBe(true);
     await harness.close();
@@ -181,7 +186,7 @@ describe('conch-mcp with fixture plugins', () => {
     expect(bad.status).toBe(1);
     expect(bad.stderr).toContain('unknown argument "--nope"');
     const { writeFileSync } = await import('node:fs');
-    const { tempDir } = await import('./test-support/harness.js');
+    const { tempDir } = await import('@conch/test-support');
     const cwd = tempDir();
     writeFileSync(join(cwd, 'bad.json'), JSON.stringify({ plugins: { nope: {} }, extra: 1 }));
     const invalid = spawnSync(process.execPath, [BIN, '--config', 'bad.json'], { cwd, encoding: 'utf8' });

@@ -10,6 +10,7 @@ import {
 } from '@conch/core';
 import type { Server } from '@modelcontextprotocol/sdk/server/index.js';
 import { StdioServerTransport } from '@modelcontextprotocol/sdk/server/stdio.js';
+import { BUILTIN_PLUGINS } from './builtin-plugins.js';
 import { createConchMcpServer, type ConchMcpServerOptions } from './server.js';
 
 export interface StartOptions extends Omit<ConchMcpServerOptions, 'configHint'> {
@@ -49,7 +50,9 @@ export async function startStdioServer(options: StartOptions = {}): Promise<Runn
   }
   const registry = await createRegistryFromConfig(config, {
     baseDir,
-    // conch-mcp's own dependencies (cli, background, permission, terminal) are found from here
+    // cli, background, permission and terminal are bundled in: known without discovery
+    plugins: BUILTIN_PLUGINS,
+    // plugin packages installed beside conch-mcp (e.g. in the same global node_modules) are found from here
     searchPaths: [PACKAGE_DIR],
     ...(options.logger ? { logger: options.logger } : {}),
   });

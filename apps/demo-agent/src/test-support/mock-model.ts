@@ -1,4 +1,5 @@
-// Helpers for tests: an AI SDK mock model that plays a list of stream steps, and polling.
+// Helpers for tests: an AI SDK mock model that plays a list of stream steps (polling is
+// @conch/test-support's waitFor).
 import type { LanguageModelV2CallOptions, LanguageModelV2StreamPart } from '@ai-sdk/provider';
 import { convertArrayToReadableStream, MockLanguageModelV2 } from 'ai/test';
 
@@ -49,25 +50,4 @@ export function mockModel(steps: (LanguageModelV2StreamPart[] | (() => never))[]
     },
   });
   return { model, calls };
-}
-
-export async function waitFor(
-  condition: () => boolean,
-  timeoutMs = 30_000,
-  what = 'condition',
-): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!condition()) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 25));
-  }
-}
-
-export function isAlive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch {
-    return false;
-  }
 }

@@ -1,7 +1,8 @@
 // Drives a program in a private tmux server as a person would: send keys, read the screen.
 import { execFileSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { readdirSync, readFileSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
+import { descendants } from '@conch/test-support';
 
 export class TmuxSession {
   readonly socket = `conch-e2e-${process.pid}-${randomBytes(3).toString('hex')}`;
@@ -87,64 +88,6 @@ export function hasTmux(): boolean {
   }
 }
 
-/** Pids of live processes whose environment carries `NAME=value`. */
-export function processesWithEnv(name: string, value: string): number[] {
-  const needle = `${name}=${value}`;
-  const found: number[] = [];
-  for (const entry of readdirSync('/proc')) {
-    if (!/^\d+$/.test(entry)) continue;
-    try {
-      const env = readFileSync(`/proc/${entry}/environ`, 'latin1').split('\0');
-      if (env.includes(needle)) found.push(Number(entry));
-    } catch {
-      // gone or not ours
-    }
-  }
-  return found;
-}
-
-/** `pid` and its live descendants, from /proc. */
-export function descendantsOf(pid: number): number[] {
-  const children = new Map<number, number[]>();
-  for (const entry of readdirSync('/proc')) {
-    if (!/^\d+$/.test(entry)) continue;
-    try {
-      const stat = readFileSync(`/proc/${entry}/stat`, 'utf8');
-      const ppid = Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]);
-      children.set(ppid, [...(children.get(ppid) ?? []), Number(entry)]);
-    } catch {
-      // gone
-    }
-  }
-  const out: number[] = [];
-  const queue = [pid];
-  while (queue.length) {
-    const next = queue.shift()!;
-    for (const child of children.get(next) ?? []) {
-      out.push(child);
-      queue.push(child);
-    }
-  }
-  return out;
-}
-
-/** Pids of live (non-zombie) processes whose command line contains `needle` (a temp dir, a profile). */
-export function processesMentioning(needle: string): number[] {
-  const found: number[] = [];
-  for (const entry of readdirSync('/proc')) {
-    if (!/^\d+$/.test(entry)) continue;
-    try {
-      const stat = readFileSync(`/proc/${entry}/stat`, 'utf8');
-      if (/^[ZX]$/.test(stat.slice(stat.lastIndexOf(')') + 2, stat.lastIndexOf(')') + 3))) continue;
-      if (readFileSync(`/proc/${entry}/cmdline`, 'utf8').replace(/\0/g, ' ').includes(needle))
-        found.push(Number(entry));
-    } catch {
-      // gone or not ours
-    }
-  }
-  return found;
-}
-
 /** Width and height of a PNG file (from its IHDR), or undefined when it is not one. */
 export function pngSize(path: string): { width: number; height: number } | undefined {
   const data = readFileSync(path);
@@ -162,7 +105,7 @@ export function pngSize(path: string): { width: number; height: number } | undef
  * sandboxed one): the processes commands started. The supervisors live as long as the registry.
  */
 export function commandDescendantsOf(pid: number): number[] {
-  return descendantsOf(pid).filter((p) => {
+  return descendants(pid).filter((p) => {
     try {
       return !readFileSync(`/proc/${p}/cmdline`, 'utf8').includes('supervisor-main.js');
     } catch {

@@ -1,8 +1,9 @@
-// Drives the real conch-mcp bin over stdio with the official SDK client.
-import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+// Drives the real conch-mcp bin over stdio with the official SDK client. Polling, /proc checks and
+// temp dirs are @conch/test-support's.
+import { writeFileSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { tempDir } from '@conch/test-support';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
 import {
@@ -27,17 +28,13 @@ export interface Harness {
   close(): Promise<void>;
 }
 
-export function tempDir(prefix = 'conch-mcp-'): string {
-  return mkdtempSync(join(tmpdir(), prefix));
-}
-
 export async function startServer(options: {
   config?: Record<string, unknown>;
   cwd?: string;
   elicit?: (request: ElicitRequest) => ElicitResult | Promise<ElicitResult>;
   args?: string[];
 }): Promise<Harness> {
-  const cwd = options.cwd ?? tempDir();
+  const cwd = options.cwd ?? tempDir('conch-mcp-');
   const args = [BIN, ...(options.args ?? [])];
   if (options.config) {
     writeFileSync(join(cwd, 'test.config.json'), JSON.stringify(options.config));
@@ -65,43 +62,4 @@ export async function startServer(options: {
   const serverPid = transport.pid;
   if (serverPid === null) throw new Error('no server pid');
   return { client, transport, cwd, serverPid, stderr: () => stderr, close: () => client.close() };
-}
-
-/** Whether a process is running (a zombie waiting for a reaper that is not PID 1 counts as dead). */
-export function isAlive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-  } catch {
-    return false;
-  }
-  try {
-    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-    return stat.slice(stat.lastIndexOf(')') + 2)[0] !== 'Z';
-  } catch {
-    return false;
-  }
-}
-
-/** Polls until `check` returns a truthy value (robust under load: no fixed sleeps). */
-export async function waitFor<T>(
-  check: () => T | undefined | false,
-  what: string,
-  timeoutMs = 30_000,
-): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const value = check();
-    if (value) return value;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 50));
-  }
-}
-
-export function readPid(file: string): number | undefined {
-  try {
-    const pid = Number(readFileSync(file, 'utf8').trim());
-    return pid > 0 ? pid : undefined;
-  } catch {
-    return undefined;
-  }
 }

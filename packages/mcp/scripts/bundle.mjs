@@ -1,0 +1,258 @@
+// Builds the publishable @conch/mcp in dist/package (publishConfig.directory), run by `pnpm pack`
+// and `pnpm publish` as the prepack step. The @conch/* packages are not on the registry, so their
+// code is bundled into the package's own dist; every other import stays a normal npm dependency:
+//
+//   dist/package/package.json        this package.json, with `dependencies` = the union of the
+//                                    bundled packages' own npm dependencies (catalog ranges resolved)
+//   dist/package/dist/bin.js         the conch-mcp bin          } esbuild, ESM, code splitting: the
+//   dist/package/dist/index.js       the host API               } shared code sits in chunk-*.js
+//   dist/package/dist/chunk-*.js                                } beside them (same directory)
+//   dist/package/dist/supervisor-main.js  @conch/process's supervisor, self-contained (node built-ins
+//                                    only), beside the chunk that starts it: the process manager
+//                                    runs `<its own dir>/supervisor-main.js`
+//   dist/package/dist/index.d.ts     the host API's types with the @conch/* declarations inlined
+//   dist/package/dist/server-bundle/ @conch/exec-server's server, copied into remote targets
+//
+// Input: this package's sources (compiled here) and the other @conch/* packages' dist (run
+// `pnpm build` first). Fails when bundled code imports a package that the @conch/* package it
+// belongs to does not declare, or when two of them declare one with different ranges.
+import { execFileSync } from 'node:child_process';
+import { cpSync, existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { builtinModules, createRequire } from 'node:module';
+import { dirname, isAbsolute, join, relative, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import * as esbuild from 'esbuild';
+import { rollup } from 'rollup';
+import { dts } from 'rollup-plugin-dts';
+
+const PKG_DIR = resolve(dirname(fileURLToPath(import.meta.url)), '..');
+const pkg = JSON.parse(readFileSync(join(PKG_DIR, 'package.json'), 'utf8'));
+const OUT = join(PKG_DIR, pkg.publishConfig.directory);
+const OUT_DIST = join(OUT, 'dist');
+const STAGE = join(PKG_DIR, 'node_modules', '.cache', 'conch-mcp-bundle');
+const require = createRequire(import.meta.url);
+const builtins = new Set(builtinModules);
+
+function fail(message) {
+  console.error(`@conch/mcp bundle: ${message}`);
+  process.exit(1);
+}
+
+/** 'pino' -> 'pino', '@scope/x/sub.js' -> '@scope/x'. */
+function packageName(specifier) {
+  const parts = specifier.split('/');
+  return specifier.startsWith('@') ? parts.slice(0, 2).join('/') : parts[0];
+}
+
+const isBuiltin = (specifier) => specifier.startsWith('node:') || builtins.has(packageName(specifier));
+const isBare = (specifier) => !specifier.startsWith('.') && !isAbsolute(specifier);
+
+/** The workspace catalog (pnpm-workspace.yaml `catalog:`), to publish real ranges for `catalog:`. */
+function readCatalog() {
+  let dir = PKG_DIR;
+  while (!existsSync(join(dir, 'pnpm-workspace.yaml'))) {
+    if (dirname(dir) === dir) fail('pnpm-workspace.yaml not found above the package');
+    dir = dirname(dir);
+  }
+  const catalog = new Map();
+  let inCatalog = false;
+  for (const line of readFileSync(join(dir, 'pnpm-workspace.yaml'), 'utf8').split('\n')) {
+    if (/^\S/.test(line)) inCatalog = line.trim() === 'catalog:';
+    else if (inCatalog) {
+      const m = /^\s+(['"]?)([^'":]+)\1:\s*(\S+)\s*$/.exec(line);
+      if (m) catalog.set(m[2], m[3].replace(/^['"]|['"]$/g, ''));
+    }
+  }
+  return catalog;
+}
+
+/** The directory of the package.json owning a file. */
+function packageRootOf(file) {
+  let dir = dirname(file);
+  while (!existsSync(join(dir, 'package.json'))) {
+    if (dirname(dir) === dir) fail(`no package.json above ${file}`);
+    dir = dirname(dir);
+  }
+  return dir;
+}
+
+// 1. This package compiled fresh into a private directory (never over dist/, which tests and
+// other packages may be running); the other packages' dist come from `pnpm build`. It sits under
+// this package so that @conch/* and npm imports resolve from it as they do from dist/.
+rmSync(STAGE, { recursive: true, force: true });
+execFileSync(
+  process.execPath,
+  [
+    require.resolve('typescript/bin/tsc'),
+    '-p',
+    'tsconfig.build.json',
+    '--outDir',
+    STAGE,
+    '--declarationMap',
+    'false',
+  ],
+  { cwd: PKG_DIR, stdio: 'inherit' },
+);
+rmSync(OUT, { recursive: true, force: true });
+mkdirSync(OUT_DIST, { recursive: true });
+
+// Bare imports other than @conch/* stay imports (npm dependencies); @conch/* code is bundled.
+const externals = {
+  name: 'externals',
+  setup(build) {
+    build.onResolve({ filter: /^[^./]/ }, (args) => {
+      if (args.path.startsWith('@conch/')) return undefined;
+      return { path: args.path, external: true };
+    });
+  },
+};
+const common = {
+  absWorkingDir: PKG_DIR,
+  outdir: OUT_DIST,
+  bundle: true,
+  format: 'esm',
+  platform: 'node',
+  target: 'node20.19',
+  metafile: true,
+  logLevel: 'warning',
+  // The @conch/* packages declare "sideEffects": false; their bare `import './events.js'` lines
+  // load type-only module augmentations (empty at run time), which esbuild rightly drops.
+  logOverride: { 'ignored-bare-import': 'silent' },
+  plugins: [externals],
+};
+
+// 2. bin + host API, sharing chunks. Everything stays in one directory: import.meta.url-relative
+// paths (../package.json, the supervisor script, discovery's start dir) resolve as in a package.
+const main = await esbuild.build({
+  ...common,
+  entryPoints: { bin: join(STAGE, 'bin.js'), index: join(STAGE, 'index.js') },
+  splitting: true,
+});
+
+// The bundled workspace packages, found from the files esbuild actually read.
+const bundled = new Map(); // package root -> package.json
+for (const input of Object.keys(main.metafile.inputs)) {
+  const root = packageRootOf(resolve(PKG_DIR, input));
+  if (!bundled.has(root)) bundled.set(root, JSON.parse(readFileSync(join(root, 'package.json'), 'utf8')));
+}
+for (const [root, manifest] of bundled) {
+  if (!manifest.name?.startsWith('@conch/')) fail(`bundled a file of a non-conch package at ${root}`);
+}
+
+// 3. The supervisor, self-contained, beside the chunk that runs it.
+const processRoot = [...bundled].find(([, m]) => m.name === '@conch/process')?.[0];
+if (!processRoot) fail('@conch/process was not bundled: cannot place its supervisor');
+const supervisorEntry = join(processRoot, 'dist', 'supervisor-main.js');
+if (!existsSync(supervisorEntry)) fail(`${supervisorEntry} is missing: run \`pnpm build\` first`);
+const supervisor = await esbuild.build({
+  ...common,
+  entryPoints: { 'supervisor-main': supervisorEntry },
+});
+for (const [file, output] of Object.entries(supervisor.metafile.outputs)) {
+  const foreign = output.imports.filter((i) => i.external && !isBuiltin(i.path)).map((i) => i.path);
+  // It runs inside bubblewrap with only its own directory visible under a private /tmp.
+  if (foreign.length > 0) fail(`${file} must import only node built-ins; it imports ${foreign.join(', ')}`);
+}
+
+// 3b. The exec server's deployable bundle (@conch/exec-server, the `executor` plugin), beside the
+// chunks: bundleDir() looks for `server-bundle` next to the running code. It is copied as built
+// (its own node-pty and bash parser inside), so the hash a target caches it under stays the same.
+const execServerRoot = [...bundled].find(([, m]) => m.name === '@conch/exec-server')?.[0];
+if (execServerRoot) {
+  const serverBundle = join(execServerRoot, 'dist', 'server-bundle');
+  if (!existsSync(join(serverBundle, 'manifest.json')))
+    fail(`${serverBundle} is missing: run \`pnpm build\` first`);
+  cpSync(serverBundle, join(OUT_DIST, 'server-bundle'), { recursive: true });
+}
+
+// 4. Dependencies: what the bundled packages declare, checked against what their code imports.
+const catalog = readCatalog();
+const dependencies = {};
+const declaredBy = {};
+for (const manifest of bundled.values()) {
+  for (const [name, rawSpec] of Object.entries(manifest.dependencies ?? {})) {
+    if (name.startsWith('@conch/')) continue;
+    let spec = rawSpec;
+    if (spec === 'catalog:' || spec === 'catalog:default') {
+      spec = catalog.get(name);
+      if (!spec) fail(`${manifest.name} uses catalog: for ${name}, which the catalog does not list`);
+    }
+    if (spec.includes(':')) fail(`${manifest.name} depends on ${name}@${spec}: not publishable`);
+    if (dependencies[name] !== undefined && dependencies[name] !== spec) {
+      fail(`${name}: ${declaredBy[name]} wants ${dependencies[name]}, ${manifest.name} wants ${spec}`);
+    }
+    dependencies[name] = spec;
+    declaredBy[name] = manifest.name;
+  }
+  if (Object.keys(manifest.peerDependencies ?? {}).length > 0) {
+    fail(`${manifest.name} has peerDependencies, which bundling would hide from the installer`);
+  }
+}
+for (const [input, info] of Object.entries(main.metafile.inputs)) {
+  const owner = bundled.get(packageRootOf(resolve(PKG_DIR, input)));
+  for (const imported of info.imports) {
+    if (!imported.external || isBuiltin(imported.path) || !isBare(imported.path)) continue;
+    const name = packageName(imported.path);
+    if (!owner.dependencies?.[name]) {
+      fail(`${input} imports ${imported.path}, but ${owner.name} does not list ${name} in dependencies`);
+    }
+  }
+}
+for (const [file, output] of Object.entries(main.metafile.outputs)) {
+  for (const imported of output.imports) {
+    if (imported.path.startsWith('@conch/')) fail(`${file} still imports ${imported.path}`);
+  }
+}
+
+// 5. Types of the host API, @conch/* declarations inlined.
+const types = await rollup({
+  input: join(STAGE, 'index.d.ts'),
+  external: (id) => isBare(id) && !id.startsWith('@conch/'),
+  plugins: [dts({ respectExternal: true })],
+  onwarn(warning) {
+    fail(`types: ${warning.message}`);
+  },
+});
+const { output: typeChunks } = await types.write({ file: join(OUT_DIST, 'index.d.ts'), format: 'es' });
+await types.close();
+rmSync(STAGE, { recursive: true, force: true });
+for (const chunk of typeChunks) {
+  for (const imported of chunk.imports ?? []) {
+    if (isBuiltin(imported)) continue;
+    if (!dependencies[packageName(imported)]) fail(`index.d.ts imports ${imported}, not a dependency`);
+  }
+}
+
+// 6. The manifest: this package.json as published, minus the workspace.
+const published = {};
+for (const key of [
+  'name',
+  'version',
+  'description',
+  'keywords',
+  'homepage',
+  'bugs',
+  'repository',
+  'license',
+  'author',
+  'type',
+  'sideEffects',
+  'engines',
+  'bin',
+  'exports',
+  'main',
+  'types',
+  'files',
+]) {
+  if (pkg[key] !== undefined) published[key] = pkg[key];
+}
+published.dependencies = Object.fromEntries(
+  Object.entries(dependencies).sort(([a], [b]) => a.localeCompare(b)),
+);
+writeFileSync(join(OUT, 'package.json'), `${JSON.stringify(published, null, 2)}\n`);
+cpSync(join(PKG_DIR, 'README.md'), join(OUT, 'README.md'));
+
+const names = [...bundled.values()].map((m) => m.name).sort();
+console.log(
+  `@conch/mcp bundle: ${relative(PKG_DIR, OUT)} (bundled ${names.join(', ')}; ${Object.keys(dependencies).length} npm dependencies)`,
+);

@@ -1,0 +1,216 @@
+// The tarball `pnpm pack` makes of @conch/mcp installs from the npm registry into an empty directory and serves MCP there: no @conch/* dependency, the bundled built-in plugins, its own supervisor, the WASM parser and node-pty.
+import { execFile } from 'node:child_process';
+import { readdirSync, readFileSync, realpathSync, rmSync, writeFileSync } from 'node:fs';
+import { createRequire } from 'node:module';
+import { join } from 'node:path';
+import { promisify } from 'node:util';
+import { isAlive, tempDir, waitFor } from '@conch/test-support';
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
+import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
+import { afterAll, beforeAll, describe, expect, test } from 'vitest';
+import { PACKAGE_DIR } from './test-support/harness.js';
+
+const run = promisify(execFile);
+const version = (JSON.parse(readFileSync(join(PACKAGE_DIR, 'package.json'), 'utf8')) as { version: string })
+  .version;
+
+// npm and pnpm as a new user runs them: none of the npm_* variables of the `pnpm test` around us.
+const cleanEnv = Object.fromEntries(
+  Object.entries(process.env).filter(([key]) => !key.toLowerCase().startsWith('npm_')),
+) as Record<string, string>;
+const sh = (file: string, args: string[], cwd: string, timeout = 300_000) =>
+  run(file, args, { cwd, env: cleanEnv, timeout, maxBuffer: 16 * 1024 * 1024 });
+
+let packDir = '';
+let appDir = '';
+let tarball = '';
+
+beforeAll(async () => {
+  packDir = tempDir('conch-mcp-pack-');
+  await sh('npx', ['-y', 'pnpm@10', 'pack', '--pack-destination', packDir], PACKAGE_DIR);
+  const made = readdirSync(packDir).filter((f) => /^conch-mcp-.*\.tgz$/.test(f));
+  expect(made).toEqual([`conch-mcp-${version}.tgz`]);
+  tarball = join(packDir, made[0]!);
+  appDir = tempDir('conch-mcp-app-');
+  writeFileSync(join(appDir, 'package.json'), JSON.stringify({ name: 'empty-app', private: true }));
+  await sh('npm', ['install', '--no-audit', '--no-fund', tarball], appDir);
+}, 600_000);
+
+afterAll(() => {
+  for (const dir of [packDir, appDir]) if (dir) rmSync(dir, { recursive: true, force: true });
+});
+
+describe('the packed @conch/mcp', () => {
+  test('depends only on registry packages and ships the bundle, its types and the supervisor', async () => {
+    const { stdout } = await sh('tar', ['-tzf', tarball], packDir);
+    const files = stdout.split('\n').filter(Boolean).sort();
+    expect(files).toEqual(
+      expect.arrayContaining([
+        'package/package.json',
+        'package/README.md',
+        'package/dist/bin.js',
+        'package/dist/index.js',
+        'package/dist/index.d.ts',
+        'package/dist/supervisor-main.js',
+      ]),
+    );
+    const manifest = JSON.parse(
+      readFileSync(join(appDir, 'node_modules/@conch/mcp/package.json'), 'utf8'),
+    ) as {
+      dependencies: Record<string, string>;
+      devDependencies?: unknown;
+      publishConfig?: unknown;
+    };
+    const deps = Object.entries(manifest.dependencies);
+    expect(deps.filter(([name]) => name.startsWith('@conch/'))).toEqual([]);
+    expect(deps.filter(([, spec]) => !/^[\^~]?\d/.test(spec))).toEqual([]);
+    expect(manifest.devDependencies).toBeUndefined();
+    expect(manifest.publishConfig).toBeUndefined();
+    const code = readdirSync(join(appDir, 'node_modules/@conch/mcp/dist'))
+      .filter((f) => f.endsWith('.js') || f.endsWith('.d.ts'))
+      .map((f) => readFileSync(join(appDir, 'node_modules/@conch/mcp/dist', f), 'utf8'))
+      .join('\n');
+    expect(code).not.toMatch(/from\s+["']@conch\//);
+    expect(code).not.toMatch(/import\(\s*["']@conch\//);
+  });
+
+  test('`npx conch-mcp --help` and `--version` run in the directory it was installed into', async () => {
+    const help = await sh('npx', ['--no-install', 'conch-mcp', '--help'], appDir, 120_000);
+    expect(help.stdout).toContain('Usage: conch-mcp [--config <conch.config.json>]');
+    const printed = await sh('npx', ['--no-install', 'conch-mcp', '--version'], appDir, 120_000);
+    expect(printed.stdout.trim()).toBe(version);
+  });
+
+  test('`npx ./conch-mcp-*.tgz --help` runs the tarball itself', async () => {
+    const { stdout } = await sh('npx', ['-y', `./conch-mcp-${version}.tgz`, '--help'], packDir);
+    expect(stdout).toContain('Usage: conch-mcp');
+  });
+
+  test('its types compile in a strict NodeNext consumer', async () => {
+    writeFileSync(
+      join(appDir, 'consumer.mts'),
+      [
+        "import { createConchMcpServer, startStdioServer, type RunningServer } from '@conch/mcp';",
+        'export async function serve(): Promise<RunningServer> {',
+        "  const running = await startStdioServer({ config: 'conch.config.json', progressIntervalMs: 0 });",
+        "  createConchMcpServer(running.registry, { name: 'x' });",
+        '  running.registry.tools().map((t) => t.name satisfies string);',
+        '  return running;',
+        '}',
+        '',
+      ].join('\n'),
+    );
+    const tsc = createRequire(import.meta.url).resolve('typescript/bin/tsc');
+    const typeRoots = join(PACKAGE_DIR, 'node_modules/@types');
+    await sh(
+      process.execPath,
+      [
+        tsc,
+        ...['--noEmit', '--strict', '--module', 'nodenext', '--moduleResolution', 'nodenext'],
+        ...['--target', 'es2022', '--typeRoots', typeRoots, '--types', 'node', 'consumer.mts'],
+      ],
+      appDir,
+    ).catch((error: { stdout?: string }) => {
+      throw new Error(`tsc rejected the published types:\n${error.stdout ?? String(error)}`);
+    });
+  });
+
+  test('serves initialize, tools/list and real tool calls over stdio, then leaves nothing running', async () => {
+    const work = tempDir('conch-mcp-work-');
+    writeFileSync(
+      join(work, 'conch.config.json'),
+      JSON.stringify({ plugins: { permission: {}, cli: {}, background: {}, terminal: {} } }),
+    );
+    const bin = join(appDir, 'node_modules/@conch/mcp/dist/bin.js');
+    const transport = new StdioClientTransport({
+      command: process.execPath,
+      args: [bin, '--config', 'conch.config.json'],
+      cwd: work,
+      env: { ...cleanEnv, CONCH_LOG_LEVEL: 'warn' },
+      stderr: 'pipe',
+    });
+    let stderr = '';
+    transport.stderr?.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
+    const client = new Client({ name: 'packed-test', version: '0.0.0' });
+    try {
+      await client.connect(transport);
+      expect(client.getServerVersion()).toMatchObject({ name: 'conch', version });
+
+      const { tools } = await client.listTools();
+      expect(tools.map((t) => t.name)).toEqual(
+        expect.arrayContaining([
+          'cli_based_tool',
+          'check_background_task',
+          'list_background_tasks',
+          'read_background_output',
+          'cancel_background_task',
+          'terminal',
+        ]),
+      );
+
+      // A pipeline: parsed by tree-sitter-bash's WASM, judged read-only, run by bash via the supervisor.
+      const counted = (await client.callTool({
+        name: 'cli_based_tool',
+        arguments: { command: "printf 'one two three' | wc -w" },
+      })) as CallToolResult;
+      expect(counted.isError).toBeFalsy();
+      expect(counted.structuredContent).toMatchObject({ returncode: 0, mode: 'shell' });
+      expect(String((counted.structuredContent as { stdout: string }).stdout).trim()).toBe('3');
+
+      // The supervisor that ran it is the bundle's own, beside the bundled code.
+      const supervisorScript = realpathSync(join(appDir, 'node_modules/@conch/mcp/dist/supervisor-main.js'));
+      const supervisors = descendantsRunning(transport.pid!, supervisorScript);
+      expect(supervisors.length).toBeGreaterThan(0);
+
+      const sudo = (await client.callTool({
+        name: 'cli_based_tool',
+        arguments: { command: 'sudo id' },
+      })) as CallToolResult;
+      expect(sudo).toMatchObject({ isError: true, structuredContent: { permission_denied: true } });
+
+      // A PTY session: node-pty's prebuilt binary loads from the installed dependencies.
+      const term = (await client.callTool({
+        name: 'terminal',
+        arguments: { command: "printf '%s-%s\\n' pty ok" },
+      })) as CallToolResult;
+      expect(term.isError).toBeFalsy();
+      expect(term.structuredContent).toMatchObject({
+        exit_code: 0,
+        output: expect.stringContaining('pty-ok'),
+      });
+
+      expect(stderr).not.toMatch(/supervisor unavailable|PluginLoadError|duplicate-plugin/);
+      await client.close();
+      // stdin closed: the server disposes its registry, and its supervisors go with it.
+      for (const pid of supervisors)
+        await waitFor(() => !isAlive(pid), { what: `supervisor ${pid} to exit`, timeoutMs: 30_000 });
+    } finally {
+      await client.close();
+      rmSync(work, { recursive: true, force: true });
+    }
+  });
+});
+
+/** Pids of the processes under `ancestor` (bubblewrap may stand between) whose command line runs `script`. */
+function descendantsRunning(ancestor: number, script: string): number[] {
+  const parents = new Map<number, number>();
+  const running: number[] = [];
+  for (const entry of readdirSync('/proc')) {
+    if (!/^\d+$/.test(entry)) continue;
+    try {
+      const stat = readFileSync(`/proc/${entry}/stat`, 'utf8');
+      parents.set(Number(entry), Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]));
+      if (readFileSync(`/proc/${entry}/cmdline`, 'utf8').split('\0').includes(script))
+        running.push(Number(entry));
+    } catch {
+      // exited while we looked
+    }
+  }
+  const under = (pid: number): boolean => {
+    for (let p = parents.get(pid); p !== undefined && p > 1; p = parents.get(p))
+      if (p === ancestor) return true;
+    return false;
+  };
+  return running.filter(under);
+}
