@@ -6,24 +6,8 @@ export {
   type ExecutorOption,
   type LocalExecutorOption,
 } from './environment.js';
-export {
-  FileOperator,
-  looksBinary,
-  DEFAULT_GLOB_IGNORE,
-  type DirectoryEntry,
-  type EditOptions,
-  type EditResult,
-  type EntryType,
-  type FileOperatorOptions,
-  type GlobOptions,
-  type GlobResult,
-  type ListResult,
-  type ReadOptions,
-  type ReadResult,
-  type StatResult,
-  type WriteOptions,
-  type WriteResult,
-} from './file-operator.js';
+// The file operator and its types (one implementation, shared with the exec server).
+export * from './file-operator.js';
 export { PathPolicy, type PathPolicyOptions } from './path-policy.js';
 export { filesPlugin, fileTools, createFileOperator, protectedReasonFor } from './files-plugin.js';
 export { filesConfigSchema, type FilesConfig, type FilesConfigInput } from './files-config.js';

@@ -1,43 +1,21 @@
 import { readdirSync, statSync } from 'node:fs';
 import { join, relative } from 'node:path';
 import type { KernelPolicy } from '@conch/core';
-import { protectedReason, type PathContext } from './paths.js';
+import { protectedReason, RC_FILES, SYSTEM_RC, SYSTEM_RC_DIRS, type PathContext } from './paths.js';
 
-/** Start-up files and directories in the home directory the kernel keeps read-only. */
+/**
+ * Start-up files and directories in the home directory the kernel keeps read-only: the parser's
+ * rc files (one list for both walls) plus directories of start-up code.
+ */
 const HOME_ENTRIES = [
-  '.bashrc',
-  '.bash_profile',
-  '.bash_login',
-  '.bash_logout',
-  '.bash_aliases',
+  ...RC_FILES,
   '.bashrc.d',
-  '.profile',
-  '.zshrc',
-  '.zshenv',
-  '.zprofile',
-  '.zlogin',
-  '.zlogout',
-  '.kshrc',
-  '.mkshrc',
-  '.cshrc',
-  '.tcshrc',
-  '.inputrc',
-  '.gitconfig',
-  '.pam_environment',
   '.ssh',
   '.config/git',
   '.config/fish',
   '.config/environment.d',
 ];
-const SYSTEM_ENTRIES = [
-  '/etc/profile',
-  '/etc/bash.bashrc',
-  '/etc/environment',
-  '/etc/zshenv',
-  '/etc/zshrc',
-  '/etc/zsh',
-  '/etc/profile.d',
-];
+const SYSTEM_ENTRIES = [...SYSTEM_RC, ...SYSTEM_RC_DIRS.map((dir) => dir.replace(/\/$/, ''))];
 
 /**
  * The second wall: the existing protected paths every command conch runs must see read-only

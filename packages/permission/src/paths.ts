@@ -3,7 +3,7 @@ import { basename, dirname, isAbsolute, posix, relative, resolve } from 'node:pa
 import picomatch from 'picomatch';
 
 /** Shell start-up files (in any directory): writing one runs code in every later shell. */
-const RC_FILES = new Set([
+export const RC_FILES: ReadonlySet<string> = new Set([
   '.bashrc',
   '.bash_profile',
   '.bash_login',
@@ -24,8 +24,14 @@ const RC_FILES = new Set([
   '.pam_environment',
 ]);
 /** System-wide start-up files and directories. */
-const SYSTEM_RC = ['/etc/profile', '/etc/bash.bashrc', '/etc/environment', '/etc/zshenv', '/etc/zshrc'];
-const SYSTEM_RC_DIRS = ['/etc/zsh/', '/etc/profile.d/'];
+export const SYSTEM_RC: readonly string[] = [
+  '/etc/profile',
+  '/etc/bash.bashrc',
+  '/etc/environment',
+  '/etc/zshenv',
+  '/etc/zshrc',
+];
+export const SYSTEM_RC_DIRS: readonly string[] = ['/etc/zsh/', '/etc/profile.d/'];
 /** Base names a pattern target is tested against: would `rm .e*` or `> .*rc` reach a protected file? */
 const PROTECTED_SAMPLES = [
   '.env',

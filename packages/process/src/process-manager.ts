@@ -1,10 +1,11 @@
-import './events.js';
 import { randomBytes } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
+import { createRequire } from 'node:module';
 import { tmpdir } from 'node:os';
 import { dirname, isAbsolute, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { EventBus, Logger, ProcessInfo, ProcessManagerService } from '@conch/core';
+import './events.js';
 import { findBwrap } from './bubblewrap-executor.js';
 import {
   InvalidSpawnOptionError,
@@ -20,12 +21,14 @@ import { ProcessLeftovers, type LeftoverHandle } from './leftover-handle.js';
 import { ManagedProcess, type ProcessOwner } from './managed-process.js';
 import { OutputCapture } from './output-capture.js';
 import { probeSandbox, settledSandboxStatus, type SandboxStatus } from './probe-sandbox.js';
+import { processEvents } from './process-events.js';
 import type { ProcessResult } from './process-result.js';
 import { killTree, killTreeSync } from './process-tree.js';
 import { loadPtyModule } from './pty-module.js';
 import { LocalPty, type BasePty, type PtyProcess } from './pty-process.js';
 import { RoutedChild } from './routed-child.js';
 import {
+  installRoot,
   NO_SANDBOX,
   normalizeSandboxProfile,
   sandboxArgs,
@@ -99,6 +102,18 @@ const here = fileURLToPath(import.meta.url);
 const SUPERVISOR_SCRIPT = here.endsWith('.ts')
   ? join(dirname(here), '..', 'dist', 'supervisor-main.js')
   : join(dirname(here), 'supervisor-main.js');
+
+/**
+ * Where `@lydell/node-pty` resolves from here, if it does (a workspace, a flat install): kept
+ * visible in a sandboxed supervisor started before any PTY asked for its module.
+ */
+const DEFAULT_PTY_MODULE = (() => {
+  try {
+    return createRequire(import.meta.url).resolve('@lydell/node-pty');
+  } catch {
+    return undefined;
+  }
+})();
 
 const localExecutor = new LocalExecutor();
 
@@ -453,37 +468,13 @@ export class ProcessManager implements ProcessManagerService {
   }
 
   private onStarted(proc: ManagedProcess): void {
-    if (this.events && this.events.listenerCount('process.started') > 0) {
-      this.events.emit('process.started', {
-        id: proc.id,
-        pid: proc.pid,
-        command: proc.label,
-        args: proc.args,
-        cwd: proc.cwd,
-        shell: proc.shell,
-        startedAt: proc.startedAt,
-      });
-    }
+    processEvents.started(this.events, proc);
   }
 
   private onFinished(proc: ManagedProcess, result: ProcessResult): void {
     this.live.delete(proc);
-    if (this.events && this.events.listenerCount('process.exited') > 0) {
-      this.events.emit('process.exited', {
-        id: proc.id,
-        exitCode: result.exitCode,
-        signal: result.signal,
-        durationMs: result.durationMs,
-        reason: result.reason,
-      });
-    }
-    const limit = this.options.historyLimit ?? 50;
-    if (this.processes.size > limit) {
-      for (const [id, p] of this.processes) {
-        if (this.processes.size <= limit) break;
-        if (!p.isRunning) this.processes.delete(id);
-      }
-    }
+    processEvents.exited(this.events, proc, result);
+    processEvents.trimHistory(this.processes, this.options.historyLimit ?? 50);
   }
 
   // ---- routing: supervisor per profile, else the host ----
@@ -577,11 +568,13 @@ export class ProcessManager implements ProcessManagerService {
         this.markSandboxBroken(key, 'bwrap was not found on PATH');
         return undefined;
       }
+      // The supervisor, node and the PTY module load inside the sandbox: keep their installs visible.
       const { args, skipped } = sandboxArgs(profile, [
         this.cwd,
-        dirname(SUPERVISOR_SCRIPT),
-        dirname(execPath),
-        ...extraVisible.map((p) => dirname(p)),
+        installRoot(SUPERVISOR_SCRIPT),
+        installRoot(execPath),
+        ...(DEFAULT_PTY_MODULE ? [installRoot(DEFAULT_PTY_MODULE)] : []),
+        ...extraVisible.map((p) => installRoot(p)),
       ]);
       for (const p of skipped) this.skipped.add(p);
       bwrap = { path, args };
@@ -676,7 +669,7 @@ export class ProcessManager implements ProcessManagerService {
       const bwrap = findBwrap();
       const status = bwrap ? settledSandboxStatus(bwrap) : undefined;
       if (bwrap && status?.available !== false && !this.brokenSandboxes.has(sandboxKey(profile))) {
-        const sandbox = sandboxArgs(profile, [this.cwd, dirname(options.ptyModule)]);
+        const sandbox = sandboxArgs(profile, [this.cwd, installRoot(options.ptyModule)]);
         for (const p of sandbox.skipped) this.skipped.add(p);
         // bwrap's --new-session would take the shell's controlling terminal away: not for a PTY.
         const bwrapArgs = sandbox.args.filter((a) => a !== '--new-session');

@@ -1,5 +1,5 @@
 import { realpathSync } from 'node:fs';
-import { isAbsolute, resolve } from 'node:path';
+import { dirname, isAbsolute, resolve } from 'node:path';
 import { InvalidSpawnOptionError } from './errors.js';
 
 /**
@@ -60,6 +60,18 @@ function existing(path: string): string | undefined {
 }
 
 const underTmp = (path: string) => path === '/tmp' || path.startsWith('/tmp/');
+
+/**
+ * What must stay visible for code at `path` to load inside the read-only profile: the outermost
+ * `node_modules` above its real path (a pnpm layout keeps a package's platform binaries in sibling
+ * directories of that tree), else its directory. Matters when an install lives under /tmp, which
+ * the profile replaces with an empty tmpfs.
+ */
+export function installRoot(path: string): string {
+  const real = existing(path) ?? path;
+  const at = real.indexOf('/node_modules/');
+  return at >= 0 ? real.slice(0, at + '/node_modules'.length) : dirname(real);
+}
 
 /**
  * bwrap arguments for a profile. `keepVisible` lists paths the sandboxed supervisor and its

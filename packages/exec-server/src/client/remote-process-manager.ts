@@ -5,6 +5,7 @@ import {
   InvalidSpawnOptionError,
   LeftoverAdoptionError,
   ProcessManagerDisposedError,
+  processEvents,
   type LeftoverHandle,
   type ProcessManagerStatus,
   type SpawnOptions,
@@ -243,37 +244,15 @@ export class RemoteProcessManager implements ProcessLayer {
   }
 
   private onStarted(proc: RemoteProcess): void {
-    if (this.events && this.events.listenerCount('process.started') > 0) {
-      this.events.emit('process.started', {
-        id: proc.id,
-        pid: proc.pid,
-        command: proc.label,
-        args: proc.args,
-        cwd: proc.cwd,
-        shell: proc.shell,
-        startedAt: proc.startedAt,
-      });
-    }
+    processEvents.started(this.events, proc);
   }
 
   private onFinished(proc: RemoteProcess, result: RemoteProcessResult): void {
     this.live.delete(proc);
-    if (this.events && this.events.listenerCount('process.exited') > 0) {
-      this.events.emit('process.exited', {
-        id: proc.id,
-        exitCode: result.exitCode,
-        signal: result.signal,
-        durationMs: result.durationMs,
-        reason: result.reason,
-      });
-    }
-    const limit = this.options.historyLimit ?? 50;
-    if (this.processes.size > limit) {
-      for (const [id, p] of this.processes) {
-        if (this.processes.size <= limit) break;
-        if (!p.isRunning && !this.leftovers.has(id)) this.processes.delete(id);
-      }
-    }
+    processEvents.exited(this.events, proc, result);
+    processEvents.trimHistory(this.processes, this.options.historyLimit ?? 50, (id) =>
+      this.leftovers.has(id),
+    );
   }
 
   private onLost(error: TransportLostError, generation: number): void {
