@@ -23,7 +23,7 @@ export {
   type SpawnPtyOptions,
   type SupervisorOptions,
 } from './process-manager.js';
-export type { CaptureOptions, SpawnOptions } from './spawn-options.js';
+export { validateSpawnArguments, type CaptureOptions, type SpawnOptions } from './spawn-options.js';
 export type { ExitReason, LeftoverProcess, OutputEvent, ProcessResult } from './process-result.js';
 export type { LeftoverHandle } from './leftover-handle.js';
 export type { PtyExit, PtyProcess } from './pty-process.js';

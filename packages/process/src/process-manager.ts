@@ -36,7 +36,7 @@ import {
   type SandboxKind,
   type SandboxProfile,
 } from './sandbox-profile.js';
-import type { SpawnOptions } from './spawn-options.js';
+import { validateSpawnArguments, type SpawnOptions } from './spawn-options.js';
 import type { SpawnedChild } from './spawned-child.js';
 import { SpillSink } from './spill-sink.js';
 import { SupervisorClient } from './supervisor-client.js';
@@ -211,26 +211,7 @@ export class ProcessManager implements ProcessManagerService {
 
   spawn(command: string, args: readonly string[] = [], options: SpawnOptions = {}): ManagedProcess {
     if (this.disposing) throw new ProcessManagerDisposedError();
-    if (typeof command !== 'string' || command.length === 0) {
-      throw new InvalidSpawnOptionError('command', 'a non-empty string', command);
-    }
-    if (options.timeoutMs !== undefined && !(options.timeoutMs > 0)) {
-      throw new InvalidSpawnOptionError('timeoutMs', 'a positive number of milliseconds', options.timeoutMs);
-    }
-    // node refuses NUL bytes (the OS cannot take them); say so here, synchronously, in both modes.
-    if (hasNul(command)) throw new InvalidSpawnOptionError('command', 'a string without NUL bytes', command);
-    for (const arg of args) {
-      if (typeof arg !== 'string' || hasNul(arg)) {
-        throw new InvalidSpawnOptionError('args', 'strings without NUL bytes', arg);
-      }
-    }
-    if (options.env) {
-      for (const [key, value] of Object.entries(options.env)) {
-        if (hasNul(key) || (value !== undefined && hasNul(value))) {
-          throw new InvalidSpawnOptionError(`env.${key}`, 'a string without NUL bytes', value);
-        }
-      }
-    }
+    validateSpawnArguments(command, args, options);
     const profile = normalizeSandboxProfile(options.sandbox, this.cwd);
     const id = `p${++this.counter}`;
     const cookie = `${this.id}-${id}`;

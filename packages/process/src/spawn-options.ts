@@ -1,3 +1,4 @@
+import { InvalidSpawnOptionError } from './errors.js';
 import type { Executor } from './executor.js';
 import type { SandboxProfile } from './sandbox-profile.js';
 
@@ -62,4 +63,39 @@ export interface SpawnOptions {
   label?: string;
   /** Runs this spawn with another executor (e.g. a BubblewrapExecutor) than the manager's. */
   executor?: Executor;
+}
+
+const hasNul = (value: string) => value.includes('\0');
+
+/**
+ * The checks every process layer (local, remote) makes before a spawn, synchronously, so a runner
+ * sees the same errors wherever it runs: a non-empty command, a positive timeout, and no NUL byte in
+ * the command, an argument, the env or the cwd (the OS cannot take one; node would refuse it later).
+ * Throws InvalidSpawnOptionError naming the field.
+ */
+export function validateSpawnArguments(
+  command: unknown,
+  args: readonly unknown[],
+  options: SpawnOptions,
+): void {
+  if (typeof command !== 'string' || command.length === 0) {
+    throw new InvalidSpawnOptionError('command', 'a non-empty string', command);
+  }
+  if (options.timeoutMs !== undefined && !(options.timeoutMs > 0)) {
+    throw new InvalidSpawnOptionError('timeoutMs', 'a positive number of milliseconds', options.timeoutMs);
+  }
+  if (hasNul(command)) throw new InvalidSpawnOptionError('command', 'a string without NUL bytes', command);
+  for (const arg of args) {
+    if (typeof arg !== 'string' || hasNul(arg)) {
+      throw new InvalidSpawnOptionError('args', 'strings without NUL bytes', arg);
+    }
+  }
+  for (const [key, value] of Object.entries(options.env ?? {})) {
+    if (hasNul(key) || (value !== undefined && hasNul(value))) {
+      throw new InvalidSpawnOptionError(`env.${key}`, 'a string without NUL bytes', value);
+    }
+  }
+  if (options.cwd !== undefined && hasNul(options.cwd)) {
+    throw new InvalidSpawnOptionError('cwd', 'a path without NUL bytes', options.cwd);
+  }
 }

@@ -9,6 +9,7 @@ import {
   type LeftoverHandle,
   type ProcessManagerStatus,
   type SpawnOptions,
+  validateSpawnArguments,
 } from '@conch/process';
 import type { TransportLostError } from '../errors/transport-lost-error.js';
 import type { ProcessHandle, ProcessLayer, ProcessTarget } from '../process-layer.js';
@@ -22,10 +23,6 @@ export interface RemoteProcessManagerOptions {
   logger?: Logger | undefined;
   /** Finished processes kept for list()/get(). Default 50. */
   historyLimit?: number;
-}
-
-function hasNul(value: string): boolean {
-  return value.includes('\0');
 }
 
 /**
@@ -94,25 +91,7 @@ export class RemoteProcessManager implements ProcessLayer {
 
   spawn(command: string, args: readonly string[] = [], options: SpawnOptions = {}): RemoteProcess {
     if (this.disposing) throw new ProcessManagerDisposedError();
-    if (typeof command !== 'string' || command.length === 0) {
-      throw new InvalidSpawnOptionError('command', 'a non-empty string', command);
-    }
-    if (options.timeoutMs !== undefined && !(options.timeoutMs > 0)) {
-      throw new InvalidSpawnOptionError('timeoutMs', 'a positive number of milliseconds', options.timeoutMs);
-    }
-    if (hasNul(command)) throw new InvalidSpawnOptionError('command', 'a string without NUL bytes', command);
-    for (const arg of args) {
-      if (typeof arg !== 'string' || hasNul(arg))
-        throw new InvalidSpawnOptionError('args', 'strings without NUL bytes', arg);
-    }
-    for (const [key, value] of Object.entries(options.env ?? {})) {
-      if (hasNul(key) || (value !== undefined && hasNul(value))) {
-        throw new InvalidSpawnOptionError(`env.${key}`, 'a string without NUL bytes', value);
-      }
-    }
-    if (options.cwd !== undefined && hasNul(options.cwd)) {
-      throw new InvalidSpawnOptionError('cwd', 'a path without NUL bytes', options.cwd);
-    }
+    validateSpawnArguments(command, args, options);
     if (options.executor) {
       // An executor object is a host thing; in a target the server's process layer is the executor.
       throw new InvalidSpawnOptionError(

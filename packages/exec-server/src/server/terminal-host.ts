@@ -7,7 +7,6 @@ import {
   type PermissionDecision,
   type PermissionRequest,
   type PluginContext,
-  type PluginDefinition,
   type PluginSetup,
   type ToolCallContext,
   type ToolDefinition,
@@ -29,21 +28,6 @@ const FORWARDED_EVENTS = [
   'terminal.command.finished',
   'terminal.input',
 ] as const;
-
-/** Runs a plugin's setup the way the registry does (setup, or the deprecated register + tools). */
-async function runSetup(plugin: PluginDefinition, ctx: PluginContext): Promise<PluginSetup> {
-  if (plugin.setup) return plugin.setup(ctx);
-  plugin.register?.(ctx);
-  const tools = typeof plugin.tools === 'function' ? plugin.tools(ctx) : (plugin.tools ?? []);
-  const instructions = plugin.systemInstructions;
-  return {
-    tools,
-    ...(instructions === undefined
-      ? {}
-      : { instructions: typeof instructions === 'function' ? () => instructions(ctx) : instructions }),
-    ...(plugin.dispose ? { dispose: plugin.dispose } : {}),
-  };
-}
 
 /**
  * The terminal plugin, running in the target: its session pool (PTYs through the target's
@@ -259,7 +243,8 @@ export class TerminalHost {
       version: '0.0.0',
       configSchema: terminal.terminalConfigSchema,
       setup: async (ctx) => {
-        const setup = await runSetup(terminal.terminalPlugin, ctx);
+        // The terminal plugin is on setup() (plugin API v1).
+        const setup: PluginSetup = await terminal.terminalPlugin.setup!(ctx);
         const tool = setup.tools?.find((t) => t.name === 'terminal');
         if (!tool)
           throw new ServerError('TERMINAL_UNAVAILABLE', 'the terminal plugin exposed no terminal tool');
