@@ -14,9 +14,11 @@ export default async function ({ median, time }) {
     }),
   );
   const registry = new PluginRegistry({
-    plugins: [definePlugin({ name: 'bench', version: '0', configSchema: z.object({}), tools })],
+    plugins: [
+      definePlugin({ name: 'bench', version: '0', configSchema: z.object({}), setup: () => ({ tools }) }),
+    ],
   });
-  registry.exposeTool('bench', {});
+  await registry.expose('bench', {});
   const aiTools = toAiSdkTools(registry);
   const options = { toolCallId: 'bench', messages: [] };
   let id = 0;

@@ -1,20 +1,19 @@
 // 200 background `true` tasks through cli_based_tool with 8 workers, until all have finished,
 // against 200 raw node:child_process spawns under p-limit(8).
 import 'reflect-metadata';
-import { PluginRegistry, TOKENS } from '@conch/core';
+import { PluginRegistry } from '@conch/core';
 import { backgroundPlugin } from '@conch/background';
 import { cliPlugin } from '@conch/cli';
 import pLimit from 'p-limit';
 import { rawRun } from '../lib.mjs';
+import { allowAll } from './helpers/provide.mjs';
 
 const TASKS = 200;
 
 async function conchRound() {
-  const registry = new PluginRegistry({ plugins: [cliPlugin, backgroundPlugin] });
-  registry.container.register(TOKENS.PermissionGate, {
-    useValue: { check: async () => ({ outcome: 'allow', reason: 'bench' }) },
-  });
-  registry.exposeTool('cli', { backgroundMaxWorkers: 8 });
+  const registry = new PluginRegistry({ plugins: [allowAll, cliPlugin, backgroundPlugin] });
+  await registry.expose('bench-allow-all');
+  await registry.expose('cli', { backgroundMaxWorkers: 8 });
   try {
     let finished = 0;
     let failed = 0;

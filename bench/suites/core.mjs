@@ -2,7 +2,7 @@
 import { inc as fn, incRegistry } from './helpers/inc-registry.mjs';
 
 export default async function ({ median, time }) {
-  const registry = incRegistry();
+  const registry = await incRegistry();
   const conch = median(await time(() => registry.execute('inc', { n: 1 }), { runs: 2000, warmup: 200 }));
   const baseline = median(await time(async () => fn({ n: 1 }), { runs: 2000, warmup: 200 }));
   await registry.dispose();

@@ -6,7 +6,7 @@ import { InMemoryTransport } from '@modelcontextprotocol/sdk/inMemory.js';
 import { incRegistry } from './helpers/inc-registry.mjs';
 
 export default async function ({ median, time }) {
-  const registry = incRegistry();
+  const registry = await incRegistry();
   const server = createConchMcpServer(registry);
   const client = new Client({ name: 'bench', version: '0' });
   const [clientSide, serverSide] = InMemoryTransport.createLinkedPair();

@@ -2,7 +2,8 @@
 // a raw node:child_process spawn of /bin/sh running the same steps with the argument inlined.
 import 'reflect-metadata';
 import { spawn } from 'node:child_process';
-import { PluginRegistry, TOKENS } from '@conch/core';
+import { PluginRegistry } from '@conch/core';
+import { allowAll } from './helpers/provide.mjs';
 import { backgroundPlugin } from '@conch/background';
 import { cliPlugin, definePluginFromTemplates } from '@conch/cli';
 import { z } from 'zod';
@@ -42,12 +43,10 @@ const plugin = definePluginFromTemplates({
 });
 
 export default async function () {
-  const registry = new PluginRegistry({ plugins: [cliPlugin, backgroundPlugin, plugin] });
-  registry.container.register(TOKENS.PermissionGate, {
-    useValue: { check: async () => ({ outcome: 'allow', reason: 'bench' }) },
-  });
-  registry.exposeTool('cli', {});
-  registry.exposeTool('bench-templates', {});
+  const registry = new PluginRegistry({ plugins: [allowAll, cliPlugin, backgroundPlugin, plugin] });
+  await registry.expose('bench-allow-all');
+  await registry.expose('cli', {});
+  await registry.expose('bench-templates', {});
   const args = { text: 'hello; world' };
   try {
     const check = await registry.execute('three_steps', args);

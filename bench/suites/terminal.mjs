@@ -9,9 +9,10 @@ import { execFile } from 'node:child_process';
 import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { PluginRegistry, TOKENS } from '@conch/core';
-import { ProcessManager } from '@conch/process';
+import { PluginRegistry } from '@conch/core';
+import { PROCESS_MANAGER, ProcessManager } from '@conch/process';
 import { terminalPlugin } from '@conch/terminal';
+import { allowAll, providing } from './helpers/provide.mjs';
 
 function freshLoginShell() {
   return new Promise((resolve, reject) => {
@@ -23,18 +24,16 @@ function freshLoginShell() {
   });
 }
 
-function terminalRegistry(root, { supervisor }) {
+async function terminalRegistry(root, { supervisor }) {
   mkdirSync(root);
-  const registry = new PluginRegistry({ cwd: root, tempRoot: root });
+  const registry = new PluginRegistry({ cwd: root, tempRoot: root, plugins: [allowAll, terminalPlugin] });
   if (!supervisor) {
     const manager = new ProcessManager({ supervisor: false, tempDir: () => root, cwd: root });
-    registry.container.register(TOKENS.ProcessManager, { useValue: manager });
+    registry.register(providing('bench-in-host-manager', PROCESS_MANAGER, manager));
+    await registry.expose('bench-in-host-manager');
   }
-  registry.register(terminalPlugin);
-  registry.container.register(TOKENS.PermissionGate, {
-    useValue: { check: async () => ({ outcome: 'allow', reason: 'bench' }) },
-  });
-  registry.exposeTool('terminal', {});
+  await registry.expose('bench-allow-all');
+  await registry.expose('terminal', {});
   return registry;
 }
 
@@ -43,8 +42,8 @@ export default async function ({ median, percentile, time }) {
   // The safe-rm rows move files into the default trash: the run's own, not the user's.
   const savedDataHome = process.env.XDG_DATA_HOME;
   process.env.XDG_DATA_HOME = join(root, 'xdg-data');
-  const supervised = terminalRegistry(join(root, 'supervised'), { supervisor: true });
-  const inHost = terminalRegistry(join(root, 'in-host'), { supervisor: false });
+  const supervised = await terminalRegistry(join(root, 'supervised'), { supervisor: true });
+  const inHost = await terminalRegistry(join(root, 'in-host'), { supervisor: false });
   try {
     const echo = (registry) => async () => {
       const result = await registry.execute('terminal', { command: 'echo hi' });

@@ -1,11 +1,15 @@
 import {
-  TOKENS,
+  BACKGROUND_SERVICE,
+  token,
   type BackgroundService,
   type BackgroundTaskInfo,
   type PluginRegistry,
   type ProcessManagerService,
 } from '@conch/core';
 import { isTerminalId, terminalService, type TerminalSessionRow } from './terminal-api.js';
+
+/** @conch/process's manager, by its token name (tokens of one name are one key). */
+const PROCESS_MANAGER = token<ProcessManagerService>('conch.process.ProcessManager');
 
 /** One line of the process panel and of `!ps`. */
 export interface ProcessRow {
@@ -165,7 +169,7 @@ export class ProcessTracker {
       await terminal.kill(id);
       return `killed terminal session ${id}`;
     }
-    const manager = this.registry.resolveOptional<ProcessManagerService>(TOKENS.ProcessManager);
+    const manager = this.registry.resolveOptional(PROCESS_MANAGER);
     if (this.processes.has(id) && manager) {
       await manager.kill(id);
       return `killed process ${id}`;
@@ -186,7 +190,7 @@ export class ProcessTracker {
       await terminal.killAll();
       done.push('terminal sessions');
     }
-    const manager = this.registry.resolveOptional<ProcessManagerService>(TOKENS.ProcessManager);
+    const manager = this.registry.resolveOptional(PROCESS_MANAGER);
     if (manager) {
       await manager.killAll();
       done.push('processes');
@@ -221,12 +225,12 @@ export class ProcessTracker {
 
   private manager(): ProcessManagerService | undefined {
     if (this.registry.disposed) return undefined;
-    return this.registry.resolveOptional<ProcessManagerService>(TOKENS.ProcessManager);
+    return this.registry.resolveOptional(PROCESS_MANAGER);
   }
 
   private background(): BackgroundService | undefined {
     if (this.registry.disposed) return undefined;
-    return this.registry.resolveOptional<BackgroundService>(TOKENS.BackgroundService);
+    return this.registry.resolveOptional(BACKGROUND_SERVICE);
   }
 
   private safeSessions(): TerminalSessionRow[] {

@@ -5,24 +5,26 @@ import { PluginRegistry, definePlugin, defineTool } from '@conch/core';
 
 export const inc = (args) => ({ n: args.n + 1 });
 
-export function incRegistry() {
+export async function incRegistry() {
   const registry = new PluginRegistry({
     plugins: [
       definePlugin({
         name: 'bench',
         version: '0',
         configSchema: z.object({}),
-        tools: [
-          defineTool({
-            name: 'inc',
-            description: 'inc',
-            inputSchema: z.object({ n: z.number() }),
-            execute: inc,
-          }),
-        ],
+        setup: () => ({
+          tools: [
+            defineTool({
+              name: 'inc',
+              description: 'inc',
+              inputSchema: z.object({ n: z.number() }),
+              execute: inc,
+            }),
+          ],
+        }),
       }),
     ],
   });
-  registry.exposeTool('bench', {});
+  await registry.expose('bench', {});
   return registry;
 }
