@@ -19,8 +19,12 @@ const version = (JSON.parse(readFileSync(join(PACKAGE_DIR, 'package.json'), 'utf
 const cleanEnv = Object.fromEntries(
   Object.entries(process.env).filter(([key]) => !key.toLowerCase().startsWith('npm_')),
 ) as Record<string, string>;
-const sh = (file: string, args: string[], cwd: string, timeout = 300_000) =>
-  run(file, args, { cwd, env: cleanEnv, timeout, maxBuffer: 16 * 1024 * 1024 });
+// stdin is closed at once: a step that would wait for input (an npm prompt) fails instead of hanging.
+const sh = (file: string, args: string[], cwd: string, timeout = 300_000) => {
+  const running = run(file, args, { cwd, env: cleanEnv, timeout, maxBuffer: 16 * 1024 * 1024 });
+  running.child.stdin?.end();
+  return running;
+};
 
 let packDir = '';
 let appDir = '';
