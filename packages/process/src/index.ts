@@ -54,4 +54,4 @@ export {
   prepareOutputDir,
   pruneOutputDir,
 } from './output-dir.js';
-export { processEvents, type ProcessEventSource } from './process-events.js';
+export { processEvents, toProcessInfo, type ProcessEventSource } from './process-events.js';

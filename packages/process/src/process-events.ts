@@ -1,4 +1,4 @@
-import type { EventBus } from '@conch/core';
+import type { EventBus, ProcessInfo } from '@conch/core';
 import './events.js';
 import type { ProcessResult } from './process-result.js';
 
@@ -53,3 +53,16 @@ export const processEvents = {
     }
   },
 };
+
+/** A process as `list()` reports it, for the local and the remote manager alike. */
+export function toProcessInfo(p: ProcessEventSource & { readonly exitCode: number | null }): ProcessInfo {
+  return {
+    id: p.id,
+    command: p.label,
+    args: p.args,
+    pid: p.pid,
+    startedAt: p.startedAt,
+    isRunning: p.isRunning,
+    exitCode: p.exitCode,
+  };
+}

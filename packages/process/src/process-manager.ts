@@ -21,7 +21,7 @@ import { ProcessLeftovers, type LeftoverHandle } from './leftover-handle.js';
 import { ManagedProcess, type ProcessOwner } from './managed-process.js';
 import { OutputCapture } from './output-capture.js';
 import { probeSandbox, settledSandboxStatus, type SandboxStatus } from './probe-sandbox.js';
-import { processEvents } from './process-events.js';
+import { processEvents, toProcessInfo } from './process-events.js';
 import type { ProcessResult } from './process-result.js';
 import { killTree, killTreeSync } from './process-tree.js';
 import { loadPtyModule } from './pty-module.js';
@@ -375,15 +375,7 @@ export class ProcessManager implements ProcessManagerService {
   }
 
   list(): ProcessInfo[] {
-    return [...this.processes.values()].map((p) => ({
-      id: p.id,
-      command: p.label,
-      args: p.args,
-      pid: p.pid,
-      startedAt: p.startedAt,
-      isRunning: p.isRunning,
-      exitCode: p.exitCode,
-    }));
+    return [...this.processes.values()].map(toProcessInfo);
   }
 
   async kill(id: string): Promise<void> {

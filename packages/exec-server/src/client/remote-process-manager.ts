@@ -6,6 +6,7 @@ import {
   LeftoverAdoptionError,
   ProcessManagerDisposedError,
   processEvents,
+  toProcessInfo,
   type LeftoverHandle,
   type ProcessManagerStatus,
   type SpawnOptions,
@@ -137,15 +138,7 @@ export class RemoteProcessManager implements ProcessLayer {
   }
 
   list(): ProcessInfo[] {
-    return [...this.processes.values()].map((p) => ({
-      id: p.id,
-      command: p.label,
-      args: p.args,
-      pid: p.pid,
-      startedAt: p.startedAt,
-      isRunning: p.isRunning,
-      exitCode: p.exitCode,
-    }));
+    return [...this.processes.values()].map(toProcessInfo);
   }
 
   async kill(id: string): Promise<void> {
