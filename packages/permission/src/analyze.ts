@@ -115,9 +115,22 @@ export class Analyzer {
       depth: 0,
       dialect: options.dialect ?? 'bash',
     };
-    this.line(line, { cwds: [cwd], vars: new Map() }, walk, options.parsed);
-    if (this.o.safety.downloadToInterpreter) walk.parts.push(...downloadToInterpreter(walk.line));
-    if (this.o.safety.sourceDownloaded) walk.parts.push(...sourceDownloaded(walk.line));
+    try {
+      this.line(line, { cwds: [cwd], vars: new Map() }, walk, options.parsed);
+      if (this.o.safety.downloadToInterpreter) walk.parts.push(...downloadToInterpreter(walk.line));
+      if (this.o.safety.sourceDownloaded) walk.parts.push(...sourceDownloaded(walk.line));
+    } catch (error) {
+      // A defect in the analysis must not let a command through, in any mode: without a finished
+      // analysis no deny rule can be ruled out, so the command is denied (acceptAll turns asks
+      // into allows) and the reason says why.
+      const part: Part = {
+        command: line,
+        verdict: 'deny',
+        reason: `could not be analyzed (${error instanceof Error ? error.message : String(error)}); please report this as a conch bug`,
+        rule: 'failClosed:internal',
+      };
+      return summarize([part]);
+    }
     return summarize(walk.parts);
   }
 
@@ -646,6 +659,7 @@ export class Analyzer {
           facts.writes.push(...wf.writes);
           facts.intoDirs.push(...wf.intoDirs);
           facts.trees.push(...wf.trees);
+          if (wf.copies) facts.copies.push(...wf.copies);
           if (wf.gitExecKey) facts.gitExecKey = wf.gitExecKey;
         }
         ends = this.judge({
@@ -1080,6 +1094,7 @@ function emptyFacts(shown: string, cwds: readonly string[] | undefined): Command
     cwds,
     writes: [] as WriteTarget[],
     intoDirs: [],
+    copies: [],
     trees: [],
     names: [],
   };

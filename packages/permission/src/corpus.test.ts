@@ -443,11 +443,45 @@ function CLASSES(): Entry[] {
     ['nice -n 1 ionice -c 3 payload', 'ask', 'c8 wrappers', 'M'],
     ['stdbuf -oL env payload', 'ask', 'c8 wrappers', 'M'],
     ['timeout -k 1 5 nohup payload', 'ask', 'c8 wrappers', 'M'],
+    ['nohup ls', 'ask', 'c8 wrappers'],
+    ['nohup -- cat file.txt', 'ask', 'c8 wrappers'],
+    ['timeout 5 nohup git status', 'ask', 'c8 wrappers'],
+    ['env nohup echo hi', 'ask', 'c8 wrappers'],
+    ['command nohup true', 'ask', 'c8 wrappers'],
     ['find . -type f -exec wc -l {} +', 'allow', 'c8 wrappers'],
     // c9: paths judged in the kernel's order and through every option that names a target
     ['echo x >> sshd/../authorized_keys', 'deny', 'c9 paths', '~/.ssh/authorized_keys'],
     ['dd if=file.txt of=sshd/../id_rsa', 'deny', 'c9 paths', '~/.ssh/id_rsa'],
     ['cp file.txt sshd/..', 'deny', 'c9 paths', '~/.ssh/file.txt'],
+    // c9: copies into a directory land at dir/<name> (and a recursive copy brings its tree)
+    ['cp -t ~ dots/.bashrc', 'deny', 'c9 paths', '~/.bashrc'],
+    ['cp dots/.profile ~', 'deny', 'c9 paths', '~/.profile'],
+    ['cp -r dots/. ~/', 'deny', 'c9 paths', '~/.zshenv'],
+    ['mv -v dots/.zshenv ~/', 'deny', 'c9 paths', '~/.zshenv'],
+    ['cp dots/.b* ~', 'deny', 'c9 paths', '~/.bashrc'],
+    ['ln -s "$PWD/dots/.bashrc" ~/', 'deny', 'c9 paths', '~/.bashrc'],
+    ['install -m 644 dots/.profile ~', 'deny', 'c9 paths', '~/.profile'],
+    ['cp -a vendor/. .', 'deny', 'c9 paths', '.git/hooks/post-checkout'],
+    ['cp -r vendor/.git/hooks .git/', 'deny', 'c9 paths', '.git/hooks/post-checkout'],
+    ['git clone -q . ~/.ssh/repo', 'deny', 'c9 paths', '~/.ssh/repo'],
+    ['git -C ~ clone -q "$PWD" .ssh/r2', 'deny', 'c9 paths', '~/.ssh/r2'],
+    ['git clone -q --separate-git-dir=.git/hooks/g . sub/c', 'deny', 'c9 paths', '.git/hooks/g'],
+    // c9: brace and bracket spellings, and the command's own /proc view of its root and cwd
+    ['tee ~/.bash{rc,_profile} < file.txt', 'deny', 'c9 paths', '~/.bash_profile'],
+    ['touch ~/.{profile,zlogin}', 'deny', 'c9 paths', '~/.zlogin'],
+    ['echo x | tee {~,.}/.bash_login', 'deny', 'c9 paths', '~/.bash_login'],
+    ['truncate -s 0 .env{,.local}', 'deny', 'c9 paths', '.env.local'],
+    ['echo x >> ~/.bash[r]c', 'deny', 'c9 paths'],
+    ['cp file.txt .en[v]', 'deny', 'c9 paths'],
+    ['cp file.txt ~/.ss[h]/d/', 'deny', 'c9 paths', '~/.ssh/d/file.txt'],
+    ['cp file.txt ~/.ss?/authorized_keys', 'deny', 'c9 paths'],
+    ['cp file.txt ~/.s*/d', 'deny', 'c9 paths', '~/.ssh/d/file.txt'],
+    ['echo x > /proc/self/cwd/.env', 'deny', 'c9 paths', '.env'],
+    ['tee /proc/thread-self/cwd/.envrc < file.txt', 'deny', 'c9 paths', '.envrc'],
+    ['cp file.txt /proc/self/root$HOME/.zshrc', 'deny', 'c9 paths', '~/.zshrc'],
+    ['cp -r sub out', 'ask', 'c9 paths', 'out'],
+    ['cp dots/.bashrc backup.txt', 'ask', 'c9 paths', 'backup.txt'],
+    ['install -m 600 dots/.zshenv zshenv.bak', 'ask', 'c9 paths', 'zshenv.bak'],
     ['cp --target-dir=.git/hooks file.txt', 'deny', 'c9 paths', '.git/hooks/file.txt'],
     ['mv -ft ~/.ssh file.txt', 'deny', 'c9 paths', '~/.ssh/file.txt'],
     ['install -Dt .git/hooks file.txt', 'deny', 'c9 paths', '.git/hooks/file.txt'],
@@ -550,6 +584,11 @@ beforeAll(async () => {
   writeFileSync(join(ws, 'file.txt'), 'hello a\n');
   writeFileSync(join(ws, 'src', 'main.ts'), 'export {};\n');
   writeFileSync(join(ws, 'script.sh'), `${record}\n`);
+  // Dotfiles and a repository to copy from (c9 copies into a directory).
+  mkdirSync(join(ws, 'dots'));
+  for (const name of ['.bashrc', '.profile', '.zshenv']) writeFileSync(join(ws, 'dots', name), 'x\n');
+  mkdirSync(join(ws, 'vendor', '.git', 'hooks'), { recursive: true });
+  writeFileSync(join(ws, 'vendor', '.git', 'hooks', 'post-checkout'), 'x\n');
   writeExec(join(ws, 'ls'), `#!/bin/sh\n${record}\n`);
   writeExec(join(ws, 'bin', 'ls'), `#!/bin/sh\n${record}\n`);
   symlinkSync('.env', join(ws, 'envlink'));

@@ -41,6 +41,8 @@ export interface CommandFacts {
   writes: WriteTarget[];
   /** Directories it writes files of unknown names into. */
   intoDirs: { dir: Arg; via: string }[];
+  /** Sources copied, moved or linked into a directory (`cp -t ~ .bashrc`, `cp -r dots/. ~`). */
+  copies: { sources: Arg[]; dir: Arg; mustBeDir: boolean; recursive: boolean; via: string }[];
   /** Trees it removes, moves away or empties. */
   trees: { target: Arg; via: string }[];
   /** `git config` of a key that makes git run a program. */

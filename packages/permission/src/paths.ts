@@ -1,4 +1,4 @@
-import { lstatSync, readlinkSync, realpathSync, statSync } from 'node:fs';
+import { lstatSync, readdirSync, readlinkSync, realpathSync, statSync } from 'node:fs';
 import { basename, dirname, isAbsolute, posix, relative, resolve } from 'node:path';
 import picomatch from 'picomatch';
 
@@ -32,20 +32,23 @@ export const SYSTEM_RC: readonly string[] = [
   '/etc/zshrc',
 ];
 export const SYSTEM_RC_DIRS: readonly string[] = ['/etc/zsh/', '/etc/profile.d/'];
-/** Base names a pattern target is tested against: would `rm .e*` or `> .*rc` reach a protected file? */
+/**
+ * Base names a pattern target is tested against, whether or not such a file exists yet: would
+ * `rm .e*` or `> .*rc` reach a protected file?
+ */
 const PROTECTED_SAMPLES = [
+  ...RC_FILES,
   '.env',
   '.env.local',
+  '.env.production',
   '.envrc',
   '.ssh',
-  '.bashrc',
-  '.zshrc',
-  '.zshenv',
-  '.profile',
-  '.bash_profile',
-  '.gitconfig',
   '.git',
+  '.bashrc.d',
+  '.zshrc.d',
 ];
+/** Directory names a pattern's directory part is tested against. */
+const PROTECTED_DIR_SAMPLES = ['.ssh', '.git', '.bashrc.d', '.zshrc.d', 'hooks', '.config', 'git', 'fish'];
 /** Writing these is harmless: they are not files. */
 const HARMLESS = /^\/dev\/(null|zero|full|stdout|stderr|tty|fd\/[0-2])$/;
 
@@ -191,13 +194,22 @@ export function checkTarget(
   }
   const paths: string[] = [];
   for (const base of bases) {
-    const lexical = posix.resolve(base, value);
-    if (lexical.startsWith('/proc/'))
-      return {
-        kind: 'unknown',
-        reason: `${value} is under /proc, which the gate cannot resolve for the command`,
-      };
-    const kernel = resolveLikeKernel(value, base, options.followFinal ?? true);
+    let lexical = posix.resolve(base, value);
+    let from = value;
+    if (lexical.startsWith('/proc/')) {
+      // The command's own view of itself: /proc/self/root (or any pid's, in one mount namespace)
+      // is `/`, /proc/self/cwd is its working directory. Anything else under /proc is unknown.
+      const proc = /^\/proc\/(?:self|thread-self|\d+)\/(root|cwd)(\/.*)?$/.exec(lexical);
+      const self = proc && /^\/proc\/(self|thread-self)\//.test(lexical);
+      if (!proc || (proc[1] === 'cwd' && !self))
+        return {
+          kind: 'unknown',
+          reason: `${value} is under /proc, which the gate cannot resolve for the command`,
+        };
+      from = `${proc[1] === 'root' ? '/' : base}${proc[2] ?? ''}`;
+      lexical = posix.resolve(from);
+    }
+    const kernel = resolveLikeKernel(from, base, options.followFinal ?? true);
     for (const p of new Set([lexical, kernel])) {
       const reason = protectedReason(p, ctx);
       if (reason) {
@@ -263,21 +275,67 @@ export function checkPatternTarget(
   const slash = pattern.lastIndexOf('/');
   const dir = slash > 0 ? pattern.slice(0, slash) : slash === 0 ? '/' : '.';
   const namePattern = pattern.slice(slash + 1);
-  const re = picomatch.makeRe(namePattern, { dot: false });
-  const hit = PROTECTED_SAMPLES.find((name) => re.test(name));
-  if (hit) return { kind: 'protected', reason: `the pattern ${pattern} can match ${hit}, a protected file` };
+  if (namePattern !== '') {
+    const re = picomatch.makeRe(namePattern, { dot: false });
+    const hit = PROTECTED_SAMPLES.find((name) => re.test(name));
+    if (hit)
+      return { kind: 'protected', reason: `the pattern ${pattern} can match ${hit}, a protected file` };
+  }
   if (!/[*?[]/.test(dir)) {
     const check = checkTarget(dir, cwds, ctx);
     if (check.kind === 'protected' && !/environment file/.test(check.reason)) return check;
   } else {
-    const parts = dir.split('/');
-    for (const part of parts) {
+    for (const part of dir.split('/')) {
+      if (part === '') continue;
       const partRe = picomatch.makeRe(part, { dot: false });
-      if (['.ssh', '.git'].some((n) => partRe.test(n)))
-        return { kind: 'protected', reason: `the pattern ${pattern} can reach a protected directory` };
+      const hit = PROTECTED_DIR_SAMPLES.find((n) => partRe.test(n));
+      if (hit)
+        return {
+          kind: 'protected',
+          reason: `the pattern ${pattern} can reach a protected directory (${hit})`,
+        };
+    }
+  }
+  // What the shell would make of it now: every existing path the pattern matches.
+  for (const base of cwds ?? []) {
+    for (const match of globNow(pattern, base)) {
+      const check = checkTarget(match, [base], ctx);
+      if (check.kind === 'protected')
+        return { kind: 'protected', reason: `the pattern ${pattern} matches ${match}: ${check.reason}` };
     }
   }
   return { kind: 'unknown', reason: `${pattern} is a pattern the shell expands at run time` };
+}
+
+/**
+ * The paths a glob matches now, segment by segment from `base` as bash matches them (a leading
+ * dot only by a dot; at most `limit` paths). Hand-written: picomatch matches names, and fs.glob
+ * is not in Node 20.
+ */
+function globNow(pattern: string, base: string, limit = 512): string[] {
+  let current = [pattern.startsWith('/') ? '/' : base];
+  for (const seg of pattern.split('/')) {
+    if (seg === '') continue;
+    const next: string[] = [];
+    if (!/[*?[]/.test(seg)) {
+      const name = seg.replace(/\\(.)/g, '$1');
+      for (const c of current) next.push(posix.join(c, name));
+    } else {
+      const re = picomatch.makeRe(seg, { dot: false });
+      for (const c of current) {
+        let names: string[];
+        try {
+          names = readdirSync(c);
+        } catch {
+          continue;
+        }
+        for (const n of names) if (re.test(n) && next.length < limit) next.push(posix.join(c, n));
+      }
+    }
+    current = next;
+    if (current.length === 0) break;
+  }
+  return current;
 }
 
 /** Whether `abs` is `/`, the home directory, the workspace root, or an ancestor of one of them. */
@@ -313,3 +371,35 @@ export function realish(abs: string): string {
 }
 
 export { HARMLESS as HARMLESS_TARGET };
+
+/**
+ * The paths inside an existing directory tree, relative to it, breadth first (symlinks are not
+ * followed; at most `limit` entries): what a recursive copy of it brings along.
+ */
+export function treeEntries(root: string, limit = 4096): string[] {
+  const out: string[] = [];
+  let st;
+  try {
+    st = lstatSync(root);
+  } catch {
+    return out;
+  }
+  if (!st.isDirectory()) return out;
+  const queue = [''];
+  while (queue.length > 0 && out.length < limit) {
+    const rel = queue.shift()!;
+    let entries;
+    try {
+      entries = readdirSync(posix.join(root, rel), { withFileTypes: true });
+    } catch {
+      continue;
+    }
+    for (const e of entries) {
+      if (out.length >= limit) break;
+      const child = rel ? `${rel}/${e.name}` : e.name;
+      out.push(child);
+      if (e.isDirectory()) queue.push(child);
+    }
+  }
+  return out;
+}

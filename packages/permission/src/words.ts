@@ -195,13 +195,24 @@ export function evaluate(word: Syntax.Word, state: ShellState, options: { assign
         unknown(true);
         break;
       case 'brace': {
-        const expanded = expandBraces(part.text);
-        if (expanded === undefined) {
-          unknown(false);
-        } else {
-          // A literal brace expansion: several known fields.
-          return fromFields(word, expanded, risks, subs, assigns);
+        // bash expands braces first, then tilde, parameters and globs in each resulting word, so
+        // each variant is evaluated as a word of its own (`~/.bash{rc,_profile}`, `{~,/tmp}/x`).
+        const variants = braceVariants(part.parts);
+        const fields: string[] = [];
+        for (const parts of variants ?? []) {
+          const v = evaluate({ ...word, parts }, state, options);
+          risks.push(...v.risks);
+          subs.push(...v.subs);
+          assigns.push(...v.assigns);
+          if (v.fields === undefined) {
+            fields.length = 0;
+            break;
+          }
+          fields.push(...v.fields);
         }
+        if (variants !== undefined && fields.length > 0)
+          return fromFields(word, fields, risks, subs, assigns);
+        unknown(false);
         break;
       }
       case 'unknown':
@@ -237,7 +248,10 @@ function fromSegs(
   assigns: string[],
 ): Arg {
   const isUnknown = segs.some((s) => s.unknown);
-  const glob = segs.some((s) => !s.quoted && !s.unknown && /[*?]|\[.*\]/.test(s.text));
+  // A bracket expression may span pieces (`.bash[r]c` is `.bash`, `[`, `r`, `]`, `c` to
+  // tree-sitter): an unquoted `[` with an unquoted `]` anywhere after it is one.
+  const unquoted = segs.map((s) => (s.quoted || s.unknown ? '\0' : s.text)).join('');
+  const glob = /[*?]|\[.*\]/s.test(unquoted);
   let pattern = '';
   for (const s of segs) pattern += s.unknown ? '*' : s.quoted ? escapeGlob(s.text) : s.text;
   // The known text before the first part only known at run time (or a glob character).
@@ -364,9 +378,56 @@ function paramRisk(part: Extract<Syntax.WordPart, { kind: 'param' }>): Risk | un
   return undefined;
 }
 
-/** Expands a purely literal brace expression (`{a,b}`, `x{1..3}`); undefined if it is not one. */
-export function expandBraces(text: string, limit = 64): string[] | undefined {
-  if (/[$`"'\\*?[\]~]/.test(text)) return undefined;
+const PLACEHOLDER = 0xe000;
+
+/**
+ * The words a brace word becomes, each as parts: the unquoted text is brace-expanded with every
+ * other piece (quoted text, `~`, `$x`) held as one opaque character, then split back into parts;
+ * a variant that now starts with unquoted `~` gets its tilde part, as bash gives it. Undefined when
+ * the word is not a brace expansion the gate can expand (too many words, too many pieces).
+ */
+function braceVariants(parts: readonly Syntax.WordPart[]): Syntax.WordPart[][] | undefined {
+  if (parts.length > 0x1000) return undefined;
+  let template = '';
+  parts.forEach((p, i) => {
+    template += p.kind === 'text' && p.quoting === 'none' ? p.value : String.fromCharCode(PLACEHOLDER + i);
+  });
+  const words = expandBraces(template, 64, true);
+  if (!words) return undefined;
+  return words.map((w) => {
+    const out: Syntax.WordPart[] = [];
+    let text = '';
+    const flush = () => {
+      if (text) out.push({ kind: 'text', value: text, quoting: 'none' });
+      text = '';
+    };
+    for (const ch of w) {
+      const code = ch.charCodeAt(0) - PLACEHOLDER;
+      if (code >= 0 && code < parts.length) {
+        flush();
+        out.push(parts[code]!);
+      } else text += ch;
+    }
+    flush();
+    const first = out[0];
+    if (first?.kind === 'text' && first.value.startsWith('~')) {
+      const slash = first.value.indexOf('/');
+      const prefix = slash < 0 ? first.value : first.value.slice(0, slash);
+      if (/^~([+-]|[A-Za-z0-9._-]*)$/.test(prefix)) {
+        const rest = first.value.slice(prefix.length);
+        out.splice(0, 1, { kind: 'tilde', prefix }, ...(rest ? [{ ...first, value: rest }] : []));
+      }
+    }
+    return out;
+  });
+}
+
+/**
+ * Expands a brace expression (`{a,b}`, `x{1..3}`); undefined if it is not one. Unless `anyText`,
+ * text with quotes, expansions, globs or `~` is refused (the caller reads the words as literal).
+ */
+export function expandBraces(text: string, limit = 64, anyText = false): string[] | undefined {
+  if (!anyText && /[$`"'\\*?[\]~]/.test(text)) return undefined;
   const out: string[] = [];
   const expand = (s: string): boolean => {
     let depth = 0;

@@ -101,7 +101,12 @@ export const WRAPPERS: Record<string, WrapperSpec> = {
     grammar: g({ values: 'n', long: 'adjustment= help version', numeric: true, permute: false }),
     unwrap: (p) => innerOf(p.operands),
   },
-  nohup: { grammar: g({ long: 'help version', permute: false }), unwrap: (p) => innerOf(p.operands) },
+  // nohup appends the command's output to ./nohup.out (or ~/nohup.out) whenever stdout is a
+  // terminal, as it is in a terminal session: a write the gate cannot rule out from the text.
+  nohup: {
+    grammar: g({ long: 'help version', permute: false }),
+    unwrap: (p) => innerOf(p.operands, { writes: [literalArg('nohup.out')] }),
+  },
   setsid: {
     grammar: g({ flags: 'cfw', long: 'ctty fork wait help version', permute: false }),
     unwrap: (p) => innerOf(p.operands),

@@ -19,6 +19,11 @@ export interface WriteFacts {
   trees: { target: Arg; via: string }[];
   /** `git config <key> <value>` of a key that makes git run a program. */
   gitExecKey?: string;
+  /**
+   * Sources copied (or moved, linked) into a directory: each lands at `dir/<its name>`, and a
+   * recursive copy brings the source's whole tree along.
+   */
+  copies?: { sources: Arg[]; dir: Arg; mustBeDir: boolean; recursive: boolean; via: string }[];
 }
 
 const g = grammar;
@@ -72,8 +77,18 @@ function copyLike(gr: Grammar, sourcesAreWritten: (p: ParsedArgs) => boolean): E
     const dirs = values(p, '--target-directory', '-t');
     const targets = dirs.length > 0 ? dirs : p.operands.slice(-1);
     const sources = dirs.length > 0 ? p.operands : p.operands.slice(0, -1);
-    for (const t of targets)
-      facts.writes.push({ target: t, via: name, followFinal: !hasOpt(p, '-T', '--no-target-directory') });
+    const noTargetDir = hasOpt(p, '-T', '--no-target-directory');
+    for (const t of targets) facts.writes.push({ target: t, via: name, followFinal: !noTargetDir });
+    if (!noTargetDir && sources.length > 0)
+      facts.copies = targets.map((dir) => ({
+        sources,
+        dir,
+        // With -t, several sources or a trailing slash the target must be a directory; else it
+        // is one only if it exists as one.
+        mustBeDir: dirs.length > 0 || sources.length > 1 || (dir.value?.endsWith('/') ?? false),
+        recursive: name === 'mv' || hasOpt(p, '-r', '-R', '--recursive', '-a', '--archive'),
+        via: name,
+      }));
     if (sourcesAreWritten(p))
       for (const s of sources) facts.writes.push({ target: s, via: name, followFinal: false });
     if (name === 'mv') for (const s of sources) facts.trees.push({ target: s, via: 'mv' });
@@ -373,8 +388,12 @@ const EXTRACTORS: Record<string, Extractor> = {
   git(args) {
     const facts = empty();
     let i = 0;
-    while (i < args.length && (args[i]!.value ?? '-').startsWith('-'))
+    const chdir: Arg[] = [];
+    while (i < args.length && (args[i]!.value ?? '-').startsWith('-')) {
+      if (args[i]!.value === '-C' && args[i + 1]) chdir.push(args[i + 1]!);
       i += args[i]!.value === '-C' || args[i]!.value === '-c' ? 2 : 1;
+    }
+    if (args[i]?.value === 'clone') return gitClone(args.slice(i + 1), chdir);
     if (args[i]?.value !== 'config') return facts;
     const rest = args.slice(i + 1);
     const file = rest.findIndex((a) => a.value === '--file' || a.value === '-f');
@@ -406,6 +425,38 @@ const EXTRACTORS: Record<string, Extractor> = {
     return facts;
   },
 };
+
+const GIT_CLONE = g({
+  flags: 'lsqvn',
+  values: 'obucj',
+  long:
+    'local no-hardlinks shared quiet verbose progress no-checkout bare mirror origin= branch= upload-pack= template= ' +
+    'config= depth= shallow-since= shallow-exclude= single-branch no-single-branch no-tags recurse-submodules? ' +
+    'shallow-submodules no-shallow-submodules remote-submodules no-remote-submodules separate-git-dir= jobs= ' +
+    'filter= also-filter-submodules sparse reject-shallow no-reject-shallow reference= reference-if-able= dissociate ' +
+    'server-option= bundle-uri= ref-format= revision= no-progress',
+});
+
+/** `git clone [options] <repo> [<dir>]`: the directory it creates (and a separate git dir). */
+function gitClone(args: readonly Arg[], chdir: readonly Arg[]): WriteFacts {
+  const p = parsed(GIT_CLONE, args, 'git clone');
+  if (!p) return everything(args, 'git clone');
+  const facts = empty();
+  // `git -C a -C b clone r d` creates a/b/d: relative targets are judged from the -C directories.
+  const from = (t: Arg): Arg => {
+    if (chdir.length === 0) return t;
+    const parts = [...chdir, t].map((a) => a.value);
+    if (parts.some((v) => v === undefined)) return runtimeArg(t.raw);
+    let path = '';
+    for (const v of parts as string[]) path = v.startsWith('/') || path === '' ? v : `${path}/${v}`;
+    return literalArg(path);
+  };
+  const dir = p.operands[1];
+  if (dir) facts.writes.push({ target: from(dir), via: 'git clone', followFinal: true });
+  for (const d of values(p, '--separate-git-dir'))
+    facts.writes.push({ target: from(d), via: 'git clone --separate-git-dir', followFinal: true });
+  return facts;
+}
 
 for (const [name, gr] of Object.entries(SIMPLE_TARGETS)) {
   EXTRACTORS[name] = (args) => {

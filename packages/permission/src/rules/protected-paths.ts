@@ -1,6 +1,8 @@
 import type { CommandFacts, Part, RuleContext } from '../facts.js';
-import { checkPatternTarget, checkTarget, type TargetCheck } from '../paths.js';
-import type { Arg } from '../words.js';
+import { statSync } from 'node:fs';
+import { posix } from 'node:path';
+import { checkPatternTarget, checkTarget, treeEntries, type TargetCheck } from '../paths.js';
+import { escapeGlob, type Arg } from '../words.js';
 
 /**
  * Rule `safety:protectedPaths`: no command writes, removes, moves, links or changes the mode of a
@@ -28,6 +30,13 @@ export function protectedPaths(facts: CommandFacts, ctx: RuleContext): Part[] {
       return parts;
     }
   }
+  for (const c of facts.copies) {
+    const reason = copyIntoProtected(c, facts.cwds, ctx);
+    if (reason) {
+      deny(reason);
+      return parts;
+    }
+  }
   if (facts.gitExecKey) deny(`it sets ${facts.gitExecKey} in a git config, which makes git run a program`);
   return parts;
 }
@@ -48,4 +57,58 @@ export function targetCheck(
     return paths.length === 0 ? { kind: 'harmless' } : { kind: 'ok', paths };
   }
   return checkPatternTarget(target.pattern, cwds, ctx.paths);
+}
+
+/**
+ * Where a copy into a directory lands: `dir/<name>` for each source, and for a recursive copy
+ * every path of the source's tree as it exists now, under `dir/` (`cp -r dots/. ~`) and under
+ * `dir/<name>/`. A protected landing place makes the copy a protected write.
+ */
+function copyIntoProtected(
+  copy: CommandFacts['copies'][number],
+  cwds: readonly string[] | undefined,
+  ctx: RuleContext,
+): string | undefined {
+  const dir = copy.dir.value;
+  if (dir === undefined) return undefined;
+  if (!copy.mustBeDir && !(cwds ?? []).some((base) => isDirectory(posix.resolve(base, dir))))
+    return undefined;
+  const landed = (target: string, followFinal: boolean): string | undefined => {
+    const check = checkTarget(target, cwds, ctx.paths, { followFinal });
+    return check.kind === 'protected' ? `${copy.via} would modify ${check.reason}` : undefined;
+  };
+  for (const source of copy.sources) {
+    if (source.value === undefined) {
+      const name = source.pattern.replace(/\/+$/, '').split('/').pop() ?? '';
+      if (name === '' || name === '*') continue;
+      const check = checkPatternTarget(`${escapeGlob(dir)}/${name}`, cwds, ctx.paths);
+      if (check.kind === 'protected') return `${copy.via} would modify ${check.reason}`;
+      continue;
+    }
+    const name = posix.basename(source.value.replace(/\/+$/, ''));
+    if (name !== '' && name !== '.' && name !== '..') {
+      const hit = landed(posix.join(dir, name), true);
+      if (hit) return hit;
+    }
+    if (!copy.recursive) continue;
+    for (const base of cwds ?? []) {
+      for (const rel of treeEntries(posix.resolve(base, source.value))) {
+        const hit =
+          landed(posix.join(dir, rel), false) ??
+          (name !== '' && name !== '.' && name !== '..'
+            ? landed(posix.join(dir, name, rel), false)
+            : undefined);
+        if (hit) return hit;
+      }
+    }
+  }
+  return undefined;
+}
+
+function isDirectory(path: string): boolean {
+  try {
+    return statSync(path).isDirectory();
+  } catch {
+    return false;
+  }
 }
