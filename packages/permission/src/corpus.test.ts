@@ -539,6 +539,8 @@ function CLASSES(): Entry[] {
     ['ls -1 | sort | uniq -c', 'allow', 'c12 reads'],
     ['grep -n hello -- file.txt', 'allow', 'c12 reads'],
     ['git status --short --branch', 'allow', 'c12 reads'],
+    ['git status -uno', 'allow', 'c12 reads'],
+    ['git status -sb -uall', 'allow', 'c12 reads'],
     ["sed -n '1,2p;3q' file.txt", 'allow', 'c12 reads'],
     ['node -v', 'allow', 'c12 reads'],
     ['id -un && uname -sr', 'allow', 'c12 reads'],

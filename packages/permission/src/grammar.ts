@@ -39,6 +39,8 @@ export interface GrammarSpec {
   flags?: string;
   /** Short options with a required value (separate or attached), e.g. 'nc'. */
   values?: string;
+  /** Short options with an optional value, attached only (`git status -uno`), e.g. 'u'. */
+  optional?: string;
   /**
    * Long options, space separated: `all` (flag), `lines=` (required value), `color?` (optional,
    * only as `--color=x`), `lines=:n` (an alias key: same option as `-n`).
@@ -57,6 +59,7 @@ export function grammar(spec: GrammarSpec): Grammar {
   const long = new Map<string, OptionDef>();
   for (const ch of spec.flags ?? '') short.set(ch, { name: `-${ch}`, arg: 'none', key: `-${ch}` });
   for (const ch of spec.values ?? '') short.set(ch, { name: `-${ch}`, arg: 'required', key: `-${ch}` });
+  for (const ch of spec.optional ?? '') short.set(ch, { name: `-${ch}`, arg: 'optional', key: `-${ch}` });
   for (const item of (spec.long ?? '').split(/\s+/).filter(Boolean)) {
     const m = /^([A-Za-z0-9][A-Za-z0-9-]*)([=?]?)(?::(.+))?$/.exec(item);
     if (!m) throw new Error(`bad grammar item ${item}`);

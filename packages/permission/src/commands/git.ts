@@ -77,7 +77,8 @@ function listOnly(what: string, listKeys: string[]): (args: ParsedArgs) => strin
 
 const SUBCOMMANDS: Record<string, Sub> = {
   status: sub({
-    flags: 'sbvuz',
+    flags: 'sbvz',
+    optional: 'u',
     long: 'short branch porcelain? long verbose untracked-files? ignore-submodules? ignored? column? no-column ahead-behind no-ahead-behind renames no-renames find-renames? null show-stash',
   }),
   log: { grammar: LOG },
