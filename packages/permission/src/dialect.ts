@@ -8,6 +8,10 @@ export function dialectRisk(tree: Syntax.SyntaxTree, dialect: Dialect): string |
   if (dialect === 'bash') return undefined;
   let found: string | undefined;
   const word = (w: Syntax.Word) => {
+    if (dialect === 'zsh') {
+      const sub = zshSubscript(w.parts);
+      if (sub) found = sub;
+    }
     for (const p of w.parts) {
       if (found) return;
       if (dialect === 'sh') {
@@ -92,4 +96,38 @@ export function dialectRisk(tree: Syntax.SyntaxTree, dialect: Dialect): string |
   };
   seq(tree.body);
   return found;
+}
+
+/**
+ * zsh reads `$name[…]` (no braces) as a subscript and evaluates it, quoted text included
+ * (`$x['$(cmd)']` runs cmd); bash reads a glob after `$name`. Only literal numbers, ranges and
+ * negative indexes are known to be harmless.
+ */
+function zshSubscript(parts: readonly Syntax.WordPart[]): string | undefined {
+  for (let i = 0; i < parts.length - 1; i++) {
+    const p = parts[i]!;
+    const next = parts[i + 1]!;
+    if (p.kind !== 'param' || p.braced || next.kind !== 'text' || !next.value.startsWith('[')) continue;
+    let text = '';
+    let literal = true;
+    for (let j = i + 1; j < parts.length; j++) {
+      const q = parts[j]!;
+      if (q.kind !== 'text' || (q.quoting !== 'none' && q.quoting !== 'double')) {
+        literal = false;
+        break;
+      }
+      text += q.value;
+      if (text.includes(']')) break;
+    }
+    if (!literal || !/^\[[-\d, ]*\]/.test(text))
+      return `zsh evaluates the subscript in ${JSON.stringify(parts.length ? textOf(parts) : '')} (quoted text included), which can run commands`;
+  }
+  return undefined;
+}
+
+function textOf(parts: readonly Syntax.WordPart[]): string {
+  return parts
+    .map((p) => (p.kind === 'text' ? p.value : p.kind === 'param' ? `$${p.name}` : '…'))
+    .join('')
+    .slice(0, 80);
 }
