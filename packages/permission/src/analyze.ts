@@ -661,6 +661,8 @@ export class Analyzer {
           facts.trees.push(...wf.trees);
           if (wf.copies) facts.copies.push(...wf.copies);
           if (wf.gitExecKey) facts.gitExecKey = wf.gitExecKey;
+        } else if (!Object.hasOwn(READ_ONLY, end.base) && !isInterpreter(end.base) && !SHELLS.has(end.base)) {
+          this.handedOver(end.base, end.args, facts, shown, state, walk, parts);
         }
         ends = this.judge({
           name: end.name,
@@ -703,6 +705,80 @@ export class Analyzer {
     if (s.selfKill && this.o.ownProcesses && /^(kill|pkill|killall)$/.test(facts.name ?? '')) {
       const p = selfKill(facts, this.o.ownProcesses());
       if (p) parts.push(p);
+    }
+  }
+
+  /**
+   * A program the gate does not know may run what it is handed (strace, chroot, xvfb-run, tmux
+   * new, script -c, gdb -ex …): the deny rules also judge each argument list that starts with a
+   * program they know (`strace -f rm -rf ~` is `rm -rf ~`) and each literal argument read as a
+   * command line (`script -c 'echo x > ~/.bashrc'`). Only their denies count: the program itself
+   * already asks.
+   */
+  private handedOver(
+    program: string,
+    args: readonly Arg[],
+    facts: CommandFacts,
+    shown: string,
+    state: State,
+    walk: Walk,
+    parts: Part[],
+  ): void {
+    const s = this.o.safety;
+    for (let i = 0; i < args.length; i++) {
+      const value = args[i]!.value;
+      if (value === undefined) continue;
+      const name = baseName(value);
+      const wf = writeFacts(name, args.slice(i + 1));
+      if (!wf) continue;
+      const inner = emptyFacts(
+        `${name} ${args
+          .slice(i + 1)
+          .map((a) => a.raw)
+          .join(' ')}`,
+        facts.cwds,
+      );
+      inner.name = name;
+      inner.programs = [name];
+      inner.args = args.slice(i + 1);
+      inner.writes.push(...wf.writes);
+      inner.intoDirs.push(...wf.intoDirs);
+      inner.trees.push(...wf.trees);
+      if (wf.copies) inner.copies.push(...wf.copies);
+      if (wf.gitExecKey) inner.gitExecKey = wf.gitExecKey;
+      const found = [
+        ...(s.protectedPaths ? protectedPaths(inner, this.ruleCtx) : []),
+        ...(s.recursiveDeleteRoot ? recursiveDeleteRoot(inner, this.ruleCtx) : []),
+      ].find((p) => p.verdict === 'deny');
+      if (found) {
+        parts.push({
+          ...found,
+          command: shown,
+          reason: `${program} may run ${inner.shown}: ${found.reason}`,
+        });
+        return;
+      }
+    }
+    if (walk.depth >= this.o.maxNesting) return;
+    for (const a of args) {
+      const text = a.value;
+      if (text === undefined || text.length > 4096 || !/[\s;&|<>]/.test(text.trim())) continue;
+      const inner: Walk = {
+        ...walk,
+        parts: [],
+        line: { downloads: [], interpreters: [] },
+        depth: walk.depth + 1,
+      };
+      this.line(text, { cwds: facts.cwds ? [...facts.cwds] : undefined, vars: new Map(state.vars) }, inner);
+      const denied = inner.parts.find((p) => p.verdict === 'deny');
+      if (denied) {
+        parts.push({
+          ...denied,
+          command: shown,
+          reason: `${program} is handed the command line ${clip(text, 60)}, and ${denied.command}: ${denied.reason}`,
+        });
+        return;
+      }
     }
   }
 

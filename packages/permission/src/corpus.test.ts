@@ -514,6 +514,22 @@ function CLASSES(): Entry[] {
     ['x(){ x & }; x', 'deny', 'c10 deny spellings'],
     ['while :; do yes > /dev/null & done', 'deny', 'c10 deny spellings'],
     ['until false; do sleep 9 & done', 'deny', 'c10 deny spellings'],
+    // c10: a program the gate does not know is judged by what it is handed to run
+    ['setarch $(uname -m) rm -rf ~', 'deny', 'c10 deny spellings', 'M'],
+    ['prlimit --nofile=256 rm -r ~/', 'deny', 'c10 deny spellings', 'M'],
+    ['linux64 rm -rf "$HOME"', 'deny', 'c10 deny spellings', 'M'],
+    ["script -qc 'echo x >> ~/.bashrc' /dev/null", 'deny', 'c10 deny spellings', '~/.bashrc'],
+    [
+      "script -q -c 'cp file.txt .git/hooks/pre-push' /dev/null",
+      'deny',
+      'c10 deny spellings',
+      '.git/hooks/pre-push',
+    ],
+    ['setarch $(uname -m) cp dots/.profile ~', 'deny', 'c10 deny spellings', '~/.profile'],
+    ['busybox rm -rf ~', 'deny', 'c10 deny spellings'],
+    ['toybox cp file.txt ~/.bashrc', 'deny', 'c10 deny spellings'],
+    ["script -qc 'ls -la' /dev/null", 'ask', 'c10 deny spellings'],
+    ['setarch $(uname -m) rm -f notes.txt', 'ask', 'c10 deny spellings', 'M'],
     // c11: allowed git reads never run a repository's configured programs (see SETUPS)
     ['git status #fsmonitor', 'ask', 'c11 git config', 'M'],
     ['git branch -a #fsmonitor', 'ask', 'c11 git config'],

@@ -195,6 +195,15 @@ export const WRAPPERS: Record<string, WrapperSpec> = {
       return { kind: 'string', script: literalArg(p.operands.map((w) => w.value).join(' ')) };
     },
   },
+  // Multi-call binaries: `busybox rm -rf ~` is `rm -rf ~` (and `busybox wget`, `busybox sh -c`).
+  busybox: {
+    grammar: g({ long: 'list list-full help', permute: false, abbreviations: false }),
+    unwrap: (p) => innerOf(p.operands),
+  },
+  toybox: {
+    grammar: g({ long: 'help version', permute: false, abbreviations: false }),
+    unwrap: (p) => innerOf(p.operands),
+  },
   flock: {
     grammar: g({
       flags: 'sxenuoFv',
