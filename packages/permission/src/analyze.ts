@@ -510,6 +510,13 @@ export class Analyzer {
     for (const a of evaluated) this.wordRisks(a, shown, state, walk);
     const args = splitFields(evaluated);
     for (const r of cmd.redirects) this.redirect(r, state, walk, facts, shown);
+    // `{name}>file`: bash opens the file on a new descriptor and assigns its number to name, in the
+    // shell itself for a builtin (`true {PS1}>/dev/null` sets PS1). tree-sitter reads `{name}` as a
+    // word, so a `{name}` word right before a redirect is judged as an assignment.
+    for (const name of fdVariables(cmd)) {
+      facts.names.push({ name, how: `a {${name}} redirection` });
+      this.assignedName(name, `a {${name}} redirection`, shown, walk);
+    }
     let stdinText = io.stdinText;
     for (const r of cmd.redirects) {
       if (r.operator === '<<<' && r.target) {
@@ -1160,6 +1167,19 @@ export class Analyzer {
 
 function levelText(level: Arg[]): string {
   return level.map((a) => a.value ?? a.raw).join(' ');
+}
+
+/** Names a `{name}>file` redirection assigns: a `{name}` word ending where a redirect starts. */
+function fdVariables(cmd: Syntax.SimpleCommand): string[] {
+  const names: string[] = [];
+  for (const r of cmd.redirects) {
+    if (r.fdVariable) names.push(r.fdVariable);
+    const w = cmd.words.find((word) => word.end === r.start);
+    if (!w || !w.parts.every((p) => p.kind === 'text' && p.quoting === 'none')) continue;
+    const m = /^\{([A-Za-z_][A-Za-z0-9_]*)\}$/.exec(w.text);
+    if (m) names.push(m[1]!);
+  }
+  return names;
 }
 
 function emptyFacts(shown: string, cwds: readonly string[] | undefined): CommandFacts {

@@ -373,6 +373,15 @@ function CLASSES(): Entry[] {
     [': ${__conch_key:=x}', 'deny', 'c3 protocol names'],
     ['for __conch_f in a; do :; done', 'deny', 'c3 protocol names'],
     ['env __conch_seq=3 ls', 'deny', 'c3 protocol names'],
+    // c3/c6: `{name}>file` assigns name in the shell itself when the command is a builtin
+    ['true {__conch_key}>/dev/null', 'deny', 'c3 protocol names'],
+    ['echo x {__conch_seq}>&2', 'deny', 'c3 protocol names'],
+    [': {__conch_nonce}</dev/null', 'deny', 'c3 protocol names'],
+    ['true {HISTFILE}>/dev/null', 'ask', 'c6 assignments'],
+    ['echo {PROMPT_COMMAND}>/dev/null', 'ask', 'c6 assignments'],
+    ['printf "" {PS1}>/dev/null', 'ask', 'c6 assignments'],
+    ['cat {fd}<file.txt', 'allow', 'c6 assignments'],
+    ['echo {PS1}', 'allow', 'c6 assignments'],
     // c4: backticks (and $(…)) in unquoted here-document bodies run
     ['cat <<END\n`payload`\nEND', 'ask', 'c4 heredoc substitution', 'M'],
     ['wc -l <<X\nline `payload`\nX', 'ask', 'c4 heredoc substitution', 'M'],

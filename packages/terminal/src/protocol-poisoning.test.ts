@@ -58,6 +58,11 @@ const ATTACKS: readonly Attack[] = [
   { name: 'local (global at top level in zsh)', shells: ['zsh'], poison: () => 'local __conch_key=y' },
   { name: 'printf -v into the key', shells: ['bash', 'zsh'], poison: () => 'printf -v __conch_key y' },
   { name: 'read into the key', shells: ['bash', 'zsh'], poison: () => 'read -r __conch_key <<< y' },
+  {
+    name: 'a {name} redirection into the key',
+    shells: ['bash'],
+    poison: () => 'true {__conch_key}>/dev/null',
+  },
   { name: 'empty PROMPT_COMMAND', shells: ['bash'], poison: () => 'PROMPT_COMMAND=' },
   { name: 'unset PROMPT_COMMAND', shells: ['bash'], poison: () => 'unset PROMPT_COMMAND' },
   { name: 'empty precmd_functions', shells: ['zsh'], poison: () => 'precmd_functions=()' },
