@@ -609,7 +609,7 @@ export class Analyzer {
         const nameArg = end.arg;
         if (this.o.safety.privilegeEscalation && nameArg.glob && !nameArg.opaque) {
           const pattern = nameArg.pattern.slice(nameArg.pattern.lastIndexOf('/') + 1);
-          const re = picomatch.makeRe(pattern, { dot: true });
+          const re = picomatch.makeRe(pattern.replace(/(^|[^\\])\[!/g, '$1[^'), { dot: true });
           const hit = [...PRIVILEGE].find((p) => re.test(p));
           if (hit && pattern !== '*')
             add(

@@ -523,6 +523,16 @@ function CLASSES(): Entry[] {
     ['x(){ x & }; x', 'deny', 'c10 deny spellings'],
     ['while :; do yes > /dev/null & done', 'deny', 'c10 deny spellings'],
     ['until false; do sleep 9 & done', 'deny', 'c10 deny spellings'],
+    // c10: `$(pwd)` is the working directory; `[!…]` globs negate as in bash; `-name '*'` narrows nothing
+    ['rm -rf "$(pwd)"', 'deny', 'c10 deny spellings', 'M'],
+    ['rm -r `pwd`/', 'deny', 'c10 deny spellings', 'M'],
+    ['cd src && cd .. && rm -rf "$(pwd -P)"', 'deny', 'c10 deny spellings', 'M'],
+    ['rm -rf .[!.]*', 'deny', 'c10 deny spellings', 'M'],
+    ['rm -f .e[!x]v', 'deny', 'c10 deny spellings', 'M'],
+    ['find . -name "*" -delete', 'deny', 'c10 deny spellings'],
+    ["find ~ -path '*' -delete", 'deny', 'c10 deny spellings'],
+    ['rm -rf $(pwd)/sub', 'ask', 'c10 deny spellings', 'M'],
+    ['find . -name "*.o" -delete', 'ask', 'c10 deny spellings'],
     // c10: a program the gate does not know is judged by what it is handed to run
     ['setarch $(uname -m) rm -rf ~', 'deny', 'c10 deny spellings', 'M'],
     ['prlimit --nofile=256 rm -r ~/', 'deny', 'c10 deny spellings', 'M'],

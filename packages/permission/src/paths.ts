@@ -276,7 +276,7 @@ export function checkPatternTarget(
   const dir = slash > 0 ? pattern.slice(0, slash) : slash === 0 ? '/' : '.';
   const namePattern = pattern.slice(slash + 1);
   if (namePattern !== '') {
-    const re = picomatch.makeRe(namePattern, { dot: false });
+    const re = shellGlob(namePattern);
     const hit = PROTECTED_SAMPLES.find((name) => re.test(name));
     if (hit)
       return { kind: 'protected', reason: `the pattern ${pattern} can match ${hit}, a protected file` };
@@ -287,7 +287,7 @@ export function checkPatternTarget(
   } else {
     for (const part of dir.split('/')) {
       if (part === '') continue;
-      const partRe = picomatch.makeRe(part, { dot: false });
+      const partRe = shellGlob(part);
       const hit = PROTECTED_DIR_SAMPLES.find((n) => partRe.test(n));
       if (hit)
         return {
@@ -321,7 +321,7 @@ function globNow(pattern: string, base: string, limit = 512): string[] {
       const name = seg.replace(/\\(.)/g, '$1');
       for (const c of current) next.push(posix.join(c, name));
     } else {
-      const re = picomatch.makeRe(seg, { dot: false });
+      const re = shellGlob(seg);
       for (const c of current) {
         let names: string[];
         try {
@@ -402,4 +402,12 @@ export function treeEntries(root: string, limit = 4096): string[] {
     }
   }
   return out;
+}
+
+/**
+ * A bash glob (one path component) as a regular expression: picomatch with bash's `[!…]`
+ * negation read as `[^…]` (picomatch takes `!` literally there), dotfiles only by a leading dot.
+ */
+export function shellGlob(pattern: string): RegExp {
+  return picomatch.makeRe(pattern.replace(/(^|[^\\])\[!/g, '$1[^'), { dot: false });
 }

@@ -166,11 +166,15 @@ export function evaluate(word: Syntax.Word, state: ShellState, options: { assign
         else segs.push({ text: value, quoted: part.quoted, expanded: true, unknown: false });
         break;
       }
-      case 'command-sub':
-        // The body is judged as commands of its own; its output is a value only known at run time.
+      case 'command-sub': {
+        // The body is judged as commands of its own; its output is a value only known at run time,
+        // except `$(pwd)`, which is the working directory when the gate knows it.
         subs.push({ kind: 'command-sub', body: part.body, text: part.text });
-        unknown(part.quoted);
+        const cwd = pwdOutput(part.body, state);
+        if (cwd !== undefined) segs.push({ text: cwd, quoted: part.quoted, expanded: true, unknown: false });
+        else unknown(part.quoted);
         break;
+      }
       case 'process-sub':
         subs.push({ kind: 'process-sub', body: part.body, text: part.text, direction: part.direction });
         unknown(true);
@@ -317,6 +321,16 @@ function split(segs: Seg[]): string[] {
   }
   if (has) fields.push(current);
   return fields;
+}
+
+/** The output of a substitution that is only `pwd` (or `pwd -L` / `pwd -P`) in a known directory. */
+function pwdOutput(body: Syntax.Sequence, state: ShellState): string | undefined {
+  if (body.items.length !== 1 || state.cwds?.length !== 1) return undefined;
+  const st = body.items[0]!.statement;
+  if (st.kind !== 'simple' || st.redirects.length > 0 || st.assignments.length > 0) return undefined;
+  const words = st.words.map((w) => (w.parts.every((p) => p.kind === 'text') ? w.text : undefined));
+  if (words[0] !== 'pwd' || !words.slice(1).every((w) => w === '-L' || w === '-P')) return undefined;
+  return state.cwds[0];
 }
 
 function tildeValue(prefix: string, state: ShellState): string | undefined {

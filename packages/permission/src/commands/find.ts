@@ -141,7 +141,9 @@ export function parseFind(args: readonly Arg[]): FindPlan {
     }
     if (TESTS_NO_ARG.has(v)) continue;
     if (TESTS_ONE_ARG.has(v) || /^-newer[aBcmt][aBcmt]$/.test(v)) {
-      if (NARROWING.test(v)) plan.narrowed = true;
+      // A name or path pattern that matches everything (`-name '*'`, `-path '*'`) narrows nothing.
+      const matchesAll = /^-i?(name|path|wholename)$/.test(v) && /^\**$/.test(args[i + 1]?.value ?? '');
+      if (NARROWING.test(v) && !matchesAll) plan.narrowed = true;
       i++;
       continue;
     }

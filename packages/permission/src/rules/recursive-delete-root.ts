@@ -1,7 +1,6 @@
-import picomatch from 'picomatch';
 import { posix } from 'node:path';
 import type { CommandFacts, Part, RuleContext } from '../facts.js';
-import { rootLike } from '../paths.js';
+import { rootLike, shellGlob } from '../paths.js';
 import type { Arg } from '../words.js';
 
 /** Names a pattern that can match "anything" in a directory is tested against. */
@@ -58,7 +57,7 @@ function rootTarget(target: Arg, cwds: readonly string[] | undefined, ctx: RuleC
     const abs = posix.resolve(base, dir);
     const root = rootLike(abs, ctx.paths);
     if (!root) continue;
-    const re = picomatch.makeRe(component, { dot: false });
+    const re = shellGlob(component);
     // The next component on the way from `abs` to the home or workspace root, if inside it.
     const toward = [ctx.paths.home, ctx.paths.workspaceRoot]
       .map((p) => posix.relative(abs, p).split('/')[0]!)
