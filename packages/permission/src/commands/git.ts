@@ -211,6 +211,13 @@ const SUBCOMMANDS: Record<string, Sub> = {
       );
       if (read) return undefined;
       if (first === 'get' || first === 'list') return undefined;
+      // `git config <key>` with no value reads it (set/unset/edit/… are subcommands that write).
+      if (
+        args.operands.length === 1 &&
+        first !== undefined &&
+        !/^(set|unset|edit|rename-section|remove-section)$/.test(first)
+      )
+        return undefined;
       return 'git config without --get/--list (or get/list) writes the config';
     },
   ),

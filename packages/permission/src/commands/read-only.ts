@@ -125,6 +125,7 @@ export const READ_ONLY: Record<string, ReadOnlySpec> = {
   ),
   pwd: spec({ flags: 'LP', long: common }),
   true: spec({ ...HARMLESS }),
+  yes: spec({ long: common, ...HARMLESS }),
   false: spec({ ...HARMLESS }),
   ':': spec({ ...HARMLESS }),
   test: { grammar: grammar({}), custom: testCheck },
@@ -423,6 +424,8 @@ export const VERSION_ONLY: Record<string, readonly string[]> = {
   docker: ['--version'],
   ssh: ['-V'],
   perl: ['--version', '-v'],
+  python3: ['--version', '-V'],
+  python: ['--version', '-V'],
   ruby: ['--version'],
 };
 
