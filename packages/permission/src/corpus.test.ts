@@ -533,6 +533,12 @@ function CLASSES(): Entry[] {
     ["find ~ -path '*' -delete", 'deny', 'c10 deny spellings'],
     ['rm -rf $(pwd)/sub', 'ask', 'c10 deny spellings', 'M'],
     ['find . -name "*.o" -delete', 'ask', 'c10 deny spellings'],
+    // c10: cat passes a literal here-document or here-string through to the shell it feeds
+    ["cat <<'E' | bash\nrm -rf ~\nE", 'deny', 'c10 deny spellings', 'M'],
+    ['cat <<< "rm -rf /" | sh', 'deny', 'c10 deny spellings', 'M'],
+    ['cat <<E | bash\nsudo id\nE', 'deny', 'c10 deny spellings', 'M'],
+    ["cat <<-'X' | sh\n\trm -r ~/\n\tX", 'deny', 'c10 deny spellings', 'M'],
+    ["cat <<'E' | sh\nls -la\nE", 'allow', 'c10 deny spellings'],
     // c10: a program the gate does not know is judged by what it is handed to run
     ['setarch $(uname -m) rm -rf ~', 'deny', 'c10 deny spellings', 'M'],
     ['prlimit --nofile=256 rm -r ~/', 'deny', 'c10 deny spellings', 'M'],

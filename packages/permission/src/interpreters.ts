@@ -95,10 +95,14 @@ export function interpreterSource(base: string, args: Arg[], dynamicArgs: boolea
 
 /** What a pipeline stage writes when it is literal: `echo words`, `printf 'text'` without conversions. */
 export function literalOutput(st: Syntax.Statement, shell: ShellState): string | undefined {
-  if (st.kind !== 'simple' || st.redirects.length > 0 || st.assignments.length > 0) return undefined;
+  if (st.kind !== 'simple' || st.assignments.length > 0) return undefined;
   const args = splitFields(st.words.map((w) => evaluate(w, shell)));
   if (args.some((a) => a.value === undefined)) return undefined;
   const [name, ...rest] = args.map((a) => a.value!);
+  // `cat <<'EOF' … EOF | sh`, `cat <<< 'text' | bash`: cat passes its here-document through.
+  if (name === 'cat' && rest.length === 0 && st.redirects.length === 1)
+    return inputText(st.redirects[0]!, shell);
+  if (st.redirects.length > 0) return undefined;
   if (name === 'echo') {
     let newline = true;
     while (rest[0] !== undefined && /^-[nEe]+$/.test(rest[0])) {
@@ -109,6 +113,20 @@ export function literalOutput(st: Syntax.Statement, shell: ShellState): string |
     return `${rest.join(' ')}${newline ? '\n' : ''}`;
   }
   if (name === 'printf' && rest.length === 1 && !/[%\\]/.test(rest[0]!)) return rest[0];
+  return undefined;
+}
+
+/** The text a here-document or here-string feeds to stdin, when the gate knows it. */
+function inputText(r: Syntax.Redirect, shell: ShellState): string | undefined {
+  if (r.heredoc) {
+    if (r.heredoc.quoted) return r.heredoc.body;
+    // Unquoted: the body as written when nothing in it expands (no expansions, no backslashes).
+    return r.heredoc.parts.length === 0 && !/[\\$`]/.test(r.heredoc.body) ? r.heredoc.body : undefined;
+  }
+  if (r.operator === '<<<' && r.target) {
+    const v = evaluate(r.target, shell).value;
+    return v === undefined ? undefined : `${v}\n`;
+  }
   return undefined;
 }
 
