@@ -1,6 +1,5 @@
 import type { ParsedCommand, ShellParser, Syntax } from '@conch/shell-syntax';
 import { posix } from 'node:path';
-import picomatch from 'picomatch';
 import { READ_ONLY, VERSION_ONLY, type ReadOnlyEffects } from './commands/read-only.js';
 import { unwrap } from './commands/wrappers.js';
 import { judgeBuiltin } from './builtins.js';
@@ -15,7 +14,7 @@ import {
 import { suggestRule } from './suggest-rule.js';
 export { suggestRule } from './suggest-rule.js';
 import { resolveCommand, resolveCwds } from './resolve.js';
-import { writeFacts } from './commands/writers.js';
+import { writeFacts, type WriteFacts } from './commands/writers.js';
 import type { SafetyRuleId } from './config.js';
 import { hasHidden } from './display.js';
 import type { CommandFacts, LineFacts, Part, RuleContext, Verdict, WriteTarget } from './facts.js';
@@ -23,7 +22,7 @@ import { gitConfigRisk } from './git-config.js';
 import { parseArgs } from './grammar.js';
 import { matchHostRules, type HostRules, type CompiledRule } from './host-rules.js';
 import { classifyName } from './names.js';
-import { HARMLESS_TARGET, type PathContext } from './paths.js';
+import { HARMLESS_TARGET, shellGlob, type PathContext } from './paths.js';
 import { baseName, DOWNLOADERS, isInterpreter, SHELLS, SYSTEM_DIRS } from './program.js';
 import { downloadToInterpreter } from './rules/download-to-interpreter.js';
 import { forkBomb } from './rules/fork-bomb.js';
@@ -609,7 +608,7 @@ export class Analyzer {
         const nameArg = end.arg;
         if (this.o.safety.privilegeEscalation && nameArg.glob && !nameArg.opaque) {
           const pattern = nameArg.pattern.slice(nameArg.pattern.lastIndexOf('/') + 1);
-          const re = picomatch.makeRe(pattern.replace(/(^|[^\\])\[!/g, '$1[^'), { dot: true });
+          const re = shellGlob(pattern, true);
           const hit = [...PRIVILEGE].find((p) => re.test(p));
           if (hit && pattern !== '*')
             add(
@@ -662,13 +661,8 @@ export class Analyzer {
         facts.name = end.base;
         facts.args = end.args;
         const wf = writeFacts(end.base, end.args);
-        if (wf) {
-          facts.writes.push(...wf.writes);
-          facts.intoDirs.push(...wf.intoDirs);
-          facts.trees.push(...wf.trees);
-          if (wf.copies) facts.copies.push(...wf.copies);
-          if (wf.gitExecKey) facts.gitExecKey = wf.gitExecKey;
-        } else if (!Object.hasOwn(READ_ONLY, end.base) && !isInterpreter(end.base) && !SHELLS.has(end.base)) {
+        if (wf) addWriteFacts(facts, wf);
+        else if (!Object.hasOwn(READ_ONLY, end.base) && !isInterpreter(end.base) && !SHELLS.has(end.base)) {
           this.handedOver(end.base, end.args, facts, shown, state, walk, parts);
         }
         ends = this.judge({
@@ -748,11 +742,7 @@ export class Analyzer {
       inner.name = name;
       inner.programs = [name];
       inner.args = args.slice(i + 1);
-      inner.writes.push(...wf.writes);
-      inner.intoDirs.push(...wf.intoDirs);
-      inner.trees.push(...wf.trees);
-      if (wf.copies) inner.copies.push(...wf.copies);
-      if (wf.gitExecKey) inner.gitExecKey = wf.gitExecKey;
+      addWriteFacts(inner, wf);
       const found = [
         ...(s.protectedPaths ? protectedPaths(inner, this.ruleCtx) : []),
         ...(s.recursiveDeleteRoot ? recursiveDeleteRoot(inner, this.ruleCtx) : []),
@@ -1180,6 +1170,15 @@ function fdVariables(cmd: Syntax.SimpleCommand): string[] {
     if (m) names.push(m[1]!);
   }
   return names;
+}
+
+/** What a writer's arguments write, added to the facts of the command the rules judge. */
+function addWriteFacts(facts: CommandFacts, wf: WriteFacts): void {
+  facts.writes.push(...wf.writes);
+  facts.intoDirs.push(...wf.intoDirs);
+  facts.trees.push(...wf.trees);
+  if (wf.copies) facts.copies.push(...wf.copies);
+  if (wf.gitExecKey) facts.gitExecKey = wf.gitExecKey;
 }
 
 function emptyFacts(shown: string, cwds: readonly string[] | undefined): CommandFacts {

@@ -120,7 +120,7 @@ function zshSubscript(parts: readonly Syntax.WordPart[]): string | undefined {
       if (text.includes(']')) break;
     }
     if (!literal || !/^\[[-\d, ]*\]/.test(text))
-      return `zsh evaluates the subscript in ${JSON.stringify(parts.length ? textOf(parts) : '')} (quoted text included), which can run commands`;
+      return `zsh evaluates the subscript in ${JSON.stringify(textOf(parts))} (quoted text included), which can run commands`;
   }
   return undefined;
 }

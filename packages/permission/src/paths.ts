@@ -199,14 +199,13 @@ export function checkTarget(
     if (lexical.startsWith('/proc/')) {
       // The command's own view of itself: /proc/self/root (or any pid's, in one mount namespace)
       // is `/`, /proc/self/cwd is its working directory. Anything else under /proc is unknown.
-      const proc = /^\/proc\/(?:self|thread-self|\d+)\/(root|cwd)(\/.*)?$/.exec(lexical);
-      const self = proc && /^\/proc\/(self|thread-self)\//.test(lexical);
-      if (!proc || (proc[1] === 'cwd' && !self))
+      const proc = /^\/proc\/(self|thread-self|\d+)\/(root|cwd)(\/.*)?$/.exec(lexical);
+      if (!proc || (proc[2] === 'cwd' && /^\d/.test(proc[1]!)))
         return {
           kind: 'unknown',
           reason: `${value} is under /proc, which the gate cannot resolve for the command`,
         };
-      from = `${proc[1] === 'root' ? '/' : base}${proc[2] ?? ''}`;
+      from = `${proc[2] === 'root' ? '/' : base}${proc[3] ?? ''}`;
       lexical = posix.resolve(from);
     }
     const kernel = resolveLikeKernel(from, base, options.followFinal ?? true);
@@ -406,8 +405,9 @@ export function treeEntries(root: string, limit = 4096): string[] {
 
 /**
  * A bash glob (one path component) as a regular expression: picomatch with bash's `[!…]`
- * negation read as `[^…]` (picomatch takes `!` literally there), dotfiles only by a leading dot.
+ * negation read as `[^…]` (picomatch takes `!` literally there); dotfiles only by a leading dot,
+ * as bash matches file names, unless `dot`.
  */
-export function shellGlob(pattern: string): RegExp {
-  return picomatch.makeRe(pattern.replace(/(^|[^\\])\[!/g, '$1[^'), { dot: false });
+export function shellGlob(pattern: string, dot = false): RegExp {
+  return picomatch.makeRe(pattern.replace(/(^|[^\\])\[!/g, '$1[^'), { dot });
 }

@@ -406,7 +406,7 @@ function braceVariants(parts: readonly Syntax.WordPart[]): Syntax.WordPart[][] |
   parts.forEach((p, i) => {
     template += p.kind === 'text' && p.quoting === 'none' ? p.value : String.fromCharCode(PLACEHOLDER + i);
   });
-  const words = expandBraces(template, 64, true);
+  const words = expandBraces(template);
   if (!words) return undefined;
   return words.map((w) => {
     const out: Syntax.WordPart[] = [];
@@ -437,11 +437,10 @@ function braceVariants(parts: readonly Syntax.WordPart[]): Syntax.WordPart[][] |
 }
 
 /**
- * Expands a brace expression (`{a,b}`, `x{1..3}`); undefined if it is not one. Unless `anyText`,
- * text with quotes, expansions, globs or `~` is refused (the caller reads the words as literal).
+ * Expands the brace expressions of unquoted text (`{a,b}`, `x{1..3}`); undefined past `limit`
+ * words. Every other piece of the word is one opaque character here (see braceVariants).
  */
-export function expandBraces(text: string, limit = 64, anyText = false): string[] | undefined {
-  if (!anyText && /[$`"'\\*?[\]~]/.test(text)) return undefined;
+function expandBraces(text: string, limit = 64): string[] | undefined {
   const out: string[] = [];
   const expand = (s: string): boolean => {
     let depth = 0;

@@ -85,8 +85,10 @@ function copyIntoProtected(
       if (check.kind === 'protected') return `${copy.via} would modify ${check.reason}`;
       continue;
     }
-    const name = posix.basename(source.value.replace(/\/+$/, ''));
-    if (name !== '' && name !== '.' && name !== '..') {
+    const last = posix.basename(source.value.replace(/\/+$/, ''));
+    // `dots/.` and `..` copy their contents, not a directory of that name.
+    const name = last === '' || last === '.' || last === '..' ? undefined : last;
+    if (name) {
       const hit = landed(posix.join(dir, name), true);
       if (hit) return hit;
     }
@@ -95,9 +97,7 @@ function copyIntoProtected(
       for (const rel of treeEntries(posix.resolve(base, source.value))) {
         const hit =
           landed(posix.join(dir, rel), false) ??
-          (name !== '' && name !== '.' && name !== '..'
-            ? landed(posix.join(dir, name, rel), false)
-            : undefined);
+          (name ? landed(posix.join(dir, name, rel), false) : undefined);
         if (hit) return hit;
       }
     }
