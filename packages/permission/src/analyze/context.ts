@@ -1,0 +1,79 @@
+// Owns the shapes every part of the analysis shares: the options the gate builds the analyzer with,
+// the context object the analysis functions take instead of a class, the shell state carried along
+// the walk (working directories, variables), and the result of analyzing a line. Types only (and
+// one constant), so every module of the analysis can import it without an import cycle.
+import type { ShellParser, Syntax } from '@conch/shell-syntax';
+import type { SafetyRuleId } from '../config.js';
+import type { Dialect } from '../dialect.js';
+import type { LineFacts, Part, RuleContext, Verdict } from '../facts.js';
+import type { CompiledRule, HostRules } from '../host-rules.js';
+import type { PathContext } from '../paths.js';
+import type { OwnProcess } from '../rules/self-kill.js';
+
+export interface Analysis {
+  verdict: Verdict;
+  /** The strictest part. */
+  decisive: Part;
+  parts: Part[];
+  /** Allowed only because every part only reads: a runner may enforce that with a read-only sandbox. */
+  readOnly: boolean;
+}
+
+export interface AnalyzerOptions {
+  parser: ShellParser;
+  safety: Record<SafetyRuleId, boolean>;
+  rules: HostRules;
+  /** `always` answers of this session, in the host-rule syntax. */
+  sessionAllow: () => readonly CompiledRule[];
+  /** Whether host allow rules count (false in readOnly mode). */
+  useAllowRules: boolean;
+  paths: PathContext;
+  maxBytes: number;
+  timeoutMs: number;
+  maxNesting: number;
+  /** conch's own processes (the host, its supervisors), read when a command is judged. */
+  ownProcesses?: () => readonly OwnProcess[];
+}
+
+/** What the shell knows at a point of the line: where it runs, and the variables it has set. */
+export interface State {
+  cwds: string[] | undefined;
+  vars: Map<string, string | null>;
+}
+
+/** The states after a statement: when it succeeded and when it failed (for `&&`, `||`, `if`). */
+export interface Ends {
+  ok: State;
+  fail: State;
+}
+
+/** One walk of a line (a nested `-c` string walks on its own, one level deeper). */
+export interface Walk {
+  parts: Part[];
+  line: LineFacts;
+  depth: number;
+  dialect: Dialect;
+}
+
+/** How a command's standard input is fed (for interpreters that read code from it). */
+export interface Io {
+  stdinPiped: boolean;
+  /** The previous pipeline stage's output when it is literal (`echo 'x' |`). */
+  stdinText?: string;
+}
+
+export const NO_IO: Io = { stdinPiped: false };
+
+/** Adds one part for the command being judged. */
+export type Add = (verdict: Verdict, reason: string, rule: string, suggestedRule?: string) => void;
+
+/** The context every function of the analysis takes. */
+export interface AnalysisContext {
+  readonly options: AnalyzerOptions;
+  readonly ruleContext: RuleContext;
+  /**
+   * Judges one simple command (`simple-command.ts`). The walk reaches it through the context, and
+   * simple commands import the walk (for `-c` strings, words and redirects): no import cycle.
+   */
+  readonly simple: (cmd: Syntax.SimpleCommand, state: State, walk: Walk, io: Io) => Ends;
+}
