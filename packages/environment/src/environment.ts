@@ -29,10 +29,19 @@ import {
   EXECUTION_TARGET,
   executorPlugin,
   parseExecutorConfig,
+  remoteFileOperator,
   type ExecutionTarget,
   type ExecutorConfigInput,
   type RemoteFileOperator,
 } from '@conch/exec-server';
+import {
+  createFileOperator,
+  fileOperationsRequest,
+  filesConfigSchema,
+  filesPlugin,
+  type FileOperator,
+  type FilesConfigInput,
+} from '@conch/files';
 import { permissionPlugin } from '@conch/permission';
 import { z } from 'zod';
 import { ensureProcessManager, type ProcessLayer, type ProcessManager } from '@conch/process';
@@ -40,9 +49,6 @@ import { TERMINAL_SERVICE, terminalPlugin, type TerminalService } from '@conch/t
 import { trashPlugin } from '@conch/trash';
 import { EnvironmentClosedError, EnvironmentCloseError } from './errors/environment-closed-error.js';
 import { InvalidEnvironmentOptionError } from './errors/invalid-environment-option-error.js';
-import { filesConfigSchema, type FilesConfigInput } from './files-config.js';
-import { createFileOperator, createRemoteFileOperator, filesPlugin } from './files-plugin.js';
-import type { FileOperator } from './file-operator.js';
 import { createProcesses, type EnvironmentProcesses } from './processes.js';
 import { createShell, type EnvironmentShell } from './shell.js';
 
@@ -502,8 +508,10 @@ export async function createEnvironment(options: EnvironmentOptions = {}): Promi
       workingDir,
       tmpDir,
       logger,
+      // Where the files plugin's tools work too: the executor's target (the files config's roots
+      // and limits, the host's protected-path rule on the target's paths), else this machine.
       files: remote
-        ? createRemoteFileOperator(registry, remote, filesConfig.data)
+        ? remoteFileOperator(remote.client!, fileOperationsRequest(registry, filesConfig.data))
         : createFileOperator(registry, workingDir, filesConfig.data),
       shell: createShell({
         scope: scope!,

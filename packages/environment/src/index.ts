@@ -6,11 +6,39 @@ export {
   type ExecutorOption,
   type LocalExecutorOption,
 } from './environment.js';
-// The file operator and its types (one implementation, shared with the exec server).
-export * from './file-operator.js';
-export { PathPolicy, type PathPolicyOptions } from './path-policy.js';
-export { filesPlugin, fileTools, createFileOperator, protectedReasonFor } from './files-plugin.js';
-export { filesConfigSchema, type FilesConfig, type FilesConfigInput } from './files-config.js';
+// The file operator, the files plugin and their types are @conch/files' (re-exported under the
+// names this package has always exported).
+export {
+  FileOperator,
+  DEFAULT_GLOB_IGNORE,
+  looksBinary,
+  PathPolicy,
+  filesPlugin,
+  fileTools,
+  createFileOperator,
+  protectedReasonFor,
+  filesConfigSchema,
+  FileOperationError,
+  isFileOperationError,
+  InvalidFileArgumentError,
+  type FileErrorCode,
+  type FilesConfig,
+  type FilesConfigInput,
+  type PathPolicyOptions,
+  type DirectoryEntry,
+  type EditOptions,
+  type EditResult,
+  type EntryType,
+  type FileOperatorOptions,
+  type GlobOptions,
+  type GlobResult,
+  type ListResult,
+  type ReadOptions,
+  type ReadResult,
+  type StatResult,
+  type WriteOptions,
+  type WriteResult,
+} from '@conch/files';
 export {
   createShell,
   DEFAULT_SHELL_TIMEOUT_SEC,
@@ -19,8 +47,6 @@ export {
   type ShellRunOptions,
 } from './shell.js';
 export { createProcesses, type EnvironmentProcesses, type ProcessLogs } from './processes.js';
-export { FileOperationError, isFileOperationError, type FileErrorCode } from '@conch/exec-server';
-export { InvalidFileArgumentError } from '@conch/exec-server';
 export {
   InvalidEnvironmentOptionError,
   UnsupportedExecutorError,

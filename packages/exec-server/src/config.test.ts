@@ -3,11 +3,12 @@ import 'reflect-metadata';
 import { createRegistryFromConfig, PluginRegistry } from '@conch/core';
 import { ProcessManager, probeSandbox } from '@conch/process';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
+import { RemoteFileOperator } from './client/remote-file-operator.js';
 import { RemoteProcessManager } from './client/remote-process-manager.js';
 import { executorFromConfig, parseExecutorConfig } from './execution-target.js';
 import { executorPlugin } from './executor-plugin.js';
 import { fakeExecCommand, type FakeCommand } from './test-support/fake-kubectl.js';
-import { EXECUTION_TARGET, PROCESS_LAYER, TERMINAL_BACKEND } from './tokens.js';
+import { EXECUTION_TARGET, FILE_OPERATIONS_TARGET, PROCESS_LAYER, TERMINAL_BACKEND } from './tokens.js';
 
 describe('executor config', () => {
   test.each([
@@ -102,7 +103,7 @@ describe('the executor plugin', () => {
   });
   afterAll(() => kubectl.remove());
 
-  test('provides the target and its terminal backend, reports status, and closes the connection on dispose', async () => {
+  test("provides the target, its terminal backend and the files plugin's operations, reports status, and closes the connection on dispose", async () => {
     const registry = new PluginRegistry({ plugins: [executorPlugin] });
     await registry.expose('executor', { kind: 'kubernetes', pod: 'sandbox', kubectl: kubectl.path });
     const target = registry.resolveOptional(EXECUTION_TARGET)!;
@@ -111,12 +112,29 @@ describe('the executor plugin', () => {
     expect(registry.resolveOptional(PROCESS_LAYER)).toBe(target.processes);
     const result = await target.processes.spawn('echo', ['from the pod']).result;
     expect(result.stdout.head).toBe('from the pod\n');
+    // The files plugin's tools go to the pod: one RemoteFileOperator per request (a files config).
+    const request = { policy: { maxReadLines: 5 }, protectedReason: () => undefined };
+    const files = registry.resolveOptional(FILE_OPERATIONS_TARGET)!.operationsFor(request);
+    expect(files).toBeInstanceOf(RemoteFileOperator);
+    expect(registry.resolveOptional(FILE_OPERATIONS_TARGET)!.operationsFor(request)).toBe(files);
+    expect(await files!.stat('.')).toMatchObject({ path: kubectl.workdir, type: 'directory' });
     const status = (await registry.status()) as unknown as { executor: { connected: boolean; cwd: string } };
     expect(status.executor).toMatchObject({ connected: true, cwd: kubectl.workdir });
     expect(registry.systemInstructions()).toContain('run on kubernetes:default/sandbox');
     await registry.dispose();
     expect(target.client!.disposed).toBe(true);
     expect(target.client!.currentGeneration).toBeUndefined();
+  });
+
+  test('the local kinds leave the files plugin on this machine (no FILE_OPERATIONS_TARGET)', async () => {
+    const registry = new PluginRegistry({ plugins: [executorPlugin] });
+    try {
+      await registry.expose('executor', { kind: 'local' });
+      expect(registry.resolveOptional(EXECUTION_TARGET)?.kind).toBe('local');
+      expect(registry.resolveOptional(FILE_OPERATIONS_TARGET)).toBeUndefined();
+    } finally {
+      await registry.dispose();
+    }
   });
 
   test('conch.config.json: `plugins.executor` is exposed like any plugin', async () => {

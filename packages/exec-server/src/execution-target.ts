@@ -5,14 +5,13 @@ import {
   type EventBus,
   type Logger,
 } from '@conch/core';
+import { FileOperator, type FileOperations } from '@conch/files';
 import { BubblewrapExecutor, ProcessManager, type Executor } from '@conch/process';
 import { ExecClient } from './client/exec-client.js';
 import { RemoteFileOperator } from './client/remote-file-operator.js';
 import { RemoteProcessManager } from './client/remote-process-manager.js';
 import { RemoteTerminal } from './client/remote-terminal.js';
 import { executorConfigSchema, type ExecutorConfig, type RemoteExecutorConfig } from './config.js';
-import type { FileOperations } from './files/file-operations.js';
-import { TargetFileOperator } from './files/target-file-operator.js';
 import type { FilesPolicy } from './protocol.js';
 import type { ProcessLayer } from './process-layer.js';
 import { ContainerTransport } from './transport/container-transport.js';
@@ -67,7 +66,7 @@ export interface ExecutionTarget {
   readonly remote: boolean;
   /** Where commands run (ProcessManager locally, RemoteProcessManager in a target). */
   readonly processes: ProcessLayer;
-  /** The environment's file operations, where the files are. */
+  /** File operations (@conch/files' semantics), where the files are. */
   readonly files: FileOperations;
   /** Terminal sessions in the target (remote kinds; locally @conch/terminal runs as it is). */
   readonly terminal: RemoteTerminal | undefined;
@@ -244,7 +243,7 @@ function localTarget(
         ...(executor ? { executor } : {}),
       })
     : ctx.processManager!;
-  const files = new TargetFileOperator({
+  const files = new FileOperator({
     root: ctx.files?.policy?.root ?? ctx.cwd,
     ...(ctx.files?.policy?.allowedRoots ? { allowedRoots: ctx.files.policy.allowedRoots } : {}),
     ...(ctx.files?.policy?.allowOutside !== undefined ? { allowOutside: ctx.files.policy.allowOutside } : {}),

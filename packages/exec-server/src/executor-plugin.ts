@@ -2,7 +2,8 @@ import { definePlugin, token } from '@conch/core';
 import { ensureProcessManager } from '@conch/process';
 import { executorConfigSchema, type ExecutorConfig } from './config.js';
 import { executorFromConfig } from './execution-target.js';
-import { EXECUTION_TARGET, PROCESS_LAYER, TERMINAL_BACKEND } from './tokens.js';
+import { remoteFileOperationsTarget } from './remote-file-operations.js';
+import { EXECUTION_TARGET, FILE_OPERATIONS_TARGET, PROCESS_LAYER, TERMINAL_BACKEND } from './tokens.js';
 
 /** @conch/permission's engine, by its token name (this package does not depend on it). */
 const PERMISSION_ENGINE = token<{ protectedWriteReason(path: string, cwd?: string): string | undefined }>(
@@ -13,9 +14,10 @@ const PERMISSION_ENGINE = token<{ protectedWriteReason(path: string, cwd?: strin
  * Plugin `executor`: the registry's one switch for where commands, terminal sessions and file
  * operations run — `{ "plugins": { "executor": { "kind": "ssh", "host": "dev" }, "cli": {}, ... } }`
  * in conch.config.json (exposed before the plugins that run commands). Provides the target under
- * EXECUTION_TARGET (and, for remote kinds, its process layer under PROCESS_LAYER and the terminal
- * backend under TERMINAL_BACKEND); it has no
- * tools of its own, and disposing the registry kills what ran there and closes the connection.
+ * EXECUTION_TARGET (and, for remote kinds, its process layer under PROCESS_LAYER, the terminal
+ * backend under TERMINAL_BACKEND and the files plugin's operations under FILE_OPERATIONS_TARGET);
+ * it has no tools of its own, and disposing the registry kills what ran there and closes the
+ * connection.
  */
 export const executorPlugin = definePlugin<ExecutorConfig>({
   name: 'executor',
@@ -47,6 +49,10 @@ export const executorPlugin = definePlugin<ExecutorConfig>({
     // call by their consumers, so this plugin may be exposed before or after them.
     if (ctx.config.kind !== 'local') ctx.provide(PROCESS_LAYER, target.processes);
     if (target.terminal) ctx.provide(TERMINAL_BACKEND, target.terminal);
+    // The files plugin's tools (and createEnvironment's env.files) work on the target's files,
+    // resolved per call as well. Local kinds leave them on this machine.
+    if (target.remote && target.client)
+      ctx.provide(FILE_OPERATIONS_TARGET, remoteFileOperationsTarget(target.client));
     ctx.reportStatus('executor', () => ({
       kind: target.kind,
       target: target.target,

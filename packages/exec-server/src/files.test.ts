@@ -5,9 +5,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { ExecClient } from './client/exec-client.js';
 import { RemoteFileOperator } from './client/remote-file-operator.js';
-import { isFileOperationError } from './errors/file-operation-error.js';
-import type { FileOperations } from './files/file-operations.js';
-import { TargetFileOperator } from './files/target-file-operator.js';
+import { FileOperator, isFileOperationError, type FileOperations } from '@conch/files';
 import { CommandTransport } from './transport/command-transport.js';
 
 let dir: string;
@@ -30,7 +28,7 @@ beforeAll(async () => {
     transport: new CommandTransport({ command: [], target: 'local-pipe' }),
     cacheDir: join(dir, 'cache'),
   });
-  local = new TargetFileOperator({ root });
+  local = new FileOperator({ root });
   remote = new RemoteFileOperator({ client, policy: { root } });
 });
 

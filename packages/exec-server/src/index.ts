@@ -21,7 +21,7 @@ export {
   type TargetInfo,
 } from './execution-target.js';
 export { executorPlugin } from './executor-plugin.js';
-export { EXECUTION_TARGET, PROCESS_LAYER, TERMINAL_BACKEND } from './tokens.js';
+export { EXECUTION_TARGET, FILE_OPERATIONS_TARGET, PROCESS_LAYER, TERMINAL_BACKEND } from './tokens.js';
 export type { OutputStore, ProcessHandle, ProcessLayer } from './process-layer.js';
 export { ExecClient, type ExecClientOptions, type ConnectionInfo } from './client/exec-client.js';
 export { RemoteProcessManager, type RemoteProcessManagerOptions } from './client/remote-process-manager.js';
@@ -34,21 +34,34 @@ export {
   type RemoteTerminalInfo,
   type RemoteTerminalOptions,
 } from './client/remote-terminal.js';
-export type { FileOperations } from './files/file-operations.js';
+// The file operator, its policy, types and errors live in @conch/files (the exec server runs it
+// in targets); re-exported under the names this package has always exported.
 export {
   TargetFileOperator,
   DEFAULT_GLOB_IGNORE,
   looksBinary,
-  type FileOperatorOptions,
-} from './files/target-file-operator.js';
-export { PathPolicy, type PathPolicyOptions } from './files/path-policy.js';
-export type * from './files/file-operations.js';
-export {
+  PathPolicy,
   FileOperationError,
   isFileOperationError,
+  InvalidFileArgumentError,
+  type FileOperatorOptions,
+  type PathPolicyOptions,
   type FileErrorCode,
-} from './errors/file-operation-error.js';
-export { InvalidFileArgumentError } from './errors/invalid-file-argument-error.js';
+  type FileOperations,
+  type DirectoryEntry,
+  type EditOptions,
+  type EditResult,
+  type EntryType,
+  type GlobOptions,
+  type GlobResult,
+  type ListResult,
+  type ReadOptions,
+  type ReadResult,
+  type StatResult,
+  type WriteOptions,
+  type WriteResult,
+} from '@conch/files';
+export { remoteFileOperator, remoteFileOperationsTarget } from './remote-file-operations.js';
 export { TransportLostError } from './errors/transport-lost-error.js';
 export { ExecServerStartError, type ExecServerStartStage } from './errors/exec-server-start-error.js';
 export { ProtocolVersionError } from './errors/protocol-version-error.js';

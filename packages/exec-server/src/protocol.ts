@@ -16,15 +16,15 @@
 import type { KernelPolicy, PermissionDecision, PermissionRequest } from '@conch/core';
 import type { LeftoverProcess, ProcessManagerStatus, ProcessResult, SandboxProfile } from '@conch/process';
 import type { TerminalSessionInfo } from '@conch/terminal';
-import type { FileErrorCode } from './errors/file-operation-error.js';
 import type {
   EditResult,
+  FileErrorCode,
   GlobResult,
   ListResult,
   ReadResult,
   StatResult,
   WriteResult,
-} from './files/file-operations.js';
+} from '@conch/files';
 
 export const PROTOCOL_NAME = 'conch-exec';
 /** Bumped whenever a message changes incompatibly. */
@@ -128,7 +128,7 @@ export interface LeftoverProgress {
 
 /**
  * Where file operations may go in the target, sent with every `fs.*` call (the server keeps one
- * operator per distinct policy): @conch/environment's files config, roots being target paths.
+ * operator per distinct policy): @conch/files' files config, roots being target paths.
  */
 export interface FilesPolicy {
   /** The working directory (default: the workspace). */

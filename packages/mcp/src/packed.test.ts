@@ -1,4 +1,4 @@
-// The tarball `pnpm pack` makes of @conch/mcp installs from the npm registry into an empty directory and serves MCP there: no @conch/* dependency, the bundled built-in plugins, its own supervisor, the WASM parser and node-pty.
+// The tarball `pnpm pack` makes of @conch/mcp installs from the npm registry into an empty directory and serves MCP there: no @conch/* dependency, the bundled built-in plugins (files included), its own supervisor, the WASM parser and node-pty.
 import { execFile } from 'node:child_process';
 import { readdirSync, readFileSync, realpathSync, rmSync, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
@@ -124,8 +124,9 @@ describe('the packed @conch/mcp', () => {
     const work = tempDir('conch-mcp-work-');
     writeFileSync(
       join(work, 'conch.config.json'),
-      JSON.stringify({ plugins: { permission: {}, cli: {}, background: {}, terminal: {} } }),
+      JSON.stringify({ plugins: { permission: {}, cli: {}, background: {}, terminal: {}, files: {} } }),
     );
+    writeFileSync(join(work, 'notes.md'), 'first\nsecond\n');
     const bin = join(appDir, 'node_modules/@conch/mcp/dist/bin.js');
     const transport = new StdioClientTransport({
       command: process.execPath,
@@ -150,8 +151,19 @@ describe('the packed @conch/mcp', () => {
           'read_background_output',
           'cancel_background_task',
           'terminal',
+          'read_file',
+          'write_file',
+          'edit_file',
         ]),
       );
+
+      // The files plugin is built in: its tools read the work dir without any discovery.
+      const read = (await client.callTool({
+        name: 'read_file',
+        arguments: { path: 'notes.md', offset: 2 },
+      })) as CallToolResult;
+      expect(read.isError).toBeFalsy();
+      expect(read.structuredContent).toMatchObject({ content: 'second\n', total_lines: 2 });
 
       // A pipeline: parsed by tree-sitter-bash's WASM, judged read-only, run by bash via the supervisor.
       const counted = (await client.callTool({

@@ -50,7 +50,7 @@ export async function startStdioServer(options: StartOptions = {}): Promise<Runn
   }
   const registry = await createRegistryFromConfig(config, {
     baseDir,
-    // cli, background, permission and terminal are bundled in: known without discovery
+    // executor, permission, cli, background, terminal, trash and files are bundled in: known without discovery
     plugins: BUILTIN_PLUGINS,
     // plugin packages installed beside conch-mcp (e.g. in the same global node_modules) are found from here
     searchPaths: [PACKAGE_DIR],

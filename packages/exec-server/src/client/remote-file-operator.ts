@@ -1,26 +1,27 @@
 import { posix } from 'node:path';
 import { ConchError } from '@conch/core';
-import { FileOperationError, type FileErrorCode } from '../errors/file-operation-error.js';
+import {
+  FileOperationError,
+  type EditOptions,
+  type EditResult,
+  type FileErrorCode,
+  type GlobOptions,
+  type GlobResult,
+  type ListResult,
+  type ReadOptions,
+  type ReadResult,
+  type RoutedFileOperations,
+  type StatResult,
+  type WriteOptions,
+  type WriteResult,
+} from '@conch/files';
 import { RemoteCallError } from '../errors/remote-call-error.js';
-import type { FileOperations } from '../files/file-operations.js';
-import type {
-  EditOptions,
-  EditResult,
-  GlobOptions,
-  GlobResult,
-  ListResult,
-  ReadOptions,
-  ReadResult,
-  StatResult,
-  WriteOptions,
-  WriteResult,
-} from '../files/target-file-operator.js';
 import { RpcError } from '../json-rpc.js';
 import type { ClientRequests, FilesPolicy } from '../protocol.js';
+import type { ExecClient } from './exec-client.js';
 
 type FsMethod =
   'fs.read' | 'fs.readBytes' | 'fs.resolve' | 'fs.write' | 'fs.edit' | 'fs.list' | 'fs.stat' | 'fs.glob';
-import type { ExecClient } from './exec-client.js';
 
 const FILE_CODES = new Set<string>([
   'FILE_NOT_FOUND',
@@ -49,11 +50,11 @@ export interface RemoteFileOperatorOptions {
 }
 
 /**
- * @conch/environment's file operations on a target's files, run there by the exec server (see
- * TargetFileOperator). Failures throw FileOperationError with the environment's codes and
+ * @conch/files' file operations on a target's files, run there by the exec server (its
+ * FileOperator). Failures throw FileOperationError with the same codes and
  * messages (paths in them are the target's); a dropped connection throws TransportLostError.
  */
-export class RemoteFileOperator implements FileOperations {
+export class RemoteFileOperator implements RoutedFileOperations {
   readonly target: string;
   private readonly client: ExecClient;
   private readonly policy: FilesPolicy | undefined;

@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import type { Readable, Writable } from 'node:stream';
 import type { Logger } from '@conch/core';
 import { ProcessManager } from '@conch/process';
-import { resolveTargetPath } from '../files/resolve-target-path.js';
+import { resolveTargetPath } from '@conch/files';
 import { RpcPeer } from '../json-rpc.js';
 import {
   PROTOCOL_NAME,

@@ -1,7 +1,8 @@
-import { realpathSync } from 'node:fs';
 import { basename, dirname, isAbsolute, join, relative, resolve, sep } from 'node:path';
-import { FileOperationError } from '../errors/file-operation-error.js';
-import { InvalidFileArgumentError } from '../errors/invalid-file-argument-error.js';
+import { FileOperationError } from './errors/file-operation-error.js';
+import { InvalidFileArgumentError } from './errors/invalid-file-argument-error.js';
+import type { FileSystemBackend } from './file-system-backend.js';
+import { localFileSystem } from './local-file-system.js';
 
 export interface PathPolicyOptions {
   /** The working directory: relative paths resolve from it, and it is always allowed. */
@@ -12,19 +13,26 @@ export interface PathPolicyOptions {
   allowOutside?: boolean;
   /**
    * Why writing an absolute path is refused, in the permission gate's words, or undefined. Called
-   * at each write (the host may expose a permission plugin after the operator was made). Absent in
-   * a target: the host's gate judges remote writes before it sends them.
+   * at each write (the host may expose a permission plugin after the operator was made), on the
+   * path as written and on its real path. Absent in a target: the host's gate judges remote
+   * writes before it sends them.
    */
   protectedReason?: (absolutePath: string) => string | undefined;
+  /** Where real paths are resolved (the same backend the operator reads and writes through). Default `localFileSystem`. */
+  backend?: FileSystemBackend;
 }
 
-/** The real path of `abs`: symlinks resolved for the part that exists, the rest appended as written. */
-export function realPathOf(abs: string): string {
+/**
+ * The real path of `abs` through `backend`: symlinks resolved for the part that exists, the rest
+ * appended as written. A final component that cannot be resolved (missing, a dangling symlink, a
+ * loop) stays as written: a write there replaces that entry, it never follows it.
+ */
+export async function realPathOf(abs: string, backend: FileSystemBackend = localFileSystem): Promise<string> {
   const missing: string[] = [];
   let current = abs;
   for (;;) {
     try {
-      const real = realpathSync(current);
+      const real = await backend.realpath(current);
       return missing.length ? join(real, ...missing.reverse()) : real;
     } catch {
       const parent = dirname(current);
@@ -40,28 +48,37 @@ function inside(path: string, root: string): boolean {
   return rel === '' || (!rel.startsWith(`..${sep}`) && rel !== '..' && !isAbsolute(rel));
 }
 
+/** A path the policy allowed: as written (lexically normalised, symlinks kept) and real. */
+export interface ResolvedPath {
+  abs: string;
+  real: string;
+}
+
 /**
  * Where the file operator may read and write: inside the working dir (and the host's extra
  * roots), judged on real paths so a symlink inside the workspace cannot lead outside it; writes
- * additionally pass the permission gate's protected-path rule.
+ * additionally pass the permission gate's protected-path rule, on the path as written and on the
+ * real path the write will replace.
  */
 export class PathPolicy {
   readonly root: string;
-  private readonly roots: readonly string[];
+  readonly backend: FileSystemBackend;
   private readonly allowOutside: boolean;
   private readonly protectedReason: ((absolutePath: string) => string | undefined) | undefined;
+  private readonly lexicalRoots: readonly string[];
+  private roots: Promise<readonly string[]> | undefined;
 
   constructor(options: PathPolicyOptions) {
     this.root = resolve(options.root);
     this.allowOutside = options.allowOutside === true;
     this.protectedReason = options.protectedReason;
-    this.roots = [this.root, ...(options.allowedRoots ?? []).map((r) => resolve(this.root, r))].map((r) =>
-      realPathOf(r),
-    );
+    this.backend = options.backend ?? localFileSystem;
+    this.lexicalRoots = [this.root, ...(options.allowedRoots ?? []).map((r) => resolve(this.root, r))];
   }
 
-  /** The allowed directories (real paths), the working dir first. */
-  allowedRoots(): readonly string[] {
+  /** The allowed directories (real paths, resolved once through the backend), the working dir first. */
+  allowedRoots(): Promise<readonly string[]> {
+    this.roots ??= Promise.all(this.lexicalRoots.map((r) => realPathOf(r, this.backend)));
     return this.roots;
   }
 
@@ -76,18 +93,24 @@ export class PathPolicy {
   /**
    * Resolves `path` (relative to the working dir) and refuses it when it leads outside the
    * allowed directories (OUTSIDE_WORKING_DIR). Returns the absolute path as written (lexically
-   * normalised, symlinks kept), which is what reads and writes then use.
+   * normalised, symlinks kept), which is what reads then use.
    */
-  resolve(operation: string, path: string): string {
+  async resolve(operation: string, path: string): Promise<string> {
+    return (await this.resolvePaths(operation, path)).abs;
+  }
+
+  /** `resolve`, with the real path the policy judged (symlinks resolved for the part that exists). */
+  async resolvePaths(operation: string, path: string): Promise<ResolvedPath> {
     PathPolicy.checkArgument(operation, 'path', path);
     const abs = resolve(this.root, path);
-    if (this.allowOutside) return abs;
-    const real = realPathOf(abs);
-    if (this.roots.some((root) => inside(real, root))) return abs;
+    const real = await realPathOf(abs, this.backend);
+    if (this.allowOutside) return { abs, real };
+    const roots = await this.allowedRoots();
+    if (roots.some((root) => inside(real, root))) return { abs, real };
     const via = real === abs ? '' : ` (through a symlink, it is ${real})`;
     const where =
-      this.roots.length > 1
-        ? `the working directory ${this.root} and the allowed roots ${this.roots.slice(1).join(', ')}`
+      roots.length > 1
+        ? `the working directory ${this.root} and the allowed roots ${roots.slice(1).join(', ')}`
         : `the working directory ${this.root}`;
     throw new FileOperationError({
       code: 'OUTSIDE_WORKING_DIR',
@@ -98,10 +121,14 @@ export class PathPolicy {
     });
   }
 
-  /** `resolve` for a write, plus the gate's protected-path rule (PROTECTED_PATH, in the gate's words). */
-  resolveForWrite(operation: string, path: string): string {
-    const abs = this.resolve(operation, path);
-    const reason = this.protectedReason?.(abs);
+  /**
+   * `resolvePaths` for a write, plus the gate's protected-path rule (PROTECTED_PATH, in the gate's
+   * words) on the path as written and on its real path — the one the write replaces.
+   */
+  async resolveForWrite(operation: string, path: string): Promise<ResolvedPath> {
+    const resolved = await this.resolvePaths(operation, path);
+    const { abs, real } = resolved;
+    const reason = this.protectedReason?.(abs) ?? (real !== abs ? this.protectedReason?.(real) : undefined);
     if (reason !== undefined) {
       throw new FileOperationError({
         code: 'PROTECTED_PATH',
@@ -111,7 +138,7 @@ export class PathPolicy {
         display: `${operation} refused: ${reason}`,
       });
     }
-    return abs;
+    return resolved;
   }
 
   /** The path as shown to the model: relative to the working dir when inside it. */

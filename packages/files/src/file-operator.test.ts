@@ -14,8 +14,10 @@ import { join } from 'node:path';
 import { PluginRegistry } from '@conch/core';
 import { getPermissionEngine, permissionPlugin, protectedPathReason } from '@conch/permission';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { FileOperationError, InvalidFileArgumentError } from '@conch/exec-server';
-import { FileOperator, looksBinary } from './file-operator.js';
+import { FileOperationError } from './errors/file-operation-error.js';
+import { InvalidFileArgumentError } from './errors/invalid-file-argument-error.js';
+import { FileOperator } from './file-operator.js';
+import { looksBinary } from './looks-binary.js';
 import { protectedReasonFor } from './files-plugin.js';
 
 let dir: string;
@@ -184,7 +186,7 @@ describe('protected paths', () => {
 
   it("are refused for writes and edits with the permission gate's own words", async () => {
     registry = new PluginRegistry({ cwd: dir, plugins: [permissionPlugin] });
-    registry.exposeTool('permission', { protectedPaths: ['secrets/**'] });
+    await registry.expose('permission', { protectedPaths: ['secrets/**'] });
     const engine = getPermissionEngine(registry)!;
     const gated = new FileOperator({ root: dir, protectedReason: protectedReasonFor(registry, dir) });
     writeFileSync(join(dir, '.env'), 'A=1\n');
@@ -224,7 +226,7 @@ describe('protected paths', () => {
 
   it("follow the host's permission config: with the rule turned off, writes go through", async () => {
     registry = new PluginRegistry({ cwd: dir, plugins: [permissionPlugin] });
-    registry.exposeTool('permission', { safety: { protectedPaths: false } });
+    await registry.expose('permission', { safety: { protectedPaths: false } });
     const gated = new FileOperator({ root: dir, protectedReason: protectedReasonFor(registry, dir) });
     expect((await gated.write('.env', 'B=2\n')).created).toBe(true);
   });
@@ -240,7 +242,7 @@ describe('protected paths', () => {
 });
 
 describe('write', () => {
-  it('creates parents, overwrites in place through symlinks, and reports bytes', async () => {
+  it("creates parents, writes a symlink's real file (the symlink stays), and reports bytes", async () => {
     expect(await files.write('deep/er/new.txt', 'héllo')).toMatchObject({ bytesWritten: 6, created: true });
     expect(readFileSync(join(dir, 'deep/er/new.txt'), 'utf8')).toBe('héllo');
     symlinkSync(join(dir, 'deep/er/new.txt'), join(dir, 'alias.txt'));

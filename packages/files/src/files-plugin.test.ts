@@ -1,11 +1,20 @@
-// Invariant: the files plugin gives models the file operator as tools — reads allowed as read-only actions, writes and edits asked through the gate, protected or outside paths refused as result values without asking — and nothing when it is not exposed.
+// Invariant: the files plugin gives models the file operator as tools — reads allowed as read-only actions, writes and edits asked through the gate, protected or outside paths refused as result values without asking — and nothing when it is not exposed; when a partner provides FILE_OPERATIONS_TARGET, the same tools run on the operations it routes to, judged by the host's rule on the target's paths.
 import { existsSync, mkdtempSync, readFileSync, realpathSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { PluginRegistry, type ApprovalAnswer, type ApprovalRequest, type ToolResult } from '@conch/core';
+import {
+  definePlugin,
+  PluginRegistry,
+  type ApprovalAnswer,
+  type ApprovalRequest,
+  type ToolResult,
+} from '@conch/core';
 import { getPermissionEngine, permissionPlugin } from '@conch/permission';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { z } from 'zod';
+import { FileOperator } from './file-operator.js';
 import { filesPlugin } from './files-plugin.js';
+import { FILE_OPERATIONS_TARGET, type FileOperationsRequest } from './tokens.js';
 
 type Result = ToolResult & Record<string, any>;
 
@@ -14,12 +23,12 @@ let registry: PluginRegistry;
 let asked: ApprovalRequest[];
 let answer: ApprovalAnswer;
 
-beforeEach(() => {
+beforeEach(async () => {
   dir = realpathSync(mkdtempSync(join(tmpdir(), 'conch-files-plugin-')));
   asked = [];
   answer = 'deny';
   registry = new PluginRegistry({ cwd: dir, plugins: [permissionPlugin, filesPlugin] });
-  registry.exposeTool('permission', {
+  await registry.expose('permission', {
     approve: (request: ApprovalRequest) => {
       asked.push(request);
       return Promise.resolve(answer);
@@ -32,9 +41,9 @@ afterEach(async () => {
 });
 
 describe('files plugin', () => {
-  it('exposes nothing until the host asks for it', () => {
+  it('exposes nothing until the host asks for it', async () => {
     expect(registry.tools().map((t) => t.name)).toEqual([]);
-    expect(registry.exposeTool('files')).toEqual([
+    expect(await registry.expose('files')).toEqual([
       'read_file',
       'write_file',
       'edit_file',
@@ -46,7 +55,7 @@ describe('files plugin', () => {
   });
 
   it('reads, lists, globs and stats without asking, audited as read-only actions', async () => {
-    registry.exposeTool('files');
+    await registry.expose('files');
     writeFileSync(join(dir, 'notes.md'), '# notes\nsecond line\n');
     const read = (await registry.execute('read_file', { path: 'notes.md', limit: 1 })) as Result;
     expect(read).toMatchObject({
@@ -74,7 +83,7 @@ describe('files plugin', () => {
   });
 
   it('asks before writing or editing; a denial changes nothing', async () => {
-    registry.exposeTool('files');
+    await registry.expose('files');
     const denied = (await registry.execute('write_file', { path: 'out.txt', content: 'hello' })) as Result;
     expect(denied.permission_denied).toBe(true);
     expect(asked.map((a) => a.display)).toEqual(['write 5 bytes to out.txt']);
@@ -94,7 +103,7 @@ describe('files plugin', () => {
   });
 
   it('refuses protected and outside paths as result values, without asking anyone', async () => {
-    registry.exposeTool('files');
+    await registry.expose('files');
     answer = 'once';
     const reason = getPermissionEngine(registry)!.protectedWriteReason(join(dir, '.env'), dir);
     const env = (await registry.execute('write_file', { path: '.env', content: 'A=1' })) as Result;
@@ -112,7 +121,7 @@ describe('files plugin', () => {
   });
 
   it('returns edit refusals with their code, and bad arguments throw naming the field', async () => {
-    registry.exposeTool('files');
+    await registry.expose('files');
     answer = 'once';
     writeFileSync(join(dir, 'a.txt'), 'x x');
     const ambiguous = (await registry.execute('edit_file', {
@@ -137,11 +146,63 @@ describe('files plugin', () => {
   });
 
   it('reports a binary file to the model by its code', async () => {
-    registry.exposeTool('files');
+    await registry.expose('files');
     writeFileSync(join(dir, 'blob.bin'), Buffer.from([0, 1, 2, 3]));
     expect(await registry.execute('read_file', { path: 'blob.bin' })).toMatchObject({
       error_code: 'BINARY_FILE',
       display: 'blob.bin is binary (4 bytes)',
     });
+  });
+});
+
+describe('routed by FILE_OPERATIONS_TARGET', () => {
+  it('runs the tools on the operations a partner routes to, exposed before or after it, with the config and the host rule', async () => {
+    const there = realpathSync(mkdtempSync(join(tmpdir(), 'conch-files-there-')));
+    try {
+      writeFileSync(join(there, 'remote.md'), 'over there\n');
+      const requests: FileOperationsRequest[] = [];
+      let operator: FileOperator | undefined;
+      const elsewhere = definePlugin({
+        name: 'elsewhere',
+        version: '0.0.0',
+        configSchema: z.strictObject({}),
+        setup(ctx) {
+          ctx.provide(FILE_OPERATIONS_TARGET, {
+            operationsFor(request) {
+              requests.push(request);
+              // The target judges its paths with the host's rule, its workspace standing for the root.
+              operator ??= new FileOperator({
+                root: there,
+                ...request.policy,
+                protectedReason: (abs) => request.protectedReason(abs, there),
+              });
+              return operator;
+            },
+          });
+          return { tools: [] };
+        },
+      });
+      registry.register(elsewhere);
+      await registry.expose('files', { maxReadLines: 7 });
+      await registry.expose('elsewhere');
+      answer = 'once';
+      expect(await registry.execute('read_file', { path: 'remote.md' })).toMatchObject({
+        path: 'remote.md',
+        content: 'over there\n',
+      });
+      expect(await registry.execute('write_file', { path: 'made.txt', content: 'x' })).toMatchObject({
+        created: true,
+      });
+      expect(readFileSync(join(there, 'made.txt'), 'utf8')).toBe('x');
+      expect(existsSync(join(dir, 'made.txt'))).toBe(false);
+      const env = (await registry.execute('write_file', { path: '.env', content: 'A=1' })) as Result;
+      expect(env.error_code).toBe('PROTECTED_PATH');
+      expect(existsSync(join(there, '.env'))).toBe(false);
+      // One request object for the plugin's lifetime, carrying its config.
+      expect(new Set(requests).size).toBe(1);
+      expect(requests[0]!.policy).toMatchObject({ maxReadLines: 7, allowOutside: false, allowedRoots: [] });
+    } finally {
+      rmSync(there, { recursive: true, force: true });
+    }
   });
 });

@@ -1,0 +1,395 @@
+import {
+  ConchError,
+  definePlugin,
+  defineTool,
+  PERMISSION_GATE,
+  type PermissionRequest,
+  type PluginScope,
+  type ToolDefinition,
+  type ToolResult,
+} from '@conch/core';
+import { PERMISSION_ENGINE, protectedPathReason } from '@conch/permission';
+import { z } from 'zod';
+import { isFileOperationError } from './errors/file-operation-error.js';
+import { FileOperator } from './file-operator.js';
+import type { FileSystemBackend } from './file-system-backend.js';
+import { filesConfigSchema, type FilesConfig } from './files-config.js';
+import { FILE_OPERATIONS_TARGET, type FileOperationsRequest, type RoutedFileOperations } from './tokens.js';
+
+/**
+ * The protected-path verdict file writes share with the permission gate: the exposed gate's own
+ * `protectedWriteReason` (so the host's permission config — extra globs, the rule turned off —
+ * applies), found through its typed token `PERMISSION_ENGINE`, optionally and at each write; else
+ * the same check without a gate (`protectedPathReason`). That gate-less check is why this package
+ * depends on @conch/permission: the files plugin exposed alone still refuses `.env`, `.ssh`,
+ * `.git/hooks` … with the gate's own rule, rather than a second copy of it or none.
+ */
+export function protectedReasonFor(
+  scope: Pick<PluginScope, 'resolveOptional'>,
+  root: string,
+  extraProtected: readonly string[] = [],
+): (abs: string) => string | undefined {
+  return (abs) => {
+    const engine = scope.resolveOptional(PERMISSION_ENGINE);
+    if (engine) return engine.protectedWriteReason(abs, root);
+    return protectedPathReason(abs, { workspaceRoot: root, protectedPaths: extraProtected });
+  };
+}
+
+/** A file operator for a working dir and a files config (through `backend`, default this machine). */
+export function createFileOperator(
+  scope: Pick<PluginScope, 'resolveOptional'>,
+  root: string,
+  config: FilesConfig,
+  backend?: FileSystemBackend,
+): FileOperator {
+  return new FileOperator({
+    ...(backend ? { backend } : {}),
+    root,
+    allowedRoots: config.allowedRoots,
+    allowOutside: config.allowOutsideWorkingDir,
+    protectedReason: protectedReasonFor(scope, root, config.protectedPaths),
+    maxReadBytes: config.maxReadBytes,
+    maxReadLines: config.maxReadLines,
+    maxResults: config.maxResults,
+  });
+}
+
+/**
+ * What the file tools work on: the file operations (FileOperator on this machine, or what
+ * `FILE_OPERATIONS_TARGET` routes to), how a path is shown, and the write check made before the
+ * gate is asked.
+ */
+export type FileToolsBackend = Pick<
+  RoutedFileOperations,
+  'read' | 'write' | 'edit' | 'list' | 'stat' | 'glob' | 'display' | 'checkWrite'
+>;
+
+/**
+ * What this scope asks a `FileOperationsTarget` for: the files config's roots and limits (in the
+ * target's terms) and the protected-path rule of `protectedReasonFor`, rooted at the target's
+ * workspace.
+ */
+export function fileOperationsRequest(
+  scope: Pick<PluginScope, 'resolveOptional'>,
+  config: FilesConfig,
+): FileOperationsRequest {
+  return {
+    policy: {
+      allowedRoots: [...config.allowedRoots],
+      allowOutside: config.allowOutsideWorkingDir,
+      maxReadBytes: config.maxReadBytes,
+      maxReadLines: config.maxReadLines,
+      maxResults: config.maxResults,
+    },
+    protectedReason: (abs, workspaceRoot) =>
+      protectedReasonFor(scope, workspaceRoot, config.protectedPaths)(abs),
+  };
+}
+
+/**
+ * The file tools' backend, chosen per call: what `FILE_OPERATIONS_TARGET` routes to when a
+ * plugin provides it (the executor plugin's remote target: files there), else `local`. Exposure
+ * order does not matter.
+ */
+export function routedFiles(
+  scope: Pick<PluginScope, 'resolveOptional'>,
+  local: FileOperator,
+  config: FilesConfig,
+): FileToolsBackend {
+  const request = fileOperationsRequest(scope, config);
+  const current = (): FileToolsBackend =>
+    scope.resolveOptional(FILE_OPERATIONS_TARGET)?.operationsFor(request) ?? local;
+  return {
+    read: (path, options) => current().read(path, options),
+    write: (path, content, options) => current().write(path, content, options),
+    edit: (path, options) => current().edit(path, options),
+    list: (path, options) => current().list(path, options),
+    stat: (path) => current().stat(path),
+    glob: (patterns, options) => current().glob(patterns, options),
+    display: (abs) => current().display(abs),
+    checkWrite: (operation, path) => current().checkWrite(operation, path),
+  };
+}
+
+/** Codes of a routed target's link failing (the exec server's): results the model can act on (try again), not crashes. */
+const LINK_CODES = new Set(['TRANSPORT_LOST', 'EXEC_SERVER_START_FAILED', 'EXECUTOR_DISPOSED']);
+
+/** A recoverable failure as a result value: the seed's `error`, a stable `error_code`, one `display` line. */
+function failureOf(error: unknown): ToolResult {
+  if (isFileOperationError(error)) {
+    return { error: error.message, error_code: error.code, display: error.display };
+  }
+  if (ConchError.isInstance(error) && LINK_CODES.has(error.code)) {
+    return { error: error.message, error_code: error.code, display: `✗ ${error.code}` };
+  }
+  throw error;
+}
+
+async function attempt(fn: () => Promise<ToolResult>): Promise<ToolResult> {
+  try {
+    return await fn();
+  } catch (error) {
+    return failureOf(error);
+  }
+}
+
+function readOnly(scope: Pick<PluginScope, 'resolveOptional'>, tool: string, summary: string) {
+  // Nothing to decide without a gate; with one, reads are allowed and audited.
+  if (!scope.resolveOptional(PERMISSION_GATE)) return undefined;
+  return { kind: 'action', tool, summary, readOnly: true } satisfies PermissionRequest;
+}
+
+function preview(text: string, max = 60): string {
+  const flat = JSON.stringify(text);
+  return flat.length <= max ? flat : `${flat.slice(0, max - 1)}…"`;
+}
+
+const pathField = z
+  .string()
+  .min(1)
+  .describe('Path relative to the working directory (or absolute inside it)');
+
+const readInput = z.strictObject({
+  path: pathField,
+  offset: z.number().int().min(1).optional().describe('First line to read, 1-based (default 1)'),
+  limit: z
+    .number()
+    .int()
+    .min(1)
+    .optional()
+    .describe('Lines to read at most (default and maximum: the host limit, 2000)'),
+});
+const writeInput = z.strictObject({
+  path: pathField,
+  content: z.string().describe('The whole new content of the file'),
+});
+const editInput = z.strictObject({
+  path: pathField,
+  old_string: z
+    .string()
+    .min(1)
+    .describe(
+      'Exact text to replace, whitespace and line endings included; must occur once unless replace_all',
+    ),
+  new_string: z.string().describe('The replacement text'),
+  replace_all: z.boolean().optional().describe('Replace every occurrence of old_string'),
+});
+const listInput = z.strictObject({
+  path: pathField.optional().describe('Directory to list (default the working directory)'),
+});
+const globInput = z.strictObject({
+  pattern: z
+    .string()
+    .min(1)
+    .refine(
+      (p) => !p.startsWith('/') && !p.split('/').includes('..'),
+      "a relative pattern without '..' (set cwd to search another directory)",
+    )
+    .describe(
+      'Glob such as "src/**/*.ts" or "*.{md,txt}"; names starting with "." match only with dot: true or a pattern that spells the dot',
+    ),
+  cwd: z
+    .string()
+    .min(1)
+    .optional()
+    .describe('Directory the pattern is relative to (default the working directory)'),
+  dot: z.boolean().optional().describe('Let * and ** match dotfiles'),
+});
+const statInput = z.strictObject({ path: pathField });
+
+interface WritePlan {
+  abs?: string;
+  refusal?: unknown;
+}
+
+/**
+ * The model's file tools over a FileOperator: read_file, list_directory, glob and stat_file are
+ * read-only (allowed and audited by the gate); write_file and edit_file ask it, after the path
+ * passed the working-dir and protected-path checks (a refused path is not asked about at all).
+ */
+export function fileTools(
+  files: FileToolsBackend,
+  scope: Pick<PluginScope, 'resolveOptional'>,
+): ToolDefinition[] {
+  const planWrite = async (operation: string, path: string): Promise<WritePlan> => {
+    try {
+      return { abs: await files.checkWrite(operation, path) };
+    } catch (error) {
+      return { refusal: error };
+    }
+  };
+  return [
+    defineTool<z.output<typeof readInput>>({
+      name: 'read_file',
+      description:
+        'Read a text file by lines (offset 1-based, limit lines). Returns { content, size_bytes, offset, lines, total_lines, truncated, next_offset }; ' +
+        'binary files are refused with error_code BINARY_FILE.',
+      inputSchema: readInput,
+      annotations: { readOnlyHint: true },
+      permission: (args) => readOnly(scope, 'read_file', `read ${args.path}`),
+      execute: (args) =>
+        attempt(async () => {
+          const r = await files.read(args.path, {
+            ...(args.offset ? { offset: args.offset } : {}),
+            ...(args.limit ? { limit: args.limit } : {}),
+          });
+          return {
+            path: files.display(r.path),
+            content: r.content,
+            size_bytes: r.sizeBytes,
+            offset: r.offset,
+            lines: r.lines,
+            ...(r.totalLines === undefined ? {} : { total_lines: r.totalLines }),
+            truncated: r.truncated,
+            ...(r.nextOffset === undefined ? {} : { next_offset: r.nextOffset }),
+            ...(r.lineCut ? { line_cut: true } : {}),
+            display: `${files.display(r.path)}: lines ${r.offset}-${r.offset + Math.max(0, r.lines - 1)}${r.totalLines ? ` of ${r.totalLines}` : ''} (${r.sizeBytes} bytes)`,
+          };
+        }),
+    }),
+    defineTool<z.output<typeof writeInput>, ToolResult, unknown, WritePlan>({
+      name: 'write_file',
+      description:
+        'Create or overwrite a file with the given content (parent directories are created). Asks the user first.',
+      inputSchema: writeInput,
+      annotations: { destructiveHint: true },
+      prepare: (args) => planWrite('write', args.path),
+      permission: (args, _ctx, plan) =>
+        plan.refusal
+          ? undefined
+          : {
+              kind: 'action',
+              tool: 'write_file',
+              summary: `write ${Buffer.byteLength(args.content)} bytes to ${args.path}`,
+            },
+      execute: (args, _ctx, plan) =>
+        attempt(async () => {
+          if (plan.refusal) throw plan.refusal;
+          const r = await files.write(args.path, args.content);
+          return {
+            path: files.display(r.path),
+            bytes_written: r.bytesWritten,
+            created: r.created,
+            display: `${r.created ? 'created' : 'wrote'} ${files.display(r.path)} (${r.bytesWritten} bytes)`,
+          };
+        }),
+    }),
+    defineTool<z.output<typeof editInput>, ToolResult, unknown, WritePlan>({
+      name: 'edit_file',
+      description:
+        'Replace old_string with new_string in a file. old_string must match exactly (copy it from read_file) and occur once, ' +
+        'unless replace_all is true. Asks the user first.',
+      inputSchema: editInput,
+      annotations: { destructiveHint: true },
+      prepare: (args) => planWrite('edit', args.path),
+      permission: (args, _ctx, plan) =>
+        plan.refusal
+          ? undefined
+          : {
+              kind: 'action',
+              tool: 'edit_file',
+              summary: `edit ${args.path}: replace ${preview(args.old_string)} with ${preview(args.new_string)}${args.replace_all ? ' (every occurrence)' : ''}`,
+            },
+      execute: (args, _ctx, plan) =>
+        attempt(async () => {
+          if (plan.refusal) throw plan.refusal;
+          const r = await files.edit(args.path, {
+            oldString: args.old_string,
+            newString: args.new_string,
+            ...(args.replace_all ? { replaceAll: true } : {}),
+          });
+          return {
+            path: files.display(r.path),
+            replacements: r.replacements,
+            line: r.line,
+            size_bytes: r.sizeBytes,
+            display: `edited ${files.display(r.path)}: ${r.replacements} replacement${r.replacements === 1 ? '' : 's'} from line ${r.line}`,
+          };
+        }),
+    }),
+    defineTool<z.output<typeof listInput>>({
+      name: 'list_directory',
+      description: 'List a directory: { entries: [{ name, type, size }], total, truncated }.',
+      inputSchema: listInput,
+      annotations: { readOnlyHint: true },
+      permission: (args) => readOnly(scope, 'list_directory', `list ${args.path ?? '.'}`),
+      execute: (args) =>
+        attempt(async () => {
+          const r = await files.list(args.path ?? '.');
+          return {
+            path: files.display(r.path),
+            entries: r.entries,
+            total: r.total,
+            truncated: r.truncated,
+            display: `${files.display(r.path)}: ${r.total} entries`,
+          };
+        }),
+    }),
+    defineTool<z.output<typeof globInput>>({
+      name: 'glob',
+      description:
+        'Find files by glob pattern (picomatch: *, **, ?, [..], {a,b}), relative to cwd; node_modules and .git are skipped. Returns { matches, total, truncated }.',
+      inputSchema: globInput,
+      annotations: { readOnlyHint: true },
+      permission: (args) =>
+        readOnly(scope, 'glob', `find ${args.pattern}${args.cwd ? ` in ${args.cwd}` : ''}`),
+      execute: (args) =>
+        attempt(async () => {
+          const r = await files.glob(args.pattern, {
+            ...(args.cwd ? { cwd: args.cwd } : {}),
+            ...(args.dot ? { dot: true } : {}),
+          });
+          return {
+            cwd: files.display(r.cwd),
+            matches: r.matches,
+            total: r.total,
+            truncated: r.truncated,
+            display: `${args.pattern}: ${r.total} match${r.total === 1 ? '' : 'es'}`,
+          };
+        }),
+    }),
+    defineTool<z.output<typeof statInput>>({
+      name: 'stat_file',
+      description: 'Type, size, modification time and mode of a path (and whether a file looks binary).',
+      inputSchema: statInput,
+      annotations: { readOnlyHint: true },
+      permission: (args) => readOnly(scope, 'stat_file', `stat ${args.path}`),
+      execute: (args) =>
+        attempt(async () => {
+          const r = await files.stat(args.path);
+          return {
+            path: files.display(r.path),
+            type: r.type,
+            size_bytes: r.sizeBytes,
+            modified_at: r.modifiedAt,
+            mode: r.mode,
+            ...(r.binary === undefined ? {} : { binary: r.binary }),
+            ...(r.target === undefined ? {} : { target: r.target }),
+            display: `${files.display(r.path)}: ${r.type}, ${r.sizeBytes} bytes`,
+          };
+        }),
+    }),
+  ];
+}
+
+const FILES_INSTRUCTIONS = [
+  'File tools work inside the working directory: read_file (by lines: offset, limit; the true size is reported, binary files are refused), write_file, edit_file (exact replacement of old_string, which must occur once unless replace_all), list_directory, glob and stat_file.',
+  'write_file and edit_file ask the user first; writes to protected paths (.env files, .ssh, .git/hooks, .git/config, shell start-up files) are always refused.',
+].join('\n');
+
+/** Plugin 'files': the file operator's tools for models, rooted at the registry's cwd. */
+export const filesPlugin = definePlugin<FilesConfig>({
+  name: 'files',
+  version: '0.0.0',
+  description:
+    'Read, write, edit, list, stat and glob files in the working directory, with the permission gate’s protected paths',
+  configSchema: filesConfigSchema,
+  setup(ctx) {
+    const files = createFileOperator(ctx, ctx.env.cwd, ctx.config);
+    // Where FILE_OPERATIONS_TARGET routes them when a plugin provides it (resolved per call).
+    return { tools: fileTools(routedFiles(ctx, files, ctx.config), ctx), instructions: FILES_INSTRUCTIONS };
+  },
+});
+
+export default filesPlugin;
