@@ -20,6 +20,10 @@ export interface CliResult {
   error?: string;
   /** Stable code of `error` (see the cli README): COMMAND_NOT_FOUND, TIMED_OUT, … */
   error_code?: string;
+  /** With SANDBOX_REFUSED_WRITE: the path the refused write named, when the output names one. */
+  refused_path?: string;
+  /** Where it ran: 'workspace-write' / 'read-only' (sandboxes), 'protected' (outside, protected paths read-only), 'none'. */
+  sandbox?: string;
   /** Processes the command started that were still running when it returned. */
   left_running?: { pid: number; command: string }[];
   left_running_message?: string;
@@ -104,6 +108,12 @@ export function errorGuidance(
       return {
         code: 'NOT_EXECUTABLE',
         error: `Permission denied: '${name}' is not executable. Check its permissions (ls -l ${name}) or run it through its interpreter (e.g. sh ${name}).`,
+      };
+    }
+    if (code === 'ESANDBOX') {
+      return {
+        code: 'SANDBOX_UNAVAILABLE',
+        error: `Not run: ${message}. Call again with sandbox: false and a justification to ask a human to run it outside the sandbox.`,
       };
     }
     return { code: 'SPAWN_FAILED', error: `Could not start '${name}': ${message}` };

@@ -1,30 +1,80 @@
-import { PERMISSION_GATE, type ToolCallContext } from '@conch/core';
-import type { ProcessResult, SandboxProfile } from '@conch/process';
+import { PERMISSION_GATE, type SandboxLevel, type ToolCallContext } from '@conch/core';
+import { profileFor, type ProcessResult, type SandboxProfile } from '@conch/process';
 
 /**
- * The kernel wall behind the gate: a command the gate allowed because it only reads runs in the
- * read-only profile (read-only filesystem, private /tmp, no network); every other command runs in
- * the workspace profile, where the gate's protected paths are read-only. No gate, or a gate that
- * wants no wall: no profile. (Where bubblewrap does not work the process layer runs the command
- * unsandboxed, says so once, and the result's `sandbox` is 'none'.)
+ * The kernel wall behind the gate: the sandbox the gate's decision says the command runs in
+ * (`decision.sandbox`), made from the gate's kernel policy (@conch/process `profileFor`). No gate,
+ * or a gate that wants no wall: no profile. A template (`judgedElsewhere`: the gate judged its
+ * steps, a plumbing script runs) never gets the read-only profile from a read-only verdict.
  */
 export function sandboxFor(
   ctx: ToolCallContext<unknown>,
   judgedElsewhere = false,
+  extra: { writable?: readonly string[]; readOnly?: readonly string[] } = {},
 ): SandboxProfile | undefined {
   const gate = ctx.resolveOptional(PERMISSION_GATE);
   const policy = gate?.kernelPolicy?.();
   if (!policy) return undefined;
-  if (ctx.decision?.readOnly && !judgedElsewhere) return { kind: 'read-only' };
-  return { kind: 'workspace', readOnlyPaths: policy.readOnlyPaths };
+  const decision = ctx.decision;
+  let level: SandboxLevel | undefined = decision?.sandbox;
+  if (level === undefined) level = decision?.readOnly ? 'read-only' : 'outside';
+  if (level === 'read-only' && judgedElsewhere)
+    level =
+      policy.mode === 'workspace-write' ? 'workspace-write' : policy.mode === 'off' ? 'outside' : 'read-only';
+  return profileFor(policy, level, extra);
 }
 
-/** What to tell the model when the sandbox refused a write (EROFS), or undefined. */
-export function sandboxRefusal(result: ProcessResult): string | undefined {
-  if (result.sandbox === 'none' || result.exitCode === 0) return undefined;
-  const text = `${result.stderr.head}\n${result.stderr.tail}\n${result.stdout.tail}`;
-  if (!/read-only file system|EROFS/i.test(text)) return undefined;
+/** A line of a refused write in a command's error output. */
+const EROFS_LINE = /^(.*)(?:Read-only file system|EROFS)(.*)$/m;
+/** The same on stdout, only in the shape tools print errors in (`prog: …: Read-only file system`). */
+const STDOUT_EROFS =
+  /^(?:[\w./-]+: .*Read-only file system|.*\[Errno 30\] Read-only file system: .*|.*EROFS: read-only file system.*)$/m;
+
+/**
+ * The path a refused write names, as tools print it: `bash: /p: Read-only file system`,
+ * `touch: cannot touch '/p': Read-only file system`, `[Errno 30] Read-only file system: '/p'`,
+ * `EROFS: read-only file system, open '/p'`.
+ */
+function refusedPath(line: string): string | undefined {
+  const quoted = /['‘"]([^'’"]+)['’"]/.exec(line);
+  if (quoted) return quoted[1];
+  const colon = /(?:^|\s)(\/[^\s:]+|\.{0,2}\/?[^\s:]+):\s*(?:Read-only file system|EROFS)/i.exec(line);
+  return colon?.[1];
+}
+
+export interface SandboxRefusal {
+  message: string;
+  /** The path the output names, when it names one. */
+  path?: string;
+}
+
+/**
+ * What to tell the model when the sandbox refused a write (EROFS), whatever the exit status (a
+ * write inside a substitution or a pipeline fails while the command exits 0), or undefined. Read
+ * from the output: a command that silences its errors (`2>/dev/null`) is not seen.
+ */
+export function sandboxRefusal(result: ProcessResult): SandboxRefusal | undefined {
+  if (result.sandbox === 'none') return undefined;
+  // Error messages go to stderr; on stdout (`2>&1`) only a line shaped like one counts, so a
+  // command that prints the words (`grep -r 'Read-only file system'`) is not taken for a refusal.
+  const match =
+    EROFS_LINE.exec(`${result.stderr.head}\n${result.stderr.tail}`) ??
+    STDOUT_EROFS.exec(`${result.stdout.head}\n${result.stdout.tail}`);
+  if (!match) return undefined;
+  const path = refusedPath(match[0]);
+  const where = path ? ` (${path})` : '';
   if (result.sandbox === 'read-only')
-    return 'The permission gate allowed this command because it only reads, so it ran in a read-only sandbox (no writes, no network), and the sandbox refused a write (EROFS). If the command really must write, that is a different command: the gate will ask for it.';
-  return "The sandbox refused a write (EROFS): the path is protected (shell start-up files, .ssh, .git/hooks, .git/config, .env files and the host's protected paths are read-only for every command). Write somewhere else.";
+    return {
+      message: `The sandbox refused a write${where}: this command ran in a read-only sandbox (no writes, no network). If it must write, call again with sandbox: false and a justification; a human decides.`,
+      ...(path ? { path } : {}),
+    };
+  if (result.sandbox === 'workspace-write')
+    return {
+      message: `The sandbox refused a write${where}: only the workspace is writable, and protected files in it (.git/hooks, .git/config, .env*, editor settings) are read-only. Write inside the workspace, or, if the task really needs this path, call again with sandbox: false and a justification; a human decides.`,
+      ...(path ? { path } : {}),
+    };
+  return {
+    message: `The sandbox refused a write${where}: the path is protected (shell start-up files, .ssh, .git/hooks, .git/config, .env files and the host's protected paths are read-only for every command). Write somewhere else.`,
+    ...(path ? { path } : {}),
+  };
 }

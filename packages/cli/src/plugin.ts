@@ -17,27 +17,51 @@ import {
 const noNul = (s: string) => !s.includes('\0');
 const NUL_MESSAGE = 'a string without NUL bytes (no command can receive one)';
 
-export const cliToolInputSchema = z.strictObject({
-  command: z
-    .string()
-    .min(1)
-    .refine(noNul, NUL_MESSAGE)
-    .describe('The shell command to execute, e.g. "ls -la" or "find . -name \'*.py\' | head -20"'),
-  args: z
-    .array(z.string().refine(noNul, NUL_MESSAGE))
-    .optional()
-    .describe('Optional argument list passed to the executable in `command` without shell interpretation'),
-  cwd: z
-    .string()
-    .min(1)
-    .optional()
-    .describe('Working directory (relative to the workspace); default the workspace'),
-  timeout: z.number().positive().optional().describe('Seconds after which the command is killed'),
-  background: z
-    .boolean()
-    .optional()
-    .describe('true: run as a background task and return a task id at once; false: wait in the foreground'),
-});
+export const cliToolInputSchema = z
+  .strictObject({
+    command: z
+      .string()
+      .min(1)
+      .refine(noNul, NUL_MESSAGE)
+      .describe('The shell command to execute, e.g. "ls -la" or "find . -name \'*.py\' | head -20"'),
+    args: z
+      .array(z.string().refine(noNul, NUL_MESSAGE))
+      .optional()
+      .describe('Optional argument list passed to the executable in `command` without shell interpretation'),
+    cwd: z
+      .string()
+      .min(1)
+      .optional()
+      .describe('Working directory (relative to the workspace); default the workspace'),
+    timeout: z.number().positive().optional().describe('Seconds after which the command is killed'),
+    background: z
+      .boolean()
+      .optional()
+      .describe('true: run as a background task and return a task id at once; false: wait in the foreground'),
+    sandbox: z
+      .boolean()
+      .optional()
+      .describe(
+        'false: ask to run outside the sandbox (writes outside the workspace, the network); needs justification, and a human decides. Default: the sandbox',
+      ),
+    justification: z
+      .string()
+      .trim()
+      .min(1)
+      .max(1000)
+      .optional()
+      .describe(
+        'With sandbox: false: one sentence for the human who decides, saying why the command must leave the sandbox',
+      ),
+  })
+  .superRefine((args, ctx) => {
+    if (args.sandbox === false && !args.justification)
+      ctx.addIssue({
+        code: 'custom',
+        path: ['justification'],
+        message: 'expected a justification (one sentence a human reads) when sandbox is false',
+      });
+  });
 
 export type CliToolInput = z.output<typeof cliToolInputSchema>;
 
@@ -103,12 +127,15 @@ export const cliPlugin = definePlugin<CliConfig>({
           // One plan per call: the gate judges it and the runner runs it.
           // (Planned for where it runs: the executor plugin's target when one is exposed.)
           prepare: (args, call) => planRequest(call, toRequest(args), config, processLayerFor(call, manager)),
-          permission: (_args, _call, plan) => ({
+          permission: (args, call, plan) => ({
             kind: 'command',
             tool: 'cli_based_tool',
             command: plan.line,
             cwd: plan.cwd,
             plan,
+            ...(args.sandbox === false ? { escalation: { justification: args.justification ?? '' } } : {}),
+            // A remote target: the local sandbox does not apply there; the gate judges as without one.
+            ...(processLayerFor(call, manager)?.remote ? { sandboxAvailable: false } : {}),
           }),
           execute: (args, call, plan) =>
             runCommand(call, toRequest(args), undefined, { plan, runtime, manager }),

@@ -386,7 +386,9 @@ async function runOn(
   // Safe rm: the trash's rm function is defined before the line runs (bash reads it through
   // BASH_ENV, so the script is the line exactly as judged; zsh and sh get it sourced first). Not in
   // the read-only sandbox: a command the gate allowed as a read removes nothing.
-  const readOnly = !runtime.config.sandbox && ctx.decision?.readOnly === true && !options.judgedElsewhere;
+  const judgedElsewhere = options.judgedElsewhere === true;
+  const baseSandbox = runtime.config.sandbox || where ? undefined : sandboxFor(ctx, judgedElsewhere);
+  const readOnly = baseSandbox?.kind === 'read-only';
   const wantsSafeRm = plan.safeRm && plan.mode === 'shell' && !readOnly;
   // In a target the rm function is inlined at the top of the script (no host file reaches it).
   const remoteRm = wantsSafeRm && where ? remoteSafeRm(plan.dialect, baseCwd, where) : undefined;
@@ -406,9 +408,13 @@ async function runOn(
   } catch (error) {
     return errorResult(plan.mode, (error as Error).message, 'SANDBOX_UNAVAILABLE');
   }
+  // Safe rm in a sandbox: the trash is writable there, the rm function file visible but not
+  // writable (later commands, some outside the sandbox, source it).
   const sandbox: SandboxProfile | undefined = executor
     ? undefined
-    : sandboxFor(ctx, options.judgedElsewhere === true);
+    : safeRm
+      ? sandboxFor(ctx, judgedElsewhere, { writable: [safeRm.trashDir], readOnly: [dirname(safeRm.file)] })
+      : baseSandbox;
   if (safeRm) {
     mkdirSync(safeRm.trashDir, { recursive: true, mode: 0o700 });
     if (plan.dialect === 'bash') {
@@ -454,10 +460,13 @@ async function runOn(
         out = formatResult(outcome, format);
       }
     }
+    if (result.sandbox !== 'none') out.sandbox = result.sandbox;
     const refusal = sandboxRefusal(result);
     if (refusal) {
-      out.error = out.error ? `${out.error} ${refusal}` : refusal;
+      // Whatever the exit status: a refused write inside a substitution or a pipeline still exits 0.
+      out.error = out.error ? `${out.error} ${refusal.message}` : refusal.message;
       out.error_code = 'SANDBOX_REFUSED_WRITE';
+      if (refusal.path) out.refused_path = refusal.path;
     }
     if (transportLost(result)) {
       out.error = `The connection to ${where?.target ?? 'the target'} was lost while the command ran; its exec server killed what the command started when the connection closed. Run it again: the next call reconnects.`;

@@ -49,7 +49,7 @@ function misjudgingGate(readOnlyPaths: string[] = []) {
       seen.push(request);
       return { outcome: 'allow', reason: 'test: allowed as a read', readOnly: true };
     },
-    kernelPolicy: () => ({ readOnlyPaths }),
+    kernelPolicy: () => ({ mode: 'off', writableRoots: [], readOnlyPaths, pinnedPaths: [], env: {} }),
   };
   const plugin = definePlugin({
     name: 'test-gate',

@@ -54,6 +54,7 @@ export type {
   PermissionDecision,
   PermissionGate,
   PermissionRequest,
+  SandboxLevel,
 } from './permission.js';
 export type {
   BackgroundLogs,

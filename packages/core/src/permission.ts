@@ -33,6 +33,17 @@ export type PermissionRequest =
       plan?: CommandPlan;
       /** Without a plan: the shell that reads `command` (default bash), e.g. a zsh terminal session. */
       dialect?: CommandPlan['dialect'];
+      /**
+       * The model asked to run this command outside the sandbox (`sandbox: false`), saying why: the
+       * gate asks a human (or a host allow rule answers) instead of confining it.
+       */
+      escalation?: { justification: string };
+      /**
+       * False when the command will run where the kernel sandbox cannot be set up (a remote target
+       * without bubblewrap): the gate then judges it as with `sandbox: 'off'`. Default: the local
+       * machine's answer.
+       */
+      sandboxAvailable?: boolean;
     }
   | {
       kind: 'action';
@@ -55,12 +66,25 @@ export interface ApprovalRequest {
   suggestedRule?: string;
   /** The parsed parts, for UIs that show them. */
   parts?: readonly { command: string; verdict: 'allow' | 'ask' | 'deny'; reason: string }[];
+  /**
+   * The command asks to run outside the sandbox: the model's justification, and what it will be
+   * able to reach there (one line each), so the human sees what is at stake.
+   */
+  escalation?: { justification: string; reaches: readonly string[] };
 }
 
 export type ApproveFn = (
   request: ApprovalRequest,
   options: { signal?: AbortSignal },
 ) => Promise<ApprovalAnswer>;
+
+/**
+ * Where an allowed command runs: confined by the kernel sandbox ('workspace-write': the workspace
+ * writable, nothing else; 'read-only': nothing writable), or 'outside' it (with the user's rights:
+ * an escalation a human or a host rule approved, or every command when the gate's sandbox is off;
+ * protected paths stay read-only where bubblewrap works).
+ */
+export type SandboxLevel = 'workspace-write' | 'read-only' | 'outside';
 
 export interface PermissionDecision {
   outcome: 'allow' | 'deny';
@@ -78,15 +102,29 @@ export interface PermissionDecision {
    * failed write instead of a breach.
    */
   readOnly?: boolean;
+  /** Where an allowed command runs (set by a gate with a kernel policy; see KernelPolicy). */
+  sandbox?: SandboxLevel;
 }
 
 /**
- * What the gate asks the kernel to enforce (see @conch/permission): commands allowed as reads run
- * read-only, and every other command sees these paths read-only.
+ * What the gate asks the kernel to enforce (see @conch/permission): the sandbox every command
+ * runs in, and the paths that stay read-only in it and outside it.
  */
 export interface KernelPolicy {
+  /**
+   * 'workspace-write' / 'read-only': commands run in that sandbox unless a decision says 'outside';
+   * 'off': no sandbox is relied on (reads run read-only and everything else sees `readOnlyPaths`
+   * read-only where bubblewrap works, as a safety net behind the parser).
+   */
+  mode: 'workspace-write' | 'read-only' | 'off';
+  /** Directories sandboxed commands may write (the workspace, host extras, sandbox-private caches). */
+  writableRoots: readonly string[];
   /** Existing paths every command must see read-only (protected files and directories); may be empty. */
   readOnlyPaths: readonly string[];
+  /** Writable directories bound over themselves so they cannot be renamed away from the protections inside (`.git`). */
+  pinnedPaths: readonly string[];
+  /** Variables sandboxed commands get (cache locations inside the writable roots, TMPDIR). */
+  env: Readonly<Record<string, string>>;
 }
 
 /** The gate core calls before every tool run that declares a permission request. */

@@ -16,7 +16,11 @@ export const ERROR_CODES = {
   TIMED_OUT: 'the call ran past its time limit and was stopped',
   KILLED: 'the process was ended by a signal conch did not send',
   ABORTED: "the caller's AbortSignal fired; everything the call started was stopped",
-  SANDBOX_REFUSED_WRITE: 'the kernel sandbox refused a write the permission gate did not allow',
+  SANDBOX_REFUSED_WRITE:
+    'the kernel sandbox refused a write (outside the workspace, or a protected path); call again with sandbox: false and a justification to ask for it',
+  SANDBOX_UNAVAILABLE: 'the sandbox the command must run in could not be set up here, so it did not run',
+  NETWORK_BLOCKED:
+    'the sandbox refused a network connection (no network, or a destination not on the allow-list)',
   // What the gate decided
   PERMISSION_DENIED: 'the permission gate (a rule, a safety check or the user) refused the call',
   // Sessions, tasks and pools

@@ -76,11 +76,27 @@ export const permissionConfigSchema = z.strictObject({
     selfKill: true,
   }),
   protectedPaths: z.array(z.string().min(1)).default([]).describe('extra globs never written to'),
+  sandbox: z
+    .enum(['workspace-write', 'read-only', 'off'])
+    .optional()
+    .describe(
+      "where commands run: 'workspace-write' (default where bubblewrap works): every command the gate does not deny runs without a prompt in a sandbox where only the workspace (and writableRoots) is writable, protected paths are read-only, /tmp is private, no network, its own pid namespace; 'read-only': the same with nothing writable; 'off' (default where bubblewrap does not work): no sandbox is relied on, and the gate asks for anything it cannot prove read-only",
+    ),
+  writableRoots: z
+    .array(z.string().min(1))
+    .default([])
+    .describe('more directories sandboxed commands may write (absolute, or relative to the workspace)'),
+  protectedFiles: z
+    .array(z.string().min(1))
+    .default(['Gemfile'])
+    .describe(
+      'base names protected at any depth like .env files (the reference terminal protects Gemfile); [] turns the default off',
+    ),
   kernelWall: z
     .boolean()
     .default(true)
     .describe(
-      'where bubblewrap works: commands allowed as reads run read-only without network, and protected paths are read-only for every command',
+      "with sandbox 'off', where bubblewrap works: commands allowed as reads run read-only without network, and protected paths are read-only for every command; false: the parser alone",
     ),
   workspaceRoot: z.string().min(1).optional().describe('default: the registry cwd'),
   maxCommandBytes: z

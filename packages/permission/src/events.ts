@@ -7,6 +7,8 @@ declare module '@conch/core' {
       outcome: 'allow' | 'deny';
       askedHuman: boolean;
       rule?: string;
+      /** Where an allowed command runs ('workspace-write', 'read-only' or 'outside'). */
+      sandbox?: 'workspace-write' | 'read-only' | 'outside';
       reason: string;
     };
   }

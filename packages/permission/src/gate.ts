@@ -10,6 +10,7 @@ import {
   type PermissionDecision,
   type PermissionGate,
   type PermissionRequest,
+  type SandboxLevel,
 } from '@conch/core';
 import { shellQuote, type ParsedCommand, type ShellParser } from '@conch/shell-syntax';
 import { readFileSync } from 'node:fs';
@@ -21,7 +22,7 @@ import type { PermissionConfig } from './config.js';
 import { escapeHidden } from './display.js';
 import { compileProtected, type PathContext } from './paths.js';
 import { protectedWrite } from './protected-write.js';
-import { kernelPolicy } from './kernel-policy.js';
+import { KernelPolicyBuilder, type SandboxMode } from './kernel-policy.js';
 import { compileRule, type CompiledRule, type HostRules, type RuleList } from './host-rules.js';
 
 /** One decision as the audit log keeps it. */
@@ -39,6 +40,8 @@ export interface AuditEntry {
   askedHuman: boolean;
   answer?: ApprovalAnswer;
   rule?: string;
+  /** Where an allowed command ran. */
+  sandbox?: SandboxLevel;
   reason: string;
   parts: { command: string; verdict: Verdict; reason: string; rule: string }[];
   durationMs: number;
@@ -55,6 +58,13 @@ export interface PermissionEngineOptions {
   home?: string;
   /** Pids of conch's process supervisors (the host itself is always protected). */
   supervisorPids?: () => readonly number[];
+  /**
+   * The sandbox commands run in (the config's `sandbox`, or what the machine allows: the plugin
+   * probes bubblewrap). Default: the config's, else 'off'.
+   */
+  sandbox?: SandboxMode;
+  /** The sandbox-private cache directory (default per workspace under the user's cache dir). */
+  sandboxCacheDir?: string;
 }
 
 /** Thrown (wrapped by core as an invalid config) when a rule does not compile or its examples fail. */
@@ -77,7 +87,10 @@ export class PermissionEngine implements PermissionGate {
   private readonly config: PermissionConfig;
   private readonly logger: Logger | undefined;
   private readonly events: EventBus | undefined;
+  private readonly kernel: KernelPolicyBuilder | undefined;
   readonly workspaceRoot: string;
+  /** The sandbox every command runs in unless it is escalated ('off': none is relied on). */
+  readonly sandbox: SandboxMode;
 
   constructor(options: PermissionEngineOptions) {
     this.config = options.config;
@@ -99,7 +112,19 @@ export class PermissionEngine implements PermissionGate {
       home: options.home ?? homedir(),
       workspaceRoot: this.workspaceRoot,
       extra: compileProtected(options.config.protectedPaths),
+      names: new Set(options.config.protectedFiles),
     };
+    this.sandbox = options.sandbox ?? options.config.sandbox ?? 'off';
+    this.kernel =
+      this.sandbox === 'off' && !options.config.kernelWall
+        ? undefined
+        : new KernelPolicyBuilder({
+            mode: this.sandbox,
+            paths: this.paths,
+            writableRoots: options.config.writableRoots.map((r) => resolve(this.workspaceRoot, r)),
+            ...(options.sandboxCacheDir ? { cacheDir: options.sandboxCacheDir } : {}),
+            ...(options.logger ? { logger: options.logger } : {}),
+          });
     this.analyzer = new Analyzer({
       parser: options.parser,
       safety: options.config.safety,
@@ -120,14 +145,22 @@ export class PermissionEngine implements PermissionGate {
   }
 
   /**
-   * What the kernel must enforce: the existing protected paths, read-only for every command (none
-   * when the host turned the protected-paths rule off); undefined when `kernelWall: false`.
+   * What the kernel must enforce: the sandbox, its writable roots, and the existing protected
+   * paths read-only for every command (none when the host turned the protected-paths rule off);
+   * undefined with `sandbox: 'off'` and `kernelWall: false`. Cached; walked again after a change in
+   * the workspace (see kernel-policy.ts).
    */
   kernelPolicy(): KernelPolicy | undefined {
-    if (!this.config.kernelWall) return undefined;
-    // With the protected-paths rule off, reads still run read-only; nothing else is bound.
-    if (!this.config.safety.protectedPaths) return { readOnlyPaths: [] };
-    return kernelPolicy(this.paths);
+    if (!this.kernel) return undefined;
+    const policy = this.kernel.policy();
+    // With the protected-paths rule off, nothing is bound read-only (reads still run read-only).
+    if (!this.config.safety.protectedPaths) return { ...policy, readOnlyPaths: [], pinnedPaths: [] };
+    return policy;
+  }
+
+  /** Stops watching the workspace. */
+  dispose(): void {
+    this.kernel?.dispose();
   }
 
   /**
@@ -156,8 +189,9 @@ export class PermissionEngine implements PermissionGate {
   ): Promise<PermissionDecision> {
     const started = performance.now();
     const { analysis, display, cwd } = this.analyzeRequest(request);
-    let verdict = analysis.verdict;
-    const decisive = analysis.decisive;
+    const policy = this.policy(request, analysis);
+    const { decisive } = policy;
+    let verdict = policy.verdict;
     const mode = this.config.mode;
     let modeNote: string | undefined;
     if (verdict === 'ask' && mode === 'readOnly') {
@@ -175,23 +209,25 @@ export class PermissionEngine implements PermissionGate {
     let decision: PermissionDecision;
     let askedHuman = false;
     let answer: ApprovalAnswer | undefined;
-    const toAllow = this.suggestedRules(analysis);
+    const toAllow = policy.suggestedRules;
     const suggestion = toAllow
-      ? `Add ${toAllow.map((r) => `"${r}"`).join(', ')} to rules.allow to allow it.`
+      ? `Add ${toAllow.map((r) => `"${r}"`).join(', ')} to rules.allow to ${policy.escalation ? 'let it run outside the sandbox' : 'allow it'}.`
       : undefined;
+    const where = policy.sandbox ? { sandbox: policy.sandbox } : {};
     if (verdict === 'allow') {
       decision = {
         outcome: 'allow',
-        reason: modeNote ? `${modeNote} allows it (${decisive.reason})` : allowReason(analysis),
-        rule: modeNote ? `mode:${mode}` : decisive.rule,
+        reason: modeNote ? `${modeNote} allows it (${decisive.reason})` : policy.reason,
+        rule: modeNote ? `mode:${mode}` : policy.rule,
         ...(analysis.readOnly && !modeNote ? { readOnly: true } : {}),
+        ...where,
       };
     } else if (verdict === 'deny') {
       decision = {
         outcome: 'deny',
         reason: `${modeNote ? `${modeNote}: ` : ''}${subject(decisive)} ${decisive.reason}.`,
-        rule: modeNote && analysis.verdict === 'ask' ? `mode:${mode}` : decisive.rule,
-        ...(analysis.verdict === 'ask' && suggestion ? { suggestion } : denySuggestion(decisive)),
+        rule: modeNote && policy.verdict === 'ask' ? `mode:${mode}` : decisive.rule,
+        ...(policy.verdict === 'ask' && suggestion ? { suggestion } : denySuggestion(decisive)),
       };
     } else {
       const approve = options.approve ?? this.config.approve;
@@ -220,6 +256,7 @@ export class PermissionEngine implements PermissionGate {
             verdict: p.verdict,
             reason: p.reason,
           })),
+          ...(policy.escalation ? { escalation: policy.escalation } : {}),
         };
         try {
           answer = await approve(approval, options.signal ? { signal: options.signal } : {});
@@ -231,9 +268,10 @@ export class PermissionEngine implements PermissionGate {
           if (answer === 'always' && toAllow) this.remember(toAllow);
           decision = {
             outcome: 'allow',
-            reason: `approved ${answer === 'always' ? 'for this session' : 'once'} by a human`,
+            reason: `approved ${answer === 'always' ? 'for this session' : 'once'} by a human${policy.escalation ? ' to run outside the sandbox' : ''}`,
             rule: decisive.rule,
             askedHuman: true,
+            ...where,
           };
         } else {
           decision = {
@@ -257,10 +295,11 @@ export class PermissionEngine implements PermissionGate {
       command: display,
       ...(cwd ? { cwd } : {}),
       outcome: decision.outcome,
-      verdict: analysis.verdict,
+      verdict: policy.verdict,
       askedHuman,
       ...(answer ? { answer } : {}),
       ...(decision.rule ? { rule: decision.rule } : {}),
+      ...(decision.sandbox ? { sandbox: decision.sandbox } : {}),
       reason: decision.reason,
       parts: analysis.parts.map((p) => ({
         command: escapeHidden(p.command),
@@ -280,6 +319,7 @@ export class PermissionEngine implements PermissionGate {
         command: display,
         outcome: decision.outcome,
         rule: decision.rule,
+        sandbox: decision.sandbox,
         askedHuman,
         callId: options.callId,
       },
@@ -291,9 +331,105 @@ export class PermissionEngine implements PermissionGate {
       outcome: decision.outcome,
       askedHuman,
       ...(decision.rule ? { rule: decision.rule } : {}),
+      ...(decision.sandbox ? { sandbox: decision.sandbox } : {}),
       reason: decision.reason,
     });
     return decision;
+  }
+
+  /** The sandbox a request runs under: the gate's, unless the runner says it cannot sandbox there. */
+  sandboxFor(request: PermissionRequest): SandboxMode {
+    if (request.kind === 'command' && request.sandboxAvailable === false) return 'off';
+    return this.sandbox;
+  }
+
+  /**
+   * The policy, in one place: what the parse says (deny rules, what only reads, host rules), and
+   * where the command then runs.
+   *
+   * - Sandbox 'off' (or a target without one): allow what is proven read-only or allowed by a rule,
+   *   ask for the rest; reads run in the read-only sandbox where bubblewrap works, the rest outside.
+   * - Sandbox on: a command no deny rule refuses runs in the sandbox without a prompt (the kernel
+   *   confines it), unless a host `ask` rule names it. A command the model asks to run outside
+   *   (`sandbox: false` + justification) runs outside when every part is allowed by a host or
+   *   session rule, else a human is asked (with what it will reach), narrowest rule suggested.
+   */
+  private policy(request: PermissionRequest, analysis: Analysis): Policy {
+    const sandbox = this.sandboxFor(request);
+    const suggestedRules = this.suggestedRules(analysis);
+    if (sandbox === 'off' || request.kind !== 'command') {
+      const verdict = analysis.verdict;
+      return {
+        verdict,
+        decisive: analysis.decisive,
+        reason: allowReason(analysis),
+        rule: analysis.decisive.rule,
+        ...(verdict === 'ask' && suggestedRules ? { suggestedRules } : {}),
+        ...(request.kind === 'command' && this.kernel
+          ? { sandbox: (analysis.readOnly ? 'read-only' : 'outside') as SandboxLevel }
+          : {}),
+      };
+    }
+    if (analysis.verdict === 'deny') {
+      return { verdict: 'deny', decisive: analysis.decisive, reason: '', rule: analysis.decisive.rule };
+    }
+    const inside: SandboxLevel = sandbox === 'read-only' ? 'read-only' : 'workspace-write';
+    if (request.escalation) {
+      const byRule = analysis.parts.every((p) => p.rule.startsWith('allow:'));
+      const exact = escalationRule(request);
+      const escalation = { justification: request.escalation.justification, reaches: OUTSIDE_REACHES };
+      if (byRule) {
+        return {
+          verdict: 'allow',
+          decisive: analysis.decisive,
+          reason: `allowed outside the sandbox: ${analysis.parts.map((p) => p.reason).join('; ')}`,
+          rule: analysis.decisive.rule,
+          sandbox: 'outside',
+        };
+      }
+      return {
+        verdict: 'ask',
+        decisive: {
+          command: analysis.decisive.command,
+          verdict: 'ask',
+          reason: `it asks to run outside the sandbox ("${oneLineText(request.escalation.justification)}")`,
+          rule: 'sandbox:escalation',
+        },
+        reason: '',
+        rule: 'sandbox:escalation',
+        sandbox: 'outside',
+        escalation,
+        ...(exact ? { suggestedRules: [exact] } : {}),
+      };
+    }
+    const hostAsk = analysis.parts.find((p) => p.rule.startsWith('ask:'));
+    if (hostAsk) {
+      return {
+        verdict: 'ask',
+        decisive: hostAsk,
+        reason: '',
+        rule: hostAsk.rule,
+        sandbox: inside,
+      };
+    }
+    if (this.config.mode === 'readOnly' && !analysis.readOnly) {
+      return {
+        verdict: 'deny',
+        decisive: { ...analysis.decisive, rule: 'mode:readOnly' },
+        reason: '',
+        rule: 'mode:readOnly',
+      };
+    }
+    return {
+      verdict: 'allow',
+      decisive: analysis.decisive,
+      reason:
+        analysis.verdict === 'allow'
+          ? allowReason(analysis)
+          : `it runs in the ${inside} sandbox (${analysis.decisive.reason})`,
+      rule: analysis.verdict === 'allow' ? analysis.decisive.rule : `sandbox:${inside}`,
+      sandbox: inside,
+    };
   }
 
   private analyzeRequest(request: PermissionRequest): { analysis: Analysis; display: string; cwd?: string } {
@@ -381,6 +517,42 @@ export function compileRules(
     });
   }
   return problems.length ? { problems } : { rules: out };
+}
+
+/** What the policy says of a request before modes and humans. */
+interface Policy {
+  verdict: Verdict;
+  decisive: Part;
+  /** Why, for an allow. */
+  reason: string;
+  rule: string;
+  /** Where it runs when allowed. */
+  sandbox?: SandboxLevel;
+  /** Rules that would let it run without asking. */
+  suggestedRules?: string[];
+  /** An escalation out of the sandbox: the model's reason and what the command will reach. */
+  escalation?: { justification: string; reaches: readonly string[] };
+}
+
+/** What a command outside the sandbox can reach, for the human who approves it. */
+const OUTSIDE_REACHES = [
+  'writes anywhere your user can write (protected paths stay read-only where bubblewrap works)',
+  'the network, without the allow-list',
+  'your environment variables and secret files (~/.ssh, ~/.aws, .env)',
+  'your other processes',
+];
+
+/** The narrowest rule an approved escalation stores: exactly this command line. */
+function escalationRule(request: Extract<PermissionRequest, { kind: 'command' }>): string | undefined {
+  const line = request.plan?.line ?? request.command;
+  // Prefix syntax reads a trailing `*` as a wildcard and cannot hold newlines: such lines get no rule.
+  if (line.includes('\n') || line.trimEnd().endsWith('*')) return undefined;
+  return line.trim();
+}
+
+function oneLineText(text: string): string {
+  const line = text.replace(/\s+/g, ' ').trim();
+  return line.length > 200 ? `${line.slice(0, 199)}…` : line;
 }
 
 /** Longest command text shown to a human or kept in the audit log. */

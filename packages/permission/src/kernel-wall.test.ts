@@ -34,22 +34,26 @@ const run = async (r: PluginRegistry, command: string) =>
   (await r.execute('cli_based_tool', { command })) as Result;
 
 describe.skipIf(!BWRAP)('kernel wall with the real gate', () => {
-  it('protected paths stay read-only for commands a human approved', async () => {
+  it.each([
+    ["sandbox 'off': commands a human approved", 'off', 2],
+    ['the workspace-write sandbox: commands that run without a prompt', 'workspace-write', 0],
+  ] as const)('protected paths stay read-only for %s', async (_name, sandbox, prompts) => {
     mkdirSync(join(dir, '.git', 'hooks'), { recursive: true });
     mkdirSync(join(dir, 'secrets'));
     writeFileSync(join(dir, 'secrets', 'key'), 'original\n');
     const asked: string[] = [];
     const r = await registry({
+      sandbox,
       protectedPaths: ['secrets/*'],
       approve: async (request: { display: string }) => {
         asked.push(request.display);
         return 'once';
       },
     });
-    // python writes the files itself: the parser cannot see the paths, a human approves, the kernel refuses.
+    // python writes the files itself: the parser cannot see the paths, the kernel refuses.
     const hook = await run(r, `python3 -c "open('.git/hooks/pre-commit','w').write('x')"`);
     const key = await run(r, `python3 -c "open('secrets/key','a').write('x')"`);
-    expect(asked).toHaveLength(2);
+    expect(asked).toHaveLength(prompts);
     expect(existsSync(join(dir, '.git', 'hooks', 'pre-commit'))).toBe(false);
     expect(readFileSync(join(dir, 'secrets', 'key'), 'utf8')).toBe('original\n');
     expect(hook.stderr).toMatch(/Read-only file system/);
@@ -88,7 +92,7 @@ describe.skipIf(!BWRAP)('kernel wall with the real gate', () => {
 
 describe('dialect', () => {
   it('with /bin/sh as the shell the gate reads commands as sh and asks for bash-only syntax', async () => {
-    const r = await registry({}, { shell: '/bin/sh' });
+    const r = await registry({ sandbox: 'off' }, { shell: '/bin/sh' });
     const denied = await run(r, "echo $'\\x41' | cat");
     expect(denied).toMatchObject({ permission_denied: true });
     expect(denied.error).toMatch(/sh/);

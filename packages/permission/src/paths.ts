@@ -23,6 +23,30 @@ export const RC_FILES: ReadonlySet<string> = new Set([
   '.gitconfig',
   '.pam_environment',
 ]);
+/**
+ * Directories (at any depth) whose files the user's own tools read as settings or run as code
+ * outside any sandbox: editors (`.vscode/tasks.json`), IDEs, agent CLIs (`.claude/settings.json`
+ * hooks), MCP clients.
+ */
+export const TOOL_CONFIG_DIRS: ReadonlySet<string> = new Set([
+  '.vscode',
+  '.idea',
+  '.claude',
+  '.gemini',
+  '.cursor',
+]);
+/**
+ * Files (at any depth) of the same kind: MCP server lists, direnv (`.envrc`, also an .env* name),
+ * submodule definitions, search-tool config that can name a preprocessor.
+ */
+export const TOOL_CONFIG_FILES: ReadonlySet<string> = new Set([
+  '.mcp.json',
+  '.gitmodules',
+  '.ripgreprc',
+  '.envrc',
+]);
+/** An environment file: `.env`, `.env.local`, `.env-prod`, `.env_x`, `.envrc`. */
+export const ENV_FILE = /^\.env($|[.\-_]|rc$)/;
 /** System-wide start-up files and directories. */
 export const SYSTEM_RC: readonly string[] = [
   '/etc/profile',
@@ -38,6 +62,8 @@ export const SYSTEM_RC_DIRS: readonly string[] = ['/etc/zsh/', '/etc/profile.d/'
  */
 const PROTECTED_SAMPLES = [
   ...RC_FILES,
+  ...TOOL_CONFIG_DIRS,
+  ...TOOL_CONFIG_FILES,
   '.env',
   '.env.local',
   '.env.production',
@@ -48,7 +74,18 @@ const PROTECTED_SAMPLES = [
   '.zshrc.d',
 ];
 /** Directory names a pattern's directory part is tested against. */
-const PROTECTED_DIR_SAMPLES = ['.ssh', '.git', '.bashrc.d', '.zshrc.d', 'hooks', '.config', 'git', 'fish'];
+const PROTECTED_DIR_SAMPLES = [
+  '.ssh',
+  '.git',
+  '.bashrc.d',
+  '.zshrc.d',
+  'hooks',
+  '.config',
+  'git',
+  'fish',
+  'modules',
+  ...TOOL_CONFIG_DIRS,
+];
 /** Writing these is harmless: they are not files. */
 const HARMLESS = /^\/dev\/(null|zero|full|stdout|stderr|tty|fd\/[0-2])$/;
 
@@ -62,6 +99,8 @@ export interface PathContext {
   workspaceRoot: string;
   /** The host's extra protected globs. */
   extra: readonly ProtectedGlob[];
+  /** Base names protected at any depth (config `protectedFiles`, default `Gemfile`). */
+  names?: ReadonlySet<string>;
 }
 
 /**
@@ -80,19 +119,31 @@ export function compileProtected(globs: readonly string[]): ProtectedGlob[] {
 export function protectedReason(abs: string, ctx: PathContext): string | undefined {
   const base = basename(abs);
   const parts = abs.split('/');
-  if (/^\.env($|[.\-_]|rc$)/.test(base)) return `${abs} is an environment file (.env*)`;
+  if (ENV_FILE.test(base)) return `${abs} is an environment file (.env*)`;
   if (parts.includes('.ssh')) return `${abs} is inside an .ssh directory`;
+  const toolDir = parts.find((p) => TOOL_CONFIG_DIRS.has(p));
+  if (toolDir) return `${abs} is in ${toolDir}/, settings a tool of the user runs outside any sandbox`;
+  if (TOOL_CONFIG_FILES.has(base))
+    return `${abs} is read by a tool of the user outside any sandbox (${base})`;
+  if (ctx.names?.has(base)) return `${abs} is a protected file (${base})`;
   if (parts.some((p) => p === '.bashrc.d' || p === '.zshrc.d'))
     return `${abs} is sourced by a shell start-up file`;
   const bare = parts.findIndex((p, i) => p.endsWith('.git') && p !== '.git' && parts[i + 1] === 'hooks');
   if (bare >= 0) return `${abs} is a git hook of a bare repository`;
-  const gitAt = parts.lastIndexOf('.git');
+  const gitAt = parts.indexOf('.git');
   if (gitAt >= 0) {
     const rest = parts.slice(gitAt + 1).filter((p) => p !== '');
     if (rest.length === 0) return `${abs} is a .git directory`;
     if (rest[0] === 'hooks') return `${abs} is a git hook (.git/hooks)`;
     if ((rest[0] === 'config' || rest[0] === 'config.worktree') && rest.length === 1)
       return `${abs} is the git config (.git/${rest[0]})`;
+    // Submodule and worktree git dirs inside .git: their hooks, configs and the pointers git follows.
+    if (rest[0] === 'modules' || rest[0] === 'worktrees') {
+      if (rest.includes('hooks')) return `${abs} is a git hook (.git/${rest[0]}/…/hooks)`;
+      const last = rest[rest.length - 1]!;
+      if (['config', 'config.worktree', 'commondir', 'gitdir'].includes(last))
+        return `${abs} is a git config or pointer (.git/${rest[0]}/…/${last})`;
+    }
   }
   if (RC_FILES.has(base)) return `${abs} is a shell or git start-up file`;
   const home = ctx.home.endsWith('/') ? ctx.home : `${ctx.home}/`;

@@ -5,6 +5,7 @@ import {
   type PluginDefinition,
   type PluginRegistry,
 } from '@conch/core';
+import { probeSandboxSync } from '@conch/process';
 import { loadShellParser } from '@conch/shell-syntax';
 import type { z } from 'zod';
 import { permissionConfigSchema, type PermissionConfig } from './config.js';
@@ -33,12 +34,20 @@ const configSchema = permissionConfigSchema.superRefine((config, ctx) => {
   for (const p of probe.checkExamples()) ctx.addIssue({ code: 'custom', path: p.path, message: p.message });
 }) as unknown as z.ZodType<PermissionConfig>;
 
-function instructions(config: PermissionConfig): string {
+function instructions(config: PermissionConfig, sandbox: PermissionEngine['sandbox']): string {
   const lines = [
     'Every command passes a permission check before it runs, on the command as the shell will read it.',
-    'Always refused: sudo/su/doas/pkexec anywhere; piping or substituting a download (curl, wget) into a shell or interpreter (download to a file, read it, then run it); writing to .env files, .ssh/, .git/hooks/, .git/config or shell rc files; rm -r of /, ~ or the workspace root; fork bombs; killing the agent runtime itself (kill/pkill/killall of its processes).',
+    'Always refused: sudo/su/doas/pkexec anywhere; piping or substituting a download (curl, wget) into a shell or interpreter (download to a file, read it, then run it); writing to .env files, .ssh/, .git/hooks/, .git/config, editor and agent settings (.vscode/, .claude/, .mcp.json, ...) or shell rc files; rm -r of /, ~ or the workspace root; fork bombs; killing the agent runtime itself (kill/pkill/killall of its processes).',
   ];
-  if (config.mode === 'readOnly')
+  if (sandbox !== 'off') {
+    lines.push(
+      sandbox === 'read-only'
+        ? 'Commands run without asking in a read-only sandbox: nothing can be written, /tmp is private, there is no network.'
+        : 'Commands run without asking in a sandbox: the workspace is writable, the rest of the filesystem and protected files (.git/hooks, .git/config, .env*) are read-only, /tmp is private, caches (npm, pip, go) are private to the sandbox, there is no network, and other processes on the machine are invisible.',
+      'A write the sandbox refused comes back with error_code SANDBOX_REFUSED_WRITE. If the task really needs to write outside the workspace or to reach the network, call again with sandbox: false and a justification (one sentence a human will read): a human decides. Do not retry the same command inside the sandbox.',
+    );
+    if (config.mode === 'readOnly') lines.push('This session is read-only: commands that write are refused.');
+  } else if (config.mode === 'readOnly')
     lines.push(
       'This session is read-only: only commands that just read (ls, cat, grep, git status/log/diff, ...) run; anything else is refused.',
     );
@@ -58,6 +67,20 @@ function instructions(config: PermissionConfig): string {
   return lines.join('\n');
 }
 
+/**
+ * The sandbox the gate runs commands in: the config's, or by default 'workspace-write' where
+ * bubblewrap works and 'off' where it does not (macOS, locked-down containers), said once in the
+ * log and in `registry.status()`. A configured sandbox that cannot work here also falls back to
+ * 'off' (the gate then asks for anything not provably read-only) rather than failing every call.
+ */
+function chooseSandbox(config: PermissionConfig): { mode: PermissionEngine['sandbox']; reason?: string } {
+  if (config.sandbox === 'off') return { mode: 'off', reason: "the permission config sets sandbox: 'off'" };
+  // Synchronous (a few ms, once per process): setup stays synchronous for exposeTool.
+  const status = probeSandboxSync();
+  if (status.available) return { mode: config.sandbox ?? 'workspace-write' };
+  return { mode: 'off', reason: status.reason ?? 'bubblewrap does not work here' };
+}
+
 /** The permission plugin: registers the gate every command tool call passes through. */
 export const permissionPlugin: PluginDefinition<PermissionConfig> = definePlugin<PermissionConfig>({
   name: 'permission',
@@ -66,6 +89,7 @@ export const permissionPlugin: PluginDefinition<PermissionConfig> = definePlugin
     'Decides allow / ask / deny for each command on its parse: safety rules, host rules, approvals, audit log',
   configSchema,
   setup(ctx) {
+    const sandbox = chooseSandbox(ctx.config);
     const engine = new PermissionEngine({
       parser,
       config: ctx.config,
@@ -74,14 +98,25 @@ export const permissionPlugin: PluginDefinition<PermissionConfig> = definePlugin
       events: ctx.events,
       // The registry's process supervisors, read when a kill is judged (the manager is created lazily).
       supervisorPids: () => ctx.resolveOptional(SUPERVISED)?.supervisorPids?.() ?? [],
+      sandbox: sandbox.mode,
     });
     ctx.provide(PERMISSION_GATE, engine);
     ctx.provide(PERMISSION_ENGINE, engine);
+    if (sandbox.mode === 'off' && ctx.config.sandbox !== 'off')
+      ctx.logger.warn(
+        { reason: sandbox.reason },
+        "permission: no sandbox (sandbox: 'off'): commands that are not provably read-only ask for approval",
+      );
+    ctx.reportStatus('permission', () => ({
+      sandbox: sandbox.mode,
+      ...(sandbox.reason ? { sandboxReason: sandbox.reason } : {}),
+      mode: ctx.config.mode,
+    }));
     if (ctx.config.mode === 'acceptAll')
       ctx.logger.warn(
         'permission: acceptAll mode — every command the safety rules do not deny runs without asking',
       );
-    return { instructions: instructions(ctx.config) };
+    return { instructions: instructions(ctx.config, sandbox.mode), dispose: () => engine.dispose() };
   },
 });
 

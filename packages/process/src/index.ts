@@ -27,8 +27,14 @@ export { validateSpawnArguments, type CaptureOptions, type SpawnOptions } from '
 export type { ExitReason, LeftoverProcess, OutputEvent, ProcessResult } from './process-result.js';
 export type { LeftoverHandle } from './leftover-handle.js';
 export type { PtyExit, PtyProcess } from './pty-process.js';
-export type { SandboxKind, SandboxProfile } from './sandbox-profile.js';
-export { probeSandbox, type SandboxStatus } from './probe-sandbox.js';
+export {
+  profileFor,
+  type PolicyForProfile,
+  type SandboxKind,
+  type SandboxProfile,
+  type WorkspaceWriteProfile,
+} from './sandbox-profile.js';
+export { probeSandbox, probeSandboxSync, type SandboxStatus } from './probe-sandbox.js';
 export { onHostExit } from './host-exit.js';
 export { ensureProcessManager, PROCESS_MANAGER } from './ensure.js';
 export {

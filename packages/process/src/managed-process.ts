@@ -94,6 +94,8 @@ export class ManagedProcess {
   private exited = false;
   private finished = false;
   private reported = false;
+  /** It started (a sandboxed child that ended at once may have no host pid). */
+  private ran = false;
   private reason: ExitReason | undefined;
   private spawnError: { code: string; message: string } | undefined;
   private drainTimedOut = false;
@@ -303,6 +305,7 @@ export class ManagedProcess {
     };
     wire(); // a ChildProcess has its pipes already; a supervised child gets them by 'spawn'
     child.once('spawn', () => {
+      this.ran = true;
       wire();
       this.resolveSpawned(child.pid);
       this.report();
@@ -420,8 +423,11 @@ export class ManagedProcess {
    */
   private leftovers(): LeftoverProcess[] {
     const pid = this.child.pid;
-    if (pid === undefined || this.reason !== undefined) return [];
-    if (!this.drainTimedOut && !groupExists(pid)) return [];
+    if (!this.ran || this.reason !== undefined) return [];
+    // A sandboxed supervisor tells whether the group had members when it reaped the child (the
+    // host may not know the pid of a child that ended at once in its own pid namespace).
+    const groupAlive = this.child.groupAliveAtExit ?? (pid !== undefined && groupExists(pid));
+    if (!this.drainTimedOut && !groupAlive) return [];
     const out: LeftoverProcess[] = [];
     for (const leftover of findCookiePids({ cookie: this.cookie })) {
       if (!pidAlive(leftover)) continue;

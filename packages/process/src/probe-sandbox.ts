@@ -1,3 +1,4 @@
+import { spawnSync } from 'node:child_process';
 import { findBwrap } from './bubblewrap-executor.js';
 
 /** Whether bubblewrap can sandbox commands here. */
@@ -30,7 +31,7 @@ async function probe(bwrap: string): Promise<SandboxStatus> {
   const v = version.stdout.replace(/^bubblewrap\s+/, '').trim();
   // bwrap may exist where it cannot work (unprivileged user namespaces disabled, seccomp):
   // only a real sandbox with the namespaces the profiles use tells.
-  const run = await execa(bwrap, ['--ro-bind', '/', '/', '--dev', '/dev', '--unshare-net', '--', 'true'], {
+  const run = await execa(bwrap, PROBE_ARGS, {
     reject: false,
     timeout: 10_000,
   });
@@ -68,4 +69,55 @@ export function probeSandbox(options: { bwrap?: string } = {}): Promise<SandboxS
 /** The probe result for a bwrap binary if a probe already finished (starts none). */
 export function settledSandboxStatus(bwrap: string): SandboxStatus | undefined {
   return settled.get(bwrap);
+}
+
+/** The arguments of the probe's real sandbox: the namespaces the isolated profiles use. */
+const PROBE_ARGS = [
+  '--ro-bind',
+  '/',
+  '/',
+  '--dev',
+  '/dev',
+  '--proc',
+  '/proc',
+  '--unshare-pid',
+  '--unshare-net',
+  '--',
+  'true',
+];
+
+/**
+ * The probe, synchronously (for a plugin's synchronous setup that must choose a default now): the
+ * cached answer when a probe already ran, else `bwrap --version` and one real sandbox, blocking for
+ * a few milliseconds once per process. Shares the cache with probeSandbox().
+ */
+export function probeSandboxSync(options: { bwrap?: string } = {}): SandboxStatus {
+  const bwrap = options.bwrap ?? findBwrap();
+  if (!bwrap) return { available: false, reason: 'bwrap was not found on PATH (apt-get install bubblewrap)' };
+  const known = settled.get(bwrap);
+  if (known) return known;
+  const version = spawnSync(bwrap, ['--version'], { encoding: 'utf8', timeout: 10_000 });
+  let status: SandboxStatus;
+  if (version.status !== 0) {
+    status = {
+      available: false,
+      bwrap,
+      reason: firstLine(version.stderr ?? '') || String(version.error ?? 'bwrap --version failed'),
+    };
+  } else {
+    const v = version.stdout.replace(/^bubblewrap\s+/, '').trim();
+    const run = spawnSync(bwrap, PROBE_ARGS, { encoding: 'utf8', timeout: 10_000 });
+    status =
+      run.status === 0
+        ? { available: true, bwrap, version: v }
+        : {
+            available: false,
+            bwrap,
+            version: v,
+            reason: firstLine(run.stderr ?? '') || String(run.error ?? 'the probe sandbox failed'),
+          };
+  }
+  settled.set(bwrap, status);
+  if (!probes.has(bwrap)) probes.set(bwrap, Promise.resolve(status));
+  return status;
 }

@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { createRequire } from 'node:module';
-import { tmpdir } from 'node:os';
+import { homedir, tmpdir } from 'node:os';
 import { dirname, isAbsolute, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { EventBus, Logger, ProcessInfo, ProcessManagerService } from '@conch/core';
@@ -29,6 +29,8 @@ import { LocalPty, type BasePty, type PtyProcess } from './pty-process.js';
 import { RoutedChild } from './routed-child.js';
 import {
   installRoot,
+  isIsolated,
+  isRequired,
   NO_SANDBOX,
   normalizeSandboxProfile,
   sandboxArgs,
@@ -221,6 +223,8 @@ export class ProcessManager implements ProcessManagerService {
     // values: layering the additions over the live process.env avoids copying it on every spawn.
     const env: Record<string, string | undefined> =
       options.extendEnv === false ? {} : (Object.create(process.env) as Record<string, string | undefined>);
+    // The sandbox's own variables (cache locations, TMPDIR) over the host's, under the caller's.
+    if (profile.kind === 'workspace-write' && profile.env) Object.assign(env, profile.env);
     if (options.env) {
       for (const key in options.env) env[key] = options.env[key];
     }
@@ -340,11 +344,14 @@ export class ProcessManager implements ProcessManagerService {
     }
     env[COOKIE_VAR] = cookie;
     env.TERM ??= 'xterm-256color';
+    // The sandbox's own variables (cache locations, TMPDIR) over the host's.
+    if (requested.kind === 'workspace-write' && requested.env) Object.assign(env, requested.env);
     const onExited = (pty: BasePty) => this.ptys.delete(pty);
 
     if (this.fallbackReason === undefined) {
       // Try the requested profile's supervisor, then the unsandboxed one, then the host.
-      const order = requested.kind === 'none' ? [requested] : [requested, NO_SANDBOX];
+      const order =
+        requested.kind === 'none' || isRequired(requested) ? [requested] : [requested, NO_SANDBOX];
       for (const profile of order) {
         if (profile.kind !== 'none' && this.sandboxBroken(profile)) continue;
         const client = this.clientFor(profile, [ptyModule]);
@@ -452,6 +459,14 @@ export class ProcessManager implements ProcessManagerService {
 
   // ---- routing: supervisor per profile, else the host ----
 
+  /**
+   * What a sandbox keeps visible (read-only) even under its private /tmp: the registry's cwd and
+   * the home directory (a HOME under /tmp — containers, tests — is read as the user's home is).
+   */
+  private visible(): string[] {
+    return [this.cwd, homedir()];
+  }
+
   /** Starts a request: through a supervisor when the executor can say what to run, else in the host. */
   private start(
     executor: Executor,
@@ -486,12 +501,30 @@ export class ProcessManager implements ProcessManagerService {
       return;
     }
     if (profile.kind !== 'none' && this.sandboxBroken(profile)) {
-      this.route(child, NO_SANDBOX);
+      this.fallBack(child, profile);
       return;
     }
     const client = this.clientFor(profile);
     if (client) client.submit(child);
-    else this.route(child, profile.kind === 'none' ? profile : NO_SANDBOX);
+    else if (profile.kind === 'none') this.route(child, profile);
+    else this.fallBack(child, profile);
+  }
+
+  /**
+   * A profile's sandbox cannot be set up: a required one (workspace-write, or read-only when the
+   * gate relies on it) fails the spawn (ESANDBOX) — running it unsandboxed would break the promise
+   * the gate allowed it on — any other runs unsandboxed (logged once, see status()).
+   */
+  private fallBack(child: RoutedChild, profile: SandboxProfile): void {
+    if (!isRequired(profile)) {
+      this.route(child, NO_SANDBOX);
+      return;
+    }
+    const why = this.brokenSandboxes.get(sandboxKey(profile)) ?? 'bubblewrap does not work here';
+    child.onSpawnError(
+      'ESANDBOX',
+      `the ${profile.kind} sandbox could not be set up (${why}), so the command was not run`,
+    );
   }
 
   /** Whether a profile is known not to work here (bwrap missing, probe failed, its supervisor failed). */
@@ -543,7 +576,7 @@ export class ProcessManager implements ProcessManagerService {
       }
       // The supervisor, node and the PTY module load inside the sandbox: keep their installs visible.
       const { args, skipped } = sandboxArgs(profile, [
-        this.cwd,
+        ...this.visible(),
         installRoot(SUPERVISOR_SCRIPT),
         installRoot(execPath),
         ...(DEFAULT_PTY_MODULE ? [installRoot(DEFAULT_PTY_MODULE)] : []),
@@ -557,7 +590,7 @@ export class ProcessManager implements ProcessManagerService {
       script: SUPERVISOR_SCRIPT,
       prefix: this.cookiePrefix,
       sandbox: profile.kind,
-      ...(bwrap ? { bwrap } : {}),
+      ...(bwrap ? { bwrap, isolated: isIsolated(profile) } : {}),
       logger: this.logger,
       onLost: (lost, reason, queued, started) =>
         this.onSupervisorLost(profile, lost, reason, queued, started),
@@ -591,7 +624,10 @@ export class ProcessManager implements ProcessManagerService {
       this.fallbackReason = reason;
       this.logger?.warn({ reason }, 'process supervisor unavailable: spawning in-process (see status())');
     }
-    for (const child of queued) this.route(child, started ? profile : NO_SANDBOX);
+    for (const child of queued) {
+      if (started) this.route(child, profile);
+      else this.fallBack(child, profile);
+    }
   }
 
   /** Starts a routed child in the host (no supervisor), wrapped in bwrap for a profile where it works. */
@@ -604,12 +640,24 @@ export class ProcessManager implements ProcessManagerService {
       let request = child.request;
       let kind: SandboxKind = 'none';
       if (profile.kind !== 'none' && status?.available && status.bwrap) {
-        const { args, skipped } = sandboxArgs(profile, [this.cwd]);
+        const { args, skipped } = sandboxArgs(profile, this.visible());
         for (const p of skipped) this.skipped.add(p);
-        request = { ...request, file: status.bwrap, args: [...args, '--', request.file, ...request.args] };
+        // One bwrap per command: with a pid namespace, bwrap's monitor is the child the host
+        // knows, and the sandbox must die with it (a kill of the monitor's group does not reach
+        // inside the namespace's own session).
+        const perCommand = isIsolated(profile) ? ['--die-with-parent'] : [];
+        request = {
+          ...request,
+          file: status.bwrap,
+          args: [...args, ...perCommand, '--', request.file, ...request.args],
+        };
         kind = profile.kind;
       } else if (profile.kind !== 'none') {
         this.markSandboxBroken(sandboxKey(profile), status?.reason ?? 'bwrap does not work here');
+        if (isRequired(profile)) {
+          this.fallBack(child, profile);
+          return;
+        }
       }
       try {
         child.bindLocal(spawnDetached(request), kind);
@@ -642,10 +690,11 @@ export class ProcessManager implements ProcessManagerService {
       const bwrap = findBwrap();
       const status = bwrap ? settledSandboxStatus(bwrap) : undefined;
       if (bwrap && status?.available !== false && !this.brokenSandboxes.has(sandboxKey(profile))) {
-        const sandbox = sandboxArgs(profile, [this.cwd, installRoot(options.ptyModule)]);
+        const sandbox = sandboxArgs(profile, [...this.visible(), installRoot(options.ptyModule)]);
         for (const p of sandbox.skipped) this.skipped.add(p);
         // bwrap's --new-session would take the shell's controlling terminal away: not for a PTY.
         const bwrapArgs = sandbox.args.filter((a) => a !== '--new-session');
+        if (isIsolated(profile)) bwrapArgs.push('--die-with-parent');
         // The PTY was allocated out here, in the host's devpts: the read-only profile's private
         // /dev would not have its /dev/pts/N (`tty` would say "not a tty").
         const dev = bwrapArgs.indexOf('--dev');
@@ -654,7 +703,15 @@ export class ProcessManager implements ProcessManagerService {
         file = bwrap;
         kind = profile.kind;
       } else {
-        this.warnSandbox(status?.reason ?? 'bwrap was not found on PATH');
+        const why =
+          this.brokenSandboxes.get(sandboxKey(profile)) ?? status?.reason ?? 'bwrap was not found on PATH';
+        if (isRequired(profile)) {
+          throw new PtySpawnError(options.label ?? options.file, {
+            code: 'ESANDBOX',
+            message: `the ${profile.kind} sandbox could not be set up (${why}), so the terminal was not started`,
+          });
+        }
+        this.warnSandbox(why);
       }
     }
     let pty: LocalPty;

@@ -14,7 +14,13 @@ import type { SpawnedChild } from './spawned-child.js';
  * once the pipes are closed too.
  */
 export class RoutedChild extends EventEmitter implements SpawnedChild {
+  /**
+   * The host pid. A child of a sandboxed supervisor in its own pid namespace that ended before the
+   * host could look it up runs and exits without one (see ns-pid.ts).
+   */
   pid: number | undefined;
+  /** Whether its process group still had members when it exited (from a supervisor; see SpawnedChild). */
+  groupAliveAtExit: boolean | undefined;
   stdout: Readable | null = null;
   stderr: Readable | null = null;
   readonly stdin: DeferredWritable | null;
@@ -28,6 +34,8 @@ export class RoutedChild extends EventEmitter implements SpawnedChild {
   private readonly receivedFds = new Set<number>();
   private openPipes = 0;
   private exit: [number | null, NodeJS.Signals | null] | undefined;
+  /** The supervisor started it (its pid may still be unknown to the host). */
+  private startedFlag = false;
   private spawnEmitted = false;
   private closed = false;
 
@@ -38,9 +46,15 @@ export class RoutedChild extends EventEmitter implements SpawnedChild {
     this.stdin = request.stdin === 'pipe' ? new DeferredWritable() : null;
   }
 
+  /** Whether it was started (by a supervisor or here), whether or not its host pid is known. */
+  get started(): boolean {
+    return this.startedFlag;
+  }
+
   /** The supervisor started it; `first` is the handle of `fds[0]` (the others follow). */
-  onSpawned(pid: number, fds: readonly number[], first: Socket | undefined): void {
+  onSpawned(pid: number | undefined, fds: readonly number[], first: Socket | undefined): void {
     this.pid = pid;
+    this.startedFlag = true;
     this.expectedFds = [...fds];
     if (first && fds[0] !== undefined) this.onPipe(fds[0], first);
     this.maybeSpawned();
@@ -72,10 +86,11 @@ export class RoutedChild extends EventEmitter implements SpawnedChild {
     this.emit('error', error);
   }
 
-  onExit(code: number | null, signal: string | null): void {
+  onExit(code: number | null, signal: string | null, groupAlive?: boolean): void {
+    if (groupAlive !== undefined) this.groupAliveAtExit = groupAlive;
     // The exit message comes after every pipe message (the supervisor's sends are ordered), so a
     // pipe still missing now will never come: run with what arrived rather than never start.
-    if (!this.spawnEmitted && this.pid !== undefined) {
+    if (!this.spawnEmitted && this.startedFlag) {
       this.expectedFds = [...this.receivedFds];
       this.maybeSpawned();
     }
@@ -93,6 +108,7 @@ export class RoutedChild extends EventEmitter implements SpawnedChild {
     else this.stdin?.discard();
     child.once('spawn', () => {
       this.pid = child.pid;
+      this.startedFlag = true;
       this.spawnEmitted = true;
       this.emit('spawn');
     });
@@ -111,7 +127,7 @@ export class RoutedChild extends EventEmitter implements SpawnedChild {
   }
 
   private maybeSpawned(): void {
-    if (this.spawnEmitted || this.pid === undefined) return;
+    if (this.spawnEmitted || !this.startedFlag) return;
     if (this.expectedFds.some((fd) => !this.receivedFds.has(fd))) return;
     this.spawnEmitted = true;
     this.emit('spawn');

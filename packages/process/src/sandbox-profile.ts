@@ -6,48 +6,142 @@ import { InvalidSpawnOptionError } from './errors.js';
  * The kernel wall around a command (bubblewrap), set up once per profile around a supervisor:
  *
  * - `none`: no sandbox.
- * - `read-only`: the whole filesystem read-only, a private /tmp (an empty tmpfs), a minimal /dev
- *   and no network (a new network namespace with only its own loopback).
- * - `workspace`: the filesystem as the user sees it (writable wherever the user can write), the
- *   network shared, and every `readOnlyPaths` entry bind-mounted read-only over itself (e.g. shell
- *   rc files, `.git/hooks`). Entries that do not exist are skipped (reported by `status()`).
+ * - `workspace-write` (the default of a permission gate in sandbox mode): the whole filesystem
+ *   read-only except `writableRoots` (the workspace, host-named extra roots, a sandbox-private
+ *   cache directory); `readOnlyPaths` inside them read-only again (protected files: `.git/hooks`,
+ *   `.env*`, …); `pinnedPaths` bound over themselves so they cannot be renamed away from the
+ *   protections inside them; a private `/tmp`, `/var/tmp` and `/run`; its own pid namespace (a
+ *   fresh `/proc` showing only the sandbox's processes: nothing inside can signal or read the host,
+ *   its supervisors or other conch hosts); no network. `env` is added to every command's
+ *   environment (cache locations, TMPDIR). Never falls back to running unsandboxed: where the
+ *   sandbox cannot start, the spawn fails (ESANDBOX).
+ * - `read-only`: the same walls with nothing writable. `required: true` fails like
+ *   workspace-write where the sandbox cannot start; otherwise the command runs unsandboxed.
+ * - `protected` (what a human-approved command that leaves the sandbox gets, and every command
+ *   when the gate's sandbox is off): the filesystem as the user sees it, the network shared, and
+ *   every `readOnlyPaths` entry bind-mounted read-only over itself. Entries that do not exist are
+ *   skipped (reported by `status()`). `workspace` is accepted as its old name.
  */
 export type SandboxProfile =
-  { kind: 'none' } | { kind: 'read-only' } | { kind: 'workspace'; readOnlyPaths: readonly string[] };
+  | { kind: 'none' }
+  | { kind: 'read-only'; required?: boolean; visiblePaths?: readonly string[] }
+  | WorkspaceWriteProfile
+  | { kind: 'protected'; readOnlyPaths: readonly string[] };
+
+export interface WorkspaceWriteProfile {
+  kind: 'workspace-write';
+  /** Directories commands may write (absolute; created when missing only for the cache dir). */
+  writableRoots: readonly string[];
+  /** Existing paths inside the writable roots that stay read-only. */
+  readOnlyPaths: readonly string[];
+  /** Writable directories bound over themselves (a mount point cannot be renamed or removed). */
+  pinnedPaths?: readonly string[];
+  /** Variables every command in the sandbox gets (cache locations, TMPDIR, …). */
+  env?: Readonly<Record<string, string>>;
+}
 
 /** Which sandbox really applied to a process. */
 export type SandboxKind = SandboxProfile['kind'];
 
 export const NO_SANDBOX: SandboxProfile = { kind: 'none' };
 
-/** Checks a `sandbox` option; relative read-only paths resolve against `cwd`. */
+/** Whether a profile runs in its own pid namespace (the supervisor reports pids the host must translate). */
+export function isIsolated(profile: SandboxProfile): boolean {
+  return profile.kind === 'read-only' || profile.kind === 'workspace-write';
+}
+
+/** Whether a spawn must fail rather than run unsandboxed when the profile cannot be set up. */
+export function isRequired(profile: SandboxProfile): boolean {
+  return profile.kind === 'workspace-write' || (profile.kind === 'read-only' && profile.required === true);
+}
+
+const EXPECTED =
+  "{ kind: 'none' } | { kind: 'read-only', required? } | { kind: 'workspace-write', writableRoots: string[], readOnlyPaths: string[], pinnedPaths?, env? } | { kind: 'protected', readOnlyPaths: string[] }";
+
+function pathList(value: unknown, field: string, cwd: string, optional = false): string[] {
+  if (value === undefined && optional) return [];
+  if (
+    !Array.isArray(value) ||
+    value.some((p) => typeof p !== 'string' || p.length === 0 || p.includes('\0'))
+  ) {
+    throw new InvalidSpawnOptionError(field, 'an array of non-empty path strings without NUL bytes', value);
+  }
+  return [...new Set((value as string[]).map((p) => (isAbsolute(p) ? resolve(p) : resolve(cwd, p))))].sort();
+}
+
+/** Checks a `sandbox` option; relative paths resolve against `cwd`. */
 export function normalizeSandboxProfile(value: unknown, cwd: string, field = 'sandbox'): SandboxProfile {
   if (value === undefined) return NO_SANDBOX;
-  const expected =
-    "{ kind: 'none' } | { kind: 'read-only' } | { kind: 'workspace', readOnlyPaths: string[] }";
-  if (typeof value !== 'object' || value === null) throw new InvalidSpawnOptionError(field, expected, value);
-  const kind = (value as { kind?: unknown }).kind;
-  if (kind === 'none' || kind === 'read-only') return { kind };
-  if (kind !== 'workspace') throw new InvalidSpawnOptionError(`${field}.kind`, expected, kind);
-  const paths = (value as { readOnlyPaths?: unknown }).readOnlyPaths;
-  if (!Array.isArray(paths) || paths.some((p) => typeof p !== 'string' || p.length === 0)) {
-    throw new InvalidSpawnOptionError(`${field}.readOnlyPaths`, 'an array of non-empty path strings', paths);
+  if (typeof value !== 'object' || value === null) throw new InvalidSpawnOptionError(field, EXPECTED, value);
+  const v = value as Record<string, unknown>;
+  switch (v.kind) {
+    case 'none':
+      return NO_SANDBOX;
+    case 'read-only': {
+      const visiblePaths = pathList(v.visiblePaths, `${field}.visiblePaths`, cwd, true);
+      return {
+        kind: 'read-only',
+        ...(v.required === true ? { required: true } : {}),
+        ...(visiblePaths.length ? { visiblePaths } : {}),
+      };
+    }
+    case 'workspace':
+    case 'protected':
+      return { kind: 'protected', readOnlyPaths: pathList(v.readOnlyPaths, `${field}.readOnlyPaths`, cwd) };
+    case 'workspace-write': {
+      const env = v.env;
+      if (
+        env !== undefined &&
+        (typeof env !== 'object' ||
+          env === null ||
+          Object.entries(env).some(([k, x]) => typeof x !== 'string' || k.includes('=') || x.includes('\0')))
+      ) {
+        throw new InvalidSpawnOptionError(`${field}.env`, 'an object of string values', env);
+      }
+      const writableRoots = pathList(v.writableRoots, `${field}.writableRoots`, cwd);
+      if (writableRoots.length === 0) {
+        throw new InvalidSpawnOptionError(
+          `${field}.writableRoots`,
+          'at least one directory',
+          v.writableRoots,
+        );
+      }
+      return {
+        kind: 'workspace-write',
+        writableRoots,
+        readOnlyPaths: pathList(v.readOnlyPaths, `${field}.readOnlyPaths`, cwd, true),
+        pinnedPaths: pathList(v.pinnedPaths, `${field}.pinnedPaths`, cwd, true),
+        ...(env ? { env: { ...(env as Record<string, string>) } } : {}),
+      };
+    }
+    default:
+      throw new InvalidSpawnOptionError(`${field}.kind`, EXPECTED, v.kind);
   }
-  const resolved = [
-    ...new Set((paths as string[]).map((p) => (isAbsolute(p) ? resolve(p) : resolve(cwd, p)))),
-  ];
-  return { kind, readOnlyPaths: resolved.sort() };
 }
 
 /** One string per distinct profile (the manager keeps one supervisor per key). */
 export function sandboxKey(profile: SandboxProfile): string {
-  return profile.kind === 'workspace' ? `workspace:${JSON.stringify(profile.readOnlyPaths)}` : profile.kind;
+  switch (profile.kind) {
+    case 'none':
+      return 'none';
+    case 'read-only':
+      return `read-only:${JSON.stringify(profile.visiblePaths ?? [])}`;
+    case 'protected':
+      return `protected:${JSON.stringify(profile.readOnlyPaths)}`;
+    case 'workspace-write':
+      return `workspace-write:${JSON.stringify([
+        profile.writableRoots,
+        profile.readOnlyPaths,
+        profile.pinnedPaths ?? [],
+        Object.entries(profile.env ?? {}).sort(),
+      ])}`;
+  }
 }
 
 export interface SandboxArgs {
   /** bwrap arguments before `--`. */
   args: string[];
-  /** readOnlyPaths that do not exist (bwrap would create mount points for them on the real filesystem). */
+  /** Paths that do not exist and so could not be bound (bwrap would create mount points on the real filesystem). */
   skipped: string[];
 }
 
@@ -59,7 +153,7 @@ function existing(path: string): string | undefined {
   }
 }
 
-const underTmp = (path: string) => path === '/tmp' || path.startsWith('/tmp/');
+const under = (path: string, dir: string) => path === dir || path.startsWith(`${dir}/`);
 
 /**
  * What must stay visible for code at `path` to load inside the read-only profile: the outermost
@@ -73,47 +167,148 @@ export function installRoot(path: string): string {
   return at >= 0 ? real.slice(0, at + '/node_modules'.length) : dirname(real);
 }
 
+/** Directories an isolated sandbox replaces with an empty private tmpfs. */
+const PRIVATE_DIRS = ['/tmp', '/var/tmp', '/run'] as const;
+
+/**
+ * The common walls of the isolated profiles: the root read-only, a minimal /dev (null, zero,
+ * random, tty, a private devpts for PTYs; never the host's, whose block devices would be writable
+ * by root), a fresh /proc of the sandbox's own pid namespace (the host's would show every process,
+ * its environment and, through /proc/<pid>/root, the host's whole writable filesystem), private
+ * /tmp, /var/tmp and /run (no host sockets: docker, ssh-agent, dbus), and `keepVisible` paths under
+ * those bound back read-only (node, the supervisor and node-pty when installed under /tmp).
+ */
+function isolatedBase(keepVisible: readonly string[]): string[] {
+  const args = ['--ro-bind', '/', '/', '--dev', '/dev', '--proc', '/proc'];
+  for (const dir of PRIVATE_DIRS) if (existing(dir) === dir) args.push('--tmpfs', dir);
+  const rebound = new Set<string>();
+  for (const path of keepVisible) {
+    const real = existing(path);
+    if (!real || rebound.has(real)) continue;
+    if (PRIVATE_DIRS.some((dir) => under(real, dir) && real !== dir)) {
+      rebound.add(real);
+      args.push('--ro-bind', real, real);
+    }
+  }
+  return args;
+}
+
+/**
+ * The flags every isolated profile ends with: its own pid namespace (bwrap's init is pid 1 and
+ * reaps orphans; when the supervisor exits, init exits and the kernel kills whatever is left in
+ * the namespace), no network, and a new session (no TIOCSTI into the host's terminal).
+ */
+const ISOLATION = ['--unshare-pid', '--unshare-net', '--new-session'];
+
 /**
  * bwrap arguments for a profile. `keepVisible` lists paths the sandboxed supervisor and its
- * commands need (the workspace, node, this package, node-pty): in the read-only profile those under
- * /tmp are bound back (read-only) over the private /tmp, which would otherwise hide them.
+ * commands need (node, this package, node-pty).
  *
- * Why these mounts:
- * - No fresh procfs (`--proc /proc`): mounting one needs privilege over the PID namespace, i.e.
- *   `--unshare-pid` for an unprivileged user, and a private PID namespace would make the pids the
- *   supervisor reports meaningless to the host (kills, cookie sweeps, PTY tree walks). The
- *   recursive bind of `/` carries the host's /proc mount as it is, in the host's PID namespace.
- * - bwrap binds are `nodev`, so device nodes under a plain bind of `/` are unusable (no
- *   /dev/null, no /dev/ptmx). `read-only` mounts bwrap's minimal /dev (null, zero, random, tty, a
- *   private devpts for PTYs) — never the host's, whose block devices would be writable;
- *   `workspace` dev-binds the host's /dev, so PTYs live in the host's devpts (tty numbers agree
- *   with the host's view of /proc).
- * - No `--die-with-parent`: it would SIGKILL the supervisor the moment the host dies, before it
- *   could kill what it started (the children are not in a PID namespace that would take them along).
+ * - `protected` keeps the host's /proc and pid namespace (its commands were approved by a human to
+ *   run with the user's rights: `kill` and `ps` of the user's processes work) and dev-binds the
+ *   host's /dev, so PTYs live in the host's devpts.
+ * - No `--die-with-parent` around a supervisor: it would SIGKILL it the moment the host dies,
+ *   before it could kill what it started in a profile without a pid namespace.
  */
 export function sandboxArgs(profile: SandboxProfile, keepVisible: readonly string[] = []): SandboxArgs {
   const skipped: string[] = [];
-  if (profile.kind === 'none') return { args: [], skipped };
-  if (profile.kind === 'read-only') {
-    const args = ['--ro-bind', '/', '/', '--dev', '/dev', '--tmpfs', '/tmp'];
-    const rebound = new Set<string>();
-    for (const path of keepVisible) {
-      const real = existing(path);
-      if (real && underTmp(real) && real !== '/tmp' && !rebound.has(real)) {
-        rebound.add(real);
-        args.push('--ro-bind', real, real);
+  switch (profile.kind) {
+    case 'none':
+      return { args: [], skipped };
+    case 'read-only':
+      // Visible paths: a runner's own files under the private /tmp (a terminal's session files).
+      return {
+        args: [...isolatedBase([...keepVisible, ...(profile.visiblePaths ?? [])]), ...ISOLATION],
+        skipped,
+      };
+    case 'protected': {
+      const args = ['--bind', '/', '/', '--dev-bind', '/dev', '/dev'];
+      for (const path of profile.readOnlyPaths) {
+        // A symlink is protected at its target (a mount follows it); the link itself stays replaceable.
+        const real = existing(path);
+        if (real === undefined) skipped.push(path);
+        else args.push('--ro-bind', real, real);
       }
+      args.push('--new-session');
+      return { args, skipped };
     }
-    args.push('--unshare-net', '--new-session');
-    return { args, skipped };
+    case 'workspace-write': {
+      const args = isolatedBase(keepVisible);
+      const bound = new Set<string>();
+      const bind = (flag: '--bind' | '--ro-bind', path: string) => {
+        const real = existing(path);
+        if (real === undefined) {
+          skipped.push(path);
+          return;
+        }
+        const key = `${flag} ${real}`;
+        if (bound.has(key)) return;
+        bound.add(key);
+        args.push(flag, real, real);
+      };
+      // Parents before children, whatever their kind: a later mount lands on top of an earlier one
+      // (a read-only `.git/hooks` inside the writable workspace, a writable log directory inside a
+      // read-only one). At the same depth, writable first, so read-only wins on the same path.
+      const mounts = [
+        ...profile.writableRoots.map((path) => ({ path, flag: '--bind' as const, order: 0 })),
+        ...(profile.pinnedPaths ?? []).map((path) => ({ path, flag: '--bind' as const, order: 1 })),
+        ...profile.readOnlyPaths.map((path) => ({ path, flag: '--ro-bind' as const, order: 2 })),
+      ].sort(
+        (a, b) =>
+          a.path.split('/').length - b.path.split('/').length ||
+          a.order - b.order ||
+          a.path.localeCompare(b.path),
+      );
+      for (const m of mounts) bind(m.flag, m.path);
+      args.push(...ISOLATION);
+      return { args, skipped };
+    }
   }
-  const args = ['--bind', '/', '/', '--dev-bind', '/dev', '/dev'];
-  for (const path of profile.readOnlyPaths) {
-    // A symlink is protected at its target (a mount follows it); the link itself stays replaceable.
-    const real = existing(path);
-    if (real === undefined) skipped.push(path);
-    else args.push('--ro-bind', real, real);
+}
+
+/** The part of a gate's kernel policy (@conch/core `KernelPolicy`) a profile is made from. */
+export interface PolicyForProfile {
+  mode: 'workspace-write' | 'read-only' | 'off';
+  writableRoots: readonly string[];
+  readOnlyPaths: readonly string[];
+  pinnedPaths: readonly string[];
+  env: Readonly<Record<string, string>>;
+}
+
+/**
+ * The profile a command runs in, from the gate's kernel policy and its decision (`sandbox`:
+ * where an allowed command runs). No policy: no sandbox. `extra.writable` adds directories the
+ * runner itself needs writable (the trash behind safe rm), `extra.readOnly` files it needs visible
+ * but unwritable (the safe-rm function file, which later commands source).
+ *
+ * - 'workspace-write' → the workspace-write profile (required: never run unsandboxed);
+ * - 'read-only' → the read-only profile, required unless the gate's sandbox is off (then it is the
+ *   safety net behind a parser that proved the command read-only);
+ * - 'outside', or no level (a gate without one) → the protected profile: the user's filesystem with
+ *   the protected paths read-only.
+ */
+export function profileFor(
+  policy: PolicyForProfile | undefined,
+  level: 'workspace-write' | 'read-only' | 'outside' | undefined,
+  extra: { writable?: readonly string[]; readOnly?: readonly string[] } = {},
+): SandboxProfile | undefined {
+  if (!policy) return undefined;
+  if (level === 'workspace-write' && policy.mode !== 'off') {
+    return {
+      kind: 'workspace-write',
+      writableRoots: [...new Set([...policy.writableRoots, ...(extra.writable ?? [])])].sort(),
+      // Extra read-only paths outside the roots are bound where they are (under the private /tmp, a
+      // runner's own file stays visible and unwritable).
+      readOnlyPaths: [...new Set([...policy.readOnlyPaths, ...(extra.readOnly ?? [])])].sort(),
+      pinnedPaths: policy.pinnedPaths,
+      env: policy.env,
+    };
   }
-  args.push('--new-session');
-  return { args, skipped };
+  if (level === 'read-only') {
+    const visiblePaths = extra.readOnly?.length ? { visiblePaths: [...extra.readOnly].sort() } : {};
+    return policy.mode === 'off'
+      ? { kind: 'read-only', ...visiblePaths }
+      : { kind: 'read-only', required: true, ...visiblePaths };
+  }
+  return { kind: 'protected', readOnlyPaths: policy.readOnlyPaths };
 }

@@ -1,6 +1,14 @@
 // Invariant: a sandbox profile really walls the command in (read-only: nothing written anywhere, private /tmp, no network; workspace: only the listed paths are read-only) — through a sandboxed supervisor and, without one, per command.
 import { randomBytes } from 'node:crypto';
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import {
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  rmSync,
+  writeFileSync,
+} from 'node:fs';
 import { createServer, type Server } from 'node:net';
 import { createRequire } from 'node:module';
 import { homedir, tmpdir } from 'node:os';
@@ -100,19 +108,19 @@ describe.runIf(bwrap || process.env.CI).each([
     });
   });
 
-  describe('workspace', () => {
+  describe('protected', () => {
     it('the workspace is writable, each readOnlyPath is not, missing ones are skipped and reported', async () => {
       writeFileSync(join(ws, '.bashrc'), 'original\n');
       mkdirSync(join(ws, '.git', 'hooks'), { recursive: true });
       const sandbox = {
-        kind: 'workspace',
+        kind: 'protected',
         readOnlyPaths: [join(ws, '.bashrc'), '.git/hooks', join(ws, '.missing')],
       } as const;
       const result = await run(
         'echo w > written; echo evil >> .bashrc; touch .git/hooks/pre-commit; echo done',
         sandbox,
       );
-      expect(result.sandbox).toBe('workspace');
+      expect(result.sandbox).toBe('protected');
       expect(readFileSync(join(ws, 'written'), 'utf8')).toBe('w\n');
       expect(readFileSync(join(ws, '.bashrc'), 'utf8')).toBe('original\n');
       expect(existsSync(join(ws, '.git', 'hooks', 'pre-commit'))).toBe(false);
@@ -123,13 +131,13 @@ describe.runIf(bwrap || process.env.CI).each([
 
     it('the network is shared', async () => {
       const result = await run(connect.replace('PORT', String(port)), {
-        kind: 'workspace',
+        kind: 'protected',
         readOnlyPaths: [],
       });
       expect(result.stdout.head).toBe('connected\n');
     });
 
-    it('a PTY works in the workspace profile, with the read-only paths enforced', async () => {
+    it('a PTY works in the protected profile, with the read-only paths enforced', async () => {
       writeFileSync(join(ws, '.bashrc'), 'original\n');
       const pty = manager.spawnPty({
         file: '/bin/sh',
@@ -139,9 +147,9 @@ describe.runIf(bwrap || process.env.CI).each([
         cols: 80,
         rows: 24,
         ptyModule,
-        sandbox: { kind: 'workspace', readOnlyPaths: [join(ws, '.bashrc')] },
+        sandbox: { kind: 'protected', readOnlyPaths: [join(ws, '.bashrc')] },
       });
-      expect(pty.sandbox).toBe('workspace');
+      expect(pty.sandbox).toBe('protected');
       let out = '';
       pty.onData((d) => (out += d));
       pty.write('tty; echo ok > f; echo evil >> .bashrc; echo pt""y-done\n');
@@ -150,6 +158,190 @@ describe.runIf(bwrap || process.env.CI).each([
       expect(readFileSync(join(ws, 'f'), 'utf8')).toBe('ok\n');
       expect(readFileSync(join(ws, '.bashrc'), 'utf8')).toBe('original\n');
     });
+  });
+  describe('workspace-write', () => {
+    const wsw = (
+      extra: Partial<Extract<SandboxProfile, { kind: 'workspace-write' }>> = {},
+    ): SandboxProfile => ({
+      kind: 'workspace-write',
+      writableRoots: [ws],
+      readOnlyPaths: [],
+      ...extra,
+    });
+
+    it('the workspace is writable; the rest of the filesystem, $HOME included, is not', async () => {
+      const marker = `.conch-wsw-${randomBytes(4).toString('hex')}`;
+      const outside = mkdtempSync(join(homedir(), '.conch-outside-'));
+      try {
+        const result = await run(
+          `echo in > inside; echo x > "$HOME/${marker}"; echo x > ${outside}/f; touch /usr/conch-${marker}; echo done`,
+          wsw(),
+        );
+        expect(result.sandbox).toBe('workspace-write');
+        expect(readFileSync(join(ws, 'inside'), 'utf8')).toBe('in\n');
+        expect(result.stderr.head.match(/Read-only file system/g)).toHaveLength(3);
+        expect(existsSync(join(homedir(), marker))).toBe(false);
+        expect(existsSync(join(outside, 'f'))).toBe(false);
+      } finally {
+        rmSync(outside, { recursive: true, force: true });
+      }
+    });
+
+    it('protected paths stay read-only inside the workspace; a pinned directory cannot be renamed away', async () => {
+      mkdirSync(join(ws, '.git', 'hooks'), { recursive: true });
+      writeFileSync(join(ws, '.git', 'config'), '[core]\n');
+      writeFileSync(join(ws, '.env'), 'TOKEN=1\n');
+      const result = await run(
+        [
+          'echo evil > .git/hooks/pre-commit',
+          'echo evil >> .git/config',
+          'echo evil >> .env',
+          'rm -f .env',
+          'mv .git/hooks hooks-away',
+          'mv .git git-away',
+          'echo obj > .git/objects-ok',
+          'echo done',
+        ].join('; '),
+        wsw({
+          readOnlyPaths: [join(ws, '.git', 'hooks'), join(ws, '.git', 'config'), join(ws, '.env')],
+          pinnedPaths: [join(ws, '.git')],
+        }),
+      );
+      expect(result.stdout.head).toBe('done\n');
+      expect(existsSync(join(ws, '.git', 'hooks', 'pre-commit'))).toBe(false);
+      expect(readFileSync(join(ws, '.git', 'config'), 'utf8')).toBe('[core]\n');
+      expect(readFileSync(join(ws, '.env'), 'utf8')).toBe('TOKEN=1\n');
+      // `mv` of a mount point: rename fails (EXDEV/EBUSY); mv may leave a copy, never move the original.
+      expect(readdirSync(join(ws, '.git', 'hooks'))).toEqual([]);
+      expect(existsSync(join(ws, 'git-away'))).toBe(false);
+      expect(readFileSync(join(ws, '.git', 'objects-ok'), 'utf8')).toBe('obj\n');
+    });
+
+    it('/tmp is private and writable; the environment gets the profile variables', async () => {
+      const name = `/tmp/conch-wsw-${randomBytes(4).toString('hex')}`;
+      const result = await run(
+        `echo t > ${name} && cat ${name} && echo "$CONCH_TEST_CACHE"`,
+        wsw({
+          env: { CONCH_TEST_CACHE: '/cache/here' },
+        }),
+      );
+      expect(result.stdout.head).toBe('t\n/cache/here\n');
+      expect(existsSync(name)).toBe(false);
+    });
+
+    it('its own pid namespace: the host and its processes are invisible and cannot be signalled', async () => {
+      const script = [
+        `kill -0 ${process.pid} 2>/dev/null && echo host-visible`,
+        `test -e /proc/${process.pid}/environ && echo environ-visible`,
+        `ls /proc | grep -E '^[0-9]+$' | wc -l`,
+        'echo done',
+      ].join('; ');
+      const result = await run(script, wsw());
+      expect(result.stdout.head).not.toContain('visible');
+      // bwrap's init, bash, ls, grep, wc (and perhaps a subshell): a handful, never the host's hundreds.
+      const count = Number(result.stdout.head.split('\n')[0]);
+      expect(count).toBeLessThan(12);
+      expect(result.stdout.head).toContain('done');
+    });
+
+    it('the network is down', async () => {
+      const boxed = await run(connect.replace('PORT', String(port)), wsw());
+      expect(boxed.stdout.head).toBe('');
+      expect(boxed.exitCode).not.toBe(0);
+    });
+
+    it('pids are host pids: a sandboxed process can be inspected, timed out and killed from the host', async () => {
+      const proc = manager.spawn('sleep', ['30'], { sandbox: wsw() });
+      const pid = await proc.spawned;
+      expect(pid).toBeDefined();
+      expect(procEntry(pid!)?.state).toMatch(/[RS]/);
+      expect(readFileSync(`/proc/${pid}/cmdline`, 'utf8')).toContain('sleep');
+      await proc.kill();
+      expect((await proc.result).killed).toBe(true);
+      expect(procEntry(pid!)).toBeUndefined();
+      const timed = await manager.spawn('sleep', ['30'], { sandbox: wsw(), timeoutMs: 300 }).result;
+      expect(timed.timedOut).toBe(true);
+    });
+
+    it('what a command leaves running is reported with host pids and killed with it', async () => {
+      const proc = manager.spawn('sleep 30 >/dev/null 2>&1 & echo started', [], {
+        shell: '/bin/bash',
+        sandbox: wsw(),
+      });
+      const result = await proc.result;
+      expect(result.stdout.head).toBe('started\n');
+      if (mode.supervisor === false) {
+        // One bwrap per command: its pid namespace ends with the command, and takes the rest along.
+        expect(result.leftRunning).toEqual([]);
+        expect(survivors(manager.cookiePrefix)).toEqual([]);
+        return;
+      }
+      expect(result.leftRunning).toHaveLength(1);
+      const left = result.leftRunning[0]!;
+      expect(left.command).toContain('sleep 30');
+      expect(procEntry(left.pid)).toBeDefined();
+      await proc.kill();
+      await waitFor(() => procEntry(left.pid) === undefined || procEntry(left.pid)?.state === 'Z', {
+        what: 'the leftover to die',
+        timeoutMs: 10_000,
+      });
+    });
+
+    it('a PTY works, with a host pid, the protections and no view of the host', async () => {
+      writeFileSync(join(ws, '.env'), 'TOKEN=1\n');
+      const pty = manager.spawnPty({
+        file: '/bin/sh',
+        args: ['-i'],
+        cwd: ws,
+        env: { PATH: process.env.PATH },
+        cols: 80,
+        rows: 24,
+        ptyModule,
+        sandbox: wsw({ readOnlyPaths: [join(ws, '.env')] }),
+      });
+      expect(pty.sandbox).toBe('workspace-write');
+      // A host pid: the shell (through a supervisor) or the bwrap around it (per PTY).
+      expect(procEntry(pty.pid)).toBeDefined();
+      let out = '';
+      pty.onData((d) => (out += d));
+      pty.write(
+        `tty; echo ok > f; echo evil >> .env; kill -0 ${process.pid} || echo no-host; echo pt""y-done\n`,
+      );
+      await waitFor(() => out.includes('pty-done'), { what: 'pty output', timeoutMs: 10_000 });
+      expect(out).toMatch(/\/dev\/pts\/\d+/);
+      expect(out).toContain('no-host');
+      expect(readFileSync(join(ws, 'f'), 'utf8')).toBe('ok\n');
+      expect(readFileSync(join(ws, '.env'), 'utf8')).toBe('TOKEN=1\n');
+    });
+  });
+});
+
+describe.runIf(bwrap || process.env.CI)('a required sandbox that cannot start', () => {
+  it('fails the spawn (ESANDBOX) instead of running the command unsandboxed', async () => {
+    const ws = mkdtempSync(join(tmpdir(), 'conch-sandbox-'));
+    const m = new ProcessManager({
+      cwd: ws,
+      supervisor: { execPath: '/nonexistent/node' },
+      killGraceMs: 300,
+    });
+    try {
+      const result = await m.spawn('touch', ['ran'], {
+        sandbox: { kind: 'workspace-write', writableRoots: [ws], readOnlyPaths: [] },
+      }).result;
+      // The sandboxed supervisor could not start; the per-command sandbox is used instead, or,
+      // where that fails too, nothing runs. Never unsandboxed.
+      if (result.spawnError) {
+        expect(result.spawnError.code).toBe('ESANDBOX');
+        expect(existsSync(join(ws, 'ran'))).toBe(false);
+      } else {
+        expect(result.sandbox).toBe('workspace-write');
+      }
+      const unboxed = await m.spawn('true').result;
+      expect(unboxed.exitCode).toBe(0);
+    } finally {
+      await m.dispose();
+      rmSync(ws, { recursive: true, force: true });
+    }
   });
 });
 

@@ -11,7 +11,16 @@ import type { Readable, Writable } from 'node:stream';
  * leads its own process group, so `-pid` reaches its tree.
  */
 export interface SpawnedChild {
+  /**
+   * The host pid, set by 'spawn'. A sandboxed child in its own pid namespace that ended before the
+   * host could look it up has none even after 'spawn'.
+   */
   readonly pid?: number | undefined;
+  /**
+   * Set by 'exit' when the one who reaped it could tell: whether its process group still had
+   * members (processes it left running). Undefined: ask the kernel by the pid.
+   */
+  readonly groupAliveAtExit?: boolean | undefined;
   readonly stdin: Writable | null;
   readonly stdout: Readable | null;
   readonly stderr: Readable | null;

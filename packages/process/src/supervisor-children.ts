@@ -1,6 +1,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import type { Socket } from 'node:net';
+import { groupExists } from './kill-tree.js';
 import type { SpawnRequest, SupervisorMessage } from './supervisor-protocol.js';
 
 type Send = (message: SupervisorMessage, handle?: Socket) => void;
@@ -107,7 +108,7 @@ export class SupervisorChildren {
     });
     child.once('exit', (code, signal) => {
       this.live.delete(id);
-      this.send({ t: 'exit', id, code, signal });
+      this.send({ t: 'exit', id, code, signal, group: groupExists(pid) });
     });
     const [first, ...rest] = pipes;
     this.send({ t: 'spawned', id, pid, fds: pipes.map(([fd]) => fd) }, first?.[1]);

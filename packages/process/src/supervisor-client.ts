@@ -6,6 +6,7 @@ import { killGroupSync, sweepCookie } from './kill-tree.js';
 import { killTreeSync } from './process-tree.js';
 import { SupervisedPty, type BasePty } from './pty-process.js';
 import type { RoutedChild } from './routed-child.js';
+import { hostPidOf, pidNamespaceOf, type NamespaceMatch } from './ns-pid.js';
 import type { SandboxKind } from './sandbox-profile.js';
 import type {
   HostMessage,
@@ -25,6 +26,11 @@ export interface SupervisorClientOptions {
   sandbox: SandboxKind;
   /** Run the supervisor inside bwrap with these arguments (sandbox profiles). */
   bwrap?: { path: string; args: readonly string[] };
+  /**
+   * The bwrap arguments give the supervisor its own pid namespace: the pids it reports are
+   * translated to host pids (ns-pid.ts) before anything else sees them.
+   */
+  isolated?: boolean;
   logger?: Logger | undefined;
   /**
    * Called once when the supervisor could not start (`started` false) or died. `queued` are the
@@ -67,6 +73,8 @@ export class SupervisorClient {
   private refs = 0;
   private stderrTail = '';
   private supervisorPid: number | undefined;
+  /** The supervisor's pid namespace, when it has its own (children are looked up in it). */
+  private namespace: string | undefined;
   private reason: string | undefined;
 
   constructor(options: SupervisorClientOptions) {
@@ -78,7 +86,7 @@ export class SupervisorClient {
     return this.state;
   }
 
-  /** The supervisor's pid once it is ready (inside bwrap: node's, not bwrap's). */
+  /** The supervisor's host pid once it is ready (inside bwrap: node's, not bwrap's). */
   get pid(): number | undefined {
     return this.supervisorPid;
   }
@@ -188,10 +196,15 @@ export class SupervisorClient {
       return undefined;
     }
     if ('error' in reply) return reply.error;
+    const pid = this.hostPid(reply.pid);
+    if (pid === undefined) {
+      // Its shell ended before the host could find it (an isolated sandbox): nothing to attach to.
+      return { code: 'ESRCH', message: 'the PTY process ended as soon as it started' };
+    }
     const pty = new SupervisedPty(
       {
         id,
-        pid: reply.pid,
+        pid,
         cookie: request.env.CONCH_PROC_COOKIE ?? '',
         sandbox: this.sandbox,
         relay: {
@@ -221,6 +234,24 @@ export class SupervisorClient {
     }
   }
 
+  /**
+   * A pid the supervisor reported, as the host sees it: itself outside a pid namespace, else
+   * looked up (undefined when the process is already gone).
+   */
+  private hostPid(reported: number, self = false): number | undefined {
+    if (!this.options.isolated) return reported;
+    // Everything in the namespace descends from bwrap's monitor (the process started here); once
+    // the supervisor said `ready`, its namespace is the cheaper test. (A PTY spawned while the
+    // host blocks for the supervisor's start is answered before `ready` is read.)
+    const match: NamespaceMatch | undefined =
+      !self && this.namespace !== undefined
+        ? { namespace: this.namespace }
+        : this.proc?.pid !== undefined
+          ? { descendantOf: this.proc.pid }
+          : undefined;
+    return match ? hostPidOf(reported, match) : undefined;
+  }
+
   private sendSpawn(child: RoutedChild): void {
     const id = ++this.nextId;
     this.children.set(id, child);
@@ -244,8 +275,18 @@ export class SupervisorClient {
     switch (message.t) {
       case 'ready': {
         if (this.state !== 'starting') return;
+        const pid = this.options.isolated ? this.hostPid(message.pid, true) : message.pid;
+        if (this.options.isolated) {
+          this.namespace = pid !== undefined ? pidNamespaceOf(pid) : undefined;
+          if (this.namespace === undefined) {
+            // Without its namespace no child pid can be translated, and an untranslated pid must
+            // never be signalled on the host: this supervisor is unusable.
+            this.lose('could not find the sandboxed supervisor among the host processes (/proc)');
+            return;
+          }
+        }
         this.state = 'ready';
-        this.supervisorPid = message.pid;
+        this.supervisorPid = pid;
         const pending = this.pendingSends;
         this.pendingSends = [];
         for (const m of pending) this.post(m);
@@ -259,7 +300,7 @@ export class SupervisorClient {
         return;
       case 'spawned': {
         const child = this.children.get(message.id);
-        if (child) child.onSpawned(message.pid, message.fds, handle);
+        if (child) child.onSpawned(this.hostPid(message.pid), message.fds, handle);
         else handle?.destroy();
         return;
       }
@@ -275,7 +316,7 @@ export class SupervisorClient {
         if (!child) return;
         this.children.delete(message.id);
         this.unref();
-        if (message.t === 'exit') child.onExit(message.code, message.signal);
+        if (message.t === 'exit') child.onExit(message.code, message.signal, message.group);
         else child.onSpawnError(message.code, message.message);
         return;
       }
@@ -313,8 +354,8 @@ export class SupervisorClient {
     this.pendingSends = [];
     for (const [id, child] of this.children) {
       this.children.delete(id);
-      if (child.pid !== undefined) {
-        killGroupSync(child.pid);
+      if (child.started) {
+        if (child.pid !== undefined) killGroupSync(child.pid);
         sweepCookie(child.cookie);
         child.onExit(null, 'SIGKILL');
       } else {

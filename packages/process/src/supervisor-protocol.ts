@@ -37,7 +37,12 @@ export type SupervisorMessage =
   | { t: 'spawned'; id: number; pid: number; fds: number[] }
   | { t: 'stream'; id: number; fd: number }
   | { t: 'spawn-error'; id: number; code: string; message: string }
-  | { t: 'exit'; id: number; code: number | null; signal: string | null }
+  /**
+   * `group`: whether the child's process group still had a member when the child was reaped (what
+   * it started in the background) — read inside the supervisor's pid namespace, where the host
+   * cannot look by the child's pid.
+   */
+  | { t: 'exit'; id: number; code: number | null; signal: string | null; group: boolean }
   | { t: 'pty-data'; id: number; data: string }
   | { t: 'pty-exit'; id: number; exitCode: number; signal: number }
   | { t: 'fatal'; message: string };

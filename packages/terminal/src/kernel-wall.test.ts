@@ -22,7 +22,13 @@ describe.skipIf(!BWRAP)('terminal sessions behind the kernel wall', () => {
     const gate: PermissionGate = {
       // Allows everything: only the kernel stands between the command and the file.
       check: async () => ({ outcome: 'allow', reason: 'test' }),
-      kernelPolicy: () => ({ readOnlyPaths: [hooks, secret] }),
+      kernelPolicy: () => ({
+        mode: 'off',
+        writableRoots: [],
+        readOnlyPaths: [hooks, secret],
+        pinnedPaths: [],
+        env: {},
+      }),
     };
     h = createHarness({}, { gate });
     hooks = join(h.root, '.git', 'hooks');

@@ -1,10 +1,10 @@
 import { resolve } from 'node:path';
 import { definePlugin, PERMISSION_GATE, TRASH_SERVICE, type TrashService } from '@conch/core';
 import { defaultTrashDir, TrashStore } from '@conch/trash';
-import { ensureProcessManager, type SandboxProfile } from '@conch/process';
+import { ensureProcessManager, profileFor, type SandboxProfile } from '@conch/process';
 import { terminalConfigSchema, type TerminalConfig } from './config.js';
 import { SessionPool } from './session-pool.js';
-import { managedPtySpawner } from './session-pty.js';
+import { managedPtySpawner, type SessionPtyOptions } from './session-pty.js';
 import { TERMINAL_SERVICE } from './tokens.js';
 import { routeToBackend } from './terminal-backend.js';
 import { createTerminalTool } from './terminal-tool.js';
@@ -19,11 +19,22 @@ export const terminalPlugin = definePlugin<TerminalConfig>({
   partners: [{ plugin: 'trash', when: (c) => c.safeRm }],
   setup(ctx) {
     const manager = ensureProcessManager(ctx);
-    // The kernel wall around each new session: the gate's protected paths read-only (read when a
-    // session starts, so files protected since are covered by the next session).
-    const sandbox = (): SandboxProfile | undefined => {
+    // The kernel wall around each new session (read when a session starts, so paths protected
+    // since are covered by the next session): the gate's sandbox, or — for a session a human let
+    // run outside it, or a gate without one — the protected paths read-only.
+    const sandbox = (options: SessionPtyOptions): SandboxProfile | undefined => {
       const policy = ctx.resolveOptional(PERMISSION_GATE)?.kernelPolicy?.();
-      return policy ? { kind: 'workspace', readOnlyPaths: policy.readOnlyPaths } : undefined;
+      if (!policy) return undefined;
+      const level =
+        options.outside || policy.mode === 'off'
+          ? 'outside'
+          : policy.mode === 'read-only'
+            ? 'read-only'
+            : 'workspace-write';
+      return profileFor(policy, level, {
+        readOnly: options.visible ?? [],
+        writable: options.writable ?? [],
+      });
     };
     // The trash partner's service, read when a session starts; without it (the trash plugin is not
     // installed or exposed) the same default trash, so rm never falls back to deleting.

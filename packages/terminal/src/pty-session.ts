@@ -12,7 +12,7 @@ import {
   writeFileSync,
   writeSync,
 } from 'node:fs';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 import type { Logger } from '@conch/core';
 import { commandReaderOf, foregroundReadsTty, imageOf, ttyOf, type ProcessImage } from './foreground.js';
 import { TerminalProtocolError } from './errors/terminal-protocol-error.js';
@@ -50,6 +50,12 @@ export interface PtySessionOptions {
   rows: number;
   /** The session's private directory (init file, command file, log). */
   dir: string;
+  /** A directory the shell may write inside a sandbox (its rc-error log goes there); default `dir`. */
+  rcLogDir?: string;
+  /** The session runs outside the sandbox (an escalation a human approved). */
+  outside?: boolean;
+  /** More directories the shell must write inside a sandbox (the trash behind safe rm). */
+  writable?: readonly string[];
   /** Raw characters of one command kept in memory; older ones are dropped (the log has them). */
   maxBufferChars: number;
   /** Bytes the session log may grow to. */
@@ -157,6 +163,11 @@ export class PtySession {
   private exitWaiters: (() => void)[] = [];
   private readyWaiters: { resolve: () => void; reject: (error: Error) => void }[] = [];
 
+  /** Whether it runs outside the sandbox (an escalation a human approved). */
+  get outside(): boolean {
+    return this.options.outside === true;
+  }
+
   constructor(options: PtySessionOptions) {
     this.options = options;
     this.id = options.id;
@@ -178,7 +189,9 @@ export class PtySession {
     mkdirSync(this.dir, { recursive: true, mode: 0o700 });
     this.logPath = join(this.dir, 'session.log');
     this.commandFile = join(this.dir, 'cmd.sh');
-    this.rcLog = join(this.dir, 'rc-errors.log');
+    this.rcLog = options.rcLogDir
+      ? join(options.rcLogDir, `session-${options.id}.log`)
+      : join(this.dir, 'rc-errors.log');
     if (options.rmFunction !== undefined) {
       this.rmFile = join(this.dir, 'rm.sh');
       writeFileSync(this.rmFile, options.rmFunction, { mode: 0o600 });
@@ -208,6 +221,10 @@ export class PtySession {
       env,
       cols: options.cols,
       rows: options.rows,
+      ...(options.outside ? { outside: true } : {}),
+      // The sessions' directory (init, command and rm files), read-only in a sandbox.
+      visible: [dirname(this.dir)],
+      writable: [...(options.rcLogDir ? [options.rcLogDir] : []), ...(options.writable ?? [])],
     });
     this.removeListeners.push(
       this.pty.onData((data) => this.onData(data)),

@@ -7,6 +7,7 @@ import pino from 'pino';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { PluginRegistry, type ApprovalRequest, type ToolResult } from '@conch/core';
 import { permissionPlugin } from '@conch/permission';
+import { findBwrap } from '@conch/process';
 import { trashPlugin } from '@conch/trash';
 import { terminalPlugin } from './plugin.js';
 
@@ -22,7 +23,7 @@ let registry: PluginRegistry;
 let asked: string[];
 let answer: 'once' | 'deny';
 
-async function setup(shell: string): Promise<void> {
+async function setup(shell: string, sandbox: 'off' | 'workspace-write' = 'off'): Promise<void> {
   root = mkdtempSync(join(tmpdir(), 'conch-terminal-rm-'));
   work = join(root, 'work');
   mkdirSync(work);
@@ -36,7 +37,7 @@ async function setup(shell: string): Promise<void> {
     asked.push(request.display);
     return answer;
   };
-  await registry.expose('permission', { approve });
+  await registry.expose('permission', { approve, sandbox });
   await registry.expose('trash', { dir: join(root, 'trash') });
   await registry.expose('terminal', { shell });
 }
@@ -165,3 +166,42 @@ describe.each(SHELLS)('safe rm in a $name session', ({ shell }) => {
     expect(asked).toEqual([command]);
   });
 });
+
+describe.runIf(findBwrap() || process.env.CI).each(SHELLS)(
+  'safe rm in a sandboxed $name session',
+  ({ shell }) => {
+    beforeEach(async () => {
+      await setup(shell, 'workspace-write');
+    });
+
+    it('rm moves into the trash without a prompt; restoring asks, showing where it writes', async () => {
+      writeFileSync(join(work, 'a.txt'), 'a\n');
+      expect(await call({ command: 'rm a.txt; ls' })).toMatchObject({ exit_code: 0, output: '' });
+      expect(asked).toEqual([]);
+      const listed = (await trash({ action: 'list' })) as {
+        entries: { id: string; original_path: string }[];
+      };
+      expect(listed.entries.map((e) => e.original_path)).toEqual([join(work, 'a.txt')]);
+      expect(await trash({ action: 'restore', id: listed.entries[0]!.id })).toMatchObject({ restored: {} });
+      expect(asked).toEqual([`restore trash entry ${listed.entries[0]!.id} to ${join(work, 'a.txt')}`]);
+      expect(readFileSync(join(work, 'a.txt'), 'utf8')).toBe('a\n');
+    });
+
+    it('what the function does not cover deletes in the workspace without a prompt, never outside it', async () => {
+      writeFileSync(join(work, 'gone.txt'), 'x');
+      writeFileSync(join(root, 'outside.txt'), 'x');
+      expect(await call({ command: 'command rm gone.txt' })).toMatchObject({ exit_code: 0 });
+      expect(existsSync(join(work, 'gone.txt'))).toBe(false);
+      // Outside the workspace (here under the host's /tmp, which the sandbox does not even show).
+      await call({ command: `/bin/rm -f ${join(root, 'outside.txt')}` });
+      expect(existsSync(join(root, 'outside.txt'))).toBe(true);
+      expect(asked).toEqual([]);
+    });
+
+    it.each(['rm -rf ~', 'rm -rf .', 'find / -delete'])('%s: still denied by the gate', async (command) => {
+      writeFileSync(join(work, 'still-here.txt'), 'x');
+      expect(await call({ command })).toMatchObject({ permission_denied: true });
+      expect(existsSync(join(work, 'still-here.txt'))).toBe(true);
+    });
+  },
+);

@@ -117,7 +117,7 @@ interface PoolDeps {
   /** How shells get their PTY (default: node-pty in this process). */
   spawnPty?: SessionPtySpawner;
   /** The trash whose rm function sessions define (config `safeRm`), read when a session starts. */
-  trash?: () => { shellFunction(dialect: TrashDialect): string } | undefined;
+  trash?: () => { readonly dir: string; shellFunction(dialect: TrashDialect): string } | undefined;
   /** The permission gate runSync asks (the registry's, read per call). */
   gate?: () => PermissionGate | undefined;
   /** Where output files handed to the model go (default: the per-user XDG cache directory). */
@@ -332,9 +332,9 @@ export class SessionPool implements TerminalService {
   }
 
   /** The cwd a new command would start in (for the permission request). */
-  expectedCwd(sessionId?: number): string {
+  expectedCwd(sessionId?: number, outside = false): string {
     if (sessionId !== undefined) return this.sessions.get(sessionId)?.cwd ?? this.lastCwd;
-    return this.pickIdle()?.cwd ?? this.lastCwd;
+    return this.pickIdle(outside)?.cwd ?? this.lastCwd;
   }
 
   /**
@@ -343,7 +343,7 @@ export class SessionPool implements TerminalService {
    * command (`session.run`) or gives it back (`abandon`). Throws a TerminalSessionError
    * (UNKNOWN_SESSION, SESSION_BUSY, POOL_FULL, POOL_DISPOSED, SHELL_START_FAILED).
    */
-  async claim(sessionId: number | undefined): Promise<SessionLease> {
+  async claim(sessionId: number | undefined, outside = false): Promise<SessionLease> {
     if (this.disposing) throw this.shuttingDown();
     if (sessionId !== undefined) {
       const session = this.live(sessionId);
@@ -361,7 +361,7 @@ export class SessionPool implements TerminalService {
       }
       return this.startCommand(session);
     }
-    const idle = this.pickIdle();
+    const idle = this.pickIdle(outside);
     if (idle) return this.startCommand(idle);
     if (this.sessions.size + this.starting >= this.deps.config.maxSessions) {
       const busy = [...this.sessions.values()]
@@ -373,7 +373,7 @@ export class SessionPool implements TerminalService {
           'End one with { session_id, kill: true } or wait for one to finish',
       );
     }
-    return this.spawn();
+    return this.spawn(outside);
   }
 
   /**
@@ -670,16 +670,16 @@ export class SessionPool implements TerminalService {
     return lease;
   }
 
-  private pickIdle(): PtySession | undefined {
+  private pickIdle(outside: boolean): PtySession | undefined {
     let best: PtySession | undefined;
     for (const s of this.sessions.values()) {
-      if (s.lifecycle.state !== 'idle' || this.leases.has(s.id)) continue;
+      if (s.lifecycle.state !== 'idle' || this.leases.has(s.id) || s.outside !== outside) continue;
       if (!best || s.lastUsed > best.lastUsed) best = s;
     }
     return best;
   }
 
-  private async spawn(): Promise<SessionLease> {
+  private async spawn(outside = false): Promise<SessionLease> {
     const { config, logger, events } = this.deps;
     const id = this.nextId++;
     this.shellChoice ??= resolveShell(config.shell, logger);
@@ -699,6 +699,9 @@ export class SessionPool implements TerminalService {
         cols: config.cols,
         rows: config.rows,
         dir: join(this.sessionsDir(), `session-${id}`),
+        rcLogDir: this.rcLogDir(),
+        ...(outside ? { outside: true } : {}),
+        ...(rmFunction !== undefined ? { writable: [this.trashDir()] } : {}),
         maxBufferChars: config.maxBufferChars,
         maxLogBytes: config.maxLogBytes,
         killGraceMs: config.killGraceMs,
@@ -814,6 +817,23 @@ export class SessionPool implements TerminalService {
     const every = Math.min(this.deps.config.idleSessionTtlMs, 30_000);
     this.reaper = setInterval(() => this.reapIdle(), every);
     this.reaper.unref();
+  }
+
+  /**
+   * The trash safe rm moves files into, made now: a sandbox binds only what exists, and a missing
+   * trash would catch the files in the sandbox's private /tmp, lost when it ends.
+   */
+  private trashDir(): string {
+    const dir = this.deps.trash!()!.dir;
+    mkdirSync(dir, { recursive: true, mode: 0o700 });
+    return dir;
+  }
+
+  /** Where shells write their rc-error logs: the one directory a sandboxed shell writes besides the workspace. */
+  private rcLogDir(): string {
+    const dir = join(this.deps.tempDir(), 'terminal-rc-logs');
+    mkdirSync(dir, { recursive: true, mode: 0o700 });
+    return dir;
   }
 
   private sessionsDir(): string {

@@ -31,6 +31,12 @@ export interface SessionPtyOptions {
   env: Record<string, string>;
   cols: number;
   rows: number;
+  /** The session runs outside the sandbox (a human approved it); default inside. */
+  outside?: boolean;
+  /** Directories the shell must see (read-only) wherever it runs: the sessions' own files. */
+  visible?: readonly string[];
+  /** Directories the shell must be able to write inside the sandbox (rc-error logs, the trash). */
+  writable?: readonly string[];
 }
 
 /** Starts a PTY: in this process (`spawnLocalPty`) or through a process manager. */
@@ -100,21 +106,28 @@ export interface PtyManager {
 export function managedPtySpawner(
   manager: PtyManager & { readonly disposed?: boolean },
   onFallback: (error: unknown) => void,
-  /** The kernel wall around each new session (read when it starts): protected paths read-only. */
-  sandbox: () => SandboxProfile | undefined = () => undefined,
+  /** The kernel wall around each new session (read when it starts): the sandbox, or protected paths read-only. */
+  sandbox: (options: SessionPtyOptions) => SandboxProfile | undefined = () => undefined,
 ): SessionPtySpawner {
   const ptyModule = createRequire(import.meta.url).resolve('@lydell/node-pty');
   return (options) => {
+    const profile = sandbox(options);
+    const { outside: _outside, visible: _visible, writable: _writable, ...ptyOptions } = options;
     try {
-      const profile = sandbox();
       return manager.spawnPty({
-        ...options,
+        ...ptyOptions,
         ptyModule,
         label: 'terminal session',
         ...(profile ? { sandbox: profile } : {}),
       });
     } catch (error) {
-      if (manager.disposed) throw error;
+      // A session that must run in the sandbox never falls back to an unsandboxed PTY.
+      if (
+        manager.disposed ||
+        profile?.kind === 'workspace-write' ||
+        (profile?.kind === 'read-only' && profile.required)
+      )
+        throw error;
       onFallback(error);
       return spawnLocalPty(options);
     }

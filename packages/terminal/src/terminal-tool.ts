@@ -67,6 +67,21 @@ export const terminalInputSchema = z.strictObject({
     .describe(
       'Milliseconds of silence after which a running command is reported as waiting for input; 0 disables this (wait for the end, a prompt or the timeout).',
     ),
+  sandbox: z
+    .boolean()
+    .optional()
+    .describe(
+      'false (with command, without session_id): run it in a new session outside the sandbox (writes outside the workspace, the network); needs justification, and a human decides. Default: the sandbox',
+    ),
+  justification: z
+    .string()
+    .trim()
+    .min(1)
+    .max(1000)
+    .optional()
+    .describe(
+      'With sandbox: false: one sentence for the human who decides, saying why the command must leave the sandbox',
+    ),
   wait_for: waitForPatternSchema()
     .optional()
     .describe(
@@ -134,11 +149,31 @@ export function classifyCall(args: TerminalArgs): CallShape {
         error: `env: names starting with __conch_ are reserved by the terminal session protocol; given ${JSON.stringify(reserved)}`,
       };
     }
+    if (args.sandbox === false && args.session_id !== undefined) {
+      return {
+        kind: 'invalid',
+        error:
+          'sandbox: false starts a new session outside the sandbox: omit session_id (a session keeps the sandbox it started in)',
+      };
+    }
+    if (args.sandbox === false && !args.justification) {
+      return {
+        kind: 'invalid',
+        error:
+          'justification: expected one sentence a human reads, saying why the command must leave the sandbox (sandbox: false)',
+      };
+    }
     return {
       kind: 'run',
       command: args.command!,
       sessionId: args.session_id,
       background: args.background === true,
+    };
+  }
+  if (args.sandbox !== undefined || args.justification !== undefined) {
+    return {
+      kind: 'invalid',
+      error: 'sandbox and justification go with a new command (command, without session_id)',
     };
   }
   if (args.input !== undefined) {
@@ -231,13 +266,15 @@ export function createTerminalTool(
       // Refused before it runs: no human is asked about a command that will not run.
       if (analysis?.replacesShell !== undefined) return undefined;
       if (shape.kind === 'run') {
+        const escalation = outsideJustification(pool, shape.sessionId, args);
         return {
           kind: 'command',
           tool: 'terminal',
           command: judgedCommand(shape.command, args.env),
-          cwd: resolve(pool.expectedCwd(shape.sessionId), args.cwd ?? '.'),
+          cwd: resolve(pool.expectedCwd(shape.sessionId, args.sandbox === false), args.cwd ?? '.'),
           // The gate reads the command as the session's shell will.
           dialect: pool.shellKind,
+          ...(escalation ? { escalation: { justification: escalation } } : {}),
         };
       }
       // Input typed into a shell (the model ran `bash` and types into it) is a command; input to
@@ -254,6 +291,13 @@ export function createTerminalTool(
         command: judged.command,
         cwd: judged.cwd,
         dialect: dialectOf(judged.reader.pid),
+        ...(session.outside
+          ? {
+              escalation: {
+                justification: `typed into session ${session.id}, which runs outside the sandbox`,
+              },
+            }
+          : {}),
       };
     },
     async execute(args, ctx, analysis) {
@@ -276,6 +320,20 @@ export function createTerminalTool(
       }
     },
   });
+}
+
+/**
+ * Why a new command runs outside the sandbox, when it does: the model asked (`sandbox: false` with
+ * a justification), or it goes to a session a human already let run outside.
+ */
+function outsideJustification(
+  pool: SessionPool,
+  sessionId: number | undefined,
+  args: TerminalArgs,
+): string | undefined {
+  if (args.sandbox === false) return args.justification;
+  const session = sessionId === undefined ? undefined : pool.get(sessionId);
+  return session?.outside ? `runs in session ${session.id}, which runs outside the sandbox` : undefined;
 }
 
 // eslint-disable-next-line no-control-regex
@@ -302,7 +360,7 @@ async function run(
   const { config } = pool;
   let lease: SessionLease;
   try {
-    lease = await pool.claim(shape.sessionId);
+    lease = await pool.claim(shape.sessionId, args.sandbox === false);
   } catch (error) {
     return sessionError(error);
   }

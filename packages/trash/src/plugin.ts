@@ -122,13 +122,18 @@ export function createTrashTool(trash: TrashService, config: TrashConfig, cwd: s
     annotations: { destructiveHint: true, idempotentHint: false },
     // Listing reads; putting a file back writes into the workspace and emptying deletes for good:
     // the permission gate decides those (a human approves them unless the host allowed it).
-    permission(args) {
+    async permission(args) {
       if (args.action === 'list') return undefined;
       if (args.action === 'restore') {
+        // The human sees where it will really be written: the entry's recorded path (which a
+        // command could have written into the trash) or `to`.
+        const entry = args.to === undefined ? (await trash.list()).find((e) => e.id === args.id) : undefined;
+        const target =
+          args.to !== undefined ? resolve(cwd, args.to) : (entry?.originalPath ?? 'its original path');
         return {
           kind: 'action',
           tool: 'trash',
-          summary: `restore trash entry ${args.id}${args.to ? ` to ${resolve(cwd, args.to)}` : ' to its original path'}`,
+          summary: `restore trash entry ${args.id} to ${target}`,
         };
       }
       return {

@@ -25,13 +25,10 @@ export function isReadOnlyCommand(base: string): boolean {
   return Object.hasOwn(READ_ONLY, base);
 }
 
-/**
- * Whether `base` with these arguments only prints its version (`node --version`). Unlike
- * `READ_ONLY`, `VERSION_ONLY` is read without `Object.hasOwn`: an inherited name (`toString x`)
- * throws here and the line fails closed as an internal error (kept as it was).
- */
+/** Whether `base` with these arguments only prints its version (`node --version`). */
 export function onlyPrintsVersion(base: string, args: readonly Arg[]): boolean {
-  const version = VERSION_ONLY[base];
+  // Own names only: `toString x` or `constructor --version` are programs, not Object.prototype.
+  const version = Object.hasOwn(VERSION_ONLY, base) ? VERSION_ONLY[base] : undefined;
   return !!(version && args.length === 1 && args[0]!.value !== undefined && version.includes(args[0]!.value));
 }
 
