@@ -51,6 +51,12 @@ export type PermissionRequest =
       /** One line a human can read: what the tool will do. */
       summary: string;
       readOnly?: boolean;
+      /**
+       * The tool performs the action inside the kernel sandbox the gate's policy describes (a file
+       * write run by the sandbox's supervisor): a gate whose sandbox is on lets it run without a
+       * prompt, as it does commands.
+       */
+      inSandbox?: boolean;
     };
 
 export type ApprovalAnswer = 'once' | 'always' | 'deny';

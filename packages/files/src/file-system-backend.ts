@@ -44,6 +44,8 @@ export interface WriteFileAtomicOptions {
  * hard link's other names keep the old content, a symlink at `path` is replaced (not followed).
  */
 export interface FileSystemBackend {
+  /** True for a backend whose operations run inside the kernel sandbox the permission gate describes. */
+  readonly viaKernel?: boolean;
   /** Opens an existing file read-only (follows symlinks). */
   open(path: string): Promise<FileReadHandle>;
   /** Follows symlinks. */

@@ -28,7 +28,9 @@ beforeEach(async () => {
   asked = [];
   answer = 'deny';
   registry = new PluginRegistry({ cwd: dir, plugins: [permissionPlugin, filesPlugin] });
+  // The gate without a sandbox: writes are asked (kernel-writes.test.ts covers the sandbox).
   await registry.expose('permission', {
+    sandbox: 'off',
     approve: (request: ApprovalRequest) => {
       asked.push(request);
       return Promise.resolve(answer);

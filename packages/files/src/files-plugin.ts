@@ -13,6 +13,8 @@ import { z } from 'zod';
 import { isFileOperationError } from './errors/file-operation-error.js';
 import { FileOperator } from './file-operator.js';
 import type { FileSystemBackend } from './file-system-backend.js';
+import { ensureProcessManager } from '@conch/process';
+import { inKernelSandbox, kernelFileSystem } from './kernel-file-system.js';
 import { filesConfigSchema, type FilesConfig } from './files-config.js';
 import { FILE_OPERATIONS_TARGET, type FileOperationsRequest, type RoutedFileOperations } from './tokens.js';
 
@@ -36,15 +38,19 @@ export function protectedReasonFor(
   };
 }
 
-/** A file operator for a working dir and a files config (through `backend`, default this machine). */
+/**
+ * A file operator for a working dir and a files config, through `backend` — by default the
+ * kernel's view of the gate's sandbox (`kernelFileSystem`): writes happen inside it, so the kernel
+ * resolves links and keeps protected paths read-only.
+ */
 export function createFileOperator(
   scope: Pick<PluginScope, 'resolveOptional'>,
   root: string,
   config: FilesConfig,
-  backend?: FileSystemBackend,
+  backend: FileSystemBackend = kernelFileSystem(scope),
 ): FileOperator {
   return new FileOperator({
-    ...(backend ? { backend } : {}),
+    backend,
     root,
     allowedRoots: config.allowedRoots,
     allowOutside: config.allowOutsideWorkingDir,
@@ -63,7 +69,10 @@ export function createFileOperator(
 export type FileToolsBackend = Pick<
   RoutedFileOperations,
   'read' | 'write' | 'edit' | 'list' | 'stat' | 'glob' | 'display' | 'checkWrite'
->;
+> & {
+  /** Writes run inside the gate's kernel sandbox now (so the gate need not ask for them). */
+  inSandbox?(): boolean;
+};
 
 /**
  * What this scope asks a `FileOperationsTarget` for: the files config's roots and limits (in the
@@ -109,6 +118,7 @@ export function routedFiles(
     glob: (patterns, options) => current().glob(patterns, options),
     display: (abs) => current().display(abs),
     checkWrite: (operation, path) => current().checkWrite(operation, path),
+    inSandbox: () => current() === local && local.backend.viaKernel === true && inKernelSandbox(scope),
   };
 }
 
@@ -262,6 +272,7 @@ export function fileTools(
               kind: 'action',
               tool: 'write_file',
               summary: `write ${Buffer.byteLength(args.content)} bytes to ${args.path}`,
+              ...(files.inSandbox?.() ? { inSandbox: true } : {}),
             },
       execute: (args, _ctx, plan) =>
         attempt(async () => {
@@ -289,6 +300,7 @@ export function fileTools(
           : {
               kind: 'action',
               tool: 'edit_file',
+              ...(files.inSandbox?.() ? { inSandbox: true } : {}),
               summary: `edit ${args.path}: replace ${preview(args.old_string)} with ${preview(args.new_string)}${args.replace_all ? ' (every occurrence)' : ''}`,
             },
       execute: (args, _ctx, plan) =>
@@ -386,6 +398,9 @@ export const filesPlugin = definePlugin<FilesConfig>({
     'Read, write, edit, list, stat and glob files in the working directory, with the permission gate’s protected paths',
   configSchema: filesConfigSchema,
   setup(ctx) {
+    // The registry's process manager: its sandboxed supervisor performs the file operations when
+    // the permission gate runs a sandbox (kernelFileSystem), so writes meet the kernel's wall.
+    ensureProcessManager(ctx);
     const files = createFileOperator(ctx, ctx.env.cwd, ctx.config);
     // Where FILE_OPERATIONS_TARGET routes them when a plugin provides it (resolved per call).
     return { tools: fileTools(routedFiles(ctx, files, ctx.config), ctx), instructions: FILES_INSTRUCTIONS };

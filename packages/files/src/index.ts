@@ -54,3 +54,4 @@ export {
   type FileOperationsTarget,
   type RoutedFileOperations,
 } from './tokens.js';
+export { kernelFileSystem } from './kernel-file-system.js';

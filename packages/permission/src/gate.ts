@@ -357,6 +357,23 @@ export class PermissionEngine implements PermissionGate {
   private policy(request: PermissionRequest, analysis: Analysis): Policy {
     const sandbox = this.sandboxFor(request);
     const suggestedRules = this.suggestedRules(analysis);
+    if (
+      request.kind === 'action' &&
+      request.inSandbox &&
+      sandbox !== 'off' &&
+      analysis.verdict === 'ask' &&
+      this.config.mode !== 'readOnly'
+    ) {
+      // A tool that acts through the kernel sandbox (a file write by the sandbox's supervisor).
+      const inside: SandboxLevel = sandbox === 'read-only' ? 'read-only' : 'workspace-write';
+      return {
+        verdict: 'allow',
+        decisive: analysis.decisive,
+        reason: `it runs in the ${inside} sandbox`,
+        rule: `sandbox:${inside}`,
+        sandbox: inside,
+      };
+    }
     if (sandbox === 'off' || request.kind !== 'command') {
       const verdict = analysis.verdict;
       return {

@@ -35,6 +35,7 @@ export {
   type WorkspaceWriteProfile,
 } from './sandbox-profile.js';
 export { probeSandbox, probeSandboxSync, type SandboxStatus } from './probe-sandbox.js';
+export { type SandboxFileHandle, type SandboxFileSystem } from './sandbox-file-system.js';
 export { onHostExit } from './host-exit.js';
 export { ensureProcessManager, PROCESS_MANAGER } from './ensure.js';
 export {

@@ -42,6 +42,8 @@ import { validateSpawnArguments, type SpawnOptions } from './spawn-options.js';
 import type { SpawnedChild } from './spawned-child.js';
 import { SpillSink } from './spill-sink.js';
 import { SupervisorClient } from './supervisor-client.js';
+import { performFs } from './supervisor-fs.js';
+import { sandboxFileSystem, type SandboxFileSystem } from './sandbox-file-system.js';
 
 export interface SupervisorOptions {
   /** The node binary that runs the supervisor. Default: `process.execPath`. */
@@ -375,6 +377,37 @@ export class ProcessManager implements ProcessManagerService {
     const profile = normalizeSandboxProfile(sandbox, this.cwd);
     if (profile.kind !== 'none' && this.sandboxBroken(profile)) return;
     this.clientFor(profile);
+  }
+
+  /**
+   * File operations that run where a command in `sandbox` would: through that profile's
+   * supervisor, inside its mount namespace, so the kernel resolves links and refuses writes to
+   * what is read-only there (no check-then-write in the host). No profile: in this process. A
+   * required profile whose sandbox cannot run (or without a supervisor) fails each operation with
+   * ESANDBOX rather than touching the files from the host.
+   */
+  fileSystem(sandbox?: SandboxProfile): SandboxFileSystem {
+    const profile = normalizeSandboxProfile(sandbox, this.cwd);
+    const fail = (why: string) =>
+      Promise.reject(
+        Object.assign(new Error(`file operations in the ${profile.kind} sandbox are unavailable: ${why}`), {
+          code: 'ESANDBOX',
+        }),
+      );
+    return sandboxFileSystem((op, args) => {
+      if (this.disposing) return fail('the process manager was disposed');
+      if (profile.kind === 'none') return performFs(op, args);
+      const unavailable = () => (isRequired(profile) ? undefined : performFs(op, args));
+      if (this.fallbackReason !== undefined || this.sandboxBroken(profile)) {
+        return (
+          unavailable() ??
+          fail(this.brokenSandboxes.get(sandboxKey(profile)) ?? this.fallbackReason ?? 'no supervisor')
+        );
+      }
+      const client = this.clientFor(profile);
+      if (!client) return unavailable() ?? fail('its supervisor could not start');
+      return client.fs(op, args);
+    });
   }
 
   get(id: string): ManagedProcess | undefined {

@@ -9,6 +9,7 @@ import type { RoutedChild } from './routed-child.js';
 import { hostPidOf, pidNamespaceOf, type NamespaceMatch } from './ns-pid.js';
 import type { SandboxKind } from './sandbox-profile.js';
 import type {
+  FsOp,
   HostMessage,
   PtySpawnReply,
   PtySpawnRequest,
@@ -69,6 +70,11 @@ export class SupervisorClient {
   /** Sent and not yet finished (awaiting 'spawned', or running). */
   private readonly children = new Map<number, RoutedChild>();
   private readonly ptys = new Map<number, SupervisedPty>();
+  /** File operations sent and not yet answered. */
+  private readonly fsCalls = new Map<
+    number,
+    { resolve: (value: unknown) => void; reject: (error: Error) => void }
+  >();
   private nextId = 0;
   private refs = 0;
   private stderrTail = '';
@@ -223,6 +229,29 @@ export class SupervisorClient {
     return pty;
   }
 
+  /**
+   * Runs a file operation in the supervisor (inside its sandbox: the kernel judges every path).
+   * Rejects with a node errno error (`code`), or ESANDBOX when the supervisor is gone.
+   */
+  fs(op: FsOp, args: readonly unknown[]): Promise<unknown> {
+    if (this.state !== 'starting' && this.state !== 'ready') {
+      return Promise.reject(
+        Object.assign(
+          new Error(`the sandbox's process supervisor is not running (${this.reason ?? this.state})`),
+          {
+            code: 'ESANDBOX',
+          },
+        ),
+      );
+    }
+    const id = ++this.nextId;
+    this.ref();
+    return new Promise<unknown>((resolve, reject) => {
+      this.fsCalls.set(id, { resolve, reject });
+      this.post({ t: 'fs', id, op, args });
+    }).finally(() => this.unref());
+  }
+
   /** Disconnects: the supervisor kills whatever is left of its children and exits. */
   close(): void {
     if (this.state === 'lost' || this.state === 'closed') return;
@@ -323,6 +352,14 @@ export class SupervisorClient {
       case 'pty-data':
         this.ptys.get(message.id)?.emitData(message.data);
         return;
+      case 'fs-result': {
+        const call = this.fsCalls.get(message.id);
+        if (!call) return;
+        this.fsCalls.delete(message.id);
+        if (message.error) call.reject(Object.assign(new Error(message.error.message), message.error));
+        else call.resolve(message.value);
+        return;
+      }
       case 'pty-exit':
         this.ptys.get(message.id)?.emitExit({ exitCode: message.exitCode, signal: message.signal });
         return;
@@ -335,7 +372,7 @@ export class SupervisorClient {
   }
 
   private unref(): void {
-    if (--this.refs === 0) this.proc?.channel?.unref();
+    if (this.refs > 0 && --this.refs === 0) this.proc?.channel?.unref();
   }
 
   /**
@@ -368,6 +405,14 @@ export class SupervisorClient {
       pty.emitExit({ exitCode: 0, signal: 9 });
     }
     this.ptys.clear();
+    for (const call of this.fsCalls.values()) {
+      call.reject(
+        Object.assign(new Error(`the sandbox's process supervisor went away (${reason})`), {
+          code: 'ESANDBOX',
+        }),
+      );
+    }
+    this.fsCalls.clear();
     this.refs = 0;
     try {
       if (this.proc?.connected) this.proc.disconnect();

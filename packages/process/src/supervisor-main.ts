@@ -13,6 +13,7 @@ import { closeSync } from 'node:fs';
 import { Socket } from 'node:net';
 import { sweepCookie } from './kill-tree.js';
 import { canDetachPipes, SupervisorChildren } from './supervisor-children.js';
+import { fsRequest } from './supervisor-fs.js';
 import type { HostMessage, PtySpawnRequest, SupervisorMessage } from './supervisor-protocol.js';
 import { SupervisorPtys } from './supervisor-ptys.js';
 
@@ -69,6 +70,9 @@ process.on('message', (message: HostMessage) => {
       break;
     case 'pty-resize':
       ptys.resize(message.id, message.cols, message.rows);
+      break;
+    case 'fs':
+      void fsRequest(message, (reply) => send(reply));
       break;
   }
 });

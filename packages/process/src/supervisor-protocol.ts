@@ -20,9 +20,48 @@ export interface SpawnRequest {
   capture: boolean;
 }
 
+/** A file operation run inside the supervisor's sandbox (see supervisor-fs.ts). */
+export type FsOp =
+  | 'stat'
+  | 'lstat'
+  | 'realpath'
+  | 'readlink'
+  | 'readdir'
+  | 'mkdirp'
+  | 'write'
+  | 'open'
+  | 'read'
+  | 'fstat'
+  | 'close';
+
+export interface FsRequest {
+  t: 'fs';
+  id: number;
+  op: FsOp;
+  /** The path first (or a handle id for read/fstat/close); data travels as base64. */
+  args: readonly unknown[];
+}
+
+export interface FsStats {
+  type: 'file' | 'directory' | 'symlink' | 'other';
+  size: number;
+  mode: number;
+  mtimeMs: number;
+}
+
+export type FsReply =
+  | { t: 'fs-result'; id: number; value: unknown; error?: undefined }
+  | {
+      t: 'fs-result';
+      id: number;
+      value?: undefined;
+      error: { code: string; message: string; syscall?: string; path?: string };
+    };
+
 /** Host -> supervisor over IPC. */
 export type HostMessage =
   | SpawnRequest
+  | FsRequest
   | { t: 'pty-write'; id: number; data: string }
   | { t: 'pty-resize'; id: number; cols: number; rows: number };
 
@@ -45,6 +84,7 @@ export type SupervisorMessage =
   | { t: 'exit'; id: number; code: number | null; signal: string | null; group: boolean }
   | { t: 'pty-data'; id: number; data: string }
   | { t: 'pty-exit'; id: number; exitCode: number; signal: number }
+  | FsReply
   | { t: 'fatal'; message: string };
 
 /** A PTY spawn, sent as one JSON line on the synchronous channel. */

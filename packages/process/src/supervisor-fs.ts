@@ -1,0 +1,168 @@
+import { randomBytes } from 'node:crypto';
+import { constants, type Dirent, type Stats } from 'node:fs';
+import {
+  link,
+  lstat,
+  mkdir,
+  open,
+  readdir,
+  readlink,
+  realpath,
+  rename,
+  stat,
+  unlink,
+  type FileHandle,
+} from 'node:fs/promises';
+import { basename, dirname, join } from 'node:path';
+import type { FsOp, FsReply, FsRequest, FsStats } from './supervisor-protocol.js';
+
+/**
+ * File operations run by a supervisor, inside its sandbox's mount namespace: the kernel resolves
+ * every path (symlinks, `..`, bind mounts) and refuses writes to what is read-only there, so a
+ * file tool's write is judged by the same wall as a command's, with no check-then-write in the
+ * host. Node built-ins only, like the rest of the supervisor.
+ */
+
+function typeOf(entry: Stats | Dirent): FsStats['type'] {
+  if (entry.isSymbolicLink()) return 'symlink';
+  if (entry.isFile()) return 'file';
+  if (entry.isDirectory()) return 'directory';
+  return 'other';
+}
+
+function statsOf(s: Stats): FsStats {
+  return { type: typeOf(s), size: s.size, mode: s.mode, mtimeMs: s.mtimeMs };
+}
+
+/** Files a host opened for reading, by handle id (closed by the host, or when this process ends). */
+const handles = new Map<number, FileHandle>();
+let nextHandle = 0;
+
+/** Errors of `link()` that say the file system has no hard links (not that the target exists). */
+const NO_HARD_LINKS = new Set(['EPERM', 'ENOTSUP', 'EOPNOTSUPP', 'ENOSYS', 'EXDEV']);
+
+/**
+ * A temp file beside `path`, written whole and renamed over it (or linked, for `createOnly`): the
+ * directory entry is replaced, never written through (a hard link's other names keep their content,
+ * a symlink is replaced, not followed).
+ */
+async function writeFileAtomic(
+  path: string,
+  data: Buffer,
+  mode?: number,
+  createOnly?: boolean,
+): Promise<void> {
+  const temp = join(
+    dirname(path),
+    `.${basename(path).slice(0, 200)}.${randomBytes(6).toString('hex')}.conch-tmp`,
+  );
+  const handle = await open(
+    temp,
+    constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | constants.O_NOFOLLOW,
+    mode ?? 0o666,
+  );
+  let renamed = false;
+  try {
+    try {
+      await handle.writeFile(data);
+      if (mode !== undefined) await handle.chmod(mode & 0o7777);
+      await handle.datasync();
+    } finally {
+      await handle.close();
+    }
+    if (createOnly) {
+      try {
+        await link(temp, path);
+      } catch (error) {
+        if (!NO_HARD_LINKS.has((error as NodeJS.ErrnoException).code ?? '')) throw error;
+        const exists = await lstat(path).then(
+          () => true,
+          (e: NodeJS.ErrnoException) => {
+            if (e.code === 'ENOENT') return false;
+            throw e;
+          },
+        );
+        if (exists)
+          throw Object.assign(new Error(`EEXIST: file already exists, '${path}'`), { code: 'EEXIST' });
+        await rename(temp, path);
+        renamed = true;
+      }
+    } else {
+      await rename(temp, path);
+      renamed = true;
+    }
+  } finally {
+    if (!renamed) await unlink(temp).catch(() => undefined);
+  }
+}
+
+/** One file operation, in this process (a supervisor's, or the host's when there is no sandbox). */
+export async function performFs(op: FsOp, args: readonly unknown[]): Promise<unknown> {
+  const path = String(args[0]);
+  switch (op) {
+    case 'stat':
+      return statsOf(await stat(path));
+    case 'lstat':
+      return statsOf(await lstat(path));
+    case 'realpath':
+      return realpath(path);
+    case 'readlink':
+      return readlink(path);
+    case 'readdir':
+      return (await readdir(path, { withFileTypes: true })).map((d) => ({ name: d.name, type: typeOf(d) }));
+    case 'mkdirp':
+      await mkdir(path, { recursive: true });
+      return null;
+    case 'write': {
+      const [, data, mode, createOnly] = args as [string, string, number | null, boolean];
+      await writeFileAtomic(path, Buffer.from(data, 'base64'), mode ?? undefined, createOnly);
+      return null;
+    }
+    case 'open': {
+      const handle = await open(path, constants.O_RDONLY);
+      const id = ++nextHandle;
+      handles.set(id, handle);
+      return { handle: id, stat: statsOf(await handle.stat()) };
+    }
+    case 'read': {
+      const [id, position, length] = args as [number, number, number];
+      const handle = handles.get(id);
+      if (!handle) throw Object.assign(new Error('EBADF: the file is not open'), { code: 'EBADF' });
+      const buffer = Buffer.alloc(Math.max(0, Math.min(length, 16 * 1024 * 1024)));
+      const { bytesRead } = await handle.read(buffer, 0, buffer.length, position);
+      return buffer.subarray(0, bytesRead).toString('base64');
+    }
+    case 'fstat': {
+      const handle = handles.get(Number(args[0]));
+      if (!handle) throw Object.assign(new Error('EBADF: the file is not open'), { code: 'EBADF' });
+      return statsOf(await handle.stat());
+    }
+    case 'close': {
+      const id = Number(args[0]);
+      const handle = handles.get(id);
+      handles.delete(id);
+      await handle?.close();
+      return null;
+    }
+  }
+}
+
+/** Runs one request and answers with its value or its errno error. */
+export async function fsRequest(request: FsRequest, reply: (message: FsReply) => void): Promise<void> {
+  try {
+    const value = await performFs(request.op, request.args);
+    reply({ t: 'fs-result', id: request.id, value });
+  } catch (error) {
+    const e = error as NodeJS.ErrnoException;
+    reply({
+      t: 'fs-result',
+      id: request.id,
+      error: {
+        code: e.code ?? 'EIO',
+        message: e.message,
+        ...(e.syscall ? { syscall: e.syscall } : {}),
+        ...(e.path ? { path: e.path } : {}),
+      },
+    });
+  }
+}
