@@ -10,7 +10,6 @@ import { profileFor, type ProcessResult, type SandboxProfile } from '@conch/proc
 export function sandboxFor(
   ctx: ToolCallContext<unknown>,
   judgedElsewhere = false,
-  extra: { writable?: readonly string[]; readOnly?: readonly string[] } = {},
 ): SandboxProfile | undefined {
   const gate = ctx.resolveOptional(PERMISSION_GATE);
   const policy = gate?.kernelPolicy?.();
@@ -21,25 +20,40 @@ export function sandboxFor(
   if (level === 'read-only' && judgedElsewhere)
     level =
       policy.mode === 'workspace-write' ? 'workspace-write' : policy.mode === 'off' ? 'outside' : 'read-only';
-  return profileFor(policy, level, extra);
+  return profileFor(policy, level);
 }
 
-/** A line of a refused write in a command's error output. */
-const EROFS_LINE = /^(.*)(?:Read-only file system|EROFS)(.*)$/m;
+/**
+ * A line of a refused write in a command's error output: EROFS, or EBUSY — a protected path is a
+ * mount point, so replacing or removing it (git writes `.git/config` by renaming a lock file over
+ * it; `rm`, `mv`) fails with "Device or resource busy".
+ */
+const EROFS_LINE = /^(.*)(?:Read-only file system|EROFS|Device or resource busy|EBUSY)(.*)$/m;
 /** The same on stdout, only in the shape tools print errors in (`prog: …: Read-only file system`). */
 const STDOUT_EROFS =
-  /^(?:[\w./-]+: .*Read-only file system|.*\[Errno 30\] Read-only file system: .*|.*EROFS: read-only file system.*)$/m;
+  /^(?:[\w./-]+: .*(?:Read-only file system|Device or resource busy)|.*\[Errno (?:30|16)\] (?:Read-only file system|Device or resource busy): .*|.*E(?:ROFS|BUSY): .*)$/m;
 
 /**
  * The path a refused write names, as tools print it: `bash: /p: Read-only file system`,
  * `touch: cannot touch '/p': Read-only file system`, `[Errno 30] Read-only file system: '/p'`,
- * `EROFS: read-only file system, open '/p'`.
+ * `EROFS: read-only file system, open '/p'`, `could not write config file .git/config: Device or
+ * resource busy`.
  */
 function refusedPath(line: string): string | undefined {
   const quoted = /['‘"]([^'’"]+)['’"]/.exec(line);
   if (quoted) return quoted[1];
-  const colon = /(?:^|\s)(\/[^\s:]+|\.{0,2}\/?[^\s:]+):\s*(?:Read-only file system|EROFS)/i.exec(line);
+  const colon =
+    /(?:^|\s)(\/[^\s:]+|\.{0,2}\/?[^\s:]+):\s*(?:Read-only file system|EROFS|Device or resource busy|EBUSY)/i.exec(
+      line,
+    );
   return colon?.[1];
+}
+
+/** A refused write of a git config: how to do what the command wanted without writing it. */
+function gitConfigHint(path: string | undefined): string {
+  if (!path || !/(^|\/)(config|config\.worktree|config\.lock)$/.test(path) || !path.includes('.git'))
+    return '';
+  return " A repository's git config is protected (it can make git run programs outside the sandbox): pass settings per command instead, e.g. git -c user.name=NAME -c user.email=EMAIL commit …, or GIT_AUTHOR_NAME / GIT_AUTHOR_EMAIL / GIT_COMMITTER_NAME / GIT_COMMITTER_EMAIL in env.";
 }
 
 export interface SandboxRefusal {
@@ -70,7 +84,7 @@ export function sandboxRefusal(result: ProcessResult): SandboxRefusal | undefine
     };
   if (result.sandbox === 'workspace-write')
     return {
-      message: `The sandbox refused a write${where}: only the workspace is writable, and protected files in it (.git/hooks, .git/config, .env*, editor settings) are read-only. Write inside the workspace, or, if the task really needs this path, call again with sandbox: false and a justification; a human decides.`,
+      message: `The sandbox refused a write${where}: only the workspace is writable, and protected files in it (.git/hooks, .git/config, .env*, editor settings) are read-only.${gitConfigHint(path)} Write inside the workspace, or, if the task really needs this path, call again with sandbox: false and a justification; a human decides.`,
       ...(path ? { path } : {}),
     };
   return {

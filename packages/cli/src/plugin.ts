@@ -1,4 +1,13 @@
-import { BACKGROUND_SERVICE, ConchError, definePlugin, defineTool } from '@conch/core';
+import { mkdirSync } from 'node:fs';
+import {
+  BACKGROUND_SERVICE,
+  ConchError,
+  definePlugin,
+  defineTool,
+  TRASH_SERVICE,
+  type PluginScope,
+} from '@conch/core';
+import { defaultTrashDir } from '@conch/trash';
 import { ensureProcessManager, findBwrap } from '@conch/process';
 import { z } from 'zod';
 import { cliConfigSchema, type CliConfig } from './config.js';
@@ -76,6 +85,16 @@ function toRequest(args: CliToolInput): RunCommandRequest {
 }
 
 /**
+ * The trash safe rm moves files into (the trash plugin's when it is exposed, else the default
+ * one), made now: a sandbox binds only what exists.
+ */
+function trashDirOf(ctx: PluginScope & { env: { cwd: string } }): string {
+  const dir = ctx.resolveOptional(TRASH_SERVICE)?.dir ?? defaultTrashDir(ctx.env.cwd);
+  mkdirSync(dir, { recursive: true, mode: 0o700 });
+  return dir;
+}
+
+/**
  * Plugin 'cli': the tool cli_based_tool. Exposing it also exposes the 'background' plugin (with
  * maxWorkers = backgroundMaxWorkers) unless `background: false` or it is not installed.
  */
@@ -104,6 +123,13 @@ export const cliPlugin = definePlugin<CliConfig>({
     }
     const runtime = cliRuntime(config);
     const manager = ensureProcessManager(ctx);
+    // What every sandbox of this registry gives commands: the registry's temp dir (the safe-rm
+    // function file) read-only, the trash writable. Registered before the first command, so cli,
+    // terminal and file tools share one sandbox (one network namespace, one /tmp).
+    manager.shareWithSandbox({
+      visible: [ctx.env.tempDir()],
+      ...(config.safeRm ? { writable: [trashDirOf(ctx)] } : {}),
+    });
     const { shell, fallback } = resolveShell(config.shell);
     if (fallback)
       ctx.logger.warn(

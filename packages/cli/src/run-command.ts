@@ -408,13 +408,9 @@ async function runOn(
   } catch (error) {
     return errorResult(plan.mode, (error as Error).message, 'SANDBOX_UNAVAILABLE');
   }
-  // Safe rm in a sandbox: the trash is writable there, the rm function file visible but not
-  // writable (later commands, some outside the sandbox, source it).
-  const sandbox: SandboxProfile | undefined = executor
-    ? undefined
-    : safeRm
-      ? sandboxFor(ctx, judgedElsewhere, { writable: [safeRm.trashDir], readOnly: [dirname(safeRm.file)] })
-      : baseSandbox;
+  // (Safe rm in a sandbox: the trash is writable there and the rm function file, in the registry's
+  // temp dir, visible but not writable — the cli plugin shares both with every sandbox at setup.)
+  const sandbox: SandboxProfile | undefined = executor ? undefined : baseSandbox;
   if (safeRm) {
     mkdirSync(safeRm.trashDir, { recursive: true, mode: 0o700 });
     if (plan.dialect === 'bash') {

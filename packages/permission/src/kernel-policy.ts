@@ -29,10 +29,11 @@ import {
  * The gate decides what a command intends and needs; this module turns the permission config into
  * what bubblewrap enforces around every command (@conch/process `workspace-write` profile):
  *
- * - **writable roots**: the workspace, the host's `writableRoots`, the git directory of a
- *   repository that encloses the workspace (so `git commit` works from a package directory), and a
- *   sandbox-private cache directory per workspace that tools' caches are pointed at (npm, pip, uv,
- *   yarn, pnpm, go, XDG) — never the user's real caches, which code outside the sandbox reads;
+ * - **writable roots**: the workspace, the host's `writableRoots`, and a sandbox-private cache
+ *   directory per workspace that tools' caches are pointed at (npm, pip, uv, yarn, pnpm, go, XDG) —
+ *   never the user's real caches, which code outside the sandbox reads. (A repository that encloses
+ *   the workspace stays read-only: its history, written from here, would put files on disk outside
+ *   the workspace at the user's next checkout. The host adds its git dir to writableRoots to allow it.)
  * - **read-only paths**, found by a bounded walk of every writable root, at any depth: `.env*`
  *   files, the files and directories the user's own tools run or read outside any sandbox
  *   (`.vscode/`, `.idea/`, `.claude/`, `.gemini/`, `.cursor/`, `.mcp.json`, `.gitmodules`,
@@ -40,10 +41,14 @@ import {
  *   host's protected globs, and in **every git directory git will open** — `.git` directories,
  *   nested repositories, bare repositories, the targets of `.git` files (`gitdir:`), their
  *   `commondir`, `.git/modules/**` and `.git/worktrees/*` — the hooks, `config`,
- *   `config.worktree` and the pointer files (`commondir`, `gitdir`); plus hard links of protected
- *   files found under another name;
- * - **pinned paths**: each git directory is bound over itself, so it cannot be renamed away from
- *   the protections inside it (`mv .git x; mkdir .git/hooks`).
+ *   `config.worktree` and the pointer files (`commondir`, `gitdir`), and the hooks directory a
+ *   config names (`core.hooksPath`, husky's `.husky/_`); symlinks carrying a protected name
+ *   (`.claude -> shared/claude`) protect what they name; every file with more than one hard link
+ *   (it shares its inode with a name the mounts cannot see: a hook, a file outside, another
+ *   project's copy), and a pnpm `node_modules/.pnpm` linked into the user's package store;
+ * - **pinned paths**: each git directory, and every directory between a writable root and a
+ *   protected path, is bound over itself, so it cannot be renamed away from the protections inside
+ *   it (`mv .git x; mkdir .git/hooks`, `mv sub x; cp -a x sub`).
  *
  * Fail closed: a `gitdir:` pointer that cannot be resolved the way git resolves it makes the
  * nearest existing directory of its target read-only; a walk that runs out of budget makes every
@@ -109,7 +114,8 @@ export function sandboxEnv(cacheDir: string): Record<string, string> {
     XDG_STATE_HOME: join(cacheDir, 'xdg-state'),
     npm_config_cache: join(cacheDir, 'npm'),
     npm_config_update_notifier: 'false',
-    npm_config_store_dir: join(cacheDir, 'pnpm-store'),
+    // pnpm's store defaults to $XDG_DATA_HOME/pnpm/store (npm warns about npm_config_store_dir).
+    XDG_DATA_HOME: join(cacheDir, 'xdg-data'),
     YARN_CACHE_FOLDER: join(cacheDir, 'yarn'),
     PIP_CACHE_DIR: join(cacheDir, 'pip'),
     UV_CACHE_DIR: join(cacheDir, 'uv'),
@@ -117,7 +123,6 @@ export function sandboxEnv(cacheDir: string): Record<string, string> {
     GOCACHE: join(cacheDir, 'go-build'),
     GOMODCACHE: join(cacheDir, 'go-mod'),
     GOPATH: join(cacheDir, 'go'),
-    CARGO_TARGET_DIR_HINT: '',
     HISTFILE: join(cacheDir, 'shell_history'),
     PYTHON_HISTORY: join(cacheDir, 'python_history'),
     NODE_REPL_HISTORY: join(cacheDir, 'node_repl_history'),
@@ -159,6 +164,8 @@ interface Walked {
   pinned: Set<string>;
   writable: Set<string>;
   dirs: string[];
+  /** Regular files seen (hard-link candidates). */
+  files: string[];
   complete: boolean;
 }
 
@@ -234,18 +241,10 @@ export class KernelPolicyBuilder {
         : [paths.workspaceRoot].map((r) => real(r) ?? r);
     const walked = this.walk(roots);
     for (const p of walked.readOnly) readOnly.add(p);
-    const enclosing = mode === 'workspace-write' ? this.enclosingGitDir(roots[0]!) : undefined;
     const pinned = new Set(walked.pinned);
     const writable = new Set(mode === 'workspace-write' ? roots : []);
     if (mode === 'workspace-write') {
       if (real(this.cacheDir)) writable.add(real(this.cacheDir)!);
-      if (enclosing) {
-        // Writable (objects, index, refs) with its hooks and config read-only, like any git dir.
-        writable.add(enclosing);
-        const sub = this.walkGitDir(enclosing);
-        for (const p of sub.readOnly) readOnly.add(p);
-        for (const p of sub.pinned) pinned.add(p);
-      }
       for (const p of walked.writable) writable.add(p);
     }
     this.watch(walked.dirs);
@@ -263,20 +262,6 @@ export class KernelPolicyBuilder {
         'sandbox: the workspace is too large to search for protected paths in full; the directories not searched are read-only',
       );
     return policy;
-  }
-
-  /** A git directory of a repository above the workspace (the workspace is one of its subdirectories). */
-  private enclosingGitDir(workspace: string): string | undefined {
-    for (let dir = dirname(workspace); ; dir = dirname(dir)) {
-      const dotGit = join(dir, '.git');
-      const st = lstatSync(dotGit, { throwIfNoEntry: false });
-      if (st?.isDirectory()) return real(dotGit);
-      if (st?.isFile()) {
-        const target = gitFileTarget(dotGit);
-        return target ? real(target) : undefined;
-      }
-      if (dir === '/' || dir === this.options.paths.home) return undefined;
-    }
   }
 
   /** The protected entries of one git directory (and of the module and worktree git dirs inside it). */
@@ -338,21 +323,34 @@ export class KernelPolicyBuilder {
       pinned: new Set(),
       writable: new Set(),
       dirs: [],
+      files: [],
       complete: true,
     };
     let budget = this.options.walkBudget ?? WALK_BUDGET;
     const queue: { dir: string; root: string }[] = roots.map((r) => ({ dir: r, root: r }));
     const protect = (path: string) => out.readOnly.add(path);
-    const gitDir = (dir: string) => {
+    const gitDir = (dir: string, worktree?: string) => {
       const sub = this.walkGitDir(dir);
       for (const p of sub.readOnly) protect(p);
       for (const p of sub.pinned) if (roots.some((r) => inside(p, r))) out.pinned.add(p);
+      // core.hooksPath (husky: .husky/_): hooks that live in the work tree.
+      for (const hooks of hooksPaths(dir, worktree ?? dirname(dir), paths.home)) {
+        if (existsPath(hooks)) protect(hooks);
+        else this.failClosed([hooks], out, roots, { notRoot: true });
+      }
     };
     const extraMatch = (path: string) => {
       const rel = relative(paths.workspaceRoot, path);
       const relOk = !rel.startsWith('..') && !isAbsolute(rel);
       return paths.extra.some((g) => g.test(path) || (relOk && g.test(rel)));
     };
+    const protectedDirName = (name: string) =>
+      TOOL_CONFIG_DIRS.has(name) || name === '.ssh' || name === '.bashrc.d' || name === '.zshrc.d';
+    const protectedFileName = (name: string) =>
+      ENV_FILE.test(name) ||
+      TOOL_CONFIG_FILES.has(name) ||
+      RC_FILES.has(name) ||
+      paths.names?.has(name) === true;
     for (let next = 0; next < queue.length; next++) {
       const { dir, root } = queue[next]!;
       let entries: Dirent[];
@@ -369,9 +367,10 @@ export class KernelPolicyBuilder {
       }
       out.dirs.push(dir);
       const names = new Set(entries.map((e) => e.name));
-      if (dir !== root && looksLikeGitDir(names)) {
-        // A bare repository (or a git dir under another name): git opens it with `-C` or as cwd.
-        gitDir(dir);
+      if (looksLikeGitDir(names)) {
+        // A bare repository (or a git dir under another name, or one the host made a writable
+        // root): git opens it with `-C` or as cwd.
+        gitDir(dir, dir);
         continue;
       }
       for (const e of entries) {
@@ -379,38 +378,80 @@ export class KernelPolicyBuilder {
         const name = e.name;
         if (e.isDirectory()) {
           if (name === '.git') gitDir(path);
-          else if (
-            TOOL_CONFIG_DIRS.has(name) ||
-            name === '.ssh' ||
-            name === '.bashrc.d' ||
-            name === '.zshrc.d'
-          )
-            protect(path);
-          else if (extraMatch(path)) protect(path);
-          else if (name !== 'node_modules') queue.push({ dir: path, root });
+          else if (protectedDirName(name) || extraMatch(path)) protect(path);
+          else if (name === 'node_modules') this.packageStoreLinks(path, out);
+          else queue.push({ dir: path, root });
           continue;
         }
-        const protectedName =
-          ENV_FILE.test(name) ||
-          TOOL_CONFIG_FILES.has(name) ||
-          RC_FILES.has(name) ||
-          paths.names?.has(name) === true ||
-          extraMatch(path);
         if (name === '.git' && (e.isFile() || e.isSymbolicLink())) {
           // A pointer to the real git dir (worktree, submodule): the pointer itself is read-only,
           // and the directory it names is protected like any git dir.
           protect(path);
           const target = e.isFile() ? gitFileTarget(path) : real(path);
           const resolved = target ? real(target) : undefined;
-          if (resolved && statSync(resolved, { throwIfNoEntry: false })?.isDirectory()) gitDir(resolved);
+          if (resolved && statSync(resolved, { throwIfNoEntry: false })?.isDirectory()) gitDir(resolved, dir);
           else if (target) this.failClosed([target], out, roots);
           continue;
         }
-        if (protectedName) protect(path);
+        if (e.isFile()) out.files.push(path);
+        // A symlink carrying a protected name (`.claude -> shared/claude`) protects what it names.
+        if (protectedFileName(name) || extraMatch(path) || (e.isSymbolicLink() && protectedDirName(name)))
+          protect(path);
       }
     }
     this.protectHardLinks(out, roots);
+    this.pinAncestors(out, roots);
     return out;
+  }
+
+  /**
+   * A `node_modules` whose files are hard links into a package store shared by every project on
+   * the machine (pnpm's content-addressable store, `node_modules/.pnpm` or its hoisted layout): a
+   * write through one would change the package for all of them, outside any sandbox. It is not
+   * walked file by file (installs rewrite it); a bounded sample of its files decides, and when one
+   * has more than one link, `.pnpm` (or, hoisted, the whole `node_modules`) is read-only.
+   */
+  private packageStoreLinks(nodeModules: string, out: Walked): void {
+    const pnpm = join(nodeModules, '.pnpm');
+    const stack = [statSync(pnpm, { throwIfNoEntry: false })?.isDirectory() ? pnpm : nodeModules];
+    let files = 0;
+    for (let dirs = 0; stack.length > 0 && dirs < 200 && files < 50; dirs++) {
+      const dir = stack.pop()!;
+      let entries: Dirent[];
+      try {
+        entries = readdirSync(dir, { withFileTypes: true });
+      } catch {
+        continue;
+      }
+      for (const e of entries) {
+        const path = join(dir, e.name);
+        if (e.isDirectory()) stack.push(path);
+        else if (
+          e.isFile() &&
+          ++files <= 50 &&
+          (lstatSync(path, { throwIfNoEntry: false })?.nlink ?? 1) > 1
+        ) {
+          out.readOnly.add(inside(path, pnpm) ? pnpm : nodeModules);
+          return;
+        }
+      }
+    }
+  }
+
+  /**
+   * Every directory between a writable root and a protected path is bound over itself: renaming
+   * one (`mv sub subx; cp -a subx sub`) would carry the protected mount away and leave a writable
+   * copy under the protected name.
+   */
+  private pinAncestors(out: Walked, roots: readonly string[]): void {
+    for (const path of [...out.readOnly, ...out.pinned]) {
+      const root = roots.find((r) => inside(path, r) && path !== r);
+      if (!root) continue;
+      for (let dir = dirname(path); dir !== root && inside(dir, root); dir = dirname(dir)) {
+        if (out.pinned.has(dir)) break;
+        out.pinned.add(dir);
+      }
+    }
   }
 
   /**
@@ -418,9 +459,14 @@ export class KernelPolicyBuilder {
    * existing directory of each is made read-only, collapsed towards the writable root when there
    * are more than the mount budget allows.
    */
-  private failClosed(targets: string[], out: Walked, roots: readonly string[]): void {
-    let dirs = [...new Set(targets.map((t) => nearestExisting(t)))].filter((d) =>
-      roots.some((r) => inside(d, r)),
+  private failClosed(
+    targets: string[],
+    out: Walked,
+    roots: readonly string[],
+    options: { notRoot?: boolean } = {},
+  ): void {
+    let dirs = [...new Set(targets.map((t) => nearestExisting(t)))].filter(
+      (d) => roots.some((r) => inside(d, r)) && !(options.notRoot && roots.includes(d)),
     );
     while (dirs.length > MOUNT_BUDGET / 2) {
       const parents = new Set(dirs.map((d) => (roots.includes(d) ? d : dirname(d))));
@@ -435,32 +481,29 @@ export class KernelPolicyBuilder {
   }
 
   /**
-   * A file inside the workspace that is a hard link of a protected file (made outside the sandbox:
-   * inside, a link across mounts fails with EXDEV) would let writes through to it. Only when some
-   * protected file has more than one link are the workspace's files stat'ed to find its twin.
+   * A file with more than one link shares its inode with its other names, and a write through any
+   * name changes all of them: a mount cannot stop that. Every name of a multiply-linked file is
+   * read-only unless the walk saw all of its names (as many as its link count) and none of them is
+   * protected — then they are ordinary files. (Inside the sandbox a new link across mounts fails
+   * with EXDEV, so only links made outside exist: to a hook, a file outside, another project's.)
    */
   private protectHardLinks(out: Walked, roots: readonly string[]): void {
-    const linked = new Set<string>();
-    const candidates = [
-      ...HOME_ENTRIES.map((e) => join(this.options.paths.home, e)),
-      ...listDir(join(this.options.paths.home, '.ssh')),
-      ...out.readOnly,
-    ];
-    for (const path of candidates) {
-      const st = statSync(path, { throwIfNoEntry: false });
-      if (st?.isFile() && st.nlink > 1) linked.add(`${st.dev}:${st.ino}`);
+    const byInode = new Map<string, { names: string[]; nlink: number }>();
+    for (const path of out.files) {
+      const st = lstatSync(path, { throwIfNoEntry: false });
+      if (!st?.isFile() || st.nlink < 2) continue;
+      const key = `${st.dev}:${st.ino}`;
+      const entry = byInode.get(key);
+      if (entry) entry.names.push(path);
+      else byInode.set(key, { names: [path], nlink: st.nlink });
     }
-    if (linked.size === 0) return;
-    let budget = this.options.walkBudget ?? WALK_BUDGET;
-    for (const dir of out.dirs) {
-      if (!roots.some((r) => inside(dir, r))) continue;
-      for (const name of listNames(dir)) {
-        if (--budget < 0) return;
-        const path = join(dir, name);
-        const st = lstatSync(path, { throwIfNoEntry: false });
-        if (st?.isFile() && st.nlink > 1 && linked.has(`${st.dev}:${st.ino}`)) out.readOnly.add(path);
-      }
+    const linked: string[] = [];
+    for (const { names, nlink } of byInode.values()) {
+      const ordinary = names.length >= nlink && !names.some((n) => out.readOnly.has(n));
+      if (!ordinary) linked.push(...names);
     }
+    if (linked.length > MOUNT_BUDGET / 2) this.failClosed(linked, out, roots, { notRoot: true });
+    else for (const path of linked) out.readOnly.add(path);
   }
 
   /** Each walked directory is watched: any change there marks the policy stale. */
@@ -469,13 +512,17 @@ export class KernelPolicyBuilder {
     if (this.disposed) return;
     this.unwatched = dirs.length > WATCH_BUDGET;
     if (this.unwatched) return;
-    const onChange = () => {
-      this.stale = true;
+    // Entries appearing, going or renamed ('rename'), not content changes: only those can change
+    // the protected set (a new link is a new entry too).
+    const onChange = (event: string) => {
+      if (event === 'rename') this.stale = true;
     };
     for (const dir of dirs) {
       try {
         const w = watch(dir, { persistent: false }, onChange);
-        w.on('error', onChange);
+        w.on('error', () => {
+          this.stale = true;
+        });
         this.watchers.push(w);
       } catch {
         // ENOSPC (inotify limit) or gone: fall back to walking on every call
@@ -495,14 +542,49 @@ function nearestExisting(path: string): string {
   }
 }
 
-function listDir(dir: string): string[] {
-  return listNames(dir).map((n) => join(dir, n));
+function existsPath(path: string): boolean {
+  return lstatSync(path, { throwIfNoEntry: false }) !== undefined;
 }
 
-function listNames(dir: string): string[] {
-  try {
-    return readdirSync(dir);
-  } catch {
-    return [];
+/** `core.hooksPath` values of a config file's text (`[core]` section; quotes and comments stripped). */
+function hooksPathsIn(text: string): string[] {
+  const out: string[] = [];
+  let section = '';
+  for (const raw of text.split(/\r?\n/)) {
+    const line = raw.replace(/(^|\s)[#;].*$/, '').trim();
+    const header = /^\[\s*([^\]\s"]+)/.exec(line);
+    if (header) {
+      section = header[1]!.toLowerCase();
+      continue;
+    }
+    const kv = /^hookspath\s*=\s*(.*)$/i.exec(line);
+    if (section === 'core' && kv) out.push(kv[1]!.replace(/^"(.*)"$/, '$1'));
   }
+  return out;
+}
+
+/**
+ * Where git looks for the hooks of a repository besides `<gitdir>/hooks`: `core.hooksPath` from
+ * its config (relative to the work tree) and the user's global config (absolute, `~` expanded).
+ */
+function hooksPaths(gitDir: string, worktree: string, home: string): string[] {
+  const found: string[] = [];
+  const read = (file: string, base: string) => {
+    let text: string;
+    try {
+      text = readFileSync(file, 'utf8');
+    } catch {
+      return;
+    }
+    for (const value of hooksPathsIn(text)) {
+      if (!value) continue;
+      const expanded = value.startsWith('~/') ? join(home, value.slice(2)) : value;
+      found.push(isAbsolute(expanded) ? expanded : resolve(base, expanded));
+    }
+  };
+  read(join(gitDir, 'config'), worktree);
+  read(join(gitDir, 'config.worktree'), worktree);
+  read(join(home, '.gitconfig'), worktree);
+  read(join(home, '.config', 'git', 'config'), worktree);
+  return [...new Set(found)];
 }

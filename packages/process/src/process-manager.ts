@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { chmodSync, mkdirSync, mkdtempSync, rmSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { homedir, tmpdir } from 'node:os';
 import { dirname, isAbsolute, join, resolve } from 'node:path';
@@ -147,6 +147,10 @@ export class ProcessManager implements ProcessManagerService {
   private readonly live = new Set<ManagedProcess>();
   private readonly ptys = new Set<BasePty>();
   private readonly clients = new Map<string, SupervisorClient>();
+  /** The newest supervisor key of each sandbox kind (one sandbox of a kind at a time, see clientFor). */
+  private readonly families = new Map<string, string>();
+  /** Paths every isolated sandbox gives the runners (shareWithSandbox). */
+  private readonly shared = { writable: new Set<string>(), visible: new Set<string>() };
   /** Profiles whose sandbox could not be set up (key -> why): they run unsandboxed. */
   private readonly brokenSandboxes = new Map<string, string>();
   private readonly skipped = new Set<string>();
@@ -216,7 +220,7 @@ export class ProcessManager implements ProcessManagerService {
   spawn(command: string, args: readonly string[] = [], options: SpawnOptions = {}): ManagedProcess {
     if (this.disposing) throw new ProcessManagerDisposedError();
     validateSpawnArguments(command, args, options);
-    const profile = normalizeSandboxProfile(options.sandbox, this.cwd);
+    const profile = this.withShared(normalizeSandboxProfile(options.sandbox, this.cwd));
     const id = `p${++this.counter}`;
     const cookie = `${this.id}-${id}`;
     const cwd = resolve(this.cwd, options.cwd ?? '.');
@@ -337,7 +341,7 @@ export class ProcessManager implements ProcessManagerService {
         ptyModule,
       );
     }
-    const requested = normalizeSandboxProfile(options.sandbox, this.cwd);
+    const requested = this.withShared(normalizeSandboxProfile(options.sandbox, this.cwd));
     const cookie = `${this.id}-t${++this.counter}`;
     const env: Record<string, string> = {};
     for (const key in options.env) {
@@ -374,9 +378,40 @@ export class ProcessManager implements ProcessManagerService {
    */
   warmUp(sandbox?: SandboxProfile): void {
     if (this.disposing || this.fallbackReason !== undefined) return;
-    const profile = normalizeSandboxProfile(sandbox, this.cwd);
+    const profile = this.withShared(normalizeSandboxProfile(sandbox, this.cwd));
     if (profile.kind !== 'none' && this.sandboxBroken(profile)) return;
     this.clientFor(profile);
+  }
+
+  /**
+   * Paths every isolated sandbox of this manager gives, whatever the profile asks: `writable`
+   * directories (a trash, a scratch directory for logs) and `visible` ones (a runner's own files
+   * under the private /tmp, read-only). Runners register them when they are set up, before their
+   * first command, so every tool of a registry meets the same sandbox (one network namespace, one
+   * /tmp) instead of one per tool.
+   */
+  shareWithSandbox(paths: { writable?: readonly string[]; visible?: readonly string[] }): void {
+    for (const p of paths.writable ?? []) this.shared.writable.add(resolve(this.cwd, p));
+    for (const p of paths.visible ?? []) this.shared.visible.add(resolve(this.cwd, p));
+  }
+
+  /** A requested profile with the shared paths added (isolated kinds only). */
+  private withShared(profile: SandboxProfile): SandboxProfile {
+    if (profile.kind === 'workspace-write') {
+      if (this.shared.writable.size === 0 && this.shared.visible.size === 0) return profile;
+      return {
+        ...profile,
+        writableRoots: [...new Set([...profile.writableRoots, ...this.shared.writable])].sort(),
+        readOnlyPaths: [...new Set([...profile.readOnlyPaths, ...this.shared.visible])].sort(),
+      };
+    }
+    if (profile.kind === 'read-only' && this.shared.visible.size > 0) {
+      return {
+        ...profile,
+        visiblePaths: [...new Set([...(profile.visiblePaths ?? []), ...this.shared.visible])].sort(),
+      };
+    }
+    return profile;
   }
 
   /**
@@ -387,7 +422,7 @@ export class ProcessManager implements ProcessManagerService {
    * ESANDBOX rather than touching the files from the host.
    */
   fileSystem(sandbox?: SandboxProfile): SandboxFileSystem {
-    const profile = normalizeSandboxProfile(sandbox, this.cwd);
+    const profile = this.withShared(normalizeSandboxProfile(sandbox, this.cwd));
     const fail = (why: string) =>
       Promise.reject(
         Object.assign(new Error(`file operations in the ${profile.kind} sandbox are unavailable: ${why}`), {
@@ -500,6 +535,22 @@ export class ProcessManager implements ProcessManagerService {
     return [this.cwd, homedir()];
   }
 
+  /**
+   * The host directory isolated sandboxes see as /tmp: private to this manager (not the host's
+   * /tmp, whose sockets — ssh-agent, X11 — must stay out of reach), kept across sandbox
+   * replacements, removed with the manager's temp dir.
+   */
+  private sandboxTmp(): string | undefined {
+    try {
+      const dir = join(this.tempDir(), 'sandbox-tmp');
+      mkdirSync(dir, { recursive: true, mode: 0o1777 });
+      chmodSync(dir, 0o1777);
+      return dir;
+    } catch {
+      return undefined; // an empty tmpfs then
+    }
+  }
+
   /** Starts a request: through a supervisor when the executor can say what to run, else in the host. */
   private start(
     executor: Executor,
@@ -598,6 +649,20 @@ export class ProcessManager implements ProcessManagerService {
     const key = sandboxKey(profile);
     const existing = this.clients.get(key);
     if (existing && (existing.status === 'starting' || existing.status === 'ready')) return existing;
+    // A sandbox of the same kind in an older shape (the gate found new protected paths since it
+    // started): while anything runs in it, later commands join it — one network namespace (a dev
+    // server on its loopback stays reachable), one /tmp, one process view; once it is idle it is
+    // replaced. Paths protected since it started are covered by the parser until then.
+    const family = this.families.get(profile.kind);
+    if (family && family !== key) {
+      const older = this.clients.get(family);
+      if (older && (older.status === 'starting' || older.status === 'ready')) {
+        if (older.busy) return older;
+        older.close();
+        this.clients.delete(family);
+      }
+    }
+    if (profile.kind !== 'none') this.families.set(profile.kind, key);
     const supervisorOpt = typeof this.options.supervisor === 'object' ? this.options.supervisor : {};
     const execPath = supervisorOpt.execPath ?? process.execPath;
     let bwrap: { path: string; args: string[] } | undefined;
@@ -608,13 +673,17 @@ export class ProcessManager implements ProcessManagerService {
         return undefined;
       }
       // The supervisor, node and the PTY module load inside the sandbox: keep their installs visible.
-      const { args, skipped } = sandboxArgs(profile, [
-        ...this.visible(),
-        installRoot(SUPERVISOR_SCRIPT),
-        installRoot(execPath),
-        ...(DEFAULT_PTY_MODULE ? [installRoot(DEFAULT_PTY_MODULE)] : []),
-        ...extraVisible.map((p) => installRoot(p)),
-      ]);
+      const { args, skipped } = sandboxArgs(
+        profile,
+        [
+          ...this.visible(),
+          installRoot(SUPERVISOR_SCRIPT),
+          installRoot(execPath),
+          ...(DEFAULT_PTY_MODULE ? [installRoot(DEFAULT_PTY_MODULE)] : []),
+          ...extraVisible.map((p) => installRoot(p)),
+        ],
+        { tmp: this.sandboxTmp() },
+      );
       for (const p of skipped) this.skipped.add(p);
       bwrap = { path, args };
     }
@@ -673,7 +742,7 @@ export class ProcessManager implements ProcessManagerService {
       let request = child.request;
       let kind: SandboxKind = 'none';
       if (profile.kind !== 'none' && status?.available && status.bwrap) {
-        const { args, skipped } = sandboxArgs(profile, this.visible());
+        const { args, skipped } = sandboxArgs(profile, this.visible(), { tmp: this.sandboxTmp() });
         for (const p of skipped) this.skipped.add(p);
         // One bwrap per command: with a pid namespace, bwrap's monitor is the child the host
         // knows, and the sandbox must die with it (a kill of the monitor's group does not reach
@@ -723,7 +792,9 @@ export class ProcessManager implements ProcessManagerService {
       const bwrap = findBwrap();
       const status = bwrap ? settledSandboxStatus(bwrap) : undefined;
       if (bwrap && status?.available !== false && !this.brokenSandboxes.has(sandboxKey(profile))) {
-        const sandbox = sandboxArgs(profile, [...this.visible(), installRoot(options.ptyModule)]);
+        const sandbox = sandboxArgs(profile, [...this.visible(), installRoot(options.ptyModule)], {
+          tmp: this.sandboxTmp(),
+        });
         for (const p of sandbox.skipped) this.skipped.add(p);
         // bwrap's --new-session would take the shell's controlling terminal away: not for a PTY.
         const bwrapArgs = sandbox.args.filter((a) => a !== '--new-session');

@@ -1,4 +1,4 @@
-import { realpathSync } from 'node:fs';
+import { existsSync, realpathSync } from 'node:fs';
 import { dirname, isAbsolute, resolve } from 'node:path';
 import { InvalidSpawnOptionError } from './errors.js';
 
@@ -167,6 +167,9 @@ export function installRoot(path: string): string {
   return at >= 0 ? real.slice(0, at + '/node_modules'.length) : dirname(real);
 }
 
+/** Parts of /proc an isolated sandbox keeps read-only (as container runtimes do). */
+const PROC_KNOBS = ['/proc/sys', '/proc/sysrq-trigger', '/proc/irq', '/proc/bus', '/proc/fs'];
+
 /** Directories an isolated sandbox replaces with an empty private tmpfs. */
 const PRIVATE_DIRS = ['/tmp', '/var/tmp', '/run'] as const;
 
@@ -178,9 +181,20 @@ const PRIVATE_DIRS = ['/tmp', '/var/tmp', '/run'] as const;
  * /tmp, /var/tmp and /run (no host sockets: docker, ssh-agent, dbus), and `keepVisible` paths under
  * those bound back read-only (node, the supervisor and node-pty when installed under /tmp).
  */
-function isolatedBase(keepVisible: readonly string[]): string[] {
+function isolatedBase(keepVisible: readonly string[], tmp?: string): string[] {
   const args = ['--ro-bind', '/', '/', '--dev', '/dev', '--proc', '/proc'];
-  for (const dir of PRIVATE_DIRS) if (existing(dir) === dir) args.push('--tmpfs', dir);
+  // The kernel's knobs under the fresh /proc stay read-only: root without capabilities may still
+  // write a sysctl whose only check is the file mode (kernel.core_pattern runs a program as root
+  // on the next crash; sysrq-trigger reboots).
+  for (const knob of PROC_KNOBS) if (existsSync(knob)) args.push('--ro-bind', knob, knob);
+  for (const dir of PRIVATE_DIRS) {
+    if (existing(dir) !== dir) continue;
+    // /tmp from a host directory of the sandbox's own, when given: what commands leave there
+    // survives a sandbox that is replaced (new protected paths), and is removed with the registry.
+    const own = dir === '/tmp' && tmp !== undefined ? existing(tmp) : undefined;
+    if (own) args.push('--bind', own, dir);
+    else args.push('--tmpfs', dir);
+  }
   const rebound = new Set<string>();
   for (const path of keepVisible) {
     const real = existing(path);
@@ -196,9 +210,20 @@ function isolatedBase(keepVisible: readonly string[]): string[] {
 /**
  * The flags every isolated profile ends with: its own pid namespace (bwrap's init is pid 1 and
  * reaps orphans; when the supervisor exits, init exits and the kernel kills whatever is left in
- * the namespace), no network, and a new session (no TIOCSTI into the host's terminal).
+ * the namespace), no network, its own hostname and IPC namespaces, a new session (no TIOCSTI into
+ * the host's terminal), and no capabilities: bubblewrap started by root keeps root's capabilities
+ * inside unless told otherwise, and with CAP_SYS_ADMIN a command could `umount` a protected path or
+ * `mount -o remount,rw /` (bwrap also sets no_new_privs: no setuid program gives them back).
  */
-const ISOLATION = ['--unshare-pid', '--unshare-net', '--new-session'];
+const ISOLATION = [
+  '--unshare-pid',
+  '--unshare-net',
+  '--unshare-uts',
+  '--unshare-ipc',
+  '--cap-drop',
+  'ALL',
+  '--new-session',
+];
 
 /**
  * bwrap arguments for a profile. `keepVisible` lists paths the sandboxed supervisor and its
@@ -210,7 +235,11 @@ const ISOLATION = ['--unshare-pid', '--unshare-net', '--new-session'];
  * - No `--die-with-parent` around a supervisor: it would SIGKILL it the moment the host dies,
  *   before it could kill what it started in a profile without a pid namespace.
  */
-export function sandboxArgs(profile: SandboxProfile, keepVisible: readonly string[] = []): SandboxArgs {
+export function sandboxArgs(
+  profile: SandboxProfile,
+  keepVisible: readonly string[] = [],
+  options: { tmp?: string } = {},
+): SandboxArgs {
   const skipped: string[] = [];
   switch (profile.kind) {
     case 'none':
@@ -233,7 +262,7 @@ export function sandboxArgs(profile: SandboxProfile, keepVisible: readonly strin
       return { args, skipped };
     }
     case 'workspace-write': {
-      const args = isolatedBase(keepVisible);
+      const args = isolatedBase(keepVisible, options.tmp);
       const bound = new Set<string>();
       const bind = (flag: '--bind' | '--ro-bind', path: string) => {
         const real = existing(path);
@@ -277,9 +306,8 @@ export interface PolicyForProfile {
 
 /**
  * The profile a command runs in, from the gate's kernel policy and its decision (`sandbox`:
- * where an allowed command runs). No policy: no sandbox. `extra.writable` adds directories the
- * runner itself needs writable (the trash behind safe rm), `extra.readOnly` files it needs visible
- * but unwritable (the safe-rm function file, which later commands source).
+ * where an allowed command runs). No policy: no sandbox. (What the runners themselves need — a
+ * trash, their own files under /tmp — the process manager adds to every sandbox: shareWithSandbox.)
  *
  * - 'workspace-write' → the workspace-write profile (required: never run unsandboxed);
  * - 'read-only' → the read-only profile, required unless the gate's sandbox is off (then it is the
@@ -290,25 +318,19 @@ export interface PolicyForProfile {
 export function profileFor(
   policy: PolicyForProfile | undefined,
   level: 'workspace-write' | 'read-only' | 'outside' | undefined,
-  extra: { writable?: readonly string[]; readOnly?: readonly string[] } = {},
 ): SandboxProfile | undefined {
   if (!policy) return undefined;
   if (level === 'workspace-write' && policy.mode !== 'off') {
     return {
       kind: 'workspace-write',
-      writableRoots: [...new Set([...policy.writableRoots, ...(extra.writable ?? [])])].sort(),
-      // Extra read-only paths outside the roots are bound where they are (under the private /tmp, a
-      // runner's own file stays visible and unwritable).
-      readOnlyPaths: [...new Set([...policy.readOnlyPaths, ...(extra.readOnly ?? [])])].sort(),
+      writableRoots: policy.writableRoots,
+      readOnlyPaths: policy.readOnlyPaths,
       pinnedPaths: policy.pinnedPaths,
       env: policy.env,
     };
   }
   if (level === 'read-only') {
-    const visiblePaths = extra.readOnly?.length ? { visiblePaths: [...extra.readOnly].sort() } : {};
-    return policy.mode === 'off'
-      ? { kind: 'read-only', ...visiblePaths }
-      : { kind: 'read-only', required: true, ...visiblePaths };
+    return policy.mode === 'off' ? { kind: 'read-only' } : { kind: 'read-only', required: true };
   }
   return { kind: 'protected', readOnlyPaths: policy.readOnlyPaths };
 }

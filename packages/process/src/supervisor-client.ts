@@ -92,6 +92,11 @@ export class SupervisorClient {
     return this.state;
   }
 
+  /** Whether anything it started still runs (children, PTYs, file operations in flight, queued spawns). */
+  get busy(): boolean {
+    return this.refs > 0 || this.queued.length > 0;
+  }
+
   /** The supervisor's host pid once it is ready (inside bwrap: node's, not bwrap's). */
   get pid(): number | undefined {
     return this.supervisorPid;

@@ -1,15 +1,22 @@
+import { mkdirSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { definePlugin, PERMISSION_GATE, TRASH_SERVICE, type TrashService } from '@conch/core';
 import { defaultTrashDir, TrashStore } from '@conch/trash';
 import { ensureProcessManager, profileFor, type SandboxProfile } from '@conch/process';
 import { terminalConfigSchema, type TerminalConfig } from './config.js';
-import { SessionPool } from './session-pool.js';
+import { rcLogDirOf, SessionPool } from './session-pool.js';
 import { managedPtySpawner, type SessionPtyOptions } from './session-pty.js';
 import { TERMINAL_SERVICE } from './tokens.js';
 import { routeToBackend } from './terminal-backend.js';
 import { createTerminalTool } from './terminal-tool.js';
 
 /** The `terminal` plugin: persistent PTY login-shell sessions behind one tool, `terminal`. */
+/** A trash's directory, made now: a sandbox binds only what exists (a missing one would catch rm'd files in its /tmp). */
+function trashDirFor(trash: TrashService): string {
+  mkdirSync(trash.dir, { recursive: true, mode: 0o700 });
+  return trash.dir;
+}
+
 export const terminalPlugin = definePlugin<TerminalConfig>({
   name: 'terminal',
   version: '0.0.0',
@@ -31,10 +38,7 @@ export const terminalPlugin = definePlugin<TerminalConfig>({
           : policy.mode === 'read-only'
             ? 'read-only'
             : 'workspace-write';
-      return profileFor(policy, level, {
-        readOnly: options.visible ?? [],
-        writable: options.writable ?? [],
-      });
+      return profileFor(policy, level);
     };
     // The trash partner's service, read when a session starts; without it (the trash plugin is not
     // installed or exposed) the same default trash, so rm never falls back to deleting.
@@ -42,6 +46,13 @@ export const terminalPlugin = definePlugin<TerminalConfig>({
     const trash = (): TrashService =>
       ctx.resolveOptional(TRASH_SERVICE) ??
       (ownTrash ??= new TrashStore({ dir: defaultTrashDir(ctx.env.cwd), logger: ctx.logger }));
+    // What every sandbox of this registry gives the shells: the session files (init, command and
+    // rm files in the registry's temp dir) read-only, the rc-error logs and the trash writable.
+    // Registered before the first session, so terminal, cli and file tools share one sandbox.
+    manager.shareWithSandbox({
+      visible: [ctx.env.tempDir()],
+      writable: [rcLogDirOf(ctx.env.tempDir()), ...(ctx.config.safeRm ? [trashDirFor(trash())] : [])],
+    });
     const pool = new SessionPool({
       config: ctx.config,
       logger: ctx.logger,

