@@ -118,6 +118,12 @@ export function errorGuidance(
     }
     return { code: 'SPAWN_FAILED', error: `Could not start '${name}': ${message}` };
   }
+  if (result.supervisorLost) {
+    return {
+      code: 'SUPERVISOR_LOST',
+      error: `The command was stopped because conch's process supervisor went away (${result.supervisorLost}); it and everything it started were killed. This is not the command's failure. If the command itself killed the supervisor (kill $PPID, pkill node), avoid that; otherwise run it again: the next call starts a new sandbox.`,
+    };
+  }
   if (result.timedOut) {
     const secs = options.limitSeconds === undefined ? '' : ` after ${options.limitSeconds}s`;
     const base = `Command timed out${secs}; it was killed with every process it started. The output so far is above.`;

@@ -480,6 +480,7 @@ export class ManagedProcess {
       drainTimedOut: this.drainTimedOut,
       leftRunning,
       sandbox: this.sandboxOf(),
+      ...(this.child.lostReason ? { supervisorLost: this.child.lostReason } : {}),
     };
     this.owner.finished(this, result);
     this.resolveResult(result);

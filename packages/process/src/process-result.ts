@@ -39,6 +39,12 @@ export interface ProcessResult {
   leftRunning: LeftoverProcess[];
   /** The sandbox that really applied ('none' where bwrap was unavailable). */
   sandbox: SandboxKind;
+  /**
+   * It was killed because its process supervisor went away (the supervisor, or the sandbox it
+   * lives in, was killed or crashed): why. Not the command's own doing; the next spawn starts a
+   * new supervisor.
+   */
+  supervisorLost?: string;
 }
 
 export interface OutputEvent {

@@ -21,6 +21,8 @@ export class RoutedChild extends EventEmitter implements SpawnedChild {
   pid: number | undefined;
   /** Whether its process group still had members when it exited (from a supervisor; see SpawnedChild). */
   groupAliveAtExit: boolean | undefined;
+  /** Set when it was killed because its supervisor went away (see SpawnedChild). */
+  lostReason: string | undefined;
   stdout: Readable | null = null;
   stderr: Readable | null = null;
   readonly stdin: DeferredWritable | null;

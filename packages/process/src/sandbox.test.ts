@@ -244,6 +244,41 @@ describe.runIf(bwrap || process.env.CI).each([
       expect(result.stdout.head).toContain('done');
     });
 
+    it('no capabilities: the walls cannot be unmounted or remounted, and kernel knobs are read-only', async () => {
+      writeFileSync(join(ws, '.env'), 'TOKEN=1\n');
+      const result = await run(
+        [
+          'grep CapEff /proc/self/status',
+          'umount .env 2>/dev/null && echo unmounted',
+          'mount -o remount,rw / 2>/dev/null && echo remounted',
+          'echo x 2>/dev/null > /proc/sys/kernel/hostname && echo sysctl-written',
+          'echo evil >> .env 2>/dev/null || echo env-protected',
+        ].join('; '),
+        wsw({ readOnlyPaths: [join(ws, '.env')] }),
+      );
+      expect(result.stdout.head).toMatch(/CapEff:\s+0+\n/);
+      expect(result.stdout.head).not.toMatch(/unmounted|remounted|sysctl-written/);
+      expect(result.stdout.head).toContain('env-protected');
+      expect(readFileSync(join(ws, '.env'), 'utf8')).toBe('TOKEN=1\n');
+    });
+
+    if (mode.supervisor !== false) {
+      it("a command cannot end its sandbox's supervisor by a catchable signal; SIGKILL is reported as lost", async () => {
+        const first = await run(
+          'kill -TERM $PPID; kill -HUP $PPID; kill -INT $PPID; kill -USR1 $PPID; echo sent',
+          wsw(),
+        );
+        expect(first.stdout.head).toBe('sent\n');
+        const pids = manager.supervisorPids();
+        expect((await run('echo still', wsw())).stdout.head).toBe('still\n');
+        expect(manager.supervisorPids()).toEqual(pids);
+        const killed = await run('kill -9 $PPID; sleep 30', wsw());
+        expect(killed.supervisorLost).toMatch(/supervisor/);
+        // The next command gets a new sandbox.
+        expect((await run('echo again', wsw())).stdout.head).toBe('again\n');
+      });
+    }
+
     it('the network is down', async () => {
       const boxed = await run(connect.replace('PORT', String(port)), wsw());
       expect(boxed.stdout.head).toBe('');

@@ -21,6 +21,8 @@ export interface SpawnedChild {
    * members (processes it left running). Undefined: ask the kernel by the pid.
    */
   readonly groupAliveAtExit?: boolean | undefined;
+  /** Why it was killed by conch rather than by its own doing: its supervisor went away. */
+  readonly lostReason?: string | undefined;
   readonly stdin: Writable | null;
   readonly stdout: Readable | null;
   readonly stderr: Readable | null;

@@ -399,6 +399,7 @@ export class SupervisorClient {
       if (child.started) {
         if (child.pid !== undefined) killGroupSync(child.pid);
         sweepCookie(child.cookie);
+        child.lostReason = reason;
         child.onExit(null, 'SIGKILL');
       } else {
         sweepCookie(child.cookie);

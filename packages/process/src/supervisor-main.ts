@@ -52,9 +52,18 @@ process.on('disconnect', () => shutdown(0));
 // A host that disposed while this process was still starting closed the channel before node set
 // it up here: `connected` is false from the start and 'disconnect' never fires.
 if (!process.connected) shutdown(0);
-// The supervisor leads its own session, so terminal signals never reach it; a deliberate signal
-// ends it the way the host's death does (nothing it started outlives it).
-for (const signal of ['SIGTERM', 'SIGINT', 'SIGHUP'] as const) process.on(signal, () => shutdown(0));
+// The supervisor leads its own session, so terminal signals never reach it. Outside a pid
+// namespace a deliberate signal ends it the way the host's death does (nothing it started outlives
+// it). Inside one (an isolated sandbox) only the commands it runs can signal it, and they must not
+// end it: it ignores every signal it can (SIGKILL and SIGSTOP cannot be ignored; the host notices
+// those and reports the commands it ran as lost). SIGUSR1 never opens node's inspector.
+const isolated = sandbox === 'read-only' || sandbox === 'workspace-write';
+process.on('SIGUSR1', () => {});
+for (const signal of ['SIGTERM', 'SIGINT', 'SIGHUP', 'SIGQUIT', 'SIGUSR2', 'SIGPIPE'] as const) {
+  process.on(signal, () => {
+    if (!isolated && signal !== 'SIGPIPE' && signal !== 'SIGUSR2') shutdown(0);
+  });
+}
 process.on('uncaughtException', (error) => {
   process.stderr.write(`conch supervisor: ${error.stack ?? String(error)}\n`);
   shutdown(70);
