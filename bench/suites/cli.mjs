@@ -1,7 +1,7 @@
 // cli_based_tool end to end (registry.execute -> permission gate -> plan -> supervisor spawn ->
 // capture -> result), against a raw node:child_process spawn of the same command; and the kernel
-// wall's cost: an allowed read-only command in the read-only sandbox against the same command with
-// the wall turned off.
+// wall's cost: `true` in the default workspace-write sandbox against the same call with no sandbox,
+// and (sandbox 'off') an allowed read-only command in the read-only sandbox against no wall.
 import 'reflect-metadata';
 import { PluginRegistry } from '@conch/core';
 import { backgroundPlugin } from '@conch/background';
@@ -24,8 +24,9 @@ async function check(registry, command, mode) {
 
 export default async function () {
   const rows = [];
-  const walled = await registryWith({});
-  const open = await registryWith({ kernelWall: false });
+  const sandboxed = await registryWith({});
+  const walled = await registryWith({ sandbox: 'off' });
+  const open = await registryWith({ sandbox: 'off', kernelWall: false });
   try {
     await check(open, 'true', 'direct');
     const { conch: c, baseline: b } = await alternate(
@@ -42,6 +43,20 @@ export default async function () {
       pass: c / b <= 2,
     });
     if (findBwrap()) {
+      await check(sandboxed, 'true', 'direct');
+      const { conch: s, baseline: u } = await alternate(
+        () => sandboxed.execute('cli_based_tool', { command: 'true' }),
+        () => open.execute('cli_based_tool', { command: 'true' }),
+      );
+      rows.push({
+        name: 'cli: `true` in the workspace-write sandbox (the default) vs no sandbox (median of 300)',
+        conch: s,
+        baseline: u,
+        unit: 'ms',
+        ratio: s / u,
+        goal: 'ratio <= 1.2',
+        pass: s / u <= 1.2,
+      });
       await check(walled, 'ls -la', 'direct');
       await check(open, 'ls -la', 'direct');
       const { conch: w, baseline: o } = await alternate(
@@ -49,7 +64,7 @@ export default async function () {
         () => open.execute('cli_based_tool', { command: 'ls -la' }),
       );
       rows.push({
-        name: 'cli: allowed read-only `ls -la` in the read-only sandbox (kernel wall on) vs the wall off (median of 300)',
+        name: "cli: sandbox 'off': allowed read-only `ls -la` in the read-only sandbox vs the wall off (median of 300)",
         conch: w,
         baseline: o,
         unit: 'ms',
@@ -68,6 +83,6 @@ export default async function () {
     }
     return rows;
   } finally {
-    await Promise.all([walled.dispose(), open.dispose()]);
+    await Promise.all([sandboxed.dispose(), walled.dispose(), open.dispose()]);
   }
 }

@@ -15,12 +15,24 @@ export default async function ({ median, time }) {
     config: permissionConfigSchema.parse({}),
     cwd: process.cwd(),
   });
+  const sandboxed = new PermissionEngine({
+    parser,
+    config: permissionConfigSchema.parse({}),
+    cwd: process.cwd(),
+    sandbox: 'workspace-write',
+  });
   const request = (command) => ({ kind: 'command', tool: 'bench', command, cwd: process.cwd() });
   let id = 0;
   const typical = median(
     await time(() => engine.check(request(TYPICAL), { callId: String(id++) }), { runs: 2000, warmup: 200 }),
   );
   const typicalBase = median(await time(() => NAIVE.test(TYPICAL), { runs: 2000, warmup: 200 }));
+  const inSandbox = {};
+  for (const command of [TYPICAL, 'rm -rf build dist', 'npm test && git add -A && git commit -m wip']) {
+    inSandbox[command] = median(
+      await time(() => sandboxed.check(request(command), { callId: String(id++) }), { runs: 2000, warmup: 200 }),
+    );
+  }
   const huge = `echo ${'a'.repeat(1024 * 1024)} && sudo true`;
   let outcome;
   const hugeTimes = await time(
@@ -41,6 +53,15 @@ export default async function ({ median, time }) {
       goal: 'conch < 0.5 ms',
       pass: typical < 0.5,
     },
+    ...Object.entries(inSandbox).map(([command, ms]) => ({
+      name: `permission decision in the workspace-write sandbox: \`${command}\` (median)`,
+      conch: ms,
+      baseline: typicalBase,
+      unit: 'ms',
+      ratio: ms / typicalBase,
+      goal: 'conch < 0.5 ms',
+      pass: ms < 0.5,
+    })),
     {
       name: `permission decision, 1 MB command (median, fails closed: ${outcome}; baseline: regex deny-list)`,
       conch: hugeConch,
