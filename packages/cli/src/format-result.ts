@@ -22,6 +22,8 @@ export interface CliResult {
   error_code?: string;
   /** With SANDBOX_REFUSED_WRITE: the path the refused write named, when the output names one. */
   refused_path?: string;
+  /** With NETWORK_BLOCKED: the destinations the sandbox's network refused. */
+  blocked_hosts?: string[];
   /** Where it ran: 'workspace-write' / 'read-only' (sandboxes), 'protected' (outside, protected paths read-only), 'none'. */
   sandbox?: string;
   /** Processes the command started that were still running when it returned. */

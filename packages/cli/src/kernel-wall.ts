@@ -1,4 +1,6 @@
 import { PERMISSION_GATE, type SandboxLevel, type ToolCallContext } from '@conch/core';
+import { realpathSync } from 'node:fs';
+import { resolve } from 'node:path';
 import { profileFor, type ProcessResult, type SandboxProfile } from '@conch/process';
 
 /**
@@ -54,6 +56,40 @@ function gitConfigHint(path: string | undefined): string {
   if (!path || !/(^|\/)(config|config\.worktree|config\.lock)$/.test(path) || !path.includes('.git'))
     return '';
   return " A repository's git config is protected (it can make git run programs outside the sandbox): pass settings per command instead, e.g. git -c user.name=NAME -c user.email=EMAIL commit …, or GIT_AUTHOR_NAME / GIT_AUTHOR_EMAIL / GIT_COMMITTER_NAME / GIT_COMMITTER_EMAIL in env.";
+}
+
+/** A `Permission denied` line of a command's error output, and the path it names. */
+const EACCES_LINE = /^.*(?:Permission denied|\[Errno 13\]|EACCES).*$/gm;
+
+/**
+ * What to tell the model when a command met a secret the sandbox hides (`maskedPaths`: the
+ * workspace's .env files, ~/.ssh, ~/.aws, …: unreadable and unwritable inside), or undefined.
+ */
+export function hiddenSecret(
+  result: ProcessResult,
+  masked: readonly string[] | undefined,
+  cwd: string,
+): SandboxRefusal | undefined {
+  if (result.sandbox !== 'workspace-write' || !masked?.length) return undefined;
+  const text = `${result.stderr.head}\n${result.stderr.tail}\n${result.stdout.head}\n${result.stdout.tail}`;
+  for (const line of text.match(EACCES_LINE) ?? []) {
+    const named = refusedPath(line.replace(/Permission denied|\[Errno 13\]|EACCES/, 'Read-only file system'));
+    if (!named) continue;
+    const abs = resolve(cwd, named);
+    let real = abs;
+    try {
+      real = realpathSync(abs); // a symlink to a hidden file is the hidden file
+    } catch {
+      // gone or unreadable: the name as written
+    }
+    const hit = masked.find((m) => [abs, real].some((p) => p === m || p.startsWith(`${m}/`)));
+    if (!hit) continue;
+    return {
+      path: named,
+      message: `${named} is a secret the sandbox hides (.env files, ~/.ssh, cloud and registry credentials are neither readable nor writable inside it). Work without it; if the task really needs it, tell the user: the host can expose .env files (permission config secrets.exposeDotEnv) or run the command outside the sandbox.`,
+    };
+  }
+  return undefined;
 }
 
 export interface SandboxRefusal {

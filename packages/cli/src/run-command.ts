@@ -7,6 +7,7 @@ import {
   type BackgroundRunOutcome,
   TRASH_SERVICE,
   type ToolCallContext,
+  PERMISSION_GATE,
 } from '@conch/core';
 import { defaultTrashDir, TrashStore } from '@conch/trash';
 import {
@@ -36,7 +37,7 @@ import {
   type CliResult,
   type FormatOptions,
 } from './format-result.js';
-import { sandboxFor, sandboxRefusal } from './kernel-wall.js';
+import { hiddenSecret, sandboxFor, sandboxRefusal } from './kernel-wall.js';
 import { quoteWord } from './quote.js';
 import { planCommand, resolveShell, type CliPlan } from './plan.js';
 import { DEFAULT_SLOW_PATTERNS, estimateSeconds } from './slow-patterns.js';
@@ -425,6 +426,8 @@ async function runOn(
       ? `. ${quoteWord(safeRm.file)}\n${plan.line}`
       : plan.line;
   const outputDir: string | true = cfg.outputDir ? resolve(baseCwd, cfg.outputDir) : true;
+  // Connections the sandbox's proxy refuses from now on are this command's (or a concurrent one's).
+  const startedAt = performance.now();
   const spawn = (signal: AbortSignal | undefined) =>
     plan.mode === 'direct'
       ? manager.spawn(plan.argv![0]!, plan.argv!.slice(1), spawnOptions(signal))
@@ -463,6 +466,24 @@ async function runOn(
       out.error = out.error ? `${out.error} ${refusal.message}` : refusal.message;
       out.error_code = 'SANDBOX_REFUSED_WRITE';
       if (refusal.path) out.refused_path = refusal.path;
+    }
+    const secret = hiddenSecret(
+      result,
+      ctx.resolveOptional(PERMISSION_GATE)?.kernelPolicy?.()?.maskedPaths,
+      cwd,
+    );
+    if (secret) {
+      out.error = secret.message;
+      out.error_code = 'SECRET_HIDDEN';
+      if (secret.path) out.refused_path = secret.path;
+    }
+    const blocked = networkBlocked(manager, startedAt);
+    if (blocked.length > 0) {
+      const hosts = [...new Set(blocked.map((b) => b.host))];
+      out.blocked_hosts = hosts;
+      const message = `The sandbox's network refused ${hosts.join(', ')} (${blocked[0]!.reason}). Only destinations on the host's allow-list are reached; if the task needs ${hosts.length > 1 ? 'these' : 'this one'}, tell the user (the host can add it to the permission config's network.allow), or call again with sandbox: false and a justification.`;
+      out.error = out.error ? `${out.error} ${message}` : message;
+      out.error_code ??= 'NETWORK_BLOCKED';
     }
     if (transportLost(result)) {
       out.error = `The connection to ${where?.target ?? 'the target'} was lost while the command ran; its exec server killed what the command started when the connection closed. Run it again: the next call reconnects.`;
@@ -574,4 +595,15 @@ async function runOn(
     }
   }
   return finish(proc, await proc.result);
+}
+
+/** Connections the sandbox's proxy refused since `since` (a local process manager's; none elsewhere). */
+function networkBlocked(
+  manager: ProcessLayer,
+  since: number,
+): { host: string; port: number; reason: string }[] {
+  const local = manager as ProcessLayer & {
+    networkBlockedSince?(since: number): { host: string; port: number; reason: string }[];
+  };
+  return typeof local.networkBlockedSince === 'function' ? local.networkBlockedSince(since) : [];
 }

@@ -51,6 +51,7 @@ export type {
   ApproveFn,
   CommandPlan,
   KernelPolicy,
+  NetworkRequest,
   PermissionDecision,
   PermissionGate,
   PermissionRequest,

@@ -77,6 +77,8 @@ export interface ApprovalRequest {
    * able to reach there (one line each), so the human sees what is at stake.
    */
   escalation?: { justification: string; reaches: readonly string[] };
+  /** A sandboxed command wants to reach a destination not on the network allow-list. */
+  network?: NetworkRequest;
 }
 
 export type ApproveFn = (
@@ -129,12 +131,35 @@ export interface KernelPolicy {
   readOnlyPaths: readonly string[];
   /** Writable directories bound over themselves so they cannot be renamed away from the protections inside (`.git`). */
   pinnedPaths: readonly string[];
+  /** 'proxy': sandboxed commands reach the network only through the proxy (`checkNetwork` decides); 'none': no network. */
+  network?: 'none' | 'proxy';
+  /** Secrets hidden inside the sandbox (directories empty, files unreadable). */
+  maskedPaths?: readonly string[];
+  /**
+   * Environment variables sandboxed commands (and the sandbox itself) never get: glob patterns of
+   * names (`*_TOKEN`, `AWS_*`), except names matching `keptEnv`.
+   */
+  hiddenEnv?: readonly string[];
+  keptEnv?: readonly string[];
   /** Variables sandboxed commands get (cache locations inside the writable roots, TMPDIR). */
   env: Readonly<Record<string, string>>;
 }
 
+/** A connection a sandboxed command asks the network proxy for. */
+export interface NetworkRequest {
+  /** Normalised: lowercase, no trailing dot, punycode, canonical IP literals. */
+  host: string;
+  port: number;
+}
+
 /** The gate core calls before every tool run that declares a permission request. */
 export interface PermissionGate {
+  /**
+   * Whether a sandboxed command may connect to `host:port` through the sandbox's proxy: the
+   * network allow-list and deny-list, a host rule approved this session, else a human (with no
+   * approver: refused). Every decision is audited like a command's.
+   */
+  checkNetwork?(request: NetworkRequest, options?: { signal?: AbortSignal }): Promise<PermissionDecision>;
   check(
     request: PermissionRequest,
     options: { signal?: AbortSignal; approve?: ApproveFn; callId: string },

@@ -19,6 +19,8 @@ export const ERROR_CODES = {
   SANDBOX_REFUSED_WRITE:
     'the kernel sandbox refused a write (outside the workspace, or a protected path); call again with sandbox: false and a justification to ask for it',
   SANDBOX_UNAVAILABLE: 'the sandbox the command must run in could not be set up here, so it did not run',
+  SECRET_HIDDEN:
+    'the command touched a secret the sandbox hides (.env files, ~/.ssh, cloud and registry credentials): neither readable nor writable inside it',
   SUPERVISOR_LOST:
     "conch's process supervisor (or the sandbox it lives in) went away while the command ran, so everything it ran was stopped; the next call starts a new one",
   NETWORK_BLOCKED:

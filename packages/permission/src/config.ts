@@ -92,6 +92,47 @@ export const permissionConfigSchema = z.strictObject({
     .describe(
       'base names protected at any depth like .env files (the reference terminal protects Gemfile); [] turns the default off',
     ),
+  network: z
+    .strictObject({
+      allow: z
+        .array(z.string().min(1))
+        .default([])
+        .describe(
+          'destinations sandboxed commands may reach through the proxy: host, *.domain, host:port, IP, *',
+        ),
+      deny: z
+        .array(z.string().min(1))
+        .default([])
+        .describe('destinations never reached (beats allow and approvals)'),
+    })
+    .default({ allow: [], deny: [] })
+    .describe(
+      "the sandbox has no network but through conch's proxy: allowed destinations connect, others are asked (with an approver) or refused as NETWORK_BLOCKED",
+    ),
+  secrets: z
+    .strictObject({
+      hideEnv: z
+        .array(z.string().min(1))
+        .default([])
+        .describe(
+          'more variable-name globs sandboxed commands never get (besides *_TOKEN, *_KEY, AWS_*, ...)',
+        ),
+      keepEnv: z
+        .array(z.string().min(1))
+        .default([])
+        .describe('variable names (globs) passed in although they look like credentials'),
+      maskPaths: z
+        .array(z.string().min(1))
+        .default([])
+        .describe(
+          'more files or directories hidden inside the sandbox (absolute, ~/…, or relative to the workspace)',
+        ),
+      exposeDotEnv: z
+        .boolean()
+        .default(false)
+        .describe('let sandboxed commands read the workspace .env* files (masked by default)'),
+    })
+    .default({ hideEnv: [], keepEnv: [], maskPaths: [], exposeDotEnv: false }),
   kernelWall: z
     .boolean()
     .default(true)

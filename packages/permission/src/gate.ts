@@ -9,6 +9,7 @@ import {
   type Logger,
   type PermissionDecision,
   type PermissionGate,
+  type NetworkRequest,
   type PermissionRequest,
   type SandboxLevel,
 } from '@conch/core';
@@ -23,6 +24,7 @@ import { escapeHidden } from './display.js';
 import { compileProtected, type PathContext } from './paths.js';
 import { protectedWrite } from './protected-write.js';
 import { KernelPolicyBuilder, type SandboxMode } from './kernel-policy.js';
+import { compileHostPattern, type HostPattern } from './network-rules.js';
 import { compileRule, type CompiledRule, type HostRules, type RuleList } from './host-rules.js';
 
 /** One decision as the audit log keeps it. */
@@ -88,6 +90,12 @@ export class PermissionEngine implements PermissionGate {
   private readonly logger: Logger | undefined;
   private readonly events: EventBus | undefined;
   private readonly kernel: KernelPolicyBuilder | undefined;
+  private readonly network: { allow: HostPattern[]; deny: HostPattern[] };
+  /** Hosts a human allowed this session (`always`), and until when `once` answers hold. */
+  private readonly networkSession = new Set<string>();
+  private readonly networkOnce = new Map<string, number>();
+  /** Questions about a host still waiting for the human: connections to it share the answer. */
+  private readonly networkAsking = new Map<string, Promise<PermissionDecision>>();
   readonly workspaceRoot: string;
   /** The sandbox every command runs in unless it is escalated ('off': none is relied on). */
   readonly sandbox: SandboxMode;
@@ -115,6 +123,12 @@ export class PermissionEngine implements PermissionGate {
       names: new Set(options.config.protectedFiles),
     };
     this.sandbox = options.sandbox ?? options.config.sandbox ?? 'off';
+    const patterns = (list: readonly string[]) =>
+      list.map(compileHostPattern).filter((p): p is HostPattern => typeof p !== 'string');
+    this.network = {
+      allow: patterns(options.config.network.allow),
+      deny: patterns(options.config.network.deny),
+    };
     this.kernel =
       this.sandbox === 'off' && !options.config.kernelWall
         ? undefined
@@ -122,6 +136,7 @@ export class PermissionEngine implements PermissionGate {
             mode: this.sandbox,
             paths: this.paths,
             writableRoots: options.config.writableRoots.map((r) => resolve(this.workspaceRoot, r)),
+            secrets: options.config.secrets,
             ...(options.sandboxCacheDir ? { cacheDir: options.sandboxCacheDir } : {}),
             ...(options.logger ? { logger: options.logger } : {}),
           });
@@ -335,6 +350,128 @@ export class PermissionEngine implements PermissionGate {
       reason: decision.reason,
     });
     return decision;
+  }
+
+  /**
+   * A connection a sandboxed command asks the proxy for. The deny-list refuses; the allow-list and
+   * hosts a human allowed this session pass; otherwise a human is asked ("allow <host>: once /
+   * always") — `once` holds for five minutes (a package manager opens many connections), `always`
+   * for the session — and with no approver it is refused with the rule to add. Connections to a
+   * host whose question is pending share its answer. Audited and emitted like a command.
+   */
+  async checkNetwork(
+    request: NetworkRequest,
+    options: { signal?: AbortSignal } = {},
+  ): Promise<PermissionDecision> {
+    const started = performance.now();
+    const { host, port } = request;
+    const display = `${host}:${port}`;
+    const denied = this.network.deny.find((p) => p.test(host, port));
+    let decision: PermissionDecision;
+    let askedHuman = false;
+    if (denied) {
+      decision = {
+        outcome: 'deny',
+        reason: `the network deny-list names ${denied.text}`,
+        rule: `network.deny:${denied.text}`,
+      };
+    } else {
+      const allowed = this.network.allow.find((p) => p.test(host, port));
+      const once = this.networkOnce.get(host);
+      if (allowed) {
+        decision = {
+          outcome: 'allow',
+          reason: `the network allow-list names ${allowed.text}`,
+          rule: `network.allow:${allowed.text}`,
+        };
+      } else if (this.networkSession.has(host) || (once !== undefined && once > Date.now())) {
+        decision = { outcome: 'allow', reason: `a human allowed ${host}`, rule: `network.approved:${host}` };
+      } else {
+        const pending = this.networkAsking.get(host);
+        if (pending) return pending;
+        const asking = this.askNetwork(host, port, options.signal);
+        this.networkAsking.set(host, asking);
+        try {
+          decision = await asking;
+        } finally {
+          this.networkAsking.delete(host);
+        }
+        askedHuman = decision.askedHuman === true;
+      }
+    }
+    const entry: AuditEntry = {
+      time: Date.now(),
+      callId: 'network',
+      tool: 'network',
+      command: `connect ${display}`,
+      outcome: decision.outcome,
+      verdict: decision.outcome === 'allow' ? 'allow' : askedHuman ? 'ask' : 'deny',
+      askedHuman,
+      ...(decision.rule ? { rule: decision.rule } : {}),
+      reason: decision.reason,
+      parts: [],
+      durationMs: performance.now() - started,
+    };
+    this.log.push(entry);
+    if (this.log.length > this.config.auditLimit)
+      this.log.splice(0, this.log.length - this.config.auditLimit);
+    this.logger?.[decision.outcome === 'deny' ? 'warn' : 'info'](
+      { host, port, outcome: decision.outcome, rule: decision.rule, askedHuman },
+      `permission: network ${decision.outcome}`,
+    );
+    this.events?.emit('permission.decision', {
+      tool: 'network',
+      command: `connect ${display}`,
+      outcome: decision.outcome,
+      askedHuman,
+      ...(decision.rule ? { rule: decision.rule } : {}),
+      reason: decision.reason,
+    });
+    return decision;
+  }
+
+  private async askNetwork(host: string, port: number, signal?: AbortSignal): Promise<PermissionDecision> {
+    const approve = this.config.approve;
+    const suggestion = `Add "${host}" to network.allow to let sandboxed commands reach it.`;
+    if (!approve) {
+      return {
+        outcome: 'deny',
+        reason: `${host} is not on the network allow-list, and no approver is configured`,
+        rule: 'network:notAllowed',
+        suggestion,
+      };
+    }
+    const summary = `connect to ${host}:${port}`;
+    const approval: ApprovalRequest = {
+      tool: 'network',
+      display: summary,
+      request: { kind: 'action', tool: 'network', summary },
+      reason: `a sandboxed command wants to reach ${host}, which is not on the network allow-list`,
+      suggestedRule: host,
+      network: { host, port },
+    };
+    let answer: ApprovalAnswer | undefined;
+    try {
+      answer = await approve(approval, signal ? { signal } : {});
+    } catch (error) {
+      this.logger?.error({ err: error }, 'permission: approver failed; refusing the connection');
+    }
+    if (answer === 'always') this.networkSession.add(host);
+    if (answer === 'once') this.networkOnce.set(host, Date.now() + 5 * 60_000);
+    return answer === 'once' || answer === 'always'
+      ? {
+          outcome: 'allow',
+          reason: `approved ${answer === 'always' ? 'for this session' : 'for five minutes'} by a human`,
+          rule: `network.approved:${host}`,
+          askedHuman: true,
+        }
+      : {
+          outcome: 'deny',
+          reason: `a human refused ${host}`,
+          rule: 'network:refused',
+          askedHuman: true,
+          suggestion,
+        };
   }
 
   /** The sandbox a request runs under: the gate's, unless the runner says it cannot sandbox there. */

@@ -11,7 +11,7 @@ import {
   type FSWatcher,
 } from 'node:fs';
 import { homedir } from 'node:os';
-import { dirname, isAbsolute, join, relative, resolve } from 'node:path';
+import { basename, dirname, isAbsolute, join, relative, resolve } from 'node:path';
 import type { KernelPolicy, Logger } from '@conch/core';
 import {
   ENV_FILE,
@@ -79,6 +79,87 @@ const HOME_ENTRIES = [
   '.config/environment.d',
 ];
 const SYSTEM_ENTRIES = [...SYSTEM_RC, ...SYSTEM_RC_DIRS.map((dir) => dir.replace(/\/$/, ''))];
+/**
+ * Credentials in the home directory, hidden inside the sandbox (directories empty, files
+ * unreadable): keys, cloud and registry tokens, keyrings.
+ */
+export const SECRET_HOME_PATHS: readonly string[] = [
+  '.ssh',
+  '.aws',
+  '.azure',
+  '.config/gcloud',
+  '.config/gh',
+  '.config/hub',
+  '.netrc',
+  '.npmrc',
+  '.yarnrc',
+  '.pypirc',
+  '.docker/config.json',
+  '.kube',
+  '.gnupg',
+  '.git-credentials',
+  '.cargo/credentials',
+  '.cargo/credentials.toml',
+  '.gem/credentials',
+  '.local/share/keyrings',
+  '.password-store',
+];
+
+/**
+ * Names of environment variables that carry credentials: sandboxed commands (and the sandbox
+ * itself: its pid 1 and supervisor) never get them. Globs (`*` any run of characters).
+ */
+export const HIDDEN_ENV: readonly string[] = [
+  '*TOKEN*',
+  '*SECRET*',
+  '*PASSWORD*',
+  '*PASSWD*',
+  '*CREDENTIAL*',
+  '*API_KEY*',
+  '*APIKEY*',
+  '*ACCESS_KEY*',
+  '*PRIVATE_KEY*',
+  '*_KEY',
+  '*_AUTH',
+  '*_AUTH_*',
+  '*_DSN',
+  '*DATABASE_URL',
+  'AWS_*',
+  'AZURE_*',
+  'GOOGLE_*',
+  'GCP_*',
+  'GITHUB_*',
+  'GH_*',
+  'GITLAB_*',
+  'OPENAI_*',
+  'ANTHROPIC_*',
+  'HF_*',
+  'HUGGING_FACE_*',
+  'VAULT_*',
+  'SSH_AUTH_SOCK',
+  'SSH_AGENT_PID',
+  'GPG_AGENT_INFO',
+  'KRB5CCNAME',
+];
+
+/** Names never hidden whatever a pattern says (a sandbox needs them). */
+export const KEPT_ENV: readonly string[] = [
+  'PATH',
+  'HOME',
+  'USER',
+  'LOGNAME',
+  'SHELL',
+  'LANG',
+  'LANGUAGE',
+  'LC_*',
+  'TERM',
+  'TZ',
+  'PWD',
+  'OLDPWD',
+  'TMPDIR',
+  'CONCH_PROC_COOKIE',
+];
+
 /** Files in a git directory that make git run code or open another directory. */
 const GIT_PROTECTED = ['hooks', 'config', 'config.worktree', 'commondir', 'gitdir'];
 
@@ -87,6 +168,13 @@ export type SandboxMode = KernelPolicy['mode'];
 export interface KernelPolicyOptions {
   mode: SandboxMode;
   paths: PathContext;
+  /** The permission config's `secrets`: more variables and paths hidden, or let through. */
+  secrets?: {
+    hideEnv: readonly string[];
+    keepEnv: readonly string[];
+    maskPaths: readonly string[];
+    exposeDotEnv: boolean;
+  };
   /** The host's extra writable roots (resolved). */
   writableRoots?: readonly string[];
   /** The sandbox-private cache directory (default: per workspace under the user's cache dir). */
@@ -249,12 +337,34 @@ export class KernelPolicyBuilder {
     }
     this.watch(walked.dirs);
     this.stale = false;
+    // Secrets: the home directory's credentials, the host's masks, and the workspace's .env files
+    // (unreadable unless the host exposes them; read-only either way).
+    const secrets = this.options.secrets;
+    const masked = new Set<string>();
+    for (const entry of SECRET_HOME_PATHS) {
+      const path = join(paths.home, entry);
+      if (lstatSync(path, { throwIfNoEntry: false })) masked.add(path);
+    }
+    for (const entry of secrets?.maskPaths ?? []) {
+      const path = entry.startsWith('~/')
+        ? join(paths.home, entry.slice(2))
+        : resolve(paths.workspaceRoot, entry);
+      if (lstatSync(path, { throwIfNoEntry: false })) masked.add(path);
+    }
+    if (!secrets?.exposeDotEnv) {
+      for (const p of readOnly)
+        if (ENV_FILE.test(basename(p)) && roots.some((r) => inside(p, r))) masked.add(p);
+    }
     const policy: KernelPolicy = {
       mode,
       writableRoots: [...writable].sort(),
       readOnlyPaths: [...readOnly].sort(),
       pinnedPaths: mode === 'workspace-write' ? [...pinned].sort() : [],
       env,
+      network: mode === 'workspace-write' ? 'proxy' : 'none',
+      maskedPaths: [...masked].sort(),
+      hiddenEnv: [...HIDDEN_ENV, ...(secrets?.hideEnv ?? [])],
+      keptEnv: [...KEPT_ENV, ...(secrets?.keepEnv ?? [])],
     };
     if (!walked.complete)
       this.options.logger?.warn(

@@ -10,6 +10,7 @@ import { loadShellParser } from '@conch/shell-syntax';
 import type { z } from 'zod';
 import { permissionConfigSchema, type PermissionConfig } from './config.js';
 import { compileRules, PermissionEngine } from './gate.js';
+import { compileHostPattern } from './network-rules.js';
 
 /**
  * The registry's process manager as far as the gate needs it (the token `@conch/process` provides;
@@ -29,6 +30,13 @@ const configSchema = permissionConfigSchema.superRefine((config, ctx) => {
   if ('problems' in compiled) {
     for (const p of compiled.problems) ctx.addIssue({ code: 'custom', path: p.path, message: p.message });
     return;
+  }
+  for (const list of ['allow', 'deny'] as const) {
+    config.network[list].forEach((text, i) => {
+      const compiled = compileHostPattern(text);
+      if (typeof compiled === 'string')
+        ctx.addIssue({ code: 'custom', path: ['network', list, i], message: compiled });
+    });
   }
   const probe = new PermissionEngine({ parser, config, cwd: process.cwd() });
   for (const p of probe.checkExamples()) ctx.addIssue({ code: 'custom', path: p.path, message: p.message });

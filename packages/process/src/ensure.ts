@@ -1,4 +1,4 @@
-import { token, type PluginContext } from '@conch/core';
+import { PERMISSION_GATE, token, type PluginContext } from '@conch/core';
 import { ProcessManager } from './process-manager.js';
 
 /** The registry's ProcessManager, provided by the first plugin that runs processes. */
@@ -21,6 +21,16 @@ export function ensureProcessManager(
     cwd: ctx.env.cwd,
     events: ctx.events,
     logger: ctx.logger,
+    // Connections out of a sandbox: decided by the registry's permission gate (read per connection).
+    network: {
+      async decide(destination) {
+        const gate = ctx.resolveOptional(PERMISSION_GATE);
+        if (!gate?.checkNetwork)
+          return { allowed: false, reason: 'no permission gate decides network access' };
+        const decision = await gate.checkNetwork(destination);
+        return decision.outcome === 'allow' ? { allowed: true } : { allowed: false, reason: decision.reason };
+      },
+    },
   });
   if (ctx.provide) ctx.provide(PROCESS_MANAGER, manager);
   // Contexts of plugins on the deprecated hooks (and tests) still register through the container.

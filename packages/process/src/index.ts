@@ -28,6 +28,14 @@ export type { ExitReason, LeftoverProcess, OutputEvent, ProcessResult } from './
 export type { LeftoverHandle } from './leftover-handle.js';
 export type { PtyExit, PtyProcess } from './pty-process.js';
 export {
+  NetworkProxy,
+  normalizeHost,
+  type BlockedConnection,
+  type ConnectionVerdict,
+  type Destination,
+} from './network-proxy.js';
+export {
+  PROXY_PORT,
   profileFor,
   type PolicyForProfile,
   type SandboxKind,

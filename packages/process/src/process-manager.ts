@@ -32,7 +32,11 @@ import {
   isIsolated,
   isRequired,
   NO_SANDBOX,
+  envFilter,
   normalizeSandboxProfile,
+  PROXY_PORT,
+  PROXY_SOCKET_IN_SANDBOX,
+  proxyEnv,
   sandboxArgs,
   sandboxKey,
   type SandboxKind,
@@ -42,6 +46,12 @@ import { validateSpawnArguments, type SpawnOptions } from './spawn-options.js';
 import type { SpawnedChild } from './spawned-child.js';
 import { SpillSink } from './spill-sink.js';
 import { SupervisorClient } from './supervisor-client.js';
+import {
+  NetworkProxy,
+  type BlockedConnection,
+  type ConnectionVerdict,
+  type Destination,
+} from './network-proxy.js';
 import { performFs } from './supervisor-fs.js';
 import { sandboxFileSystem, type SandboxFileSystem } from './sandbox-file-system.js';
 
@@ -69,6 +79,11 @@ export interface ProcessManagerOptions {
   drainMs?: number;
   /** Finished processes kept for list()/get(). Default 50. */
   historyLimit?: number;
+  /**
+   * How connections out of a sandbox with `network: 'proxy'` are decided (the permission gate's
+   * network rules). Without it every such connection is refused.
+   */
+  network?: { decide(destination: Destination): Promise<ConnectionVerdict> };
   /**
    * Spawn through a supervisor process (default true): the host never forks per command, and
    * nothing outlives the host even when it is SIGKILLed. false spawns in the host (as before the
@@ -151,6 +166,8 @@ export class ProcessManager implements ProcessManagerService {
   private readonly families = new Map<string, string>();
   /** Paths every isolated sandbox gives the runners (shareWithSandbox). */
   private readonly shared = { writable: new Set<string>(), visible: new Set<string>() };
+  private proxy: NetworkProxy | undefined;
+  private proxySocketPath: string | undefined;
   /** Profiles whose sandbox could not be set up (key -> why): they run unsandboxed. */
   private readonly brokenSandboxes = new Map<string, string>();
   private readonly skipped = new Set<string>();
@@ -234,6 +251,9 @@ export class ProcessManager implements ProcessManagerService {
     if (options.env) {
       for (const key in options.env) env[key] = options.env[key];
     }
+    // Credentials never enter a sandbox that hides them (shadowing the inherited value).
+    const hidden = envFilter(profile);
+    if (hidden) for (const key in env) if (hidden(key)) env[key] = undefined;
     env[COOKIE_VAR] = cookie;
 
     const shellPath = options.shell === true ? '/bin/sh' : options.shell || undefined;
@@ -350,8 +370,10 @@ export class ProcessManager implements ProcessManagerService {
     }
     env[COOKIE_VAR] = cookie;
     env.TERM ??= 'xterm-256color';
-    // The sandbox's own variables (cache locations, TMPDIR) over the host's.
+    // The sandbox's own variables (cache locations, TMPDIR) over the host's; credentials removed.
     if (requested.kind === 'workspace-write' && requested.env) Object.assign(env, requested.env);
+    const hidden = envFilter(requested);
+    if (hidden) for (const key of Object.keys(env)) if (hidden(key)) delete env[key];
     const onExited = (pty: BasePty) => this.ptys.delete(pty);
 
     if (this.fallbackReason === undefined) {
@@ -398,6 +420,7 @@ export class ProcessManager implements ProcessManagerService {
   /** A requested profile with the shared paths added (isolated kinds only). */
   private withShared(profile: SandboxProfile): SandboxProfile {
     if (profile.kind === 'workspace-write') {
+      if (profile.network === 'proxy') profile = { ...profile, env: { ...profile.env, ...proxyEnv() } };
       if (this.shared.writable.size === 0 && this.shared.visible.size === 0) return profile;
       return {
         ...profile,
@@ -536,6 +559,43 @@ export class ProcessManager implements ProcessManagerService {
   }
 
   /**
+   * The unix socket of this manager's network proxy (started on first use): the one way out of a
+   * sandbox with `network: 'proxy'`, each destination decided by `options.network`.
+   */
+  private proxySocket(): string | undefined {
+    if (!this.proxy) {
+      let socketPath: string;
+      try {
+        const dir = join(this.tempDir(), 'net');
+        mkdirSync(dir, { recursive: true, mode: 0o700 });
+        socketPath = join(dir, 'proxy.sock');
+      } catch {
+        return undefined;
+      }
+      const decide = this.options.network?.decide;
+      this.proxy = new NetworkProxy({
+        socketPath,
+        decide: decide ?? (async () => ({ allowed: false, reason: 'no network rules are configured' })),
+        logger: this.logger,
+      });
+      this.proxySocketPath = socketPath;
+      // Listening takes a tick; the first connection comes from a command, well after.
+      this.proxy.start().catch((error: unknown) => {
+        this.logger?.warn(
+          { err: error },
+          'network proxy could not start: sandboxed commands have no network',
+        );
+      });
+    }
+    return this.proxySocketPath;
+  }
+
+  /** Connections the network proxy refused since `since` (performance.now()), for a command's result. */
+  networkBlockedSince(since: number): BlockedConnection[] {
+    return this.proxy?.blockedSince(since) ?? [];
+  }
+
+  /**
    * The host directory isolated sandboxes see as /tmp: private to this manager (not the host's
    * /tmp, whose sockets — ssh-agent, X11 — must stay out of reach), kept across sandbox
    * replacements, removed with the manager's temp dir.
@@ -666,12 +726,16 @@ export class ProcessManager implements ProcessManagerService {
     const supervisorOpt = typeof this.options.supervisor === 'object' ? this.options.supervisor : {};
     const execPath = supervisorOpt.execPath ?? process.execPath;
     let bwrap: { path: string; args: string[] } | undefined;
+    let proxy: { socket: string; port: number } | undefined;
     if (profile.kind !== 'none') {
       const path = findBwrap();
       if (!path) {
         this.markSandboxBroken(key, 'bwrap was not found on PATH');
         return undefined;
       }
+      const proxySocket =
+        profile.kind === 'workspace-write' && profile.network === 'proxy' ? this.proxySocket() : undefined;
+      if (proxySocket) proxy = { socket: PROXY_SOCKET_IN_SANDBOX, port: PROXY_PORT };
       // The supervisor, node and the PTY module load inside the sandbox: keep their installs visible.
       const { args, skipped } = sandboxArgs(
         profile,
@@ -682,7 +746,7 @@ export class ProcessManager implements ProcessManagerService {
           ...(DEFAULT_PTY_MODULE ? [installRoot(DEFAULT_PTY_MODULE)] : []),
           ...extraVisible.map((p) => installRoot(p)),
         ],
-        { tmp: this.sandboxTmp() },
+        { tmp: this.sandboxTmp(), ...(proxySocket ? { proxySocket } : {}) },
       );
       for (const p of skipped) this.skipped.add(p);
       bwrap = { path, args };
@@ -693,6 +757,8 @@ export class ProcessManager implements ProcessManagerService {
       prefix: this.cookiePrefix,
       sandbox: profile.kind,
       ...(bwrap ? { bwrap, isolated: isIsolated(profile) } : {}),
+      ...(proxy ? { proxy } : {}),
+      ...(envFilter(profile) ? { envFilter: envFilter(profile)! } : {}),
       logger: this.logger,
       onLost: (lost, reason, queued, started) =>
         this.onSupervisorLost(profile, lost, reason, queued, started),
@@ -742,7 +808,12 @@ export class ProcessManager implements ProcessManagerService {
       let request = child.request;
       let kind: SandboxKind = 'none';
       if (profile.kind !== 'none' && status?.available && status.bwrap) {
-        const { args, skipped } = sandboxArgs(profile, this.visible(), { tmp: this.sandboxTmp() });
+        const proxySocket =
+          profile.kind === 'workspace-write' && profile.network === 'proxy' ? this.proxySocket() : undefined;
+        const { args, skipped } = sandboxArgs(profile, this.visible(), {
+          tmp: this.sandboxTmp(),
+          ...(proxySocket ? { proxySocket } : {}),
+        });
         for (const p of skipped) this.skipped.add(p);
         // One bwrap per command: with a pid namespace, bwrap's monitor is the child the host
         // knows, and the sandbox must die with it (a kill of the monitor's group does not reach
@@ -848,6 +919,7 @@ export class ProcessManager implements ProcessManagerService {
     } finally {
       for (const client of this.clients.values()) client.close();
       this.clients.clear();
+      this.proxy?.close();
       this.removeExitHook();
       if (this.ownTempDir) rmSync(this.ownTempDir, { recursive: true, force: true });
     }

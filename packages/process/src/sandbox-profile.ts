@@ -1,4 +1,4 @@
-import { existsSync, realpathSync } from 'node:fs';
+import { existsSync, realpathSync, statSync } from 'node:fs';
 import { dirname, isAbsolute, resolve } from 'node:path';
 import { InvalidSpawnOptionError } from './errors.js';
 
@@ -38,6 +38,47 @@ export interface WorkspaceWriteProfile {
   pinnedPaths?: readonly string[];
   /** Variables every command in the sandbox gets (cache locations, TMPDIR, …). */
   env?: Readonly<Record<string, string>>;
+  /**
+   * 'proxy': connections leave only through the process manager's HTTP proxy (each destination
+   * decided by its `network.decide`), reached at 127.0.0.1:{@link PROXY_PORT} inside; commands get
+   * HTTP(S)_PROXY / ALL_PROXY / NO_PROXY. Default 'none': no way out.
+   */
+  network?: 'none' | 'proxy';
+  /** Paths whose content is hidden inside: directories become empty, files unreadable (secrets). */
+  maskedPaths?: readonly string[];
+  /**
+   * Environment variables the sandbox never gets — neither its commands nor its own processes
+   * (bwrap's init, the supervisor: their /proc/<pid>/environ is readable inside): name globs, except
+   * those matching `keptEnv`.
+   */
+  hiddenEnv?: readonly string[];
+  keptEnv?: readonly string[];
+}
+
+/** Where the network bridge listens inside a sandbox with `network: 'proxy'`. */
+export const PROXY_PORT = 3128;
+/** Where the host's proxy socket is bound inside the sandbox. */
+export const PROXY_SOCKET_IN_SANDBOX = '/run/conch/proxy.sock';
+
+/** What commands in a sandbox with the proxy are told. */
+export function proxyEnv(): Record<string, string> {
+  const url = `http://127.0.0.1:${PROXY_PORT}`;
+  // The sandbox's own loopback (a dev server it started) is reached directly.
+  const noProxy = 'localhost,127.0.0.1,::1';
+  return {
+    HTTP_PROXY: url,
+    HTTPS_PROXY: url,
+    ALL_PROXY: url,
+    NO_PROXY: noProxy,
+    http_proxy: url,
+    https_proxy: url,
+    all_proxy: url,
+    no_proxy: noProxy,
+    npm_config_proxy: url,
+    npm_config_https_proxy: url,
+    // Node 22.21+/24.5+: fetch and http(s).request honour the variables above.
+    NODE_USE_ENV_PROXY: '1',
+  };
 }
 
 /** Which sandbox really applied to a process. */
@@ -106,12 +147,28 @@ export function normalizeSandboxProfile(value: unknown, cwd: string, field = 'sa
           v.writableRoots,
         );
       }
+      if (v.network !== undefined && v.network !== 'none' && v.network !== 'proxy') {
+        throw new InvalidSpawnOptionError(`${field}.network`, "'none' or 'proxy'", v.network);
+      }
+      const masked = pathList(v.maskedPaths, `${field}.maskedPaths`, cwd, true);
+      const names = (value: unknown, name: string) => {
+        if (value === undefined) return [];
+        if (!Array.isArray(value) || value.some((x) => typeof x !== 'string' || x === ''))
+          throw new InvalidSpawnOptionError(`${field}.${name}`, 'an array of variable-name globs', value);
+        return [...(value as string[])];
+      };
+      const hiddenEnv = names(v.hiddenEnv, 'hiddenEnv');
+      const keptEnv = names(v.keptEnv, 'keptEnv');
       return {
         kind: 'workspace-write',
         writableRoots,
         readOnlyPaths: pathList(v.readOnlyPaths, `${field}.readOnlyPaths`, cwd, true),
         pinnedPaths: pathList(v.pinnedPaths, `${field}.pinnedPaths`, cwd, true),
         ...(env ? { env: { ...(env as Record<string, string>) } } : {}),
+        ...(v.network === 'proxy' ? { network: 'proxy' as const } : {}),
+        ...(masked.length ? { maskedPaths: masked } : {}),
+        ...(hiddenEnv.length ? { hiddenEnv } : {}),
+        ...(keptEnv.length ? { keptEnv } : {}),
       };
     }
     default:
@@ -134,6 +191,10 @@ export function sandboxKey(profile: SandboxProfile): string {
         profile.readOnlyPaths,
         profile.pinnedPaths ?? [],
         Object.entries(profile.env ?? {}).sort(),
+        profile.network ?? 'none',
+        profile.maskedPaths ?? [],
+        profile.hiddenEnv ?? [],
+        profile.keptEnv ?? [],
       ])}`;
   }
 }
@@ -238,7 +299,7 @@ const ISOLATION = [
 export function sandboxArgs(
   profile: SandboxProfile,
   keepVisible: readonly string[] = [],
-  options: { tmp?: string } = {},
+  options: { tmp?: string; proxySocket?: string } = {},
 ): SandboxArgs {
   const skipped: string[] = [];
   switch (profile.kind) {
@@ -289,6 +350,16 @@ export function sandboxArgs(
           a.path.localeCompare(b.path),
       );
       for (const m of mounts) bind(m.flag, m.path);
+      // Secrets: a directory becomes an empty read-only tmpfs, a file reads as /dev/null.
+      for (const path of profile.maskedPaths ?? []) {
+        const real = existing(path);
+        if (real === undefined) continue;
+        if (statSync(real).isDirectory()) args.push('--perms', '0555', '--tmpfs', real, '--remount-ro', real);
+        else args.push('--ro-bind', '/dev/null', real);
+      }
+      if (profile.network === 'proxy' && options.proxySocket) {
+        args.push('--bind', options.proxySocket, PROXY_SOCKET_IN_SANDBOX);
+      }
       args.push(...ISOLATION);
       return { args, skipped };
     }
@@ -302,6 +373,12 @@ export interface PolicyForProfile {
   readOnlyPaths: readonly string[];
   pinnedPaths: readonly string[];
   env: Readonly<Record<string, string>>;
+  /** 'proxy': connections through the allow-listing proxy. */
+  network?: 'none' | 'proxy';
+  /** Secrets hidden inside the sandbox. */
+  maskedPaths?: readonly string[];
+  hiddenEnv?: readonly string[];
+  keptEnv?: readonly string[];
 }
 
 /**
@@ -327,10 +404,37 @@ export function profileFor(
       readOnlyPaths: policy.readOnlyPaths,
       pinnedPaths: policy.pinnedPaths,
       env: policy.env,
+      ...(policy.network === 'proxy' ? { network: 'proxy' as const } : {}),
+      ...(policy.maskedPaths?.length ? { maskedPaths: policy.maskedPaths } : {}),
+      ...(policy.hiddenEnv?.length ? { hiddenEnv: policy.hiddenEnv } : {}),
+      ...(policy.keptEnv?.length ? { keptEnv: policy.keptEnv } : {}),
     };
   }
   if (level === 'read-only') {
     return policy.mode === 'off' ? { kind: 'read-only' } : { kind: 'read-only', required: true };
   }
   return { kind: 'protected', readOnlyPaths: policy.readOnlyPaths };
+}
+
+/**
+ * A test of variable names against a profile's `hiddenEnv` / `keptEnv` globs (one compiled regular
+ * expression each), or undefined when nothing is hidden.
+ */
+export function envFilter(profile: SandboxProfile): ((name: string) => boolean) | undefined {
+  if (profile.kind !== 'workspace-write' || !profile.hiddenEnv?.length) return undefined;
+  const compile = (globs: readonly string[]) =>
+    new RegExp(
+      `^(?:${globs
+        .map((g) =>
+          g
+            .split('*')
+            .map((part) => part.replace(/[.+?^${}()|[\]\\]/g, '\\$&'))
+            .join('.*'),
+        )
+        .join('|')})$`,
+      'i',
+    );
+  const hidden = compile(profile.hiddenEnv);
+  const kept = profile.keptEnv?.length ? compile(profile.keptEnv) : undefined;
+  return (name) => hidden.test(name) && !kept?.test(name);
 }

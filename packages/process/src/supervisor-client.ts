@@ -32,6 +32,13 @@ export interface SupervisorClientOptions {
    * translated to host pids (ns-pid.ts) before anything else sees them.
    */
   isolated?: boolean;
+  /** The supervisor bridges 127.0.0.1:<port> inside its network namespace to this proxy socket. */
+  proxy?: { socket: string; port: number };
+  /**
+   * Variables the supervisor (and bwrap around it) must not be started with: inside a sandbox its
+   * /proc/<pid>/environ is readable by the commands it runs.
+   */
+  envFilter?: (name: string) => boolean;
   logger?: Logger | undefined;
   /**
    * Called once when the supervisor could not start (`started` false) or died. `queued` are the
@@ -115,12 +122,15 @@ export class SupervisorClient {
   /** Starts the process. False when it could not even be spawned (see lostReason; onLost is not called). */
   start(): boolean {
     const { execPath, script, prefix, bwrap } = this.options;
-    const argv = [script, prefix, this.sandbox, '4'];
+    const proxy = this.options.proxy;
+    const argv = [script, prefix, this.sandbox, '4', ...(proxy ? [proxy.socket, String(proxy.port)] : [])];
     const [file, args] = bwrap ? [bwrap.path, [...bwrap.args, '--', execPath, ...argv]] : [execPath, argv];
     // The host's NODE_OPTIONS (loaders, --inspect, heap flags) are for the host; children still get
     // them, since every spawn request carries its own complete env.
     const env = { ...process.env };
     delete env.NODE_OPTIONS;
+    const hidden = this.options.envFilter;
+    if (hidden) for (const key of Object.keys(env)) if (hidden(key)) delete env[key];
     let proc: ChildProcess;
     try {
       proc = spawn(file, args, {

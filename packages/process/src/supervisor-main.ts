@@ -6,18 +6,21 @@
  * means (SIGKILL included, the IPC channel then closes) it kills every process group and PTY tree
  * it started, sweeps every process carrying its manager's cookie prefix, and exits.
  *
- * Run as `node supervisor-main.js <cookie-prefix> <sandbox-kind> <sync-fd>` with an 'ipc' stdio slot.
+ * Run as `node supervisor-main.js <cookie-prefix> <sandbox-kind> <sync-fd> [<proxy-socket> <port>]`
+ * with an 'ipc' stdio slot; with a proxy socket it bridges 127.0.0.1:<port> to it (the sandbox's
+ * only way out, see supervisor-bridge.ts).
  * It imports only node built-ins and a few small modules of this package, so it starts fast.
  */
 import { closeSync } from 'node:fs';
 import { Socket } from 'node:net';
 import { sweepCookie } from './kill-tree.js';
 import { canDetachPipes, SupervisorChildren } from './supervisor-children.js';
+import { startBridge } from './supervisor-bridge.js';
 import { fsRequest } from './supervisor-fs.js';
 import type { HostMessage, PtySpawnRequest, SupervisorMessage } from './supervisor-protocol.js';
 import { SupervisorPtys } from './supervisor-ptys.js';
 
-const [prefix = '', sandbox = 'none', syncFd] = process.argv.slice(2);
+const [prefix = '', sandbox = 'none', syncFd, proxySocket, proxyPort] = process.argv.slice(2);
 if (typeof process.send !== 'function' || !/^[0-9a-f]+-$/.test(prefix)) {
   process.stderr.write(
     'conch supervisor: start it through @conch/process (needs an IPC channel and a cookie prefix)\n',
@@ -109,8 +112,17 @@ if (syncFd !== undefined && !usable) {
   });
 }
 
-if (usable) {
-  send({ t: 'ready', pid: process.pid, node: process.version });
-} else {
+if (!usable) {
   send({ t: 'fatal', message: `node ${process.version}: child pipes cannot be detached for handle passing` });
+} else if (proxySocket && proxyPort) {
+  // Ready once commands can reach the proxy.
+  startBridge(proxySocket, Number(proxyPort)).then(
+    (server) => {
+      server.unref();
+      send({ t: 'ready', pid: process.pid, node: process.version });
+    },
+    (error: Error) => send({ t: 'fatal', message: `the network bridge could not start: ${error.message}` }),
+  );
+} else {
+  send({ t: 'ready', pid: process.pid, node: process.version });
 }

@@ -1,0 +1,252 @@
+import { createServer, request as httpRequest, type IncomingMessage, type Server } from 'node:http';
+import { connect, isIP, type Socket } from 'node:net';
+import { domainToASCII } from 'node:url';
+import type { Logger } from '@conch/core';
+
+/** Where a sandboxed command wants to connect: the host as the proxy normalised it, and the port. */
+export interface Destination {
+  /** Lowercase, no trailing dot, IDN as punycode, IPv4 in dotted decimal, IPv6 without brackets. */
+  host: string;
+  port: number;
+}
+
+export interface ConnectionVerdict {
+  allowed: boolean;
+  /** Why, for a refusal (said to the command in the 403 and reported in the result). */
+  reason?: string;
+}
+
+/** A connection the proxy refused. */
+export interface BlockedConnection extends Destination {
+  /** performance.now() when it was refused. */
+  at: number;
+  reason: string;
+}
+
+export interface NetworkProxyOptions {
+  /** The unix socket it listens on (bind-mounted into the sandboxes). */
+  socketPath: string;
+  /** Decides each connection (the permission gate's network rules; may ask a human). */
+  decide: (destination: Destination) => Promise<ConnectionVerdict>;
+  logger?: Logger | undefined;
+}
+
+/**
+ * Normalises a host the way the allow-list compares hosts: lowercase, trailing dot dropped,
+ * international names as punycode, IPv4 in every spelling (`2130706433`, `0x7f.1`, `127.1`) as
+ * dotted decimal, IPv6 compressed without brackets. Undefined for anything that is not a host
+ * (userinfo, paths, spaces, an empty name): such a request is refused.
+ */
+export function normalizeHost(raw: string): string | undefined {
+  let host = raw.trim();
+  if (host.startsWith('[') && host.endsWith(']')) host = host.slice(1, -1);
+  if (host === '' || /[\s/@\\?#%]/.test(host)) return undefined;
+  if (isIP(host) === 6) {
+    try {
+      return new URL(`http://[${host}]/`).hostname.slice(1, -1);
+    } catch {
+      return undefined;
+    }
+  }
+  if (host.includes(':')) return undefined;
+  let parsed: string;
+  try {
+    // The WHATWG parser: IPv4 shorthands, hex and decimal forms, case, IDN.
+    parsed = new URL(`http://${host}/`).hostname;
+  } catch {
+    return undefined;
+  }
+  parsed = parsed.replace(/\.$/, '');
+  const ascii = isIP(parsed) ? parsed : domainToASCII(parsed);
+  return ascii === '' ? undefined : ascii.toLowerCase();
+}
+
+/** `host:port` of a CONNECT request (`[v6]:port` too); undefined when it is not exactly that. */
+function parseAuthority(authority: string): Destination | undefined {
+  const m = /^(\[[^\]]+\]|[^:[\]]+):(\d{1,5})$/.exec(authority);
+  if (!m) return undefined;
+  const host = normalizeHost(m[1]!);
+  const port = Number(m[2]);
+  if (!host || port < 1 || port > 65535) return undefined;
+  return { host, port };
+}
+
+const HOP_BY_HOP = new Set([
+  'connection',
+  'keep-alive',
+  'proxy-authenticate',
+  'proxy-authorization',
+  'proxy-connection',
+  'te',
+  'trailer',
+  'transfer-encoding',
+  'upgrade',
+]);
+
+/**
+ * The one way out of a sandbox: an HTTP proxy (CONNECT for TLS, absolute-form requests for plain
+ * HTTP) on a unix socket outside the sandbox, which the sandbox's supervisor bridges to
+ * `127.0.0.1:<port>` inside the sandbox's network namespace. Every connection is decided by
+ * `decide` (the permission gate's allow-list, or a human); a refused one gets a 403 that names the
+ * host, and is kept for the command's result (`NETWORK_BLOCKED`). Names are resolved here, outside
+ * the sandbox, so the sandbox needs no DNS: a DNS query from inside goes nowhere.
+ *
+ * Written here rather than taken from a proxy package: it must decide per destination before any
+ * byte is forwarded and answer through a unix socket, and the forwarding itself is a few pipes.
+ */
+export class NetworkProxy {
+  private readonly options: NetworkProxyOptions;
+  private readonly server: Server;
+  private readonly sockets = new Set<Socket>();
+  private readonly blocked: BlockedConnection[] = [];
+  private listening: Promise<void> | undefined;
+
+  constructor(options: NetworkProxyOptions) {
+    this.options = options;
+    this.server = createServer((req, res) => void this.forward(req, res));
+    this.server.on(
+      'connect',
+      (req: IncomingMessage, socket: Socket, head: Buffer) => void this.tunnel(req, socket, head),
+    );
+    this.server.on('connection', (socket: Socket) => {
+      this.sockets.add(socket);
+      socket.on('close', () => this.sockets.delete(socket));
+    });
+    this.server.on('clientError', (_error, socket) => socket.destroy());
+  }
+
+  /** Starts listening (once). */
+  start(): Promise<void> {
+    this.listening ??= new Promise<void>((resolve, reject) => {
+      this.server.once('error', reject);
+      this.server.listen(this.options.socketPath, () => {
+        this.server.off('error', reject);
+        resolve();
+      });
+      this.server.unref();
+    });
+    return this.listening;
+  }
+
+  /** Connections refused since `since` (performance.now()), oldest first. */
+  blockedSince(since: number): BlockedConnection[] {
+    return this.blocked.filter((b) => b.at >= since);
+  }
+
+  close(): void {
+    this.server.close();
+    for (const socket of this.sockets) socket.destroy();
+  }
+
+  private async verdict(destination: Destination): Promise<ConnectionVerdict> {
+    try {
+      return await this.options.decide(destination);
+    } catch (error) {
+      this.options.logger?.warn(
+        { err: error, host: destination.host },
+        'network: the decision failed; refused',
+      );
+      return { allowed: false, reason: 'the decision failed' };
+    }
+  }
+
+  private refuse(destination: Destination | undefined, reason: string): string {
+    if (destination) {
+      this.blocked.push({ ...destination, at: performance.now(), reason });
+      if (this.blocked.length > 200) this.blocked.splice(0, this.blocked.length - 200);
+    }
+    const what = destination ? `${destination.host}:${destination.port}` : 'that destination';
+    return `conch: the sandbox's network does not reach ${what}: ${reason}.\n`;
+  }
+
+  private async tunnel(req: IncomingMessage, client: Socket, head: Buffer): Promise<void> {
+    client.on('error', () => client.destroy());
+    const destination = parseAuthority(req.url ?? '');
+    if (!destination) {
+      const body = this.refuse(undefined, `a malformed CONNECT target (${JSON.stringify(req.url ?? '')})`);
+      client.end(`HTTP/1.1 400 Bad Request\r\nContent-Length: ${Buffer.byteLength(body)}\r\n\r\n${body}`);
+      return;
+    }
+    const verdict = await this.verdict(destination);
+    if (!verdict.allowed) {
+      const body = this.refuse(destination, verdict.reason ?? 'not on the allow-list');
+      client.end(
+        `HTTP/1.1 403 Forbidden\r\nX-Conch-Blocked: ${destination.host}\r\nContent-Type: text/plain\r\nContent-Length: ${Buffer.byteLength(body)}\r\n\r\n${body}`,
+      );
+      return;
+    }
+    const upstream = connect(destination.port, destination.host);
+    this.sockets.add(upstream);
+    upstream.on('close', () => this.sockets.delete(upstream));
+    upstream.once('connect', () => {
+      client.write('HTTP/1.1 200 Connection Established\r\n\r\n');
+      if (head.length) upstream.write(head);
+      upstream.pipe(client);
+      client.pipe(upstream);
+    });
+    upstream.on('error', (error) => {
+      if (!client.writableEnded && !upstream.readable) {
+        client.end(
+          `HTTP/1.1 502 Bad Gateway\r\nContent-Type: text/plain\r\n\r\nconch proxy: ${error.message}\n`,
+        );
+      } else client.destroy();
+    });
+    client.on('close', () => upstream.destroy());
+  }
+
+  private async forward(req: IncomingMessage, res: import('node:http').ServerResponse): Promise<void> {
+    let url: URL;
+    try {
+      url = new URL(req.url ?? '');
+    } catch {
+      res
+        .writeHead(400, { 'Content-Type': 'text/plain' })
+        .end('conch proxy: expected an absolute http:// URL\n');
+      return;
+    }
+    const host =
+      url.protocol === 'http:' && !url.username && !url.password ? normalizeHost(url.hostname) : undefined;
+    const destination = host ? { host, port: Number(url.port || 80) } : undefined;
+    if (!destination) {
+      const body = this.refuse(
+        undefined,
+        `only plain http:// URLs without credentials go through (${url.protocol})`,
+      );
+      res.writeHead(400, { 'Content-Type': 'text/plain' }).end(body);
+      return;
+    }
+    const verdict = await this.verdict(destination);
+    if (!verdict.allowed) {
+      const body = this.refuse(destination, verdict.reason ?? 'not on the allow-list');
+      res.writeHead(403, { 'Content-Type': 'text/plain', 'X-Conch-Blocked': destination.host }).end(body);
+      return;
+    }
+    const headers: Record<string, string | string[]> = {};
+    for (const [name, value] of Object.entries(req.headers)) {
+      if (value !== undefined && !HOP_BY_HOP.has(name)) headers[name] = value;
+    }
+    headers.host = url.host;
+    const upstream = httpRequest(
+      {
+        host: destination.host,
+        port: destination.port,
+        method: req.method,
+        path: `${url.pathname}${url.search}`,
+        headers,
+      },
+      (answer) => {
+        const out: Record<string, string | string[]> = {};
+        for (const [name, value] of Object.entries(answer.headers)) {
+          if (value !== undefined && !HOP_BY_HOP.has(name)) out[name] = value;
+        }
+        res.writeHead(answer.statusCode ?? 502, out);
+        answer.pipe(res);
+      },
+    );
+    upstream.on('error', (error) => {
+      if (!res.headersSent) res.writeHead(502, { 'Content-Type': 'text/plain' });
+      res.end(`conch proxy: ${error.message}\n`);
+    });
+    req.pipe(upstream);
+  }
+}
