@@ -1,4 +1,10 @@
-import { createServer, request as httpRequest, type IncomingMessage, type Server } from 'node:http';
+import {
+  createServer,
+  request as httpRequest,
+  type IncomingMessage,
+  type Server,
+  type ServerResponse,
+} from 'node:http';
 import { connect, isIP, type Socket } from 'node:net';
 import { domainToASCII } from 'node:url';
 import type { Logger } from '@conch/core';
@@ -194,7 +200,7 @@ export class NetworkProxy {
     client.on('close', () => upstream.destroy());
   }
 
-  private async forward(req: IncomingMessage, res: import('node:http').ServerResponse): Promise<void> {
+  private async forward(req: IncomingMessage, res: ServerResponse): Promise<void> {
     let url: URL;
     try {
       url = new URL(req.url ?? '');
