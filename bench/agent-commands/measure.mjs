@@ -31,11 +31,18 @@ function usage(message) {
 }
 
 function parseArgs(argv) {
-  const opts = { json: false, list: undefined, full: false, corpus: join(here, 'commands.jsonl') };
+  const opts = {
+    json: false,
+    list: undefined,
+    full: false,
+    registries: false,
+    corpus: join(here, 'commands.jsonl'),
+  };
   for (let i = 0; i < argv.length; i++) {
     const a = argv[i];
     if (a === '--json') opts.json = true;
     else if (a === '--full') opts.full = true;
+    else if (a === '--registries') opts.registries = true;
     else if (a === '--list') {
       opts.list = argv[++i];
       if (!opts.list || (opts.list !== 'all' && !CLASSES.includes(opts.list)))
@@ -80,6 +87,36 @@ function oneLine(command, full) {
   return flat.length > 160 ? `${flat.slice(0, 157)}…` : flat;
 }
 
+/**
+ * Where a command connects, as far as its text says: URL hosts, `git@host:`, and the registries
+ * package managers use (pip -> PyPI, npm/yarn/pnpm/npx -> npmjs, apt -> Debian). A python or node
+ * script that downloads is `?` (unknown). localhost is the sandbox's own loopback: not a destination.
+ */
+function destinations(command) {
+  const hosts = new Set();
+  // Only commands that connect: a client, or code run at once. A heredoc written to a file, a sed
+  // script or an echo that merely contain a URL connect to nothing.
+  const connects =
+    /^\s*(?:(?:timeout|env)\s+(?:-\S+\s+)*\S+\s+)?(?:curl|wget|git|python3?|node|pip3?|npm|npx|yarn|pnpm|apt(?:-get)?)\b/.test(
+      command,
+    ) && !/^\s*(?:cat|tee|echo|printf|sed)\b/.test(command);
+  if (!connects) return [];
+  for (const m of command.matchAll(/\b(?:https?|ftp):\/\/(?:[^@\/\s'"]*@)?([^\/\s:'"?#]+)/g))
+    hosts.add(m[1].toLowerCase());
+  for (const m of command.matchAll(/\bgit@([^:\s]+):/g)) hosts.add(m[1].toLowerCase());
+  if (/\bpip3?\s+install\b|\bpython3?\s+-m\s+pip\s+install\b/.test(command) && !/--no-index/.test(command)) {
+    hosts.add('pypi.org');
+    hosts.add('files.pythonhosted.org');
+  }
+  if (/\b(?:npm\s+(?:install|i|ci|add)|yarn\s+add|pnpm\s+(?:add|install)|npx)\b/.test(command))
+    hosts.add('registry.npmjs.org');
+  if (/\bapt(?:-get)?\s+(?:update|install)\b/.test(command)) hosts.add('deb.debian.org');
+  if (/\b(?:urllib\.request|requests\.get|whisper|nwis|fetch\()/.test(command) && hosts.size === 0)
+    hosts.add('?');
+  for (const local of ['localhost', '127.0.0.1', '0.0.0.0']) hosts.delete(local);
+  return [...hosts];
+}
+
 const pct = (n, d) => (d ? (100 * n) / d : 0);
 const fmt = (x) => x.toFixed(1);
 
@@ -106,7 +143,13 @@ async function main() {
   const results = [];
   let elapsed = 0;
   try {
-    await registry.expose('permission', {}); // no approver: "ask" comes back as a deny saying so
+    // No approver: "ask" comes back as a deny saying so. --registries: conch-mcp's default
+    // network allow-list (the package registries and code hosts).
+    const { PACKAGE_REGISTRIES } = await import('@conch/permission');
+    await registry.expose(
+      'permission',
+      opts.registries ? { network: { allow: [...PACKAGE_REGISTRIES] } } : {},
+    );
     const gate = registry.resolve(PERMISSION_GATE);
     const started = performance.now();
     for (let i = 0; i < corpus.length; i++) {
@@ -115,11 +158,18 @@ async function main() {
         { kind: 'command', tool: 'cli_based_tool', command: e.command, cwd: workspace },
         { callId: `agent-commands-${i}` },
       );
+      // Destinations the sandbox's proxy would refuse (each a question for a human with an approver).
+      const blockedHosts = [];
+      for (const host of destinations(e.command)) {
+        const net = host === '?' ? { outcome: 'deny' } : await gate.checkNetwork({ host, port: 443 });
+        if (net.outcome !== 'allow') blockedHosts.push(host);
+      }
       results.push({
         ...e,
         outcome: outcomeOf(decision),
         rule: decision.rule ?? '(none)',
         reason: decision.reason,
+        blockedHosts,
       });
     }
     elapsed = performance.now() - started;
@@ -162,6 +212,22 @@ async function main() {
       ]),
     ),
     topPromptRules,
+    // What a session meets beyond the gate: one escalation per command that writes outside the
+    // workspace, and one network question per blocked destination per trajectory (a human
+    // answering 'always' is not asked again for that host).
+    outsideEscalations: byClass.outside.total,
+    networkQuestions: new Set(results.flatMap((r) => r.blockedHosts.map((h) => `${r.source}\0${h}`))).size,
+    effectivePromptsPer100: Number(
+      fmt(
+        pct(
+          total.prompts +
+            byClass.outside.total +
+            new Set(results.flatMap((r) => r.blockedHosts.map((h) => `${r.source}\0${h}`))).size,
+          total.total,
+        ),
+      ),
+    ),
+    networkAllowList: opts.registries ? 'package registries (conch-mcp default)' : 'none (library default)',
     msPerCommand: Number((elapsed / Math.max(1, corpus.length)).toFixed(3)),
   };
 
@@ -171,7 +237,8 @@ async function main() {
     if (opts.json) {
       console.log(
         JSON.stringify(
-          rows.map(({ command, needs, source, outcome, rule, reason }) => ({
+          rows.map(({ command, needs, source, outcome, rule, reason, blockedHosts }) => ({
+            blockedHosts,
             command,
             needs,
             source,

@@ -1,27 +1,32 @@
-// How often the gate prompts a human on 900 real agent commands (bench/agent-commands: public
-// trajectories of seven agents), with the default config and no approver. A command the sandbox
-// will refuse (it needs the network or writes outside the workspace) costs at most one escalation
-// prompt later (`sandbox: false` + justification), so the row counts those too.
+// How often a human is asked on 900 real agent commands (bench/agent-commands: public trajectories
+// of seven agents), with no approver: the gate's own prompts, plus what the sandbox turns into a
+// question later — one escalation per command that writes outside the workspace, and one network
+// question per destination off the allow-list per trajectory (answered 'always', it is not asked
+// again). Measured with the library's default config (no destination allowed) and with conch-mcp's
+// (the package registries and code hosts allowed).
 import { execFileSync } from 'node:child_process';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
 const here = dirname(fileURLToPath(import.meta.url));
 
+function measure(extra) {
+  const out = execFileSync(
+    process.execPath,
+    [join(here, '..', 'agent-commands', 'measure.mjs'), '--json', ...extra],
+    { encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'], maxBuffer: 64 * 1024 * 1024 },
+  );
+  return JSON.parse(out);
+}
+
 export default async function () {
-  const out = execFileSync(process.execPath, [join(here, '..', 'agent-commands', 'measure.mjs'), '--json'], {
-    encoding: 'utf8',
-    stdio: ['ignore', 'pipe', 'ignore'],
-    maxBuffer: 64 * 1024 * 1024,
-  });
-  const m = JSON.parse(out);
-  const c = m.byClass;
-  const leaving = c.network.allowed + c.outside.allowed;
-  const effective = ((c.total.prompts + leaving) / m.commands) * 100;
+  const library = measure([]);
+  const mcp = measure(['--registries']);
+  const c = library.byClass;
   return [
     {
-      name: `agent commands: gate prompts per 100 (${m.commands} real commands, default config, no approver)`,
-      conch: m.promptsPer100,
+      name: `agent commands: gate prompts per 100 (${library.commands} real commands, default config, no approver)`,
+      conch: library.promptsPer100,
       baseline: null,
       unit: '/100',
       ratio: null,
@@ -29,13 +34,22 @@ export default async function () {
       pass: true,
     },
     {
-      name: 'agent commands: prompts + escalations the sandbox will cause (network, writes outside) per 100',
-      conch: effective,
+      name: 'agent commands: questions per 100, library default (gate + escalations + network questions)',
+      conch: library.effectivePromptsPer100,
       baseline: null,
       unit: '/100',
       ratio: null,
       goal: '<= 9',
-      pass: effective <= 9,
+      pass: library.effectivePromptsPer100 <= 9,
+    },
+    {
+      name: "agent commands: questions per 100, conch-mcp's default config (package registries allowed)",
+      conch: mcp.effectivePromptsPer100,
+      baseline: null,
+      unit: '/100',
+      ratio: null,
+      goal: '<= 2',
+      pass: mcp.effectivePromptsPer100 <= 2,
     },
     {
       name: 'agent commands: reads allowed without a prompt',

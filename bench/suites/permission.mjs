@@ -30,7 +30,10 @@ export default async function ({ median, time }) {
   const inSandbox = {};
   for (const command of [TYPICAL, 'rm -rf build dist', 'npm test && git add -A && git commit -m wip']) {
     inSandbox[command] = median(
-      await time(() => sandboxed.check(request(command), { callId: String(id++) }), { runs: 2000, warmup: 200 }),
+      await time(() => sandboxed.check(request(command), { callId: String(id++) }), {
+        runs: 2000,
+        warmup: 200,
+      }),
     );
   }
   const huge = `echo ${'a'.repeat(1024 * 1024)} && sudo true`;

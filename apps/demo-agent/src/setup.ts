@@ -1,3 +1,4 @@
+import { PACKAGE_REGISTRIES } from '@conch/permission';
 import { dirname, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { findChrome } from '@conch/browser';
@@ -29,6 +30,8 @@ export function demoConfig(siteDir: string = SITE_DIR): ConchConfig {
   return {
     plugins: {
       permission: {
+        // The sandbox reaches the common package registries and code hosts through its proxy.
+        network: { allow: [...PACKAGE_REGISTRIES] },
         // The walkthrough's REPL and its static server start without a prompt; everything else
         // follows the defaults.
         rules: {

@@ -10,7 +10,21 @@ import {
 } from '@conch/core';
 import type { Server } from '@modelcontextprotocol/sdk/server/index.js';
 import { StdioServerTransport } from '@modelcontextprotocol/sdk/server/stdio.js';
+import { PACKAGE_REGISTRIES } from '@conch/permission';
 import { BUILTIN_PLUGINS } from './builtin-plugins.js';
+
+/**
+ * What conch-mcp serves without a config file: cli, background and the permission gate, whose
+ * sandbox lets commands reach the common package registries and code hosts (npm, PyPI, crates.io,
+ * Go modules, RubyGems, Maven Central, GitHub, GitLab) through its proxy, and nothing else.
+ */
+export const MCP_DEFAULT_CONFIG: ConchConfig = {
+  ...DEFAULT_CONCH_CONFIG,
+  plugins: {
+    ...DEFAULT_CONCH_CONFIG.plugins,
+    permission: { network: { allow: [...PACKAGE_REGISTRIES] } },
+  },
+};
 import { createConchMcpServer, type ConchMcpServerOptions } from './server.js';
 
 export interface StartOptions extends Omit<ConchMcpServerOptions, 'configHint'> {
@@ -40,7 +54,7 @@ export async function startStdioServer(options: StartOptions = {}): Promise<Runn
     : existsSync(defaultFile)
       ? defaultFile
       : undefined;
-  let config: ConchConfig = DEFAULT_CONCH_CONFIG;
+  let config: ConchConfig = MCP_DEFAULT_CONFIG;
   let baseDir = cwd;
   if (configFile) {
     const loaded = await loadConchConfig(configFile);

@@ -12,3 +12,5 @@ export {
 export { escapeHidden } from './display.js';
 export { permissionPlugin as default } from './plugin.js';
 export { protectedPathReason, type ProtectedPathOptions } from './protected-write.js';
+export { compileHostPattern, PACKAGE_REGISTRIES, type HostPattern } from './network-rules.js';
+export { HIDDEN_ENV, KEPT_ENV, SECRET_HOME_PATHS } from './kernel-policy.js';

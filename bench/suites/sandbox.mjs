@@ -1,0 +1,64 @@
+// The sandbox's cost per command, measured on the process manager alone (no gate, no cli): `true`
+// in the workspace-write sandbox against the same spawn unsandboxed, and with the network proxy on
+// (its bridge in the supervisor, proxy variables in the environment) against no network. The
+// namespaces and the bridge are set up once per sandbox, so a command should cost what an
+// unsandboxed one does.
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { findBwrap, ProcessManager } from '@conch/process';
+import { alternate } from '../lib.mjs';
+
+export default async function () {
+  if (!findBwrap())
+    return [{ name: 'sandbox: rows skipped (no bwrap)', conch: NaN, baseline: NaN, unit: '', ratio: NaN }];
+  const ws = mkdtempSync(join(tmpdir(), 'conch-bench-sandbox-'));
+  // One manager per sandbox shape: a manager keeps one sandbox of a kind at a time (a new shape
+  // replaces an idle one), so alternating shapes in one manager would measure sandbox starts.
+  const managers = [0, 1, 2].map(
+    () => new ProcessManager({ cwd: ws, network: { decide: async () => ({ allowed: false }) } }),
+  );
+  const base = { kind: 'workspace-write', writableRoots: [ws], readOnlyPaths: [] };
+  const run = (sandbox) => {
+    const manager = managers[!sandbox ? 0 : sandbox.network === 'proxy' ? 2 : 1];
+    return manager.spawn('true', [], sandbox ? { sandbox } : {}).result;
+  };
+  try {
+    for (const s of [undefined, base, { ...base, network: 'proxy' }]) {
+      const r = await run(s);
+      if (r.exitCode !== 0)
+        throw new Error(`true failed in ${JSON.stringify(s)}: ${JSON.stringify(r.spawnError)}`);
+    }
+    const boxed = await alternate(
+      () => run(base),
+      () => run(undefined),
+    );
+    const net = await alternate(
+      () => run({ ...base, network: 'proxy' }),
+      () => run(base),
+    );
+    return [
+      {
+        name: 'sandbox: `true` in the workspace-write sandbox vs unsandboxed, process manager (median of 300)',
+        conch: boxed.conch,
+        baseline: boxed.baseline,
+        unit: 'ms',
+        ratio: boxed.conch / boxed.baseline,
+        goal: 'ratio <= 1.2',
+        pass: boxed.conch / boxed.baseline <= 1.2,
+      },
+      {
+        name: 'sandbox: `true` with the network proxy on vs no network (median of 300)',
+        conch: net.conch,
+        baseline: net.baseline,
+        unit: 'ms',
+        ratio: net.conch / net.baseline,
+        goal: 'ratio <= 1.2',
+        pass: net.conch / net.baseline <= 1.2,
+      },
+    ];
+  } finally {
+    await Promise.all(managers.map((m) => m.dispose()));
+    rmSync(ws, { recursive: true, force: true });
+  }
+}
