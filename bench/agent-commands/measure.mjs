@@ -101,7 +101,7 @@ function destinations(command) {
       command,
     ) && !/^\s*(?:cat|tee|echo|printf|sed)\b/.test(command);
   if (!connects) return [];
-  for (const m of command.matchAll(/\b(?:https?|ftp):\/\/(?:[^@\/\s'"]*@)?([^\/\s:'"?#]+)/g))
+  for (const m of command.matchAll(/\b(?:https?|ftp):\/\/(?:[^@/\s'"]*@)?([^/\s:'"?#]+)/g))
     hosts.add(m[1].toLowerCase());
   for (const m of command.matchAll(/\bgit@([^:\s]+):/g)) hosts.add(m[1].toLowerCase());
   if (/\bpip3?\s+install\b|\bpython3?\s+-m\s+pip\s+install\b/.test(command) && !/--no-index/.test(command)) {
