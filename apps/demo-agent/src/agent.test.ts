@@ -223,3 +223,44 @@ describe('ScriptedDemoModel', () => {
     expect(text).toBe('Result: ✓');
   });
 });
+
+describe('!kill-all', () => {
+  it('ends background tasks, terminal sessions and every process (the browser included), naming each', async () => {
+    const { backgroundPlugin } = await import('@conch/background');
+    const { cliPlugin } = await import('@conch/cli');
+    const { permissionPlugin } = await import('@conch/permission');
+    const { terminalPlugin } = await import('@conch/terminal');
+    const { PROCESS_MANAGER } = await import('@conch/process');
+    const reg = new PluginRegistry({
+      plugins: [permissionPlugin, cliPlugin, backgroundPlugin, terminalPlugin],
+    });
+    registry = reg;
+    await reg.expose('permission', { mode: 'acceptAll', sandbox: 'off' });
+    await reg.expose('cli');
+    await reg.expose('terminal');
+    const tracker = new ProcessTracker(reg);
+    const task = (await reg.execute('cli_based_tool', { command: 'sleep 300', background: true })) as {
+      background_task_id: string;
+    };
+    const session = (await reg.execute('terminal', { command: 'sleep 300', background: true })) as {
+      session_id: number;
+    };
+    // A stand-in for the browser: a process whose label is the browser's.
+    const manager = reg.resolve(PROCESS_MANAGER);
+    const browser = manager.spawn('sleep', ['300'], { label: '[browser] Chrome Headless  CDP Ready ws://x' });
+    await browser.spawned;
+    const pids = manager
+      .list()
+      .filter((p) => p.isRunning && p.pid !== undefined)
+      .map((p) => p.pid!);
+    expect(pids.length).toBeGreaterThanOrEqual(2);
+    const said = await tracker.killAll();
+    expect(said, said).toMatch(/1 browser \(p\d+\)/);
+    expect(said).toContain(`1 background task (${task.background_task_id})`);
+    expect(said).toContain(`1 terminal session (t${session.session_id})`);
+    for (const pid of pids)
+      await waitFor(() => !isAlive(pid), { what: `pid ${pid} to end`, timeoutMs: 30_000 });
+    expect(await tracker.killAll()).toBe('nothing was running');
+    tracker.dispose();
+  });
+});

@@ -177,25 +177,30 @@ export class ProcessTracker {
     throw new Error(`no process, background task or terminal session has id '${id}'; see !ps`);
   }
 
-  /** Ends everything that is running. */
+  /**
+   * Ends everything that is running — background tasks, terminal sessions, every process the
+   * registry started (the browser included) — and says what it ended, by id.
+   */
   async killAll(): Promise<string> {
-    const done: string[] = [];
+    const running = this.rows().filter((r) => r.running);
     const background = this.background();
-    if (background) {
-      await background.killAll();
-      done.push('background tasks');
-    }
+    if (background) await background.killAll();
     const terminal = terminalService(this.registry);
-    if (terminal) {
-      await terminal.killAll();
-      done.push('terminal sessions');
-    }
+    if (terminal) await terminal.killAll();
     const manager = this.registry.resolveOptional(PROCESS_MANAGER);
-    if (manager) {
-      await manager.killAll();
-      done.push('processes');
-    }
-    return done.length ? `killed all ${done.join(', ')}` : 'nothing to kill';
+    if (manager) await manager.killAll();
+    if (running.length === 0) return 'nothing was running';
+    const named = (kind: ProcessRow['kind'], one: string, many: string) => {
+      const ids = running.filter((r) => r.kind === kind).map((r) => r.id);
+      return ids.length ? `${ids.length} ${ids.length === 1 ? one : many} (${ids.join(', ')})` : undefined;
+    };
+    const parts = [
+      named('browser', 'browser', 'browsers'),
+      named('background', 'background task', 'background tasks'),
+      named('terminal', 'terminal session', 'terminal sessions'),
+      named('process', 'process', 'processes'),
+    ].filter((p): p is string => p !== undefined);
+    return `killed ${parts.join(', ')}`;
   }
 
   /** The full output of a process, task or session. */
