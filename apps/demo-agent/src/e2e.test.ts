@@ -205,7 +205,7 @@ describe('demo agent in tmux', () => {
     session = startApp(cookie, '--no-walkthrough');
     const tmux = session;
     await tmux.waitForScreen((s) => s.includes('scripted demo model'), 'the header', 60_000);
-    tmux.type(`$ touch ${join(workDir!, 'not-allowed.txt')}`);
+    tmux.type(`$! touch ${join(workDir!, 'not-allowed.txt')}`);
     await tmux.waitForScreen((s) => /conch asks: allow/.test(bottom(s)), 'the approval prompt');
     await answerPrompt(tmux, 'n');
     await tmux.waitForScreen((s) => /Not run: Permission denied/.test(s), 'the denial to reach the model');

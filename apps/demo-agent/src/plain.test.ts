@@ -66,7 +66,8 @@ describe('plain mode', () => {
     expect(stdout).toMatch(/✓ check_background_task ok .*\n\s+✓ \S+ completed: ✓ exit=0 · build done\n/);
     expect(stdout).toContain('Python answered 42');
     // rm in the terminal moved the draft to the trash; the trash tool found it and put it back.
-    expect(stdout).toMatch(/\? conch asks to run: mkdir -p .*notes\.txt && rm /);
+    // Writing and removing in the walkthrough's directory runs in the sandbox without a question.
+    expect(stdout).not.toMatch(/\? conch asks to run: mkdir -p .*notes\.txt && rm /);
     expect(stdout).toMatch(/✓ trash ok .*\n\s+✓ trash: 1 entry matching notes\.txt\n/);
     expect(stdout).toMatch(/✓ trash ok .*\n\s+✓ restored .*notes\.txt\n/);
     expect(stdout).toContain('The file is back and reads "draft v1".');
@@ -102,7 +103,7 @@ describe('plain mode', () => {
   it('reads approval answers from stdin: "n" denies and the model is told', async () => {
     const { code, stdout } = await runApp(
       ['--no-walkthrough'],
-      '$ touch refused.txt\nn\n$ echo after\n!exit\n$ echo never-read\n',
+      '$! touch refused.txt\nn\n$ echo after\n!exit\n$ echo never-read\n',
     );
     expect(code).toBe(0);
     expect(stdout).toContain('? conch asks to run: touch refused.txt');
@@ -115,7 +116,7 @@ describe('plain mode', () => {
   }, 240_000);
 
   it('denies an approval at end of input and reports bad options', async () => {
-    const denied = await runApp(['--no-walkthrough', '--prompt', '$ touch never.txt'], '');
+    const denied = await runApp(['--no-walkthrough', '--prompt', '$! touch never.txt'], '');
     expect(denied.code).toBe(0);
     expect(denied.stdout).toContain('(end of input: denied)');
     expect(existsSync(join(workDir!, 'never.txt'))).toBe(false);

@@ -20,7 +20,8 @@ import { blockedReason, displayLine, readResult } from './result-display.js';
  *   removed with the terminal's safe `rm` and restored from the trash, a static server started
  *   in a terminal background session with `wait_for` and opened in the headless browser and
  *   screenshotted, a denied `sudo`, an asked command, a long-running background watcher).
- * - `$ <command>`: runs that command with cli_based_tool and reports the result.
+ * - `$ <command>`: runs that command with cli_based_tool and reports the result; `$! <command>`
+ *   asks to run it outside the sandbox (a human approves it first).
  * - anything else: explains what it can do.
  *
  * It reads results as a host does: whether a call worked from its `display` and `error_code`
@@ -268,9 +269,8 @@ function trashEntryId(ctx: ScriptContext): string | undefined {
 }
 
 /**
- * `rm` in a terminal session moves to the project's trash: a draft is written and removed (the
- * permission gate asks about `rm`), found with `trash` list, restored (the gate asks: it writes
- * into your files) and read back.
+ * `rm` in a terminal session moves to the project's trash: a draft is written and removed (in the
+ * sandbox, without a question), found with `trash` list, restored and read back.
  */
 function trashSteps(demoDir: string): ScriptStep[] {
   const needs = ['terminal', 'trash'];
@@ -311,7 +311,7 @@ function trashSteps(demoDir: string): ScriptStep[] {
         if (list === undefined) return '';
         const id = trashEntryId(ctx);
         return id
-          ? `There it is, entry ${id}. I restore it; that writes into your files, so conch asks first.`
+          ? `There it is, entry ${id}. I restore it.`
           : `The trash has no notes.txt (${displayLine(list)}), so I move on.`;
       },
       call: (ctx) => {
@@ -452,13 +452,16 @@ function walkthrough(threshold: number, demoDir: string, siteDir: string): Scrip
         const sudo = ctx.results.get('sudo');
         return (
           `${readResult(sudo).kind === 'blocked' ? `Refused: ${sentence(blockedReason(sudo))} ` : ''}` +
-          `Commands that are not known to be harmless are asked. This one writes to ${demoDir}, so conch asks you first.`
+          'Everything else so far ran without a question, inside the sandbox: it can write only in the workspace and reach only allowed hosts. ' +
+          'A command that must leave the sandbox (a system install, a file elsewhere) is asked first. I ask to run this one outside it:'
         );
       },
       call: () => ({
         toolName: cli,
         input: {
           command: `mkdir -p ${demoDir} && date > ${demoDir}/approved.txt && cat ${demoDir}/approved.txt`,
+          sandbox: false,
+          justification: 'The walkthrough shows that a command leaving the sandbox is asked first.',
         },
       }),
     },
@@ -511,7 +514,13 @@ function commandScript(): ScriptStep[] {
       say: () => '',
       call: (ctx) => ({
         toolName: 'cli_based_tool',
-        input: { command: ctx.userText.replace(/^\s*\$\s*/, '') },
+        input: /^\s*\$!/.test(ctx.userText)
+          ? {
+              command: ctx.userText.replace(/^\s*\$!\s*/, ''),
+              sandbox: false,
+              justification: 'You typed $!, which runs a command outside the sandbox.',
+            }
+          : { command: ctx.userText.replace(/^\s*\$\s*/, '') },
       }),
     },
     {

@@ -25,13 +25,15 @@ function regexEscape(text: string): string {
  * deny, the rest asks you). The browser ('auto') is added by createDemoEnvironment when a
  * Chromium is installed.
  */
-export function demoConfig(siteDir: string = SITE_DIR): ConchConfig {
+export function demoConfig(siteDir: string = SITE_DIR, demoDir?: string): ConchConfig {
   const serve = serveCommand(siteDir);
   return {
     plugins: {
       permission: {
         // The sandbox reaches the common package registries and code hosts through its proxy.
         network: { allow: [...PACKAGE_REGISTRIES] },
+        // Commands write in the sandbox: the workspace, and the walkthrough's own directory.
+        ...(demoDir ? { writableRoots: [demoDir] } : {}),
         // The walkthrough's REPL and its static server start without a prompt; everything else
         // follows the defaults.
         rules: {
@@ -105,7 +107,7 @@ export async function createDemoEnvironment(options: {
       autoBackgroundThreshold: thresholdOf(config),
     };
   }
-  const config = demoConfig(options.siteDir);
+  const config = demoConfig(options.siteDir, options.screenshotDir);
   const missing: string[] = [];
   let browser = process.env.CONCH_DEMO_BROWSER !== '0';
   if (browser) {

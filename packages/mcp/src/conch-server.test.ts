@@ -2,7 +2,8 @@
 import { execFileSync } from 'node:child_process';
 import { existsSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { isAlive, readPid, tempDir, waitFor } from '@conch/test-support';
+import { randomInt } from 'node:crypto';
+import { isAlive, processesMentioning, tempDir, waitFor } from '@conch/test-support';
 import {
   CallToolResultSchema,
   type CallToolResult,
@@ -31,8 +32,21 @@ function answering(decision: 'once' | 'always' | 'deny', questions: string[]) {
   };
 }
 
-// A long command whose real process id lands in a file (the permission gate asks about it).
-const LONG = 'sleep 300 & echo $! > sleep.pid; wait';
+/**
+ * A long command and how to find its process from the host: commands run in the sandbox's own pid
+ * namespace, so a pid they print is not the host's; a unique duration (`sleep 300.<n>`) is.
+ */
+function longCommand(): { command: string; pid: () => number | undefined } {
+  const marker = `sleep 300.${randomInt(1e9)}`;
+  return { command: `${marker} & wait`, pid: () => processesMentioning(marker)[0] };
+}
+
+/** Leaving the sandbox is what asks: the model says why (`sandbox: false` with a justification). */
+const escalated = (command: string) => ({
+  command,
+  sandbox: false,
+  justification: 'the test checks the question a human gets',
+});
 
 describe('conch-mcp with the default config (cli + background + permission)', () => {
   test('lists cli_based_tool and the background tools with schemas and hints', async () => {
@@ -85,19 +99,24 @@ describe('conch-mcp with the default config (cli + background + permission)', ()
   test('an ask is answered through elicitation; "always" is remembered', async () => {
     const questions: string[] = [];
     harness = await startServer({ elicit: answering('always', questions) });
-    const { data } = await call(harness, 'cli_based_tool', { command: 'touch made-by-ask.txt' });
+    // Inside the workspace nothing is asked: the sandbox holds the write.
+    const { data: inside } = await call(harness, 'cli_based_tool', { command: 'touch inside.txt' });
+    expect(inside).toMatchObject({ returncode: 0, sandbox: 'workspace-write' });
+    expect(questions).toHaveLength(0);
+    const { data } = await call(harness, 'cli_based_tool', escalated('touch made-by-ask.txt'));
     expect(data).toMatchObject({ returncode: 0 });
     expect(existsSync(join(harness.cwd, 'made-by-ask.txt'))).toBe(true);
     expect(questions).toHaveLength(1);
     expect(questions[0]).toContain('touch made-by-ask.txt');
-    await call(harness, 'cli_based_tool', { command: 'touch made-by-ask.txt' });
+    expect(questions[0]).toContain('the test checks the question a human gets');
+    await call(harness, 'cli_based_tool', escalated('touch made-by-ask.txt'));
     expect(questions).toHaveLength(1);
   });
 
   test('a human deny, a safety deny, and an ask without elicitation that names the rule to add', async () => {
     const questions: string[] = [];
     harness = await startServer({ elicit: answering('deny', questions) });
-    const { result: humanDenied } = await call(harness, 'cli_based_tool', { command: 'touch nope.txt' });
+    const { result: humanDenied } = await call(harness, 'cli_based_tool', escalated('touch nope.txt'));
     expect(humanDenied).toMatchObject({ isError: true, structuredContent: { permission_denied: true } });
     expect(existsSync(join(harness.cwd, 'nope.txt'))).toBe(false);
     const { result: sudo } = await call(harness, 'cli_based_tool', { command: 'sudo ls' });
@@ -106,7 +125,7 @@ describe('conch-mcp with the default config (cli + background + permission)', ()
     await harness.close();
 
     harness = await startServer({});
-    const { result: asked } = await call(harness, 'cli_based_tool', { command: 'touch nope.txt' });
+    const { result: asked } = await call(harness, 'cli_based_tool', escalated('touch nope.txt'));
     expect(asked).toMatchObject({
       isError: true,
       structuredContent: { permission_denied: true, suggestion: expect.stringContaining('rules.allow') },
@@ -132,12 +151,13 @@ describe('conch-mcp with the default config (cli + background + permission)', ()
   test('cancellation kills the command’s process tree', async () => {
     harness = await startServer({ elicit: answering('once', []) });
     const controller = new AbortController();
+    const long = longCommand();
     const pending = harness.client.callTool(
-      { name: 'cli_based_tool', arguments: { command: LONG, background: false } },
+      { name: 'cli_based_tool', arguments: { command: long.command, background: false } },
       CallToolResultSchema,
       { signal: controller.signal },
     );
-    const pid = await waitFor(() => readPid(join(harness!.cwd, 'sleep.pid')), {
+    const pid = await waitFor(long.pid, {
       what: 'the command to start',
       timeoutMs: 30_000,
     });
@@ -151,20 +171,22 @@ describe('conch-mcp with the default config (cli + background + permission)', ()
     'server exit on %s leaves no child (foreground and background)',
     async (how) => {
       harness = await startServer({ elicit: answering('once', []) });
-      const { cwd, serverPid } = harness;
+      const { serverPid } = harness;
+      const long = longCommand();
+      const background = longCommand();
       const { data: bg } = await call(harness, 'cli_based_tool', {
-        command: 'sleep 300 & echo $! > bg.pid; wait',
+        command: background.command,
         background: true,
       });
       expect(bg.background_task_id).toEqual(expect.any(String));
       const fg = harness.client
-        .callTool({ name: 'cli_based_tool', arguments: { command: LONG, background: false } })
+        .callTool({ name: 'cli_based_tool', arguments: { command: long.command, background: false } })
         .catch((error: unknown) => error);
-      const fgPid = await waitFor(() => readPid(join(cwd, 'sleep.pid')), {
+      const fgPid = await waitFor(long.pid, {
         what: 'the foreground command',
         timeoutMs: 30_000,
       });
-      const bgPid = await waitFor(() => readPid(join(cwd, 'bg.pid')), {
+      const bgPid = await waitFor(background.pid, {
         what: 'the background command',
         timeoutMs: 30_000,
       });

@@ -132,7 +132,11 @@ function composeScript(
   referenced: ReadonlySet<number>,
   continueOnError: boolean,
 ): { script: string; needsDir: boolean } {
-  const lines = [`__conch_d="$${TEMPLATE_DIR_VARIABLE}"`];
+  // The host makes the directory; where the script cannot write there (a sandbox sees the
+  // registry's temp dir read-only) it makes its own in its /tmp and removes it on exit.
+  const lines = [
+    `__conch_d="$${TEMPLATE_DIR_VARIABLE}"; if ! [ -w "$__conch_d" ]; then __conch_d=$(mktemp -d) || exit 125; trap 'rm -rf "$__conch_d"' EXIT; fi`,
+  ];
   let needsDir = false;
   steps.forEach((step, i) => {
     const file = `"$__conch_d/${i}"`;
