@@ -58,9 +58,13 @@ afterEach(async () => {
 /** Serves the test site with a background cli command; resolves with its base URL once it answers. */
 async function serveSite(): Promise<string> {
   const site = writeSite(dir);
+  // Outside the sandbox (the host rule allows it): a server in the sandbox's own network namespace
+  // is out of the browser's reach.
   const started = (await registry.execute('cli_based_tool', {
     command: serveCommand(site),
     background: true,
+    sandbox: false,
+    justification: 'the browser on the host must reach the test server',
   })) as Result;
   expect(started.background_task_id).toBeDefined();
   const background = registry.resolve(BACKGROUND_SERVICE);
@@ -242,7 +246,8 @@ describe('external cdpUrl', () => {
     const error = await registry
       .expose('browser', { cdpUrl: `http://127.0.0.1:${port}` })
       .catch((e: unknown) => e);
-    expect(error).toBeInstanceOf(CdpUnreachableError);
+    expect(error).toMatchObject({ code: 'CDP_UNREACHABLE' });
+    expect((error as Error).cause).toBeInstanceOf(CdpUnreachableError);
     expect((error as Error).message).toContain(
       `at http://127.0.0.1:${port} (tried GET http://127.0.0.1:${port}/json/version)`,
     );

@@ -6,7 +6,9 @@ import { probeCdp } from './cdp-endpoint.js';
 import { browserConfigSchema, type BrowserConfig } from './config.js';
 import { launchChrome } from './launch-chrome.js';
 import { PageSession } from './page-session.js';
+import { RequestPolicy } from './request-policy.js';
 import { browserInstructions, browserTools } from './tools.js';
+import { UrlAllowlist } from './url-allowlist.js';
 
 /** Starts (auto) or reaches (external) the configured browser. */
 async function startBrowser(ctx: PluginContext<BrowserConfig>): Promise<BrowserService> {
@@ -53,7 +55,8 @@ async function startBrowser(ctx: PluginContext<BrowserConfig>): Promise<BrowserS
  * browser_snapshot, browser_screenshot, browser_evaluate). `cdpUrl: 'auto'` starts a private
  * headless Chromium owned by the registry's process manager; a ws:// or http:// URL uses an
  * external browser after checking that it answers; null (default) exposes nothing. The running
- * browser is provided as `BROWSER_SERVICE` for the host and other CDP clients.
+ * browser is provided as `BROWSER_SERVICE` for the host and other CDP clients. Every request the
+ * tools' pages make is checked against `allowedUrls` (`browser.blocked` events for refusals).
  */
 export const browserPlugin = definePlugin<BrowserConfig>({
   name: 'browser',
@@ -74,7 +77,23 @@ export const browserPlugin = definePlugin<BrowserConfig>({
       ctx.reportStatus('browser', () => service.status());
       pages = new PageSession(
         service,
-        { viewport: config.viewport, navigationTimeoutMs: config.navigationTimeoutMs },
+        {
+          viewport: config.viewport,
+          navigationTimeoutMs: config.navigationTimeoutMs,
+          connectTimeoutMs: config.connectTimeoutMs,
+          policy: new RequestPolicy(new UrlAllowlist(config.allowedUrls)),
+          // Connections (WebSockets) go through a proxy on this machine's loopback: only a browser
+          // conch started is known to reach it.
+          proxy: service.mode === 'auto',
+          onBlocked: (blocked) =>
+            ctx.events.emit('browser.blocked', {
+              url: blocked.url,
+              resourceType: blocked.resourceType,
+              mainFrame: blocked.mainFrame,
+              redirect: blocked.redirect,
+              reason: blocked.reason,
+            }),
+        },
         ctx.logger,
       );
       const tools = browserTools({ config, pages, cwd: ctx.env.cwd, tempDir: () => ctx.env.tempDir() });

@@ -1,6 +1,7 @@
 import { mkdir, writeFile } from 'node:fs/promises';
 import { isAbsolute, join, resolve } from 'node:path';
 import {
+  ConchError,
   defineTool,
   PERMISSION_GATE,
   type PermissionRequest,
@@ -9,9 +10,11 @@ import {
   type ToolResult,
 } from '@conch/core';
 import { z } from 'zod';
+import type { Page } from 'playwright-core';
 import type { BrowserConfig } from './config.js';
-import type { PageSession } from './page-session.js';
+import type { PageRequests, PageSession } from './page-session.js';
 import { pngSize } from './png-size.js';
+import type { BlockedRequest } from './request-guard.js';
 import { UrlAllowlist } from './url-allowlist.js';
 
 const NAVIGABLE = new Set(['http:', 'https:', 'file:', 'about:', 'data:']);
@@ -63,6 +66,102 @@ function unavailable(error: unknown): ToolResult {
     'BROWSER_UNAVAILABLE',
     `The browser is not available: ${messageOf(error)}. It may have been stopped or crashed; tell the user.`,
   );
+}
+
+/** A thrown error as the tool's result: the browser gone, the guard failing, or `code`. */
+function pageFailure(error: unknown, code: string): ToolResult {
+  if (browserGone(error)) return unavailable(error);
+  if (ConchError.isInstance(error) && error.code === 'REQUEST_GUARD_FAILED')
+    return failure('REQUEST_GUARD_FAILED', error.message);
+  return failure(code, messageOf(error));
+}
+
+const BLOCKED_LISTED = 20;
+
+function hostPort(url: string): string | undefined {
+  try {
+    const parsed = new URL(url);
+    const port =
+      parsed.port || ({ 'http:': '80', 'https:': '443' } as Record<string, string>)[parsed.protocol];
+    return port ? `${parsed.hostname}:${port}` : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+/** `blocked_urls` and a note when requests were refused during the call (or since the last one). */
+function blockedFields(all: readonly BlockedRequest[]): ToolResult {
+  // Chromium preconnects to a frame's or a link's origin: a connection refused where a request to
+  // the same host and port was refused too says nothing more.
+  const refusedEndpoints = new Set(
+    all.map((b) => (b.resourceType === 'Connection' ? undefined : hostPort(b.url))),
+  );
+  const blocked = all.filter((b) => b.resourceType !== 'Connection' || !refusedEndpoints.has(b.url));
+  if (blocked.length === 0) return {};
+  const urls = [...new Set(blocked.map((b) => b.url))];
+  return {
+    blocked_urls: urls.slice(0, BLOCKED_LISTED),
+    note:
+      `${blocked.length} request${blocked.length === 1 ? '' : 's'} to URLs outside the browser's allowedUrls ` +
+      `${blocked.length === 1 ? 'was' : 'were'} blocked${urls.length > BLOCKED_LISTED ? ` (the first ${BLOCKED_LISTED} URLs listed)` : ''}. ` +
+      'If the page needs them, the user can add their origins to allowedUrls.',
+  };
+}
+
+/**
+ * URL_BLOCKED for a read of the page: it shows the error page of a refused navigation, or (should
+ * anything have slipped past the guard) is on a URL the policy refuses. Nothing of it is returned.
+ */
+function readRefusal(page: Page, requests: PageRequests, pages: PageSession): ToolResult | undefined {
+  // The guard's record, not page.url(): the error page may be committing while the URL still names
+  // the page before it.
+  const blocked = requests.blockedNavigation();
+  if (blocked) {
+    const error =
+      `The page tried to open ${blocked.url}${blocked.redirect ? ' (through a redirect)' : ''}, which was blocked: ${blocked.reason}. ` +
+      'It shows an error page instead; nothing from that URL was loaded. Open an allowed URL with browser_navigate.';
+    return { ...failure('URL_BLOCKED', error), blocked_url: blocked.url, url: page.url() };
+  }
+  const url = page.url();
+  if (url.startsWith('chrome-error:')) return undefined; // Chrome's own error page (refused connection …)
+  const verdict = pages.policy.judge(url);
+  if (verdict.allowed) return undefined;
+  const error = `The page is on ${url}, which the browser may not show: ${verdict.reason}. Nothing of it is returned; open an allowed URL with browser_navigate.`;
+  return { ...failure('URL_BLOCKED', error), blocked_url: url, url };
+}
+
+/**
+ * Waits until Chrome's error page for a refused navigation has committed (Playwright reports the
+ * refusal before it does). Bounded by the navigation timeout; a page that never shows one is left
+ * as it is.
+ */
+async function settleOnErrorPage(page: Page): Promise<void> {
+  await page
+    .waitForURL((url) => url.protocol === 'chrome-error:', { waitUntil: 'commit' })
+    .catch(() => undefined);
+}
+
+/** URL_BLOCKED for a navigation that ended on the error page of a refused URL. */
+function navigationRefusal(
+  requested: string,
+  blocked: BlockedRequest | undefined,
+  others: readonly BlockedRequest[],
+): ToolResult {
+  const where =
+    !blocked || blocked.url === requested
+      ? ''
+      : blocked.redirect
+        ? ` (it redirected to ${blocked.url})`
+        : ` (the page went on to ${blocked.url})`;
+  const reason = blocked?.reason ?? "the URL is not in the browser's allowedUrls";
+  const error =
+    `Opening ${requested} was stopped${where}: ${reason}. The page shows an error page instead; ` +
+    'nothing from the blocked URL was loaded.';
+  return {
+    ...blockedFields(others.filter((b) => b !== blocked && b.url !== blocked?.url)),
+    ...failure('URL_BLOCKED', error),
+    blocked_url: blocked?.url ?? requested,
+  };
 }
 
 function capText(text: string, max: number): { text: string; truncated: boolean } {
@@ -120,7 +219,7 @@ export interface BrowserToolsDeps {
 /** The model's browser tools over one page session. */
 export function browserTools(deps: BrowserToolsDeps): ToolDefinition[] {
   const { config, pages } = deps;
-  const allowlist = new UrlAllowlist(config.allowedUrls);
+  const { allowlist } = pages.policy;
   const screenshotDir = () =>
     config.screenshotDir
       ? isAbsolute(config.screenshotDir)
@@ -146,25 +245,56 @@ export function browserTools(deps: BrowserToolsDeps): ToolDefinition[] {
               tool: 'browser_navigate',
               summary: `open ${url.href} in the browser (not in the browser's allowedUrls; "${UrlAllowlist.suggestionFor(url)}" would allow it)`,
             },
-      execute: async (args, _ctx, url) => {
+      execute: async (args, ctx, url) => {
+        // Outside the allowlist and still allowed: a human (or a host rule) approved it. Its origin
+        // may load until the next navigation; every other request stays refused.
+        const approved = !allowlist.match(url) && ctx.decision?.outcome === 'allow';
         try {
-          return await pages.run(async (page) => {
-            const response = await page.goto(url.href, { waitUntil: args.wait_until ?? 'load' });
+          return await pages.run(async (page, requests) => {
+            // The page went for a refused URL on its own: let Chrome's error page land first, or it
+            // would interrupt this navigation.
+            if (requests.blockedNavigation()) await settleOnErrorPage(page);
+            pages.policy.approve(approved ? url : undefined);
+            requests.takeBlocked(); // refusals before this navigation are not its business
+            requests.clearBlockedNavigation();
+            let response;
+            try {
+              response = await page.goto(url.href, { waitUntil: args.wait_until ?? 'load' });
+            } catch (error) {
+              const blocked = requests.blockedNavigation();
+              const message = messageOf(error);
+              if (blocked || /ERR_BLOCKED_BY_CLIENT/.test(message)) {
+                await settleOnErrorPage(page);
+                return navigationRefusal(url.href, blocked, requests.takeBlocked());
+              }
+              // Through the context's proxy Chromium only says the proxy failed; say what it met.
+              const failed = /ERR_SOCKS_CONNECTION_FAILED/.test(message)
+                ? requests.connectionFailure(url.href)
+                : undefined;
+              if (failed) throw new Error(message.replace('ERR_SOCKS_CONNECTION_FAILED', failed));
+              throw error;
+            }
+            // Loaded, then left for a refused URL while loading (a meta refresh, a script).
+            const left = requests.blockedNavigation();
+            if (left) {
+              await settleOnErrorPage(page);
+              return navigationRefusal(url.href, left, requests.takeBlocked());
+            }
             const title = await page.title();
             const status = response?.status();
             const finalUrl = page.url();
-            const outside =
-              finalUrl !== url.href && normalizeUrl(finalUrl) && !allowlist.match(new URL(finalUrl));
             return {
               url: finalUrl,
               title,
               ...(status === undefined ? {} : { status }),
-              ...(outside ? { note: 'The page redirected outside the allowed URLs.' } : {}),
+              ...blockedFields(requests.takeBlocked()),
               display: `${status ?? ''} ${title || finalUrl}`.trim(),
             };
           });
         } catch (error) {
           if (browserGone(error)) return unavailable(error);
+          if (ConchError.isInstance(error) && error.code === 'REQUEST_GUARD_FAILED')
+            return failure('REQUEST_GUARD_FAILED', error.message);
           const message = messageOf(error);
           return /Timeout/i.test(message)
             ? failure('TIMED_OUT', `Opening ${url.href} timed out: ${message}`)
@@ -187,7 +317,9 @@ export function browserTools(deps: BrowserToolsDeps): ToolDefinition[] {
         readOnlyAction(ctx, 'browser_snapshot', `read the page (${args.format ?? 'text'})`),
       execute: async (args) => {
         try {
-          return await pages.run(async (page) => {
+          return await pages.run(async (page, requests) => {
+            const refused = readRefusal(page, requests, pages);
+            if (refused) return { ...blockedFields(requests.takeBlocked()), ...refused };
             const format = args.format ?? 'text';
             const raw =
               format === 'aria'
@@ -203,11 +335,12 @@ export function browserTools(deps: BrowserToolsDeps): ToolDefinition[] {
               snapshot: cut.text,
               total_chars: text.length,
               truncated: cut.truncated,
+              ...blockedFields(requests.takeBlocked()),
               display: `${title || page.url()}: ${text.length} characters of ${format}`,
             };
           });
         } catch (error) {
-          return browserGone(error) ? unavailable(error) : failure('SNAPSHOT_FAILED', messageOf(error));
+          return pageFailure(error, 'SNAPSHOT_FAILED');
         }
       },
     }),
@@ -227,7 +360,11 @@ export function browserTools(deps: BrowserToolsDeps): ToolDefinition[] {
         ),
       execute: async (args) => {
         try {
-          return await pages.run(async (page) => {
+          return await pages.run(async (page, requests) => {
+            const refused = readRefusal(page, requests, pages);
+            if (refused) return refused;
+            // A tab behind a popup (window.open) draws no frames, and a screenshot would wait for one.
+            await page.bringToFront();
             const data = await page.screenshot({ type: 'png', fullPage: args.full_page === true });
             const dir = screenshotDir();
             await mkdir(dir, { recursive: true });
@@ -245,7 +382,7 @@ export function browserTools(deps: BrowserToolsDeps): ToolDefinition[] {
             };
           });
         } catch (error) {
-          return browserGone(error) ? unavailable(error) : failure('SCREENSHOT_FAILED', messageOf(error));
+          return pageFailure(error, 'SCREENSHOT_FAILED');
         }
       },
     }),
@@ -272,7 +409,9 @@ export function browserTools(deps: BrowserToolsDeps): ToolDefinition[] {
               },
         execute: async (args) => {
           try {
-            return await pages.run(async (page) => {
+            return await pages.run(async (page, requests) => {
+              const refused = readRefusal(page, requests, pages);
+              if (refused) return refused;
               const value: unknown = await page.evaluate(args.expression);
               const json = value === undefined ? 'undefined' : JSON.stringify(value);
               const cut = capText(json ?? 'undefined', config.maxSnapshotChars);
@@ -284,7 +423,7 @@ export function browserTools(deps: BrowserToolsDeps): ToolDefinition[] {
               };
             });
           } catch (error) {
-            return browserGone(error) ? unavailable(error) : failure('EVALUATION_FAILED', messageOf(error));
+            return pageFailure(error, 'EVALUATION_FAILED');
           }
         },
       }),
@@ -299,7 +438,7 @@ export function browserInstructions(config: BrowserConfig): string {
       (config.evaluate === 'off'
         ? '.'
         : '; browser_evaluate runs a JavaScript expression in the page (it asks the user first).'),
-    `URLs matching ${config.allowedUrls.join(', ')} open at once; other URLs ask the user.`,
+    `URLs matching ${config.allowedUrls.join(', ')} open at once; other URLs ask the user. Pages load only from those URLs (and from the origin the user approved, until the next navigation): every other request, redirect or navigation is blocked (URL_BLOCKED, blocked_urls).`,
     'To look at a local web app: start its server in the background (terminal with background: true), wait until it listens, then navigate to http://127.0.0.1:<port>/.',
   ].join('\n');
 }

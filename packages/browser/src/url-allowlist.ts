@@ -22,6 +22,14 @@ export const DEFAULT_ALLOWED_URLS: readonly string[] = Object.freeze([
 export interface UrlPattern {
   readonly source: string;
   matches(url: URL): boolean;
+  /** Whether the pattern allows `url`'s origin (scheme, host and port; the path is not compared). */
+  matchesOrigin(url: URL): boolean;
+  /**
+   * Whether the pattern allows a connection to `host:port` whatever the scheme and path (a proxy
+   * sees no more): hierarchical patterns of http, https, ws, wss or `*` only. `host` as a URL
+   * spells it (lowercase, punycode, IPv6 in brackets).
+   */
+  matchesEndpoint(host: string, port: number): boolean;
 }
 
 const HIERARCHICAL = /^([a-z][a-z0-9+.-]*|\*):\/\/(\[[0-9a-f:.]+\]|[^/:?#]*)(?::(\d{1,5}|\*))?(\/[^?#]*)?$/i;
@@ -40,7 +48,12 @@ function compile(source: string): UrlPattern | string {
   const text = source.trim();
   const opaque = OPAQUE.exec(text);
   if (opaque && !text.includes('://')) {
-    return { source, matches: (url) => url.href === text };
+    return {
+      source,
+      matches: (url) => url.href === text,
+      matchesOrigin: (url) => url.href === text,
+      matchesEndpoint: () => false,
+    };
   }
   const m = HIERARCHICAL.exec(text);
   if (!m)
@@ -52,30 +65,46 @@ function compile(source: string): UrlPattern | string {
   if (host === '' && scheme !== 'file') return `"${source}" has no host`;
   if (host.includes('*') && host !== '*' && !/^\*\.[^*]+$/.test(host))
     return `"${source}": a host wildcard must be the whole host (*) or a leading *. (*.example.com)`;
+  const hostMatches = (urlHost: string): boolean => {
+    if (host === '*') return true;
+    if (host.startsWith('*.')) return urlHost.endsWith(host.slice(1));
+    return urlHost === host;
+  };
+  const originMatches = (url: URL): boolean => {
+    const protocol = url.protocol;
+    if (scheme === '*' ? protocol !== 'http:' && protocol !== 'https:' : protocol !== `${scheme}:`)
+      return false;
+    if (!hostMatches(url.hostname.toLowerCase())) return false;
+    if (port !== '*') {
+      const actual = url.port || DEFAULT_PORTS[protocol] || '';
+      const wanted = port ?? DEFAULT_PORTS[protocol] ?? '';
+      if (actual !== wanted) return false;
+    }
+    return true;
+  };
+  const endpointSchemes = scheme === '*' ? ['http:', 'https:'] : [`${scheme}:`];
   return {
     source,
     matches(url) {
-      const protocol = url.protocol;
-      if (scheme === '*' ? protocol !== 'http:' && protocol !== 'https:' : protocol !== `${scheme}:`)
-        return false;
-      const urlHost = url.hostname.toLowerCase();
-      if (host === '*') {
-        // any host
-      } else if (host.startsWith('*.')) {
-        if (!urlHost.endsWith(host.slice(1))) return false;
-      } else if (urlHost !== host) return false;
-      if (port !== '*') {
-        const actual = url.port || DEFAULT_PORTS[protocol] || '';
-        const wanted = port ?? DEFAULT_PORTS[protocol] ?? '';
-        if (actual !== wanted) return false;
-      }
+      if (!originMatches(url)) return false;
       if (path && url.pathname !== path && !url.pathname.startsWith(`${path}/`)) return false;
       return true;
+    },
+    matchesOrigin: originMatches,
+    matchesEndpoint(endpointHost, endpointPort) {
+      if (!endpointSchemes.every((s) => s in DEFAULT_PORTS)) return false;
+      if (!hostMatches(endpointHost.toLowerCase())) return false;
+      if (port === '*') return true;
+      const wanted = port === undefined ? endpointSchemes.map((s) => DEFAULT_PORTS[s]) : [port];
+      return wanted.includes(String(endpointPort));
     },
   };
 }
 
-/** The host's allowlist of URLs the model may open without asking. */
+/**
+ * The host's allowlist: the URLs the model may open without asking, and — checked on every request
+ * the tools' pages make (see RequestPolicy) — the only ones the browser may load.
+ */
 export class UrlAllowlist {
   readonly patterns: readonly UrlPattern[];
 
@@ -86,6 +115,16 @@ export class UrlAllowlist {
   /** The pattern that allows `url`, or undefined. */
   match(url: URL): UrlPattern | undefined {
     return this.patterns.find((p) => p.matches(url));
+  }
+
+  /** The pattern that allows `url`'s origin whatever its path, or undefined. */
+  matchOrigin(url: URL): UrlPattern | undefined {
+    return this.patterns.find((p) => p.matchesOrigin(url));
+  }
+
+  /** The pattern that allows a connection to `host:port`, or undefined (see UrlPattern.matchesEndpoint). */
+  matchEndpoint(host: string, port: number): UrlPattern | undefined {
+    return this.patterns.find((p) => p.matchesEndpoint(host, port));
   }
 
   /** The pattern a host would add to allow this URL's origin (for the ask's wording). */
