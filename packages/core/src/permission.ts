@@ -150,6 +150,14 @@ export interface NetworkRequest {
   /** Normalised: lowercase, no trailing dot, punycode, canonical IP literals. */
   host: string;
   port: number;
+  /** What `host` resolves to (the proxy connects to the first), normalised like hosts. */
+  addresses?: readonly string[];
+  /**
+   * Resolves `host` (outside the sandbox) to its addresses, normalised like hosts. The gate calls it
+   * only once the name itself is allowed: a name nobody allowed is never looked up, so a DNS query
+   * cannot carry data to a server nobody allowed.
+   */
+  resolve?: () => Promise<readonly string[]>;
 }
 
 /** The gate core calls before every tool run that declares a permission request. */

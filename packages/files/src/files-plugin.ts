@@ -5,6 +5,7 @@ import {
   PERMISSION_GATE,
   type PermissionRequest,
   type PluginScope,
+  type ToolCallContext,
   type ToolDefinition,
   type ToolResult,
 } from '@conch/core';
@@ -72,6 +73,12 @@ export type FileToolsBackend = Pick<
 > & {
   /** Writes run inside the gate's kernel sandbox now (so the gate need not ask for them). */
   inSandbox?(): boolean;
+  /**
+   * The absolute path a read of `path` would use, or a FileOperationError (OUTSIDE_WORKING_DIR):
+   * the read check made before the gate is asked. Absent (or resolving `undefined`): the
+   * operation itself checks, and a refusal is recorded when it throws.
+   */
+  checkRead?(operation: string, path: string): Promise<string | undefined>;
 };
 
 /**
@@ -118,8 +125,35 @@ export function routedFiles(
     glob: (patterns, options) => current().glob(patterns, options),
     display: (abs) => current().display(abs),
     checkWrite: (operation, path) => current().checkWrite(operation, path),
+    checkRead: async (operation, path) =>
+      current() === local ? (await local.resolvePaths(operation, path)).abs : undefined,
     inSandbox: () => current() === local && local.backend.viaKernel === true && inKernelSandbox(scope),
   };
+}
+
+/** Codes of a file tool refusing a call by its own rules (the path policy, the protected paths). */
+const REFUSAL_CODES = new Set(['OUTSIDE_WORKING_DIR', 'PROTECTED_PATH']);
+
+/**
+ * A refusal by the tool's own rules, recorded with the permission engine (when one is exposed) so
+ * it is audited, logged and emitted as `permission.decision` like every decision of the gate.
+ */
+function recordRefusal(
+  scope: Pick<PluginScope, 'resolveOptional'>,
+  ctx: Pick<ToolCallContext, 'callId'>,
+  tool: string,
+  summary: string,
+  error: unknown,
+): void {
+  if (!isFileOperationError(error) || !REFUSAL_CODES.has(error.code)) return;
+  scope.resolveOptional(PERMISSION_ENGINE)?.recordToolDecision({
+    tool,
+    callId: ctx.callId,
+    summary,
+    outcome: 'deny',
+    reason: error.message,
+    rule: `files:${error.code}`,
+  });
 }
 
 /** Codes of a routed target's link failing (the exec server's): results the model can act on (try again), not crashes. */
@@ -136,18 +170,46 @@ function failureOf(error: unknown): ToolResult {
   throw error;
 }
 
-async function attempt(fn: () => Promise<ToolResult>): Promise<ToolResult> {
+async function attempt(
+  fn: () => Promise<ToolResult>,
+  /** Records a refusal the operation itself made (one its plan had not already recorded). */
+  onRefusal?: (error: unknown) => void,
+): Promise<ToolResult> {
   try {
     return await fn();
   } catch (error) {
+    onRefusal?.(error);
     return failureOf(error);
   }
 }
 
-function readOnly(scope: Pick<PluginScope, 'resolveOptional'>, tool: string, summary: string) {
+/**
+ * A read-only tool's request: allowed and audited by the gate, unless the path check made before
+ * (`plan`) refused the path — then the refusal is recorded and nothing is asked.
+ */
+function readOnly(
+  scope: Pick<PluginScope, 'resolveOptional'>,
+  ctx: Pick<ToolCallContext, 'callId'>,
+  tool: string,
+  summary: string,
+  plan: PathPlan,
+) {
+  if (plan.refusal) {
+    recordRefusal(scope, ctx, tool, summary, plan.refusal);
+    return undefined;
+  }
   // Nothing to decide without a gate; with one, reads are allowed and audited.
   if (!scope.resolveOptional(PERMISSION_GATE)) return undefined;
   return { kind: 'action', tool, summary, readOnly: true } satisfies PermissionRequest;
+}
+
+function editSummary(args: {
+  path: string;
+  old_string: string;
+  new_string: string;
+  replace_all?: boolean | undefined;
+}): string {
+  return `edit ${args.path}: replace ${preview(args.old_string)} with ${preview(args.new_string)}${args.replace_all ? ' (every occurrence)' : ''}`;
 }
 
 function preview(text: string, max = 60): string {
@@ -208,7 +270,8 @@ const globInput = z.strictObject({
 });
 const statInput = z.strictObject({ path: pathField });
 
-interface WritePlan {
+/** The path check made before the gate is asked: the path, or the tool's refusal. */
+interface PathPlan {
   abs?: string;
   refusal?: unknown;
 }
@@ -216,77 +279,109 @@ interface WritePlan {
 /**
  * The model's file tools over a FileOperator: read_file, list_directory, glob and stat_file are
  * read-only (allowed and audited by the gate); write_file and edit_file ask it, after the path
- * passed the working-dir and protected-path checks (a refused path is not asked about at all).
+ * passed the working-dir and protected-path checks. A refused path is not asked about, but the
+ * refusal is recorded with the permission engine: every decision of every tool is in its audit
+ * log and emitted as `permission.decision`.
  */
 export function fileTools(
   files: FileToolsBackend,
   scope: Pick<PluginScope, 'resolveOptional'>,
 ): ToolDefinition[] {
-  const planWrite = async (operation: string, path: string): Promise<WritePlan> => {
+  const planWrite = async (operation: string, path: string): Promise<PathPlan> => {
     try {
       return { abs: await files.checkWrite(operation, path) };
     } catch (error) {
       return { refusal: error };
     }
   };
+  const planRead = async (operation: string, path: string): Promise<PathPlan> => {
+    try {
+      const abs = await files.checkRead?.(operation, path);
+      return abs === undefined ? {} : { abs };
+    } catch (error) {
+      if (isFileOperationError(error) && REFUSAL_CODES.has(error.code)) return { refusal: error };
+      // Anything else (bad arguments, a missing file) is the operation's to report.
+      return {};
+    }
+  };
+  /** Records a refusal the operation made at run time, unless its plan already recorded one. */
+  const refusalOf = (ctx: Pick<ToolCallContext, 'callId'>, tool: string, summary: string, plan: PathPlan) =>
+    plan.refusal ? undefined : (error: unknown) => recordRefusal(scope, ctx, tool, summary, error);
   return [
-    defineTool<z.output<typeof readInput>>({
+    defineTool<z.output<typeof readInput>, ToolResult, unknown, PathPlan>({
       name: 'read_file',
       description:
         'Read a text file by lines (offset 1-based, limit lines). Returns { content, size_bytes, offset, lines, total_lines, truncated, next_offset }; ' +
         'binary files are refused with error_code BINARY_FILE.',
       inputSchema: readInput,
       annotations: { readOnlyHint: true },
-      permission: (args) => readOnly(scope, 'read_file', `read ${args.path}`),
-      execute: (args) =>
-        attempt(async () => {
-          const r = await files.read(args.path, {
-            ...(args.offset ? { offset: args.offset } : {}),
-            ...(args.limit ? { limit: args.limit } : {}),
-          });
-          return {
-            path: files.display(r.path),
-            content: r.content,
-            size_bytes: r.sizeBytes,
-            offset: r.offset,
-            lines: r.lines,
-            ...(r.totalLines === undefined ? {} : { total_lines: r.totalLines }),
-            truncated: r.truncated,
-            ...(r.nextOffset === undefined ? {} : { next_offset: r.nextOffset }),
-            ...(r.lineCut ? { line_cut: true } : {}),
-            display: `${files.display(r.path)}: lines ${r.offset}-${r.offset + Math.max(0, r.lines - 1)}${r.totalLines ? ` of ${r.totalLines}` : ''} (${r.sizeBytes} bytes)`,
-          };
-        }),
+      prepare: (args) => planRead('read', args.path),
+      permission: (args, ctx, plan) => readOnly(scope, ctx, 'read_file', `read ${args.path}`, plan),
+      execute: (args, ctx, plan) =>
+        attempt(
+          async () => {
+            if (plan.refusal) throw plan.refusal;
+            const r = await files.read(args.path, {
+              ...(args.offset ? { offset: args.offset } : {}),
+              ...(args.limit ? { limit: args.limit } : {}),
+            });
+            return {
+              path: files.display(r.path),
+              content: r.content,
+              size_bytes: r.sizeBytes,
+              offset: r.offset,
+              lines: r.lines,
+              ...(r.totalLines === undefined ? {} : { total_lines: r.totalLines }),
+              truncated: r.truncated,
+              ...(r.nextOffset === undefined ? {} : { next_offset: r.nextOffset }),
+              ...(r.lineCut ? { line_cut: true } : {}),
+              display: `${files.display(r.path)}: lines ${r.offset}-${r.offset + Math.max(0, r.lines - 1)}${r.totalLines ? ` of ${r.totalLines}` : ''} (${r.sizeBytes} bytes)`,
+            };
+          },
+          refusalOf(ctx, 'read_file', `read ${args.path}`, plan),
+        ),
     }),
-    defineTool<z.output<typeof writeInput>, ToolResult, unknown, WritePlan>({
+    defineTool<z.output<typeof writeInput>, ToolResult, unknown, PathPlan>({
       name: 'write_file',
       description:
         'Create or overwrite a file with the given content (parent directories are created). Asks the user first.',
       inputSchema: writeInput,
       annotations: { destructiveHint: true },
       prepare: (args) => planWrite('write', args.path),
-      permission: (args, _ctx, plan) =>
-        plan.refusal
-          ? undefined
-          : {
-              kind: 'action',
-              tool: 'write_file',
-              summary: `write ${Buffer.byteLength(args.content)} bytes to ${args.path}`,
-              ...(files.inSandbox?.() ? { inSandbox: true } : {}),
-            },
-      execute: (args, _ctx, plan) =>
-        attempt(async () => {
-          if (plan.refusal) throw plan.refusal;
-          const r = await files.write(args.path, args.content);
-          return {
-            path: files.display(r.path),
-            bytes_written: r.bytesWritten,
-            created: r.created,
-            display: `${r.created ? 'created' : 'wrote'} ${files.display(r.path)} (${r.bytesWritten} bytes)`,
-          };
-        }),
+      permission: (args, ctx, plan) => {
+        const summary = `write ${Buffer.byteLength(args.content)} bytes to ${args.path}`;
+        if (plan.refusal) {
+          recordRefusal(scope, ctx, 'write_file', summary, plan.refusal);
+          return undefined;
+        }
+        return {
+          kind: 'action',
+          tool: 'write_file',
+          summary,
+          ...(files.inSandbox?.() ? { inSandbox: true } : {}),
+        };
+      },
+      execute: (args, ctx, plan) =>
+        attempt(
+          async () => {
+            if (plan.refusal) throw plan.refusal;
+            const r = await files.write(args.path, args.content);
+            return {
+              path: files.display(r.path),
+              bytes_written: r.bytesWritten,
+              created: r.created,
+              display: `${r.created ? 'created' : 'wrote'} ${files.display(r.path)} (${r.bytesWritten} bytes)`,
+            };
+          },
+          refusalOf(
+            ctx,
+            'write_file',
+            `write ${Buffer.byteLength(args.content)} bytes to ${args.path}`,
+            plan,
+          ),
+        ),
     }),
-    defineTool<z.output<typeof editInput>, ToolResult, unknown, WritePlan>({
+    defineTool<z.output<typeof editInput>, ToolResult, unknown, PathPlan>({
       name: 'edit_file',
       description:
         'Replace old_string with new_string in a file. old_string must match exactly (copy it from read_file) and occur once, ' +
@@ -294,93 +389,116 @@ export function fileTools(
       inputSchema: editInput,
       annotations: { destructiveHint: true },
       prepare: (args) => planWrite('edit', args.path),
-      permission: (args, _ctx, plan) =>
-        plan.refusal
-          ? undefined
-          : {
-              kind: 'action',
-              tool: 'edit_file',
-              ...(files.inSandbox?.() ? { inSandbox: true } : {}),
-              summary: `edit ${args.path}: replace ${preview(args.old_string)} with ${preview(args.new_string)}${args.replace_all ? ' (every occurrence)' : ''}`,
-            },
-      execute: (args, _ctx, plan) =>
-        attempt(async () => {
-          if (plan.refusal) throw plan.refusal;
-          const r = await files.edit(args.path, {
-            oldString: args.old_string,
-            newString: args.new_string,
-            ...(args.replace_all ? { replaceAll: true } : {}),
-          });
-          return {
-            path: files.display(r.path),
-            replacements: r.replacements,
-            line: r.line,
-            size_bytes: r.sizeBytes,
-            display: `edited ${files.display(r.path)}: ${r.replacements} replacement${r.replacements === 1 ? '' : 's'} from line ${r.line}`,
-          };
-        }),
+      permission: (args, ctx, plan) => {
+        const summary = editSummary(args);
+        if (plan.refusal) {
+          recordRefusal(scope, ctx, 'edit_file', summary, plan.refusal);
+          return undefined;
+        }
+        return {
+          kind: 'action',
+          tool: 'edit_file',
+          ...(files.inSandbox?.() ? { inSandbox: true } : {}),
+          summary,
+        };
+      },
+      execute: (args, ctx, plan) =>
+        attempt(
+          async () => {
+            if (plan.refusal) throw plan.refusal;
+            const r = await files.edit(args.path, {
+              oldString: args.old_string,
+              newString: args.new_string,
+              ...(args.replace_all ? { replaceAll: true } : {}),
+            });
+            return {
+              path: files.display(r.path),
+              replacements: r.replacements,
+              line: r.line,
+              size_bytes: r.sizeBytes,
+              display: `edited ${files.display(r.path)}: ${r.replacements} replacement${r.replacements === 1 ? '' : 's'} from line ${r.line}`,
+            };
+          },
+          refusalOf(ctx, 'edit_file', editSummary(args), plan),
+        ),
     }),
-    defineTool<z.output<typeof listInput>>({
+    defineTool<z.output<typeof listInput>, ToolResult, unknown, PathPlan>({
       name: 'list_directory',
       description: 'List a directory: { entries: [{ name, type, size }], total, truncated }.',
       inputSchema: listInput,
       annotations: { readOnlyHint: true },
-      permission: (args) => readOnly(scope, 'list_directory', `list ${args.path ?? '.'}`),
-      execute: (args) =>
-        attempt(async () => {
-          const r = await files.list(args.path ?? '.');
-          return {
-            path: files.display(r.path),
-            entries: r.entries,
-            total: r.total,
-            truncated: r.truncated,
-            display: `${files.display(r.path)}: ${r.total} entries`,
-          };
-        }),
+      prepare: (args) => planRead('list', args.path ?? '.'),
+      permission: (args, ctx, plan) =>
+        readOnly(scope, ctx, 'list_directory', `list ${args.path ?? '.'}`, plan),
+      execute: (args, ctx, plan) =>
+        attempt(
+          async () => {
+            if (plan.refusal) throw plan.refusal;
+            const r = await files.list(args.path ?? '.');
+            return {
+              path: files.display(r.path),
+              entries: r.entries,
+              total: r.total,
+              truncated: r.truncated,
+              display: `${files.display(r.path)}: ${r.total} entries`,
+            };
+          },
+          refusalOf(ctx, 'list_directory', `list ${args.path ?? '.'}`, plan),
+        ),
     }),
-    defineTool<z.output<typeof globInput>>({
+    defineTool<z.output<typeof globInput>, ToolResult, unknown, PathPlan>({
       name: 'glob',
       description:
         'Find files by glob pattern (picomatch: *, **, ?, [..], {a,b}), relative to cwd; node_modules and .git are skipped. Returns { matches, total, truncated }.',
       inputSchema: globInput,
       annotations: { readOnlyHint: true },
-      permission: (args) =>
-        readOnly(scope, 'glob', `find ${args.pattern}${args.cwd ? ` in ${args.cwd}` : ''}`),
-      execute: (args) =>
-        attempt(async () => {
-          const r = await files.glob(args.pattern, {
-            ...(args.cwd ? { cwd: args.cwd } : {}),
-            ...(args.dot ? { dot: true } : {}),
-          });
-          return {
-            cwd: files.display(r.cwd),
-            matches: r.matches,
-            total: r.total,
-            truncated: r.truncated,
-            display: `${args.pattern}: ${r.total} match${r.total === 1 ? '' : 'es'}`,
-          };
-        }),
+      prepare: (args) => planRead('glob', args.cwd ?? '.'),
+      permission: (args, ctx, plan) =>
+        readOnly(scope, ctx, 'glob', `find ${args.pattern}${args.cwd ? ` in ${args.cwd}` : ''}`, plan),
+      execute: (args, ctx, plan) =>
+        attempt(
+          async () => {
+            if (plan.refusal) throw plan.refusal;
+            const r = await files.glob(args.pattern, {
+              ...(args.cwd ? { cwd: args.cwd } : {}),
+              ...(args.dot ? { dot: true } : {}),
+            });
+            return {
+              cwd: files.display(r.cwd),
+              matches: r.matches,
+              total: r.total,
+              truncated: r.truncated,
+              display: `${args.pattern}: ${r.total} match${r.total === 1 ? '' : 'es'}`,
+            };
+          },
+          refusalOf(ctx, 'glob', `find ${args.pattern}${args.cwd ? ` in ${args.cwd}` : ''}`, plan),
+        ),
     }),
-    defineTool<z.output<typeof statInput>>({
+    defineTool<z.output<typeof statInput>, ToolResult, unknown, PathPlan>({
       name: 'stat_file',
       description: 'Type, size, modification time and mode of a path (and whether a file looks binary).',
       inputSchema: statInput,
       annotations: { readOnlyHint: true },
-      permission: (args) => readOnly(scope, 'stat_file', `stat ${args.path}`),
-      execute: (args) =>
-        attempt(async () => {
-          const r = await files.stat(args.path);
-          return {
-            path: files.display(r.path),
-            type: r.type,
-            size_bytes: r.sizeBytes,
-            modified_at: r.modifiedAt,
-            mode: r.mode,
-            ...(r.binary === undefined ? {} : { binary: r.binary }),
-            ...(r.target === undefined ? {} : { target: r.target }),
-            display: `${files.display(r.path)}: ${r.type}, ${r.sizeBytes} bytes`,
-          };
-        }),
+      prepare: (args) => planRead('stat', args.path),
+      permission: (args, ctx, plan) => readOnly(scope, ctx, 'stat_file', `stat ${args.path}`, plan),
+      execute: (args, ctx, plan) =>
+        attempt(
+          async () => {
+            if (plan.refusal) throw plan.refusal;
+            const r = await files.stat(args.path);
+            return {
+              path: files.display(r.path),
+              type: r.type,
+              size_bytes: r.sizeBytes,
+              modified_at: r.modifiedAt,
+              mode: r.mode,
+              ...(r.binary === undefined ? {} : { binary: r.binary }),
+              ...(r.target === undefined ? {} : { target: r.target }),
+              display: `${files.display(r.path)}: ${r.type}, ${r.sizeBytes} bytes`,
+            };
+          },
+          refusalOf(ctx, 'stat_file', `stat ${args.path}`, plan),
+        ),
     }),
   ];
 }

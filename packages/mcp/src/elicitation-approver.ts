@@ -1,4 +1,5 @@
 import type { ApprovalAnswer, ApprovalRequest, ApproveFn, Logger } from '@conch/core';
+import { approvalDisplay, MAX_DISPLAY_CHARS } from '@conch/permission';
 import type { Server } from '@modelcontextprotocol/sdk/server/index.js';
 import type { RequestId } from '@modelcontextprotocol/sdk/types.js';
 
@@ -12,6 +13,19 @@ const CHOICES: readonly { value: ApprovalAnswer; label: string }[] = [
 /** Whether the connected client declared form elicitation (`elicitation: {}` means form). */
 export function clientSupportsElicitation(server: Server): boolean {
   return server.getClientCapabilities()?.elicitation?.form !== undefined;
+}
+
+/**
+ * Why the human cannot be shown everything that will run, or undefined when they can: the display
+ * must be the whole command (or action) of the request, hidden characters escaped, and short
+ * enough to show whole. A prompt that hides part of a command is never made.
+ */
+export function incompleteDisplay(request: ApprovalRequest): string | undefined {
+  if (request.display.length > MAX_DISPLAY_CHARS)
+    return `the command is ${request.display.length} characters long, more than the ${MAX_DISPLAY_CHARS} a prompt shows`;
+  if (request.display !== approvalDisplay(request.request))
+    return 'the text to show is not the whole command that would run';
+  return undefined;
 }
 
 /** The message shown to the human: what will run, why conch asks, and what "always" adds. */
@@ -34,12 +48,21 @@ export function elicitationMessage(request: ApprovalRequest): string {
 /**
  * An approver that asks the human through MCP elicitation (a one-field form: once / always /
  * deny). Declining, cancelling, a timeout or a broken answer all mean deny: never run on doubt.
+ * A request whose display is not the whole command (`incompleteDisplay`) is denied without asking.
  */
 export function elicitationApprover(
   server: Server,
   options: { relatedRequestId: RequestId; timeoutMs: number; logger: Logger },
 ): ApproveFn {
   return async (request, { signal }) => {
+    const incomplete = incompleteDisplay(request);
+    if (incomplete) {
+      options.logger.warn(
+        { tool: request.tool, reason: incomplete },
+        'elicitation refused: the human cannot be shown the whole command; denying the call',
+      );
+      return 'deny';
+    }
     try {
       const result = await server.elicitInput(
         {

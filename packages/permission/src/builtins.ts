@@ -57,27 +57,42 @@ export function judgeBuiltin(base: string, args: Arg[], facts: CommandFacts): Bu
     case 'local':
     case 'readonly': {
       let i = 0;
-      let printOnly = args.length === 0;
+      let arrays = false;
+      let assoc = false;
+      let functionsOnly = true;
+      let printOnly = false;
       for (; i < args.length; i++) {
         const v = args[i]!.value;
         if (v === undefined || !/^[-+][A-Za-z]+$/.test(v)) break;
-        if (/[niItf]/.test(v.slice(1)) && !(v === '-f' || v === '-F' || v === '-p')) {
-          if (/f/.test(v.slice(1)) && base === 'export')
+        const letters = v.slice(1);
+        if (/[niItf]/.test(letters) && !(v === '-f' || v === '-F' || v === '-p')) {
+          if (/f/.test(letters) && base === 'export')
             return {
               verdict: 'ask',
               reason: 'export -f exports a function to every child shell',
               rule: 'failClosed:environment',
             };
-          if (/[nIi]/.test(v.slice(1)))
+          if (/[nIi]/.test(letters))
             return {
               verdict: 'ask',
               reason: `${base} ${v}: namerefs and integer variables evaluate names and arithmetic`,
               rule: 'failClosed:environment',
             };
         }
+        if (/[aA]/.test(letters) && v.startsWith('-')) arrays = true;
+        if (/A/.test(letters) && v.startsWith('-')) assoc = true;
+        if (!/^[fF]+$/.test(letters)) functionsOnly = false;
         if (/^-[pFf]+$/.test(v)) printOnly = true;
       }
       const rest = args.slice(i);
+      // Without names every variable is printed, with its value: the environment included, like
+      // `env` (`declare`, `declare -p`, `declare -x`, `export -p`, `typeset -x`, `readonly`).
+      if (rest.length === 0 && !(i > 0 && functionsOnly))
+        return {
+          verdict: 'ask',
+          reason: `${[base, ...args.map((a) => a.raw)].join(' ')} lists shell variables with their values, the environment included (like env)`,
+          rule: 'failClosed:environmentListing',
+        };
       if (printOnly && rest.every((a) => a.value !== undefined && !a.value.includes('='))) {
         for (const a of rest)
           if (a.value!.startsWith('__conch_')) facts.names.push({ name: a.value!, how: base });
@@ -85,6 +100,38 @@ export function judgeBuiltin(base: string, args: Arg[], facts: CommandFacts): Bu
       }
       const bad = names(rest, base);
       if (bad) return bad;
+      // bash reads a quoted value `NAME=(…)` given to declare, typeset or local (to export and
+      // readonly with -a/-A) as a compound assignment when NAME is an array: it parses the text
+      // again and expands each element and subscript (`declare -a 'x=($(cmd))'`). A known one is
+      // judged as that assignment; one only known at run time asks.
+      const reparses = base === 'declare' || base === 'typeset' || base === 'local' || arrays;
+      if (reparses) {
+        const compound: string[] = [];
+        for (const a of rest) {
+          const m = /^([A-Za-z_][A-Za-z0-9_]*)(\+?=)/.exec(a.value ?? a.raw);
+          if (!m) continue;
+          if (a.value === undefined) {
+            if (a.word.parts.some((p) => p.kind === 'unknown' && p.nodeType === 'array')) continue;
+            const head = a.pattern.slice(m[0].length);
+            if (head === '' || /^[(*?[\\]/.test(head))
+              return {
+                verdict: 'ask',
+                reason: `${base} ${a.raw}: a value only known at run time that starts with ( is parsed again as a compound array assignment, whose elements and subscripts can run commands`,
+                rule: 'failClosed:compoundAssignment',
+              };
+            continue;
+          }
+          const value = a.value.slice(m[0].length);
+          if (value.startsWith('(') && value.endsWith(')'))
+            compound.push(`declare ${assoc ? '-A' : '-a'} ${m[1]}${m[2]}${value}`);
+        }
+        if (compound.length > 0)
+          return {
+            verdict: 'allow',
+            reason: `${base} only sets inert shell variables`,
+            code: literalArg(compound.join('\n')),
+          };
+      }
       return { verdict: 'allow', reason: `${base} only sets inert shell variables` };
     }
     case 'unset': {
@@ -221,9 +268,14 @@ export function judgeBuiltin(base: string, args: Arg[], facts: CommandFacts): Bu
       return known
         ? { verdict: 'allow', reason: `${base} only ends or reports` }
         : { verdict: 'ask', reason: `${base} with arguments only known at run time` };
+    case 'compgen':
+      return {
+        verdict: 'ask',
+        reason:
+          'compgen lists completions: -e, -v and -A variable list the variables, -C and -F run commands',
+      };
     case 'bind':
     case 'complete':
-    case 'compgen':
     case 'compopt':
     case 'disown':
     case 'suspend':

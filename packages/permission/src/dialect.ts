@@ -1,4 +1,4 @@
-import type { Syntax } from '@conch/shell-syntax';
+import { andOrChain, type Syntax } from '@conch/shell-syntax';
 
 /** The shell that will run the command: what the gate must read it as. */
 export type Dialect = 'bash' | 'sh' | 'zsh';
@@ -52,8 +52,7 @@ export function dialectRisk(tree: Syntax.SyntaxTree, dialect: Dialect): string |
         st.stages.forEach(stmt);
         return;
       case 'and-or':
-        stmt(st.left);
-        stmt(st.right);
+        for (const item of andOrChain(st).items) stmt(item);
         return;
       case 'subshell':
       case 'group':

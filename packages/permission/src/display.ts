@@ -1,3 +1,6 @@
+import type { PermissionRequest } from '@conch/core';
+import { shellQuote } from '@conch/shell-syntax';
+
 // Characters a human cannot see or tell apart: control and format characters, BiDi controls,
 // odd spaces, variation selectors, tag characters, and letters from scripts that look like Latin
 // (Cyrillic, Greek, fullwidth forms). Kept as code-point ranges so no regex hides them either.
@@ -52,4 +55,28 @@ export function escapeHidden(text: string, maxChars = Infinity): string {
 export function hasHidden(text: string): boolean {
   for (const ch of text) if (isHidden(ch.codePointAt(0)!)) return true;
   return false;
+}
+
+/**
+ * The longest command a human is shown: a prompt shows the whole command or is not made (the gate
+ * refuses a longer command it would ask about; an approver refuses a display that is not whole).
+ */
+export const MAX_DISPLAY_CHARS = 20_000;
+
+/** The line a command request runs (extra `args` appended shell-quoted), or an action's summary. */
+export function requestLine(request: PermissionRequest): string {
+  if (request.kind === 'action') return request.summary;
+  if (request.plan) return request.plan.line;
+  return request.args?.length
+    ? `${request.command} ${request.args.map(shellQuote).join(' ')}`
+    : request.command;
+}
+
+/**
+ * What a human must be shown for a request: the whole command (or action), hidden and lookalike
+ * characters escaped. An approver can compare an `ApprovalRequest.display` with it to refuse a
+ * prompt that does not show everything that will run.
+ */
+export function approvalDisplay(request: PermissionRequest): string {
+  return escapeHidden(requestLine(request));
 }

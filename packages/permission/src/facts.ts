@@ -17,6 +17,8 @@ export interface Part {
   rule: string;
   /** The host rule that would allow this part (for asks host rules can answer). */
   suggestedRule?: string;
+  /** Where the part runs, when it carries a suggested rule (an `always` answer holds only there). */
+  cwds?: readonly string[];
 }
 
 export interface WriteTarget {

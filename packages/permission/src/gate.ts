@@ -13,14 +13,15 @@ import {
   type PermissionRequest,
   type SandboxLevel,
 } from '@conch/core';
-import { shellQuote, type ParsedCommand, type ShellParser } from '@conch/shell-syntax';
-import { readFileSync } from 'node:fs';
+import type { ParsedCommand, ShellParser } from '@conch/shell-syntax';
+import { isIP } from 'node:net';
 import { homedir } from 'node:os';
 import { resolve } from 'node:path';
 import { Analyzer, type Analysis, type Dialect, type Part, type Verdict } from './analyze.js';
-import type { OwnProcess } from './rules/self-kill.js';
+import { summarize } from './analyze/helpers.js';
+import { potentialOwnProcesses, runningOwnProcesses } from './rules/self-kill.js';
 import type { PermissionConfig } from './config.js';
-import { escapeHidden } from './display.js';
+import { escapeHidden, MAX_DISPLAY_CHARS, requestLine } from './display.js';
 import { compileProtected, type PathContext } from './paths.js';
 import { protectedWrite } from './protected-write.js';
 import { KernelPolicyBuilder, type SandboxMode } from './kernel-policy.js';
@@ -150,13 +151,18 @@ export class PermissionEngine implements PermissionGate {
       maxBytes: options.config.maxCommandBytes,
       timeoutMs: options.config.parseTimeoutMs,
       maxNesting: options.config.maxNesting,
-      ownProcesses: () => ownProcesses(options.supervisorPids?.() ?? []),
+      // conch's processes as they run now and as they look whether or not they run (a pattern is
+      // judged by what it can match: a supervisor started later, another conch on the machine).
+      ownProcesses: () => [
+        ...runningOwnProcesses(options.supervisorPids?.() ?? []),
+        ...potentialOwnProcesses(this.workspaceRoot),
+      ],
     });
   }
 
   /** The policy's answer for a command line, without asking anyone or logging (for UIs and tests). */
   evaluate(command: string, cwd: string = this.workspaceRoot, dialect: Dialect = 'bash'): Analysis {
-    return this.analyzer.analyze(command, resolve(this.workspaceRoot, cwd), { dialect });
+    return readWhole(this.analyzer.analyze(command, resolve(this.workspaceRoot, cwd), { dialect }));
   }
 
   /**
@@ -193,7 +199,10 @@ export class PermissionEngine implements PermissionGate {
     return this.log.map((e) => ({ ...e, parts: [...e.parts] }));
   }
 
-  /** Rules added by `always` answers this session. */
+  /**
+   * Rules added by `always` answers this session: each the exact command approved, holding only in
+   * the directory it ran in.
+   */
   sessionRules(): string[] {
     return this.session.map((r) => r.text);
   }
@@ -203,7 +212,12 @@ export class PermissionEngine implements PermissionGate {
     options: { signal?: AbortSignal; approve?: ApproveFn; callId: string },
   ): Promise<PermissionDecision> {
     const started = performance.now();
+    // One turn of the event loop first: a file the host created just before this call (a new
+    // .env) has its fs.watch event delivered, so the kernel policy the runner reads next is fresh.
+    if (this.kernel && request.kind === 'command') await new Promise((resolve) => setImmediate(resolve));
     const { analysis, display, cwd } = this.analyzeRequest(request);
+    // The human sees the whole command or is not asked; logs and the audit keep a bounded copy.
+    const shown = clipDisplay(display);
     const policy = this.policy(request, analysis);
     const { decisive } = policy;
     let verdict = policy.verdict;
@@ -216,9 +230,14 @@ export class PermissionEngine implements PermissionGate {
       verdict = 'allow';
       modeNote = 'acceptAll mode';
       this.logger?.warn(
-        { tool: request.tool, command: display, reason: decisive.reason },
+        { tool: request.tool, command: shown, reason: decisive.reason },
         'permission: allowed by acceptAll mode (the policy would have asked)',
       );
+    }
+    let tooLong = false;
+    if (verdict === 'ask' && display.length > DISPLAY_MAX) {
+      verdict = 'deny';
+      tooLong = true;
     }
 
     let decision: PermissionDecision;
@@ -226,7 +245,7 @@ export class PermissionEngine implements PermissionGate {
     let answer: ApprovalAnswer | undefined;
     const toAllow = policy.suggestedRules;
     const suggestion = toAllow
-      ? `Add ${toAllow.map((r) => `"${r}"`).join(', ')} to rules.allow to ${policy.escalation ? 'let it run outside the sandbox' : 'allow it'}.`
+      ? `Add ${toAllow.map((r) => `"${r.text}"`).join(', ')} to rules.allow to ${policy.escalation ? 'let it run outside the sandbox' : 'allow it'}.`
       : undefined;
     const where = policy.sandbox ? { sandbox: policy.sandbox } : {};
     if (verdict === 'allow') {
@@ -236,6 +255,13 @@ export class PermissionEngine implements PermissionGate {
         rule: modeNote ? `mode:${mode}` : policy.rule,
         ...(analysis.readOnly && !modeNote ? { readOnly: true } : {}),
         ...where,
+      };
+    } else if (tooLong) {
+      decision = {
+        outcome: 'deny',
+        reason: `The command is too long to show a human whole (${display.length} characters; at most ${DISPLAY_MAX} are shown), and a prompt that hides part of a command is refused: ${decisive.reason}.`,
+        rule: 'failClosed:display',
+        suggestion: 'Split it into shorter commands, or write a script file the human can read and run that.',
       };
     } else if (verdict === 'deny') {
       decision = {
@@ -265,7 +291,7 @@ export class PermissionEngine implements PermissionGate {
           display,
           request,
           reason: decisive.reason,
-          ...(toAllow ? { suggestedRule: toAllow.join('; ') } : {}),
+          ...(toAllow ? { suggestedRule: toAllow.map((r) => r.text).join('; ') } : {}),
           parts: analysis.parts.map((p) => ({
             command: escapeHidden(p.command),
             verdict: p.verdict,
@@ -307,7 +333,7 @@ export class PermissionEngine implements PermissionGate {
       time: Date.now(),
       callId: options.callId,
       tool: request.tool,
-      command: display,
+      command: shown,
       ...(cwd ? { cwd } : {}),
       outcome: decision.outcome,
       verdict: policy.verdict,
@@ -331,7 +357,7 @@ export class PermissionEngine implements PermissionGate {
     this.logger?.[level](
       {
         tool: request.tool,
-        command: display,
+        command: shown,
         outcome: decision.outcome,
         rule: decision.rule,
         sandbox: decision.sandbox,
@@ -342,7 +368,7 @@ export class PermissionEngine implements PermissionGate {
     );
     this.events?.emit('permission.decision', {
       tool: request.tool,
-      ...(request.kind === 'command' ? { command: display } : {}),
+      ...(request.kind === 'command' ? { command: shown } : {}),
       outcome: decision.outcome,
       askedHuman,
       ...(decision.rule ? { rule: decision.rule } : {}),
@@ -366,14 +392,14 @@ export class PermissionEngine implements PermissionGate {
     const started = performance.now();
     const { host, port } = request;
     const display = `${host}:${port}`;
-    const denied = this.network.deny.find((p) => p.test(host, port));
     let decision: PermissionDecision;
     let askedHuman = false;
-    if (denied) {
+    const deniedName = this.network.deny.find((p) => p.test(host, port));
+    if (deniedName) {
       decision = {
         outcome: 'deny',
-        reason: `the network deny-list names ${denied.text}`,
-        rule: `network.deny:${denied.text}`,
+        reason: `the network deny-list names ${deniedName.text}`,
+        rule: `network.deny:${deniedName.text}`,
       };
     } else {
       const allowed = this.network.allow.find((p) => p.test(host, port));
@@ -397,6 +423,30 @@ export class PermissionEngine implements PermissionGate {
           this.networkAsking.delete(host);
         }
         askedHuman = decision.askedHuman === true;
+      }
+      // Only an allowed name is looked up. The deny-list covers every address it resolves to; a
+      // name that resolves to this machine or its network (loopback, link-local: cloud metadata,
+      // private ranges) is reached only when the allow-list names that address itself (no DNS
+      // rebinding onto them).
+      if (decision.outcome === 'allow') {
+        const addresses = request.resolve ? await request.resolve() : (request.addresses ?? []);
+        const deniedAddress = this.network.deny.find((p) => addresses.some((a) => p.test(a, port)));
+        if (deniedAddress) {
+          decision = {
+            outcome: 'deny',
+            reason: `${host} resolves to ${addresses.join(', ')}, which the network deny-list names (${deniedAddress.text})`,
+            rule: `network.deny:${deniedAddress.text}`,
+          };
+        } else if (
+          isIP(host) === 0 &&
+          addresses.some((a) => internalAddress(a) && !this.network.allow.some((p) => p.test(a, port)))
+        ) {
+          decision = {
+            outcome: 'deny',
+            reason: `${host} resolves to an internal address (${addresses.join(', ')})`,
+            rule: 'network:internalAddress',
+          };
+        }
       }
     }
     const entry: AuditEntry = {
@@ -529,15 +579,18 @@ export class PermissionEngine implements PermissionGate {
     }
     const inside: SandboxLevel = sandbox === 'read-only' ? 'read-only' : 'workspace-write';
     if (request.escalation) {
-      const byRule = analysis.parts.every((p) => p.rule.startsWith('allow:'));
-      const exact = escalationRule(request);
+      const exact = escalationRule(request, this.workspaceRoot);
+      const lineRule = exact ? this.lineRule(exact) : undefined;
+      const byRule = analysis.parts.every((p) => p.rule.startsWith('allow:')) || lineRule !== undefined;
       const escalation = { justification: request.escalation.justification, reaches: OUTSIDE_REACHES };
       if (byRule) {
         return {
           verdict: 'allow',
           decisive: analysis.decisive,
-          reason: `allowed outside the sandbox: ${analysis.parts.map((p) => p.reason).join('; ')}`,
-          rule: analysis.decisive.rule,
+          reason: lineRule
+            ? `allowed outside the sandbox: the rule "${lineRule.text}" allows it`
+            : `allowed outside the sandbox: ${analysis.parts.map((p) => p.reason).join('; ')}`,
+          rule: lineRule ? `allow:${lineRule.text}` : analysis.decisive.rule,
           sandbox: 'outside',
         };
       }
@@ -556,7 +609,11 @@ export class PermissionEngine implements PermissionGate {
         ...(exact ? { suggestedRules: [exact] } : {}),
       };
     }
-    const hostAsk = analysis.parts.find((p) => p.rule.startsWith('ask:'));
+    // A host ask rule, or a command the host's deny rules cannot be checked against (its name is
+    // only known at run time): asked even inside the sandbox.
+    const hostAsk = analysis.parts.find(
+      (p) => p.rule.startsWith('ask:') || p.rule === 'failClosed:hostRules',
+    );
     if (hostAsk) {
       return {
         verdict: 'ask',
@@ -591,18 +648,20 @@ export class PermissionEngine implements PermissionGate {
       const plan = request.plan;
       if (plan && isParsedCommand(plan.parsed)) {
         // The call's one plan: judged with the parse, shell dialect and cwd the runner will use.
-        const analysis = this.analyzer.analyze(plan.line, plan.cwd, {
-          dialect: plan.dialect,
-          parsed: plan.parsed,
-        });
-        return { analysis, display: escapeHidden(plan.line, DISPLAY_MAX), cwd: plan.cwd };
+        const analysis = readWhole(
+          this.analyzer.analyze(plan.line, plan.cwd, {
+            dialect: plan.dialect,
+            parsed: plan.parsed,
+          }),
+        );
+        return { analysis, display: escapeHidden(plan.line), cwd: plan.cwd };
       }
-      const line = request.args?.length
-        ? `${request.command} ${request.args.map(shellQuote).join(' ')}`
-        : request.command;
+      const line = requestLine(request);
       const cwd = resolve(this.workspaceRoot, request.cwd || '.');
-      const analysis = this.analyzer.analyze(line, cwd, request.dialect ? { dialect: request.dialect } : {});
-      return { analysis, display: escapeHidden(line, DISPLAY_MAX), cwd };
+      const analysis = readWhole(
+        this.analyzer.analyze(line, cwd, request.dialect ? { dialect: request.dialect } : {}),
+      );
+      return { analysis, display: escapeHidden(line), cwd };
     }
     const part: Part = request.readOnly
       ? { command: request.summary, verdict: 'allow', reason: 'a read-only action', rule: 'readOnly:action' }
@@ -618,20 +677,97 @@ export class PermissionEngine implements PermissionGate {
     };
   }
 
-  /** The allow rules that would let this asked command run, when rules can (not for fail-closed asks). */
-  private suggestedRules(analysis: Analysis): string[] | undefined {
+  /**
+   * The allow rules that would let this asked command run, when rules can (not for fail-closed
+   * asks): for each asked part the exact command (`suggestRule`), with the directory it runs in.
+   */
+  private suggestedRules(analysis: Analysis): Suggestion[] | undefined {
     if (analysis.verdict !== 'ask') return undefined;
     const asks = analysis.parts.filter((p) => p.verdict === 'ask');
     if (asks.some((p) => !p.suggestedRule)) return undefined;
-    return [...new Set(asks.map((p) => p.suggestedRule!))];
+    const out = new Map<string, Suggestion>();
+    for (const p of asks) {
+      const cwd = p.cwds?.length === 1 ? p.cwds[0] : undefined;
+      const prior = out.get(p.suggestedRule!);
+      // One rule for two parts that run in different directories holds in neither: not remembered.
+      if (prior && prior.cwd !== cwd) out.set(p.suggestedRule!, { text: p.suggestedRule! });
+      else out.set(p.suggestedRule!, { text: p.suggestedRule!, ...(cwd ? { cwd } : {}) });
+    }
+    return [...out.values()];
   }
 
-  private remember(rules: readonly string[]): void {
+  /**
+   * Stores `always` answers as session rules: each the exact command approved, for the directory it
+   * ran in only (a rule whose directory is not known is not kept: the answer holds this once).
+   */
+  private remember(rules: readonly Suggestion[]): void {
     for (const rule of rules) {
-      const compiled = compileRule('allow', this.session.length, rule);
-      if (typeof compiled !== 'string' && !this.session.some((r) => r.text === compiled.text))
+      if (rule.cwd === undefined) continue;
+      const compiled = compileRule('allow', this.session.length, rule.text);
+      if (typeof compiled === 'string' || !compiled.exact) continue;
+      compiled.cwd = rule.cwd;
+      if (!this.session.some((r) => r.text === compiled.text && r.cwd === compiled.cwd))
         this.session.push(compiled);
     }
+  }
+
+  /**
+   * The rule that lets an escalated command line run outside as a whole: a host allow rule without
+   * a wildcard that is exactly the line, or the line a human approved with `always` for this
+   * directory. Lines with runs of spaces or line breaks never match (rules hold single spaces).
+   */
+  private lineRule(exact: Suggestion): CompiledRule | undefined {
+    const hostRules = this.config.mode === 'readOnly' ? [] : this.rules.allow;
+    return [...hostRules, ...this.session].find(
+      (r) => r.exact && r.text === exact.text && (r.cwd === undefined || r.cwd === exact.cwd),
+    );
+  }
+
+  /**
+   * Records a decision a tool made itself before asking the gate (a file tool refusing a path
+   * outside the workspace or a protected one): audited, logged and emitted like the gate's own, so
+   * every refusal of every tool is in one place.
+   */
+  recordToolDecision(entry: {
+    tool: string;
+    callId: string;
+    /** What the tool was asked to do, one line. */
+    summary: string;
+    outcome: 'allow' | 'deny';
+    reason: string;
+    /** The tool's rule, e.g. `files:OUTSIDE_WORKING_DIR`. */
+    rule: string;
+    cwd?: string;
+  }): void {
+    const shown = clipDisplay(escapeHidden(entry.summary));
+    const audit: AuditEntry = {
+      time: Date.now(),
+      callId: entry.callId,
+      tool: entry.tool,
+      command: shown,
+      ...(entry.cwd ? { cwd: entry.cwd } : {}),
+      outcome: entry.outcome,
+      verdict: entry.outcome,
+      askedHuman: false,
+      rule: entry.rule,
+      reason: entry.reason,
+      parts: [{ command: shown, verdict: entry.outcome, reason: entry.reason, rule: entry.rule }],
+      durationMs: 0,
+    };
+    this.log.push(audit);
+    if (this.log.length > this.config.auditLimit)
+      this.log.splice(0, this.log.length - this.config.auditLimit);
+    this.logger?.[entry.outcome === 'deny' ? 'warn' : 'info'](
+      { tool: entry.tool, command: shown, outcome: entry.outcome, rule: entry.rule, callId: entry.callId },
+      `permission: ${entry.outcome} (by the tool)`,
+    );
+    this.events?.emit('permission.decision', {
+      tool: entry.tool,
+      outcome: entry.outcome,
+      askedHuman: false,
+      rule: entry.rule,
+      reason: entry.reason,
+    });
   }
 
   /** Checks every rule's examples against the policy; returns the problems found. */
@@ -682,8 +818,8 @@ interface Policy {
   rule: string;
   /** Where it runs when allowed. */
   sandbox?: SandboxLevel;
-  /** Rules that would let it run without asking. */
-  suggestedRules?: string[];
+  /** Rules that would let it run without asking (each with the directory an `always` answer holds in). */
+  suggestedRules?: Suggestion[];
   /** An escalation out of the sandbox: the model's reason and what the command will reach. */
   escalation?: { justification: string; reaches: readonly string[] };
 }
@@ -696,12 +832,49 @@ const OUTSIDE_REACHES = [
   'your other processes',
 ];
 
-/** The narrowest rule an approved escalation stores: exactly this command line. */
-function escalationRule(request: Extract<PermissionRequest, { kind: 'command' }>): string | undefined {
-  const line = request.plan?.line ?? request.command;
-  // Prefix syntax reads a trailing `*` as a wildcard and cannot hold newlines: such lines get no rule.
-  if (line.includes('\n') || line.trimEnd().endsWith('*')) return undefined;
-  return line.trim();
+/** A rule an asked command could be allowed by, and the directory an `always` answer holds in. */
+interface Suggestion {
+  text: string;
+  cwd?: string;
+}
+
+/**
+ * The narrowest rule an approved escalation stores: exactly this command line, in this directory
+ * (`lineRule` matches it against the whole line, not per simple command).
+ */
+function escalationRule(
+  request: Extract<PermissionRequest, { kind: 'command' }>,
+  workspaceRoot: string,
+): Suggestion | undefined {
+  const line = (request.plan?.line ?? request.command).trim();
+  // Prefix syntax reads a `*` as a wildcard and cannot hold line breaks or runs of spaces.
+  if (/[\n\r*]|\s\s/.test(line) || line === '') return undefined;
+  return { text: line, cwd: request.plan?.cwd ?? resolve(workspaceRoot, request.cwd || '.') };
+}
+
+/**
+ * What cannot be read whole is denied, in every mode: a line over the parse limit, one the parser
+ * gave up on (syntax it cannot read, a timeout) or a command string nested deeper than the gate
+ * reads. Asking a human about it would show them a command the gate never checked.
+ */
+function readWhole(analysis: Analysis): Analysis {
+  if (!analysis.parts.some((p) => UNREAD.has(p.rule) && p.verdict === 'ask')) return analysis;
+  return summarize(
+    analysis.parts.map((p) =>
+      UNREAD.has(p.rule) && p.verdict === 'ask'
+        ? { ...p, verdict: 'deny', reason: `${p.reason}; what cannot be read whole is refused` }
+        : p,
+    ),
+  );
+}
+
+const UNREAD = new Set(['failClosed:parse', 'failClosed:nesting']);
+
+/** The command as the audit log, the logs and events keep it: at most DISPLAY_MAX characters. */
+function clipDisplay(display: string): string {
+  return display.length > DISPLAY_MAX
+    ? `${display.slice(0, DISPLAY_MAX)}… (${display.length - DISPLAY_MAX} more characters not kept)`
+    : display;
 }
 
 function oneLineText(text: string): string {
@@ -709,8 +882,8 @@ function oneLineText(text: string): string {
   return line.length > 200 ? `${line.slice(0, 199)}…` : line;
 }
 
-/** Longest command text shown to a human or kept in the audit log. */
-const DISPLAY_MAX = 20_000;
+/** Longest command shown to a human (a longer one is refused rather than cut) or kept in the audit log. */
+const DISPLAY_MAX = MAX_DISPLAY_CHARS;
 
 function subject(part: Part): string {
   return part.command ? `\`${escapeHidden(part.command)}\`:` : 'The command:';
@@ -741,22 +914,23 @@ function isParsedCommand(value: object): value is ParsedCommand {
   return 'source' in value && 'ok' in value && 'flags' in value;
 }
 
-/** The host process and the given supervisors, as /proc describes them (Linux; the host alone elsewhere). */
-function ownProcesses(supervisors: readonly number[]): OwnProcess[] {
-  const out: OwnProcess[] = [];
-  for (const pid of [process.pid, ...supervisors]) {
-    let name = pid === process.pid ? process.title : '';
-    let cmdline = pid === process.pid ? process.argv.join(' ') : '';
-    let pgid: number | undefined;
-    try {
-      name = readFileSync(`/proc/${pid}/comm`, 'utf8').trim();
-      cmdline = readFileSync(`/proc/${pid}/cmdline`, 'latin1').split('\0').filter(Boolean).join(' ');
-      const stat = readFileSync(`/proc/${pid}/stat`, 'latin1');
-      pgid = Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[2]);
-    } catch {
-      if (pid !== process.pid) continue;
-    }
-    out.push({ pid, name, cmdline, ...(pgid ? { pgid } : {}) });
+/**
+ * Loopback, unspecified, link-local (169.254/16: cloud metadata; fe80::/10), private (10/8,
+ * 172.16/12, 192.168/16, fc00::/7) and CGNAT (100.64/10) addresses: this machine and its network.
+ */
+function internalAddress(address: string): boolean {
+  if (isIP(address) === 4) {
+    const [a, b] = address.split('.').map(Number) as [number, number];
+    return (
+      a === 127 ||
+      a === 0 ||
+      a === 10 ||
+      (a === 169 && b === 254) ||
+      (a === 172 && b >= 16 && b <= 31) ||
+      (a === 192 && b === 168) ||
+      (a === 100 && b >= 64 && b <= 127)
+    );
   }
-  return out;
+  const v6 = address.toLowerCase();
+  return v6 === '::1' || v6 === '::' || /^fe[89ab]/.test(v6) || /^f[cd]/.test(v6);
 }

@@ -1,48 +1,91 @@
-import { readFileSync, statSync } from 'node:fs';
+import { readdirSync, readFileSync, statSync, type Stats } from 'node:fs';
+import { homedir } from 'node:os';
 import { dirname, isAbsolute, join, resolve } from 'node:path';
 import { GIT_EXEC_KEYS } from './commands/git.js';
 
 /**
- * Whether the repository a git read would run in has a config that makes git run programs. `git
+ * Whether a repository a git read would open has a config that makes git run programs. `git
  * status` runs `core.fsmonitor`, `git diff` and `git log -p` run textconv and external diff drivers,
- * filters run on status; a hostile `.git/config` turns an allowed read into code execution. The
- * user's own global and system configs are trusted; the repository's (`.git/config`,
- * `config.worktree`, the common dir's config of a worktree) are read. Includes are not followed:
- * an include is itself a reason to ask.
+ * filters run on status, a submodule's own config runs when status recurses into it: a hostile
+ * config turns an allowed read into code execution. The user's own global and system configs are
+ * trusted; every repository config git will read is read here, with git's own grammar
+ * (`parseGitConfig`): the repository git finds from the working directory the way git finds it
+ * (a `.git` directory or file, or a bare repository: a directory that is itself a git dir), or the
+ * one `--git-dir` / `--bare` names; its common dir (a worktree's); `config.worktree`; every
+ * submodule's git dir (`modules/**` and the `.gitmodules` paths of the work tree); and every file
+ * they include (`include.path`, `includeIf.*.path`, whatever the condition).
  */
-export function gitConfigRisk(startDir: string): string | undefined {
-  const gitDir = findGitDir(startDir);
-  if (!gitDir) return undefined;
-  const dirs = [gitDir];
-  const commondir = join(gitDir, 'commondir');
-  if (statSync(commondir, { throwIfNoEntry: false })?.isFile()) {
-    const common = readFileSync(commondir, 'utf8').trim();
-    if (common) dirs.push(resolve(gitDir, common));
+export function gitConfigRisk(
+  startDir: string,
+  repository?: { gitDir: string } | { bare: true },
+): string | undefined {
+  let found: { gitDir: string; workTree: string | undefined } | undefined;
+  if (repository && 'gitDir' in repository)
+    found = { gitDir: resolve(startDir, repository.gitDir), workTree: undefined };
+  else if (repository) found = { gitDir: resolve(startDir), workTree: undefined };
+  else {
+    const discovered = discover(startDir);
+    if (discovered && 'risk' in discovered) return discovered.risk;
+    found = discovered;
   }
-  for (const dir of dirs) {
-    for (const name of ['config', 'config.worktree']) {
-      const risk = fileRisk(join(dir, name));
-      if (risk) return risk;
-    }
-    // git status may rewrite the index, which runs this hook.
-    const hook = join(dir, 'hooks', 'post-index-change');
-    const st = statSync(hook, { throwIfNoEntry: false });
-    if (st && st.mode & 0o111) return `${hook} is a hook git runs when a read refreshes the index`;
-  }
+  if (!found) return undefined;
+  const budget = { dirs: 256 };
+  const risk = gitDirRisk(found.gitDir, budget, 0);
+  if (risk) return risk;
+  if (found.workTree) return submoduleRisk(found.workTree, budget);
   return undefined;
 }
 
-function findGitDir(start: string): string | undefined {
+const stat = (path: string): Stats | undefined => {
+  try {
+    return statSync(path, { throwIfNoEntry: false });
+  } catch {
+    return undefined;
+  }
+};
+
+/** git's is_git_directory: HEAD, and objects/ and refs/ (here or in the common dir). */
+function isGitDir(dir: string): boolean {
+  if (!stat(join(dir, 'HEAD'))?.isFile()) return false;
+  const commondir = join(dir, 'commondir');
+  let common = dir;
+  if (stat(commondir)?.isFile()) {
+    try {
+      common = resolve(dir, readFileSync(commondir, 'utf8').trim());
+    } catch {
+      return true;
+    }
+  }
+  return !!stat(join(common, 'objects'))?.isDirectory() && !!stat(join(common, 'refs'))?.isDirectory();
+}
+
+/**
+ * The repository git finds from `start`, walking up: at each directory a `.git` that is a git dir
+ * (or a `gitdir:` file pointing at one), else the directory itself when it is a git dir (a bare
+ * repository, committed or not). A `.git` file whose pointer cannot be read asks.
+ */
+function discover(
+  start: string,
+): { gitDir: string; workTree: string | undefined } | { risk: string } | undefined {
   let dir = resolve(start);
   for (let i = 0; i < 256; i++) {
     const candidate = join(dir, '.git');
     // No exceptions on the common path: this runs for every git read.
-    const st = statSync(candidate, { throwIfNoEntry: false });
-    if (st?.isDirectory()) return candidate;
+    const st = stat(candidate);
+    if (st?.isDirectory() && isGitDir(candidate)) return { gitDir: candidate, workTree: dir };
     if (st?.isFile()) {
-      const m = /^gitdir:\s*(.+)$/m.exec(readFileSync(candidate, 'utf8'));
-      if (m) return isAbsolute(m[1]!.trim()) ? m[1]!.trim() : resolve(dir, m[1]!.trim());
+      let text: string;
+      try {
+        text = readFileSync(candidate, 'utf8');
+      } catch {
+        return { risk: `${candidate} cannot be read, so the gate cannot tell which repository git opens` };
+      }
+      const m = /^gitdir: *(.+?)\r?\n?$/.exec(text.split('\n')[0] ?? '');
+      if (!m) return { risk: `${candidate} is not a gitdir: pointer the gate can read` };
+      const target = isAbsolute(m[1]!) ? m[1]! : resolve(dir, m[1]!);
+      return { gitDir: target, workTree: dir };
     }
+    if (isGitDir(dir)) return { gitDir: dir, workTree: undefined };
     const parent = dirname(dir);
     if (parent === dir) return undefined;
     dir = parent;
@@ -50,60 +93,309 @@ function findGitDir(start: string): string | undefined {
   return undefined;
 }
 
-const cache = new Map<string, { mtimeMs: number; size: number; risk: string | undefined }>();
-
-function fileRisk(path: string): string | undefined {
-  const st = statSync(path, { throwIfNoEntry: false });
-  if (!st) return undefined;
-  const hit = cache.get(path);
-  if (hit && hit.mtimeMs === st.mtimeMs && hit.size === st.size) return hit.risk;
-  let risk: string | undefined;
-  try {
-    risk = configRisk(readFileSync(path, 'utf8'), path);
-  } catch {
-    risk = `the repository config ${path} cannot be read`;
+/** A git dir's configs, its common dir's, the hook a read can run, and its submodules' git dirs. */
+function gitDirRisk(gitDir: string, budget: { dirs: number }, depth: number): string | undefined {
+  if (--budget.dirs < 0) return `${gitDir} has more submodules than the gate reads`;
+  const dirs = [gitDir];
+  const commondir = join(gitDir, 'commondir');
+  if (stat(commondir)?.isFile()) {
+    try {
+      const common = readFileSync(commondir, 'utf8').trim();
+      if (common) dirs.push(resolve(gitDir, common));
+    } catch {
+      return `${commondir} cannot be read`;
+    }
   }
-  if (cache.size > 512) cache.clear();
-  cache.set(path, { mtimeMs: st.mtimeMs, size: st.size, risk });
-  return risk;
+  for (const dir of dirs) {
+    for (const name of ['config', 'config.worktree']) {
+      const risk = fileRisk(join(dir, name), 0);
+      if (risk) return risk;
+    }
+    // git status may rewrite the index, which runs this hook.
+    const hook = join(dir, 'hooks', 'post-index-change');
+    const st = stat(hook);
+    if (st && st.mode & 0o111) return `${hook} is a hook git runs when a read refreshes the index`;
+  }
+  // Submodule git dirs (absorbed into modules/, nested as deep as the submodules are).
+  if (depth < 8) {
+    for (const dir of dirs) {
+      const modules = join(dir, 'modules');
+      if (!stat(modules)?.isDirectory()) continue;
+      const risk = modulesRisk(modules, budget, depth);
+      if (risk) return risk;
+    }
+  }
+  return undefined;
 }
 
-/** The first key of a git config text that makes git run a program, as a reason; undefined if none. */
-export function configRisk(text: string, path = 'the repository config'): string | undefined {
-  let section = '';
-  for (const rawLine of text.split(/\r?\n/)) {
-    const line = rawLine.replace(/^\s+/, '');
-    if (line === '' || line.startsWith('#') || line.startsWith(';')) continue;
-    const header = /^\[\s*([A-Za-z0-9.-]+)(?:\s+"((?:[^"\\]|\\.)*)")?\s*\]\s*(.*)$/.exec(line);
-    if (header) {
-      section = header[2] !== undefined ? `${header[1]}.${header[2]}` : header[1]!;
-      const rest = header[3]!.trim();
-      if (rest && !rest.startsWith('#') && !rest.startsWith(';')) {
-        const risk = keyRisk(section, rest, path);
-        if (risk) return risk;
-      }
-      continue;
-    }
-    if (line.startsWith('['))
-      return `${path} has a section header the gate cannot read (${line.slice(0, 60)})`;
-    const risk = keyRisk(section, line, path);
+/** Every git dir under `modules/` (a submodule named `a/b` lives in `modules/a/b`). */
+function modulesRisk(dir: string, budget: { dirs: number }, depth: number): string | undefined {
+  let entries: string[];
+  try {
+    entries = readdirSync(dir);
+  } catch {
+    return `${dir} cannot be read, so the gate cannot check its submodules' configs`;
+  }
+  for (const name of entries) {
+    const path = join(dir, name);
+    if (!stat(path)?.isDirectory()) continue;
+    if (--budget.dirs < 0) return `${dir} has more submodules than the gate reads`;
+    const risk = isGitDir(path) ? gitDirRisk(path, budget, depth + 1) : modulesRisk(path, budget, depth + 1);
     if (risk) return risk;
   }
   return undefined;
 }
 
-function keyRisk(section: string, line: string, path: string): string | undefined {
-  const m = /^([A-Za-z][A-Za-z0-9-]*)\s*(?:=\s*(.*))?$/.exec(line);
-  if (!m) return undefined;
-  // Section and key names are case-insensitive; subsections keep their case but match any.
-  const key = `${section.replace(/^([^.]+)/, (s) => s.toLowerCase())}.${m[1]!.toLowerCase()}`;
-  const value = (m[2] ?? 'true').trim().replace(/^"(.*)"$/, '$1');
-  if (/^core\.fsmonitor$/i.test(key) && /^(false|no|off|0|)$/i.test(value)) return undefined;
-  if (/^log\.showsignature$/i.test(key) && /^(false|no|off|0)$/i.test(value)) return undefined;
+/** Submodules checked out with a `.git` of their own, at the paths `.gitmodules` names. */
+function submoduleRisk(workTree: string, budget: { dirs: number }): string | undefined {
+  const file = join(workTree, '.gitmodules');
+  if (!stat(file)?.isFile()) return undefined;
+  const parsed = parsedFile(file);
+  if (!parsed) return undefined;
+  if ('error' in parsed) return `${file}: ${parsed.error}`;
+  for (const e of parsed.entries) {
+    if (e.key !== 'path' || !e.section.startsWith('submodule.') || e.value === null) continue;
+    const discovered = discover(resolve(workTree, e.value));
+    if (!discovered || 'risk' in discovered) {
+      if (discovered) return discovered.risk;
+      continue;
+    }
+    if (discovered.workTree !== resolve(workTree, e.value)) continue;
+    const risk = gitDirRisk(discovered.gitDir, budget, 1);
+    if (risk) return risk;
+  }
+  return undefined;
+}
+
+export interface ConfigEntry {
+  /** `section` or `section.subsection`: the section lowercased, the subsection as written (`diff.Foo`). */
+  section: string;
+  /** The key, lowercased. */
+  key: string;
+  /** The value after git's unquoting, or null for a key without `=` (boolean true). */
+  value: string | null;
+}
+
+/**
+ * A git config text read with git's own grammar (config.c: `git_parse_source`, `get_value`,
+ * `parse_value`, `get_base_var`): a UTF-8 BOM skipped; CRLF read as LF; whitespace and comments
+ * (`#`, `;`) between entries; `[section]`, `[section "subsection"]` (escapes `\"`, `\\`) and the
+ * old `[section.subsection]` (lowercased) headers, keys on the header's line too; a key is letters,
+ * digits and `-`; a value's leading and trailing blanks dropped, its blanks between words kept,
+ * double quotes anywhere, the escapes `\\ \" \n \t \b`, a backslash-newline continuing the value
+ * on the next line, a comment outside quotes ending it. Whatever git refuses is an `error`.
+ */
+export function parseGitConfig(text: string): { entries: ConfigEntry[] } | { error: string } {
+  let pos = 0;
+  let eof = false;
+  const next = (): string => {
+    if (pos >= text.length) {
+      eof = true;
+      pos++;
+      return '\n';
+    }
+    let c = text[pos++]!;
+    if (c === '\r' && text[pos] === '\n') c = text[pos++]!;
+    return c;
+  };
+  const isSpace = (c: string) =>
+    c === ' ' || c === '\t' || c === '\n' || c === '\v' || c === '\f' || c === '\r';
+  const isKeyChar = (c: string) => /^[A-Za-z0-9-]$/.test(c);
+  const entries: ConfigEntry[] = [];
+  let section: string | undefined;
+  const fail = (what: string) => ({
+    error: `git cannot read this config (${what} near offset ${Math.min(pos, text.length)})`,
+  });
+  if (text.startsWith('\uFEFF')) pos = 1;
+  else if (text.startsWith('\u00EF\u00BB\u00BF')) pos = 3;
+  let comment = false;
+  for (;;) {
+    const c = next();
+    if (c === '\n') {
+      if (eof) return { entries };
+      comment = false;
+      continue;
+    }
+    if (comment) continue;
+    if (isSpace(c)) continue;
+    if (c === '#' || c === ';') {
+      comment = true;
+      continue;
+    }
+    if (c === '[') {
+      // get_base_var / get_extended_base_var
+      let name = '';
+      let done = false;
+      for (;;) {
+        const d = next();
+        if (eof) return fail('an unterminated section header');
+        if (d === ']') {
+          done = true;
+          break;
+        }
+        if (isSpace(d)) {
+          let e = d;
+          do {
+            if (e === '\n') return fail('an unterminated section header');
+            e = next();
+          } while (isSpace(e));
+          if (e !== '"') return fail('a section header without a quoted subsection');
+          let sub = '';
+          for (;;) {
+            let f = next();
+            if (f === '\n') return fail('an unterminated subsection');
+            if (f === '"') break;
+            if (f === '\\') {
+              f = next();
+              if (f === '\n') return fail('an unterminated subsection');
+            }
+            sub += f;
+          }
+          if (next() !== ']') return fail('a section header not closed by ]');
+          name = `${name}.${sub}`;
+          break;
+        }
+        if (!isKeyChar(d) && d !== '.') return fail(`a section name with ${JSON.stringify(d)}`);
+        name += d.toLowerCase();
+      }
+      if (!done && name === '') return fail('an empty section name');
+      if (name === '' || name.startsWith('.')) return fail('an empty section name');
+      section = name;
+      continue;
+    }
+    if (!/^[A-Za-z]$/.test(c)) return fail(`${JSON.stringify(c)} where a key starts`);
+    if (section === undefined) return fail('a key before any section');
+    // get_value
+    let key = c.toLowerCase();
+    let d: string;
+    for (;;) {
+      d = next();
+      if (eof) break;
+      if (!isKeyChar(d)) break;
+      key += d.toLowerCase();
+    }
+    while (d === ' ' || d === '\t') d = next();
+    if (d === '\n') {
+      entries.push({ section, key, value: null });
+      if (eof) return { entries };
+      continue;
+    }
+    if (d !== '=') return fail(`${JSON.stringify(d)} after the key ${key}`);
+    // parse_value
+    let value = '';
+    let quote = false;
+    let inComment = false;
+    let space = 0;
+    for (;;) {
+      let e = next();
+      if (e === '\n') {
+        if (quote) return fail('a newline inside a quoted value');
+        break;
+      }
+      if (inComment) continue;
+      if (isSpace(e) && !quote) {
+        if (value.length) space++;
+        continue;
+      }
+      if (!quote && (e === ';' || e === '#')) {
+        inComment = true;
+        continue;
+      }
+      for (; space; space--) value += ' ';
+      if (e === '\\') {
+        e = next();
+        if (e === '\n') {
+          if (eof) return fail('a backslash at the end of the file');
+          continue;
+        }
+        if (e === 't') e = '\t';
+        else if (e === 'b') e = '\b';
+        else if (e === 'n') e = '\n';
+        else if (e !== '\\' && e !== '"') return fail(`an unknown escape \\${e}`);
+        value += e;
+        continue;
+      }
+      if (e === '"') {
+        quote = !quote;
+        continue;
+      }
+      value += e;
+    }
+    entries.push({ section, key, value });
+    if (eof) return { entries };
+  }
+}
+
+const parseCache = new Map<
+  string,
+  { mtimeMs: number; size: number; ino: number; parsed: ReturnType<typeof parseGitConfig> | undefined }
+>();
+
+/** A config file parsed (cached by its stat); undefined when it does not exist. */
+function parsedFile(path: string): ReturnType<typeof parseGitConfig> | undefined {
+  const st = stat(path);
+  if (!st) return undefined;
+  if (!st.isFile()) return { error: `${path} is not a file` };
+  const hit = parseCache.get(path);
+  if (hit && hit.mtimeMs === st.mtimeMs && hit.size === st.size && hit.ino === st.ino) return hit.parsed;
+  let parsed: ReturnType<typeof parseGitConfig>;
+  try {
+    parsed = parseGitConfig(readFileSync(path, 'latin1'));
+  } catch {
+    parsed = { error: `${path} cannot be read` };
+  }
+  if (parseCache.size > 512) parseCache.clear();
+  parseCache.set(path, { mtimeMs: st.mtimeMs, size: st.size, ino: st.ino, parsed });
+  return parsed;
+}
+
+/** The first risk of a config file and the files it includes (git follows up to 10 levels). */
+function fileRisk(path: string, depth: number): string | undefined {
+  const parsed = parsedFile(path);
+  if (!parsed) return undefined;
+  if ('error' in parsed) return `${path}: ${parsed.error}`;
+  for (const e of parsed.entries) {
+    const risk = entryRisk(e, path);
+    if (risk) return risk;
+    if (e.key === 'path' && (e.section === 'include' || e.section.startsWith('includeif.'))) {
+      if (e.value === null) return `${path} includes a config without a path`;
+      if (depth >= 10) return `${path} includes configs nested deeper than git reads them`;
+      const target = includeTarget(e.value, path);
+      if (!target) return `${path} includes ${e.value}, a path the gate cannot resolve`;
+      const inner = fileRisk(target, depth + 1);
+      if (inner) return inner;
+    }
+  }
+  return undefined;
+}
+
+/** Where an include path points, resolved as git resolves it (relative to the including file). */
+function includeTarget(value: string, from: string): string | undefined {
+  if (value.startsWith('~/')) return join(process.env.HOME ?? homedir(), value.slice(2));
+  if (value.startsWith('%(prefix)/') || value.startsWith('~')) return undefined;
+  return isAbsolute(value) ? value : resolve(dirname(from), value);
+}
+
+function entryRisk(e: ConfigEntry, path: string): string | undefined {
+  const key = `${e.section}.${e.key}`;
+  const value = e.value ?? 'true';
+  if (key === 'core.fsmonitor' && /^(false|no|off|0|)$/i.test(value.trim())) return undefined;
+  if (key === 'log.showsignature' && /^(false|no|off|0)$/i.test(value.trim())) return undefined;
   // git never lets an alias shadow a built-in command, and only built-in reads are allowed.
   if (/^alias\./i.test(key)) return undefined;
-  if (/^include(if\..+)?\.path$/i.test(key))
-    return `${path} includes another config (${key}), which the gate does not read`;
+  // An include is followed (fileRisk), not a risk of its own.
+  if (e.key === 'path' && (e.section === 'include' || e.section.startsWith('includeif.'))) return undefined;
   if (GIT_EXEC_KEYS.test(key)) return `${path} sets ${key}, which makes git run a program`;
+  return undefined;
+}
+
+/** The first key of a git config text that makes git run a program, as a reason (includes not followed). */
+export function configRisk(text: string, path = 'the repository config'): string | undefined {
+  const parsed = parseGitConfig(text);
+  if ('error' in parsed) return `${path}: ${parsed.error}`;
+  for (const e of parsed.entries) {
+    const risk = entryRisk(e, path);
+    if (risk) return risk;
+  }
   return undefined;
 }

@@ -9,7 +9,11 @@ import type { Arg } from './words.js';
  * is an allow-list: the caller asks when parsing fails.
  */
 
-export type ArgKind = 'none' | 'required' | 'optional';
+/**
+ * `lastDefault`: git's PARSE_OPT_LASTARG_DEFAULT (`git branch --merged [<commit>]`): the next word
+ * is the value unless the option is the last word, then it takes its default.
+ */
+export type ArgKind = 'none' | 'required' | 'optional' | 'lastDefault';
 
 export interface OptionDef {
   /** Canonical spelling for messages: `-n`, `--lines`. */
@@ -43,7 +47,8 @@ export interface GrammarSpec {
   optional?: string;
   /**
    * Long options, space separated: `all` (flag), `lines=` (required value), `color?` (optional,
-   * only as `--color=x`), `lines=:n` (an alias key: same option as `-n`).
+   * only as `--color=x`), `merged~` (the next word, unless it is the last: see `lastDefault`),
+   * `lines=:n` (an alias key: same option as `-n`).
    */
   long?: string;
   abbreviations?: boolean;
@@ -61,10 +66,11 @@ export function grammar(spec: GrammarSpec): Grammar {
   for (const ch of spec.values ?? '') short.set(ch, { name: `-${ch}`, arg: 'required', key: `-${ch}` });
   for (const ch of spec.optional ?? '') short.set(ch, { name: `-${ch}`, arg: 'optional', key: `-${ch}` });
   for (const item of (spec.long ?? '').split(/\s+/).filter(Boolean)) {
-    const m = /^([A-Za-z0-9][A-Za-z0-9-]*)([=?]?)(?::(.+))?$/.exec(item);
+    const m = /^([A-Za-z0-9][A-Za-z0-9-]*)([=?~]?)(?::(.+))?$/.exec(item);
     if (!m) throw new Error(`bad grammar item ${item}`);
     const [, name, kind, alias] = m;
-    const arg: ArgKind = kind === '=' ? 'required' : kind === '?' ? 'optional' : 'none';
+    const arg: ArgKind =
+      kind === '=' ? 'required' : kind === '?' ? 'optional' : kind === '~' ? 'lastDefault' : 'none';
     long.set(name!, { name: `--${name}`, arg, key: alias ? `-${alias}` : `--${name}` });
   }
   return {
@@ -158,7 +164,7 @@ export function parseArgs(g: Grammar, args: readonly Arg[], program: string): Pa
         options.push({ def, word: a, value: known ? text.slice(eq + 1) : a });
         continue;
       }
-      if (def.arg === 'required') {
+      if (def.arg === 'required' || (def.arg === 'lastDefault' && i + 1 < args.length)) {
         const next = args[i + 1];
         if (!next) return fail(`${program} option ${def.name} needs a value`);
         options.push({ def, word: a, value: next });

@@ -9,7 +9,7 @@ export {
   type RuleInput,
   type SafetyRuleId,
 } from './config.js';
-export { escapeHidden } from './display.js';
+export { approvalDisplay, escapeHidden, MAX_DISPLAY_CHARS, requestLine } from './display.js';
 export { permissionPlugin as default } from './plugin.js';
 export { protectedPathReason, type ProtectedPathOptions } from './protected-write.js';
 export { compileHostPattern, PACKAGE_REGISTRIES, type HostPattern } from './network-rules.js';

@@ -355,6 +355,18 @@ export class KernelPolicyBuilder {
       for (const p of readOnly)
         if (ENV_FILE.test(basename(p)) && roots.some((r) => inside(p, r))) masked.add(p);
     }
+    // Every other name of a masked file (a hard link made outside the sandbox) is masked too.
+    const maskedInodes = new Set<string>();
+    for (const p of masked) {
+      const st = statSync(p, { throwIfNoEntry: false });
+      if (st?.isFile() && st.nlink > 1) maskedInodes.add(`${st.dev}:${st.ino}`);
+    }
+    if (maskedInodes.size > 0) {
+      for (const p of walked.files) {
+        const st = lstatSync(p, { throwIfNoEntry: false });
+        if (st?.isFile() && maskedInodes.has(`${st.dev}:${st.ino}`)) masked.add(p);
+      }
+    }
     const policy: KernelPolicy = {
       mode,
       writableRoots: [...writable].sort(),

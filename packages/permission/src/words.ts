@@ -122,6 +122,9 @@ function makeArg(
   };
 }
 
+/** How the arguments xargs appends at run time are shown (there may be none). */
+export const RUNTIME_ARGUMENTS = '(arguments supplied at run time)';
+
 /** A word whose value is supplied at run time (xargs, find -exec `{}`). */
 export function runtimeArg(raw: string): Arg {
   const word: Syntax.Word = {
@@ -454,10 +457,12 @@ function expandBraces(text: string, limit = 64): string[] | undefined {
         if (depth === 0) {
           const body = s.slice(open + 1, i);
           const alternatives = splitTop(body);
-          const range = /^(-?\d+)\.\.(-?\d+)$/.exec(body) ?? /^([a-zA-Z])\.\.([a-zA-Z])$/.exec(body);
+          const range =
+            /^([-+]?\d+)\.\.([-+]?\d+)(?:\.\.([-+]?\d+))?$/.exec(body) ??
+            /^([a-zA-Z])\.\.([a-zA-Z])(?:\.\.([-+]?\d+))?$/.exec(body);
           let items: string[] | undefined;
           if (alternatives.length > 1) items = alternatives;
-          else if (range) items = rangeItems(range[1]!, range[2]!, limit);
+          else if (range) items = rangeItems(range[1]!, range[2]!, range[3], limit);
           if (!items) continue;
           const head = s.slice(0, open);
           const tail = s.slice(i + 1);
@@ -492,15 +497,28 @@ function splitTop(body: string): string[] {
   return parts;
 }
 
-function rangeItems(a: string, b: string, limit: number): string[] | undefined {
-  const numeric = /^-?\d+$/.test(a);
+/**
+ * A sequence expression as bash expands it: `{1..10..3}`, `{10..1}`, `{a..z..5}`, `{Z..a}` (every
+ * character between), `{01..10}` and `{-1..02}` zero-padded to the wider end (a sign counts), the
+ * increment's sign ignored and 0 read as 1. Undefined past `limit` items.
+ */
+function rangeItems(a: string, b: string, incr: string | undefined, limit: number): string[] | undefined {
+  const numeric = /^[-+]?\d+$/.test(a);
   const from = numeric ? Number(a) : a.charCodeAt(0);
   const to = numeric ? Number(b) : b.charCodeAt(0);
-  if (Math.abs(to - from) > limit) return undefined;
+  const step = Math.max(1, Math.abs(Number(incr ?? 1))) * (from <= to ? 1 : -1);
+  if (!Number.isSafeInteger(from) || !Number.isSafeInteger(to) || !Number.isSafeInteger(step))
+    return undefined;
+  if (Math.floor(Math.abs(to - from) / Math.abs(step)) + 1 > limit) return undefined;
+  const padded = numeric && (/^[-+]?0\d/.test(a) || /^[-+]?0\d/.test(b));
+  const width = Math.max(a.replace(/^\+/, '').length, b.replace(/^\+/, '').length);
+  const format = (v: number): string => {
+    if (!numeric) return String.fromCharCode(v);
+    if (!padded) return String(v);
+    return v < 0 ? `-${String(-v).padStart(width - 1, '0')}` : String(v).padStart(width, '0');
+  };
   const out: string[] = [];
-  const step = from <= to ? 1 : -1;
-  for (let v = from; step > 0 ? v <= to : v >= to; v += step)
-    out.push(numeric ? String(v) : String.fromCharCode(v));
+  for (let v = from; step > 0 ? v <= to : v >= to; v += step) out.push(format(v));
   return out;
 }
 

@@ -1,3 +1,4 @@
+import { andOrChain } from './chains.js';
 import type * as Syntax from './syntax-types.js';
 import type { Assignment, Redirect, ShellOperator, SimpleCommand, SyntaxFlags } from './types.js';
 import { hasGlob, literalValue } from './word-facts.js';
@@ -167,12 +168,18 @@ class FlatBuilder {
         });
         break;
       }
-      case 'and-or':
-        this.statement(st.left, ctx);
-        this.operators.push(st.operator);
+      case 'and-or': {
+        // Left to right without recursing down the left spine (a list can be thousands long).
+        const chain = andOrChain(st);
+        chain.items.forEach((item, i) => {
+          if (i > 0) this.operators.push(chain.operators[i - 1]!);
+          this.statement(item, ctx);
+        });
         this.flags.chaining = true;
-        this.statement(st.right, ctx);
+        for (const node of chain.nodes)
+          if (node !== st) for (const r of node.redirects) this.redirect(r, ctx);
         break;
+      }
       case 'subshell':
         this.flags.subshell = true;
         this.sequence(st.body, inner);

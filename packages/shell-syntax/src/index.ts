@@ -1,4 +1,13 @@
-export { loadShellParser, DEFAULT_MAX_BYTES, DEFAULT_TIMEOUT_MS } from './parser.js';
+export {
+  loadShellParser,
+  DEFAULT_MAX_BYTES,
+  DEFAULT_MAX_DEPTH,
+  DEFAULT_PARSE_BUDGET,
+  DEFAULT_TIMEOUT_MS,
+  STEPS_PER_MS,
+  parseBudget,
+} from './parser.js';
+export { andOrChain } from './chains.js';
 export { decodeAnsiC } from './ansi-c.js';
 export type {
   Assignment,

@@ -1,6 +1,6 @@
 // Invariant: the parser reads a command the way bash will (words after quote removal, every nested command, every risky construct flagged) and never throws.
 import { beforeAll, describe, expect, it } from 'vitest';
-import { loadShellParser, type ShellParser, type SyntaxFlags } from './index.js';
+import { loadShellParser, type ShellParser, type Syntax, type SyntaxFlags } from './index.js';
 
 let parser: ShellParser;
 beforeAll(async () => {
@@ -288,13 +288,90 @@ describe('failures', () => {
     expect(parser.parse(`echo ${'é'.repeat(40_000)}`).ok).toBe(false);
   });
 
-  it('refuses a parse over the time bound', () => {
+  it('refuses a parse over its budget of work, counted, not timed', () => {
     const huge = 'echo $(a && b) | c; '.repeat(50_000);
-    const r = parser.parse(huge, { maxBytes: 10 * 1024 * 1024, timeoutMs: 1 });
-    expect(r.ok).toBe(false);
-    expect(r.error).toMatch(/longer than 1 ms/);
+    const r = parser.parse(huge, { maxBytes: 10 * 1024 * 1024, budget: 20_000 });
+    expect(r).toMatchObject({ ok: false, limit: 'work' });
+    expect(r.error).toMatch(/more work than its budget of 20,000 steps/);
+    // The deprecated timeoutMs is an alias: read as work, and said so.
+    const old = parser.parse(huge, { maxBytes: 10 * 1024 * 1024, timeoutMs: 1 });
+    expect(old).toMatchObject({ ok: false, limit: 'work' });
+    expect(old.error).toMatch(/budget of 1,000 steps .*longer than 1 ms on the reference machine/);
     // The parser is reusable afterwards.
     expect(parser.parse('ls -la').direct).toEqual({ argv: ['ls', '-la'] });
+  });
+
+  it('gives a command the same answer whatever the machine is doing: the least budget it needs never changes', () => {
+    const source = 'for f in *.ts; do grep -n "x" "$f" | head -3; done && echo $(date) || true; '.repeat(40);
+    const least = (): number => {
+      let lo = 1;
+      let hi = 1_000_000;
+      while (lo < hi) {
+        const mid = (lo + hi) >> 1;
+        if (parser.parse(source, { budget: mid }).ok) hi = mid;
+        else lo = mid + 1;
+      }
+      return lo;
+    };
+    const first = least();
+    expect(first).toBeGreaterThan(1_000);
+    // Busy the event loop's thread between runs: time must not change the count.
+    const burn = (ms: number) => {
+      const end = performance.now() + ms;
+      while (performance.now() < end);
+    };
+    for (let i = 0; i < 3; i++) {
+      burn(20);
+      expect(least()).toBe(first);
+    }
+  });
+
+  it('stops input that makes tree-sitter rescan the source (an unterminated here-document, stray parentheses) at its budget', () => {
+    for (const source of ['<<'.repeat(20_000), ')'.repeat(30_000), 'a=('.repeat(10_000)]) {
+      const r = parser.parse(source);
+      expect(r.ok, source.slice(0, 10)).toBe(false);
+      expect(['work', 'time'], source.slice(0, 10)).toContain(r.limit);
+    }
+    expect(parser.parse('ls -la').direct).toEqual({ argv: ['ls', '-la'] });
+  });
+
+  it('reads 2,500 chained commands (&&, ||, ;, |, newlines) and a 16,000-link list without recursing through the chain', () => {
+    for (const sep of [' && ', ' || ', '; ', ' | ', '\n']) {
+      const r = parser.parse(Array(2_500).fill('true').join(sep));
+      expect(r.ok, sep).toBe(true);
+      expect(r.commands, sep).toHaveLength(2_500);
+      expect(r.operators.length, sep).toBe(sep === '\n' ? 0 : 2_499);
+    }
+    const long = parser.parse(Array(16_000).fill('a').join('&&'));
+    expect(long.ok).toBe(true);
+    expect(long.commands).toHaveLength(16_000);
+    // A long run of one operator is a balanced tree: readers that recurse through it stay shallow.
+    const depth = (st: Syntax.Statement): number =>
+      st.kind === 'and-or' ? 1 + Math.max(depth(st.left), depth(st.right)) : 0;
+    expect(depth(long.syntax!.body.items[0]!.statement)).toBeLessThan(20);
+    const alternating = parser.parse(Array(120).fill('a && b').join(' || '));
+    expect(alternating.ok).toBe(true);
+    expect(alternating.commands).toHaveLength(240);
+    const tooMany = parser.parse(Array(300).fill('a && b').join(' || '));
+    expect(tooMany).toMatchObject({ ok: false, limit: 'depth' });
+    expect(tooMany.error).toMatch(/alternates && and \|\| more than 256 times/);
+    // The and-or list keeps bash's grouping: ((a && b) || c) && d.
+    const mixed = parser.parse('a && b || c && d').syntax!.body.items[0]!.statement;
+    expect(mixed).toMatchObject({
+      kind: 'and-or',
+      operator: '&&',
+      left: { kind: 'and-or', operator: '||', left: { kind: 'and-or', operator: '&&' } },
+    });
+  });
+
+  it('refuses a command nested deeper than maxDepth (chains aside), naming the limit', () => {
+    const deep = `echo ${'$('.repeat(100)}x${')'.repeat(100)}`;
+    const r = parser.parse(deep);
+    expect(r).toMatchObject({ ok: false, limit: 'depth' });
+    expect(r.error).toMatch(/nests more than 256 levels deep/);
+    expect(parser.parse(`echo ${'$('.repeat(20)}x${')'.repeat(20)}`).ok).toBe(true);
+    expect(parser.parse(`echo ${'$('.repeat(20)}x${')'.repeat(20)}`, { maxDepth: 40 }).limit).toBe('depth');
+    expect(parser.parse(`${'{ '.repeat(200)}x${'; }'.repeat(200)}`).ok).toBe(true);
   });
 
   it('never throws on odd input', () => {

@@ -1,15 +1,44 @@
 import { createRequire } from 'node:module';
 import { Language, Parser, type Tree } from 'web-tree-sitter';
 import { emptyFlags, flatView } from './flat-view.js';
-import { readTree, type PlainNode } from './plain-tree.js';
+import { NestingLimitError, readTree, type PlainNode } from './plain-tree.js';
 import { FIELD_PARENTS, SyntaxConverter } from './syntax-tree.js';
 import type { SyntaxTree } from './syntax-types.js';
 import type { ParsedCommand, ParseOptions, ShellParser } from './types.js';
 
 /** Default bound on the source size, in UTF-8 bytes. */
 export const DEFAULT_MAX_BYTES = 64 * 1024;
-/** Default bound on the parse time, in milliseconds. */
-export const DEFAULT_TIMEOUT_MS = 500;
+/**
+ * Default bound on the work of one parse, in steps (see `ParseOptions.budget`): about what a
+ * reference machine parses in half a second, over three times the work of the largest ordinary
+ * command `DEFAULT_MAX_BYTES` admits.
+ */
+export const DEFAULT_PARSE_BUDGET = 500_000;
+/** Steps per millisecond of the deprecated `timeoutMs`: the reference machine's parsing speed. */
+export const STEPS_PER_MS = 1_000;
+/** @deprecated A parse is bounded by work, not time: see DEFAULT_PARSE_BUDGET. */
+export const DEFAULT_TIMEOUT_MS = DEFAULT_PARSE_BUDGET / STEPS_PER_MS;
+/** Default bound on how deep a command nests (chained commands do not count), in syntax-tree levels. */
+export const DEFAULT_MAX_DEPTH = 256;
+
+/**
+ * The work model. tree-sitter calls the progress callback once every 100 parser operations, and
+ * asks the input callback for text whenever its lexer moves outside the chunk it holds; chunks are
+ * small, so a lexer that rescans the input (an unterminated here-document, a long error) asks
+ * again and again. One step is one parser operation or a sixth of a chunk read: on the reference
+ * machine both take about a microsecond.
+ */
+const STEPS_PER_PROGRESS = 100;
+const STEPS_PER_READ = 6;
+const INPUT_CHUNK = 64;
+/**
+ * The safety timer: some inputs tree-sitter recovers from slowly in work neither callback sees
+ * (an error node rebuilt for every token, `case x x x …`). Those are parse errors; a parse still
+ * running this long after its budget's time on the reference machine is stopped and reported as
+ * one (`limit: 'time'`), so it is refused like any parse error whatever the machine's load.
+ */
+const SAFETY_FACTOR = 10;
+const MIN_SAFETY_MS = 1_000;
 
 let loading: Promise<ShellParser> | undefined;
 
@@ -41,50 +70,97 @@ class BashParser implements ShellParser {
     return this.parseInner(source, options, false);
   }
 
-  private parseInner(source: string, options: ParseOptions, nestedNormalize: boolean): ParsedCommand {
+  private parseInner(
+    source: string,
+    options: ParseOptions,
+    nestedNormalize: boolean,
+    spentBefore = 0,
+  ): ParsedCommand {
     if (typeof source !== 'string') {
       return failed(String(source), `expected the command as a string; received ${typeof source}`);
     }
     const maxBytes = options.maxBytes ?? DEFAULT_MAX_BYTES;
-    const timeoutMs = options.timeoutMs ?? DEFAULT_TIMEOUT_MS;
+    const budget = parseBudget(options);
+    const maxDepth = options.maxDepth ?? DEFAULT_MAX_DEPTH;
     // Cheap bound first (UTF-16 length <= UTF-8 length * 1), exact byte count only near the limit.
     if (source.length > maxBytes || (source.length * 3 > maxBytes && Buffer.byteLength(source) > maxBytes)) {
       return failed(
         source,
         `the command is ${Buffer.byteLength(source)} bytes, over the ${maxBytes}-byte parse limit`,
+        'size',
       );
     }
     if (source.includes('\0'))
       return failed(source, 'the command contains a NUL byte, which a shell cannot pass');
-    const deadline = performance.now() + timeoutMs;
-    let timedOut = false;
+    let spent = spentBefore;
+    let over: 'work' | 'time' | undefined;
+    const safetyMs = Math.max(MIN_SAFETY_MS, (budget / STEPS_PER_MS) * SAFETY_FACTOR);
+    const started = performance.now();
     let root: PlainNode;
     let tree: Tree | null = null;
     try {
-      tree = this.parser.parse(source, null, {
-        progressCallback: (() => {
-          if (performance.now() > deadline) timedOut = true;
-          return timedOut;
-        }) as unknown as () => void,
-      });
-      if (!tree || timedOut) {
+      const check = () => {
+        if (spent > budget) over = 'work';
+        else if (performance.now() - started > safetyMs) over = 'time';
+        return over !== undefined;
+      };
+      let reads = 0;
+      tree = this.parser.parse(
+        (index: number) => {
+          spent += STEPS_PER_READ;
+          // Past the budget the lexer is told the input ended: the parse winds down at once (the
+          // progress callback then stops it), and the tree is thrown away.
+          if (over || ((++reads & 63) === 0 || spent > budget ? check() : false)) return '';
+          return source.slice(index, index + INPUT_CHUNK);
+        },
+        null,
+        {
+          progressCallback: (() => {
+            spent += STEPS_PER_PROGRESS;
+            return over !== undefined || check();
+          }) as unknown as () => void,
+        },
+      );
+      if (!tree || over || spent > budget) {
         this.parser.reset();
-        return failed(source, `parsing took longer than ${timeoutMs} ms`);
+        if (over === 'time')
+          return failed(
+            source,
+            `the parser gave up on the command after ${Math.round(safetyMs)} ms (tree-sitter recovers from some malformed input very slowly)`,
+            'time',
+          );
+        return failed(source, overBudget(budget, options), 'work');
       }
       // The one pass over the WASM tree; everything below is plain TypeScript.
-      root = readTree(tree, FIELD_PARENTS);
+      root = readTree(tree, FIELD_PARENTS, { flattenChains: true, maxDepth });
     } catch (error) {
+      if (error instanceof NestingLimitError)
+        return failed(
+          source,
+          `the command nests more than ${error.limit} levels deep (chained commands aside), over the parser's limit`,
+          'depth',
+        );
       return failed(source, `the parser failed: ${error instanceof Error ? error.message : String(error)}`);
     } finally {
       tree?.delete();
     }
     try {
-      const syntax = new SyntaxConverter(source).convert(root);
+      let syntax: SyntaxTree;
+      try {
+        syntax = new SyntaxConverter(source).convert(root);
+      } catch (error) {
+        if (!(error instanceof NestingLimitError)) throw error;
+        return failed(
+          source,
+          `the command alternates && and || more than ${error.limit} times in one list, over the parser's limit`,
+          'depth',
+        );
+      }
       if (syntax.lineContinuations.length > 0 && !nestedNormalize) {
         // The shell removes backslash-newline before it splits words (`$\<newline>(id)` is `$(id)`):
         // parse the command as the shell will see it, and keep the flag.
         const normalized = removeAt(source, syntax.lineContinuations);
-        const again = this.parseInner(normalized, options, true);
+        const again = this.parseInner(normalized, options, true, spent);
         const parsed: ParsedCommand = {
           ...again,
           source,
@@ -135,10 +211,34 @@ function removeAt(source: string, positions: readonly number[]): string {
   return out + source.slice(from);
 }
 
-function failed(source: string, error: string): ParsedCommand {
+function failed(source: string, error: string, limit?: ParsedCommand['limit']): ParsedCommand {
   const flags = emptyFlags();
   flags.parseError = true;
-  return { source, ok: false, error, commands: [], operators: [], redirects: [], flags, needsShell: true };
+  return {
+    source,
+    ok: false,
+    error,
+    ...(limit ? { limit } : {}),
+    commands: [],
+    operators: [],
+    redirects: [],
+    flags,
+    needsShell: true,
+  };
+}
+
+/** The work a parse may do, in steps: `budget`, else the deprecated `timeoutMs` read as work. */
+export function parseBudget(options: ParseOptions): number {
+  if (options.budget !== undefined) return options.budget;
+  if (options.timeoutMs !== undefined) return options.timeoutMs * STEPS_PER_MS;
+  return DEFAULT_PARSE_BUDGET;
+}
+
+function overBudget(budget: number, options: ParseOptions): string {
+  const steps = budget.toLocaleString('en-US');
+  if (options.budget === undefined && options.timeoutMs !== undefined)
+    return `parsing needs more work than its budget of ${steps} steps (timeoutMs ${options.timeoutMs} is read as work: a parse that takes longer than ${options.timeoutMs} ms on the reference machine is refused on every machine)`;
+  return `parsing needs more work than its budget of ${steps} steps`;
 }
 
 /** argv when the source is one plain command of literal words, else undefined. */

@@ -2,7 +2,7 @@
 import { createRequire } from 'node:module';
 import { Language, Parser, type Node, type Tree } from 'web-tree-sitter';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { readTree, type PlainNode } from './plain-tree.js';
+import { NestingLimitError, readTree, type PlainNode } from './plain-tree.js';
 import { FIELD_PARENTS, SyntaxConverter } from './syntax-tree.js';
 import { SAMPLES } from './test-support/samples.js';
 
@@ -70,6 +70,32 @@ describe('readTree', () => {
       expect(new SyntaxConverter(source).convert(readTree(tree, FIELD_PARENTS))).toEqual(all);
     },
   );
+
+  it.each([
+    ...SAMPLES,
+    ...EXTRA,
+    'a && b || c && d',
+    'a | b && c | d || e',
+    'a && b > f && c',
+    'cat <<E && a || b\nx\nE',
+  ])('%j converts the same with chains flattened', (source) => {
+    const tree = parse(source);
+    const all = new SyntaxConverter(source).convert(readTree(tree));
+    expect(
+      new SyntaxConverter(source).convert(readTree(tree, FIELD_PARENTS, { flattenChains: true })),
+    ).toEqual(all);
+  });
+
+  it('hangs a chain of any length on one node, and counts only real nesting against maxDepth', () => {
+    const chain = parse(Array(3_000).fill('a').join(' && '));
+    const flat = readTree(chain, FIELD_PARENTS, { flattenChains: true, maxDepth: 8 });
+    expect(flat.children[0]!.type).toBe('list');
+    expect(flat.children[0]!.children).toHaveLength(2 * 3_000 - 1);
+    // Unflattened, the same chain is as deep as it is long, but still within 8 levels of nesting.
+    expect(() => readTree(chain, undefined, { maxDepth: 8 })).not.toThrow();
+    const nested = parse(`echo ${'$('.repeat(10)}x${')'.repeat(10)}`);
+    expect(() => readTree(nested, undefined, { maxDepth: 8 })).toThrow(NestingLimitError);
+  });
 
   it('skips field reads outside FIELD_PARENTS (the saving is real)', () => {
     const tree = parse('git diff --stat HEAD~1 -- src/ && grep -rn "TODO" src | head -n 20');

@@ -1,5 +1,5 @@
 import { decodeAnsiC } from './ansi-c.js';
-import type { PlainNode } from './plain-tree.js';
+import { NestingLimitError, type PlainNode } from './plain-tree.js';
 import type {
   Assignment,
   HereDoc,
@@ -69,6 +69,11 @@ const TOKEN_TYPES = new Set([
 ]);
 
 const SUBSTITUTION_DELIMITERS = new Set(['$(', '`', ')', '<(', '>(']);
+
+/** Runs of one and-or operator at least this long are grouped as a balanced tree (see `list`). */
+const BALANCE_FROM = 16;
+/** Most alternations between `&&` and `||` in one list (each one is a level of the tree). */
+export const MAX_AND_OR_RUNS = 256;
 
 type Continuation = { type: 'pipe' | 'and-or'; operator: string; node: PlainNode };
 
@@ -481,8 +486,17 @@ export class SyntaxConverter {
     return { stages, operators };
   }
 
+  /**
+   * An and-or list, grouped as bash groups it: `a && b || c` is `(a && b) || c`. A long run of one
+   * operator is grouped as a balanced tree instead (`&&` and `||` are each associative: `a && b &&
+   * c` runs and ends the same as `a && (b && c)`), so 16,000 `&&` nest about 14 levels, not 16,000,
+   * and readers that recurse through the tree do not overflow; runs shorter than BALANCE_FROM keep
+   * the plain left-nested shape. A list that alternates its operators more than MAX_AND_OR_RUNS
+   * times nests that deep whatever the grouping: it is refused (a NestingLimitError).
+   */
   private list(node: PlainNode): Statement {
-    let left: Statement | undefined;
+    const items: Statement[] = [];
+    const operators: ('&&' | '||')[] = [];
     let operator: '&&' | '||' | undefined;
     for (const child of node.children) {
       if (child.named && SKIPPED.has(child.type)) continue;
@@ -491,23 +505,51 @@ export class SyntaxConverter {
         else this.unknown(child);
         continue;
       }
-      const statement = this.statement(child);
-      if (!left) left = statement;
-      else {
-        left = {
-          kind: 'and-or',
-          redirects: [],
-          text: this.source.slice(left.start, statement.end),
-          start: left.start,
-          end: statement.end,
-          left,
-          operator: operator ?? '&&',
-          right: statement,
-        };
-        operator = undefined;
-      }
+      if (items.length > 0) operators.push(operator ?? '&&');
+      items.push(this.statement(child));
+      operator = undefined;
     }
-    return left ?? { kind: 'unknown', ...this.base(node), nodeType: 'list' };
+    const first = items[0];
+    if (!first) return { kind: 'unknown', ...this.base(node), nodeType: 'list' };
+    let left: Statement = first;
+    let runs = 0;
+    for (let i = 0; i < operators.length;) {
+      const op = operators[i]!;
+      let j = i;
+      while (j < operators.length && operators[j] === op) j++;
+      // items[i + 1 .. j] follow `left`, each after `op`.
+      const run = items.slice(i + 1, j + 1);
+      if (++runs > MAX_AND_OR_RUNS) throw new NestingLimitError(MAX_AND_OR_RUNS);
+      if (run.length >= BALANCE_FROM) left = this.andOr(left, op, this.balanced(run, op));
+      else for (const right of run) left = this.andOr(left, op, right);
+      i = j;
+    }
+    return left;
+  }
+
+  private andOr(left: Statement, operator: '&&' | '||', right: Statement): Statement {
+    return {
+      kind: 'and-or',
+      redirects: [],
+      text: this.source.slice(left.start, right.end),
+      start: left.start,
+      end: right.end,
+      left,
+      operator,
+      right,
+    };
+  }
+
+  /** `a op b op c …` as a balanced tree (built bottom-up: no recursion as deep as the run). */
+  private balanced(run: Statement[], op: '&&' | '||'): Statement {
+    let level = run;
+    while (level.length > 1) {
+      const next: Statement[] = [];
+      for (let k = 0; k < level.length; k += 2)
+        next.push(k + 1 < level.length ? this.andOr(level[k]!, op, level[k + 1]!) : level[k]!);
+      level = next;
+    }
+    return level[0]!;
   }
 
   /**

@@ -99,10 +99,17 @@ export interface ParsedCommand {
    * backslash-newline removed). Commands, operators, redirects and offsets refer to this text.
    */
   normalizedSource?: string;
-  /** False on a parse error or when over the size or time bound. */
+  /** False on a parse error or when over a bound (size, work, nesting). */
   ok: boolean;
   /** Why not ok, in words. */
   error?: string;
+  /**
+   * Which bound the command is over, when it is: `size` (maxBytes), `work` (the parse budget),
+   * `depth` (maxDepth), or `time` (the parser gave up on malformed input, like a parse error).
+   * A caller may refuse `work` and `depth` outright: a command that big or that deep is not
+   * something to ask a human about.
+   */
+  limit?: 'size' | 'work' | 'depth' | 'time';
   /**
    * Every simple command of the typed tree, in source order, including those nested in
    * substitutions, subshells, control flow and here-document bodies. Derived from `syntax`.
@@ -128,8 +135,19 @@ export interface ParsedCommand {
 export interface ParseOptions {
   /** Largest source accepted, in UTF-8 bytes. Default 65,536. */
   maxBytes?: number;
-  /** Longest parse allowed, in milliseconds. Default 500. */
+  /**
+   * Most work a parse may do, in steps (one tree-sitter parser operation, or a sixth of a 64-char
+   * read of the input: about a microsecond each on the reference machine). Counted, not timed,
+   * so a command gets the same answer on a loaded machine. Default 500,000.
+   */
+  budget?: number;
+  /**
+   * @deprecated Use `budget`. Read as work: `timeoutMs × 1,000` steps, what the reference machine
+   * parses in that many milliseconds (the parse is not timed).
+   */
   timeoutMs?: number;
+  /** Deepest nesting allowed (chained commands do not count), in syntax-tree levels. Default 256. */
+  maxDepth?: number;
 }
 
 export interface ShellParser {

@@ -1,8 +1,9 @@
 // Owns the shapes every part of the analysis shares: the options the gate builds the analyzer with,
 // the context object the analysis functions take instead of a class, the shell state carried along
-// the walk (working directories, variables), and the result of analyzing a line. Types only (and
-// one constant), so every module of the analysis can import it without an import cycle.
-import type { ShellParser, Syntax } from '@conch/shell-syntax';
+// the walk (working directories, variables), and the result of analyzing a line. Types (plus one
+// constant and the parser's options), so every module of the analysis can import it without an
+// import cycle.
+import type { ParseOptions, ShellParser, Syntax } from '@conch/shell-syntax';
 import type { SafetyRuleId } from '../config.js';
 import type { Dialect } from '../dialect.js';
 import type { LineFacts, Part, RuleContext, Verdict } from '../facts.js';
@@ -29,7 +30,15 @@ export interface AnalyzerOptions {
   useAllowRules: boolean;
   paths: PathContext;
   maxBytes: number;
+  /**
+   * @deprecated The config's `parseTimeoutMs`, read as a budget of work (`timeoutMs × 1,000`
+   * steps of the parser, what the reference machine parses in that many milliseconds): a parse is
+   * counted, not timed, so a command gets the same verdict on a loaded machine. `parseBudget`
+   * wins when both are given.
+   */
   timeoutMs: number;
+  /** Most work one parse may do, in the parser's steps (`ParseOptions.budget`). */
+  parseBudget?: number;
   maxNesting: number;
   /** conch's own processes (the host, its supervisors), read when a command is judged. */
   ownProcesses?: () => readonly OwnProcess[];
@@ -76,4 +85,11 @@ export interface AnalysisContext {
    * simple commands import the walk (for `-c` strings, words and redirects): no import cycle.
    */
   readonly simple: (cmd: Syntax.SimpleCommand, state: State, walk: Walk, io: Io) => Ends;
+}
+
+/** The parser's bounds for one line of the analysis: size, and work (never time). */
+export function parseOptions(options: AnalyzerOptions): ParseOptions {
+  return options.parseBudget !== undefined
+    ? { maxBytes: options.maxBytes, budget: options.parseBudget }
+    : { maxBytes: options.maxBytes, timeoutMs: options.timeoutMs };
 }

@@ -1,7 +1,7 @@
 // Owns the small pieces the other modules of the analysis share: the summary of a line's parts
 // into one verdict, copying and merging shell states, empty command facts and a writer's facts,
 // the simple commands of a statement, and path containment.
-import type { Syntax } from '@conch/shell-syntax';
+import { andOrChain, type Syntax } from '@conch/shell-syntax';
 import type { WriteFacts } from '../commands/writers.js';
 import type { CommandFacts, Part, Verdict, WriteTarget } from '../facts.js';
 import type { ShellState } from '../words.js';
@@ -84,8 +84,7 @@ export function visitSimple(st: Syntax.Statement, fn: (cmd: Syntax.SimpleCommand
       st.stages.forEach((s) => visitSimple(s, fn));
       return;
     case 'and-or':
-      visitSimple(st.left, fn);
-      visitSimple(st.right, fn);
+      for (const item of andOrChain(st).items) visitSimple(item, fn);
       return;
     case 'subshell':
     case 'group':

@@ -26,7 +26,7 @@ import { suggestRule } from '../suggest-rule.js';
 import { clip, evaluate, literalArg, type Arg } from '../words.js';
 import type { Add, AnalysisContext, Ends, Io, State, Walk } from './context.js';
 import { addWriteFacts, clone, emptyFacts, toShell } from './helpers.js';
-import { hostRules } from './host-match.js';
+import { hostRules, unresolvedNameRules } from './host-match.js';
 import { assignedName, line, redirect, wordRisks } from './walk.js';
 
 /** Judges one simple command of the walk (`AnalysisContext.simple`). */
@@ -47,10 +47,16 @@ export function simple(
 
   // Assignments: prefix (`A=1 cmd`, for the command only) or bare (`A=1`, for the shell).
   const after = clone(state);
+  // `IFS=: read a b`, `while IFS= read -r line`: a prefix IFS before the read builtin only tells
+  // read how to split the line; it is gone when read returns.
+  const readsWithIfs =
+    cmd.words.length > 0 && /^(read|mapfile|readarray)$/.test(literalName(cmd.words[0]!) ?? '');
   for (const a of cmd.assignments) {
     facts.names.push({ name: a.name, how: 'an assignment' });
     const c = classifyName(a.name);
-    if (c.kind === 'special' || c.kind === 'invalid') envRisk ??= `it sets ${a.name}: ${c.reason}`;
+    const ifsForRead = readsWithIfs && a.name === 'IFS' && !a.array && a.subscript === undefined;
+    if ((c.kind === 'special' || c.kind === 'invalid') && !ifsForRead)
+      envRisk ??= `it sets ${a.name}: ${c.reason}`;
     if (a.subscript !== undefined && !/^\[\d+\]$/.test(a.subscript))
       add(
         'ask',
@@ -65,11 +71,17 @@ export function simple(
       value = v.fields && v.fields.length <= 1 ? (v.fields[0] ?? '') : null;
       if (!v.fields && !v.opaque && v.glob) value = v.pattern.replace(/\\(.)/g, '$1');
     } else if (!a.array) value = '';
-    for (const el of a.array ?? []) wordRisks(ctx, evaluate(el, shell), shown, state, walk);
+    arrayElements(ctx, a.array ?? [], false, shown, state, walk, parts);
     if (cmd.words.length === 0) after.vars.set(a.name, a.append || a.array || a.subscript ? null : value);
   }
+  // `declare -a x=(a b)`, `local -A m=([k]=v)`: the elements of an array given to a declaration.
+  const assoc =
+    cmd.declaration !== undefined &&
+    cmd.words.some((w) => /^-[A-Za-z]*A[A-Za-z]*$/.test(literalName(w) ?? ''));
+  for (const a of cmd.argumentAssignments)
+    if (a.array) arrayElements(ctx, a.array, assoc, shown, state, walk, parts);
 
-  const evaluated = cmd.words.map((w) => evaluate(w, shell));
+  const evaluated = cmd.words.map((w) => evaluate(withoutArray(w), shell));
   for (const a of evaluated) wordRisks(ctx, a, shown, state, walk);
   const args = splitFields(evaluated);
   for (const r of cmd.redirects) redirect(ctx, r, state, walk, facts, shown);
@@ -151,7 +163,13 @@ function command(
   const { facts, state, walk, parts, shown } = c;
   let envRisk = c.envRisk;
   const add = (verdict: Verdict, reason: string, rule: string, suggestedRule?: string) =>
-    parts.push({ command: shown, verdict, reason, rule, ...(suggestedRule ? { suggestedRule } : {}) });
+    parts.push({
+      command: shown,
+      verdict,
+      reason,
+      rule,
+      ...(suggestedRule ? { suggestedRule, ...(facts.cwds ? { cwds: facts.cwds } : {}) } : {}),
+    });
   const r = resolveCommand(c.args, c.cwds, c.dynamicArgs);
   const { levels } = r;
   facts.programs.push(...r.programs);
@@ -174,7 +192,7 @@ function command(
   switch (end.kind) {
     case 'dynamicName': {
       const nameArg = end.arg;
-      parts.push(...dynamicNameRules(ctx, nameArg, shown));
+      parts.push(...dynamicNameRules(ctx, nameArg, shown), ...unresolvedNameRules(ctx, nameArg, shown));
       add('ask', `the command name ${nameArg.raw} is only known at run time`, 'failClosed:dynamicName');
       break;
     }
@@ -206,7 +224,7 @@ function command(
       if (end.readOnly && facts.writes.length === 0 && !envRisk) {
         if (!hostRules(ctx, levels, add, false))
           add('allow', `${end.via} alone only reads`, `readOnly:${end.via}`);
-      } else if (!hostRules(ctx, levels, add, true, envRisk !== undefined)) {
+      } else if (!hostRules(ctx, levels, add, true, envRisk !== undefined, r.cwds)) {
         add('ask', end.reason ?? envRisk ?? `${end.via} writes a file`, 'unknown', suggestRule(levels[0]!));
       }
       break;
@@ -384,7 +402,7 @@ function judge(ctx: AnalysisContext, j: Judged): Ends {
   const same: Ends = { ok: state, fail: state };
   const byPath = name.includes('/');
   if (byPath && !SYSTEM_DIRS.has(posix.dirname(name))) {
-    if (!hostRules(ctx, levels, add, true, true))
+    if (!hostRules(ctx, levels, add, true, true, j.cwds))
       add(
         'ask',
         `${name} runs a program by path, which may not be the system's ${base}`,
@@ -485,7 +503,7 @@ function judge(ctx: AnalysisContext, j: Judged): Ends {
         j.envRisk ? 'failClosed:environment' : 'unknown',
         suggestion,
       );
-    else if (!hostRules(ctx, levels, add, true, facts.writes.length > 0 || j.envRisk !== undefined))
+    else if (!hostRules(ctx, levels, add, true, facts.writes.length > 0 || j.envRisk !== undefined, j.cwds))
       add(builtin.verdict, builtin.reason, builtin.rule ?? 'unknown', suggestion);
     return same;
   }
@@ -518,6 +536,7 @@ function judge(ctx: AnalysisContext, j: Judged): Ends {
         add,
         true,
         (facts.writes.length > 0 && writesOutside(ctx, facts)) || j.envRisk !== undefined,
+        j.cwds,
       )
     )
       add('ask', verdict.reason, 'unknown', suggestion);
@@ -528,7 +547,7 @@ function judge(ctx: AnalysisContext, j: Judged): Ends {
       add('allow', `${base} ${args[0]!.value} only prints its version`, `readOnly:${base}`);
     return same;
   }
-  if (!hostRules(ctx, levels, add, true, writesOutside(ctx, facts) || j.envRisk !== undefined)) {
+  if (!hostRules(ctx, levels, add, true, writesOutside(ctx, facts) || j.envRisk !== undefined, j.cwds)) {
     if (j.envRisk) add('ask', j.envRisk, 'failClosed:environment', suggestion);
     else add('ask', `${base} is not a known read-only command`, 'unknown', suggestion);
   }
@@ -580,6 +599,72 @@ function storedCode(
   if (name === 'PROMPT_COMMAND') nested(ctx, value, name, shown, state.cwds, state, walk, parts);
   else if (/^PS[0-4]$/.test(name))
     nested(ctx, literalArg(`: ${value.value}`), name, shown, state.cwds, state, walk, parts);
+}
+
+/** A word's value when it is one plain unquoted text (a command name as written). */
+function literalName(w: Syntax.Word): string | undefined {
+  return w.parts.length === 1 && w.parts[0]!.kind === 'text' ? w.parts[0]!.value : undefined;
+}
+
+/**
+ * A declaration's `x=(…)` argument without its array (the elements are judged on their own by
+ * `arrayElements`): the builtin sees `x=`, the name it assigns.
+ */
+function withoutArray(w: Syntax.Word): Syntax.Word {
+  const last = w.parts[w.parts.length - 1];
+  if (last?.kind !== 'unknown' || last.nodeType !== 'array') return w;
+  return { ...w, parts: w.parts.slice(0, -1) };
+}
+
+/**
+ * The elements of a compound array assignment (`a=(x [2]=y)`): each is a word (its substitutions
+ * judged as commands); a subscript of an indexed array (`[i]=v`) is evaluated as arithmetic, which
+ * runs command substitutions hidden in a variable's value (`z='b[$(cmd)]'; a=([z]=1)`), so only a
+ * literal number is known to be harmless. An associative array's subscript is a word like any other.
+ */
+function arrayElements(
+  ctx: AnalysisContext,
+  elements: readonly Syntax.Word[],
+  assoc: boolean,
+  shown: string,
+  state: State,
+  walk: Walk,
+  parts: Part[],
+): void {
+  const shell = toShell(state, ctx.options.paths.home);
+  for (const el of elements) {
+    wordRisks(ctx, evaluate(el, shell), shown, state, walk);
+    if (assoc) continue;
+    const subscript = elementSubscript(el);
+    if (subscript !== undefined && !/^\s*\d+\s*$/.test(subscript))
+      parts.push({
+        command: shown,
+        verdict: 'ask',
+        reason: `the array subscript [${subscript}] is evaluated as arithmetic, which can run commands`,
+        rule: 'failClosed:arithmetic',
+      });
+  }
+}
+
+/**
+ * The subscript of an element written `[sub]=value`, as source text (anything but plain text
+ * counts as unknown: `[$i]`), or undefined for a plain element.
+ */
+function elementSubscript(el: Syntax.Word): string | undefined {
+  const first = el.parts[0];
+  if (first?.kind !== 'text' || first.quoting !== 'none' || !first.value.startsWith('[')) return undefined;
+  let text = '';
+  for (const p of el.parts) {
+    if (p.kind !== 'text' || p.quoting !== 'none') {
+      text += '\u0000';
+      continue;
+    }
+    text += p.value;
+    const end = text.indexOf(']=');
+    if (end >= 0) return text.slice(1, end).replaceAll('\u0000', '…');
+    if (text.indexOf(']+=') >= 0) return text.slice(1, text.indexOf(']+=')).replaceAll('\u0000', '…');
+  }
+  return undefined;
 }
 
 /** Names a `{name}>file` redirection assigns: a `{name}` word ending where a redirect starts. */

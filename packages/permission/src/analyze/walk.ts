@@ -4,16 +4,26 @@
 // `simple-command.ts` through the context. Along the way it carries the shell state (working
 // directories, variables) to where each branch leaves it, evaluates words and redirects, analyzes
 // every command substitution as a command, and asks for every construct it does not know.
-import type { ParsedCommand, Syntax } from '@conch/shell-syntax';
+import { andOrChain, type ParsedCommand, type Syntax } from '@conch/shell-syntax';
 import { dialectRisk } from '../dialect.js';
 import { hasHidden } from '../display.js';
 import type { CommandFacts, Verdict } from '../facts.js';
-import { literalOutput } from '../interpreters.js';
+import { testArgvRisk } from '../commands/read-only.js';
+import { literalOutput, splitFields } from '../interpreters.js';
+import { namesEnviron } from '../needs/listing.js';
 import { classifyName } from '../names.js';
-import { HARMLESS_TARGET } from '../paths.js';
+import { HARMLESS_TARGET, shellGlob } from '../paths.js';
 import { redirectRules, treeRules, unparsedLineRules } from '../rules/apply.js';
 import { clip, evaluate, type Arg } from '../words.js';
-import { NO_IO, type AnalysisContext, type Ends, type Io, type State, type Walk } from './context.js';
+import {
+  NO_IO,
+  parseOptions,
+  type AnalysisContext,
+  type Ends,
+  type Io,
+  type State,
+  type Walk,
+} from './context.js';
 import { clone, emptyFacts, toShell, union } from './helpers.js';
 
 /** Reads a command line (or a nested `-c` string): its parse, the line-level checks, its sequence. */
@@ -27,12 +37,19 @@ export function line(
   const shown = clip(source, 200);
   const add = (verdict: Verdict, reason: string, rule: string) =>
     walk.parts.push({ command: shown, verdict, reason, rule });
-  const parsed =
-    given ??
-    ctx.options.parser.parse(source, { maxBytes: ctx.options.maxBytes, timeoutMs: ctx.options.timeoutMs });
+  const parsed = given ?? ctx.options.parser.parse(source, parseOptions(ctx.options));
   if (!parsed.ok || !parsed.syntax) {
     walk.parts.push(...unparsedLineRules(ctx, source, shown));
-    add('ask', `the command cannot be checked: ${parsed.error ?? 'parse error'}`, 'failClosed:parse');
+    // Over the parser's budget of work or its nesting limit: a command that big or that deep is
+    // refused outright (the same command gets the same answer on any machine, and nobody reviews
+    // it); a parse error or an oversize command asks as before.
+    if (parsed.limit === 'work' || parsed.limit === 'depth')
+      add(
+        'deny',
+        `the command is over the gate's limit: ${parsed.error ?? parsed.limit}`,
+        'failClosed:limit',
+      );
+    else add('ask', `the command cannot be checked: ${parsed.error ?? 'parse error'}`, 'failClosed:parse');
     return { ok: state, fail: state };
   }
   const tree = parsed.syntax;
@@ -92,13 +109,22 @@ function statement(ctx: AnalysisContext, st: Syntax.Statement, state: State, wal
       });
       return same;
     case 'and-or': {
-      const left = statement(ctx, st.left, state, walk, io);
-      if (st.operator === '&&') {
-        const right = statement(ctx, st.right, left.ok, walk, io);
-        return { ok: right.ok, fail: union(left.fail, right.fail) };
+      // Left to right along the list (thousands of `&&` must not recurse): each operand runs in
+      // the state its operator leaves, `a && b` when a succeeded, `a || b` when it failed.
+      const chain = andOrChain(st);
+      let ends = statement(ctx, chain.items[0]!, state, walk, io);
+      for (let i = 1; i < chain.items.length; i++) {
+        const node = chain.nodes[i - 1]!;
+        if (node !== st && node.redirects.length > 0) compoundRedirects(ctx, node, state, walk);
+        if (chain.operators[i - 1] === '&&') {
+          const right = statement(ctx, chain.items[i]!, ends.ok, walk, io);
+          ends = { ok: right.ok, fail: union(ends.fail, right.fail) };
+        } else {
+          const right = statement(ctx, chain.items[i]!, ends.fail, walk, io);
+          ends = { ok: union(ends.ok, right.ok), fail: right.fail };
+        }
       }
-      const right = statement(ctx, st.right, left.fail, walk, io);
-      return { ok: union(left.ok, right.ok), fail: right.fail };
+      return ends;
     }
     case 'subshell':
       sequence(ctx, st.body, clone(state), walk);
@@ -186,11 +212,36 @@ function statement(ctx: AnalysisContext, st: Syntax.Statement, state: State, wal
   }
 }
 
-/** `[[ … ]]` and `[ … ]`: operands evaluated; arithmetic comparisons and `-v` only with plain operands. */
+/**
+ * `[[ … ]]` and `[ … ]`: operands evaluated; arithmetic comparisons and `-v` only with plain
+ * operands. `[` is the test builtin reading its words at run time (tree-sitter's structure is not
+ * bash's there): its words are judged as test's argv, run-time words included (`[ "$op" "$x" ]`).
+ */
 function test(ctx: AnalysisContext, st: Syntax.Test, state: State, walk: Walk): void {
   const shown = clip(st.text, 200);
   const shell = toShell(state, ctx.options.paths.home);
   let risky: string | undefined;
+  if (st.bracket === '[') {
+    const words: Syntax.Word[] = [];
+    const flatten = (e: Syntax.TestExpression | undefined): boolean => {
+      if (!e) return true;
+      switch (e.kind) {
+        case 'word':
+          words.push(e.word);
+          return true;
+        case 'unary':
+          words.push(operatorWord(e.operator));
+          return flatten(e.operand);
+        case 'binary':
+          if (!flatten(e.left)) return false;
+          words.push(operatorWord(e.operator));
+          return flatten(e.right);
+        default:
+          return false;
+      }
+    };
+    if (flatten(st.expression)) risky = testArgvRisk(splitFields(words.map((w) => evaluate(w, shell))));
+  }
   const visit = (e: Syntax.TestExpression | undefined) => {
     if (!e) return;
     switch (e.kind) {
@@ -272,8 +323,26 @@ export function redirect(
   if (!r.target) return;
   const target = evaluate(r.target, shell);
   wordRisks(ctx, target, shown, state, walk);
-  if (target.value !== undefined && /^\/dev\/(tcp|udp)\//.test(target.value)) walk.line.downloads.push(shown);
   const op = r.operator;
+  // bash opens a connection for /dev/tcp/HOST/PORT and /dev/udp/HOST/PORT in any redirection,
+  // input included (`cat < /dev/tcp/h/80`, `exec 3<>/dev/udp/h/53`): a network access.
+  if (networkPath(target)) {
+    walk.line.downloads.push(shown);
+    walk.parts.push({
+      command: shown,
+      verdict: 'ask',
+      reason: `the redirection ${op} ${target.raw} opens a network connection (bash's /dev/tcp and /dev/udp)`,
+      rule: 'failClosed:network',
+    });
+  }
+  // Input from a process's environment (`read -d '' x < /proc/self/environ`) lists it like env.
+  if ((op === '<' || op === '<>') && namesEnviron(target, state.cwds))
+    walk.parts.push({
+      command: shown,
+      verdict: 'ask',
+      reason: `it reads ${target.raw}, a process's environment (a listing like env)`,
+      rule: 'failClosed:environmentListing',
+    });
   if (op === '<<<' || op === '<' || op === '<&' || op === '>&-' || op === '<&-') return;
   if (op === '>&' || op === '&>' || op === '&>>' || op === '>' || op === '>>' || op === '>|' || op === '<>') {
     // `>&2`, `2>&1`, `>&-`: descriptors, not files.
@@ -308,6 +377,23 @@ export function assignedName(name: string, how: string, shown: string, walk: Wal
       reason: `it assigns ${name} through ${how}: ${c.reason}`,
       rule: 'failClosed:environment',
     });
+}
+
+function operatorWord(text: string): Syntax.Word {
+  return { text, parts: [{ kind: 'text', value: text, quoting: 'none' }], start: 0, end: 0 };
+}
+
+/** A redirect target that may be bash's /dev/tcp or /dev/udp (`/dev/tcp/$host/80` included). */
+function networkPath(target: Arg): boolean {
+  if (target.value !== undefined) return /^\/dev\/(tcp|udp)\//.test(target.value);
+  const m = /^\/dev\/([^/]*)\//.exec(target.pattern);
+  if (!m) return false;
+  try {
+    const re = shellGlob(m[1]!, true);
+    return re.test('tcp') || re.test('udp');
+  } catch {
+    return true;
+  }
 }
 
 function plainName(e: Syntax.TestExpression): boolean {

@@ -1,5 +1,5 @@
 import { grammar, has, parseArgs, type Grammar, type ParsedArgs } from '../grammar.js';
-import type { Arg } from '../words.js';
+import { literalArg, runtimeArg, type Arg } from '../words.js';
 import type { ReadOnlyEffects } from './read-only.js';
 
 /**
@@ -7,9 +7,9 @@ import type { ReadOnlyEffects } from './read-only.js';
  * spellings); each subcommand has the parse-options grammar of its read-only options (unique
  * prefixes of long options, bundled short flags). Options that write files or run programs
  * (`--output`, `--ext-diff`, `--textconv`, `-O`/`--open-files-in-pager`, `--show-signature`,
- * `-c`, `--git-dir`, `--exec-path=`) are not in any grammar, so they ask. What a repository's own
+ * `-c`, `--work-tree`, `--exec-path=`) are not in any grammar, so they ask. What a repository's own
  * config makes git run (fsmonitor, textconv, filters, pagers) is checked separately
- * (`git-config.ts`).
+ * (`git-config.ts`), for the repository git will open (`-C`, `--git-dir`, `--bare`, discovery).
  */
 
 const DIFF_LONG =
@@ -57,6 +57,17 @@ const DIFF = grammar({
   numeric: true,
 });
 
+/** diff-tree: the diff options, plus how it walks and shows commits (`--no-commit-id`, `-r`, `--root`). */
+const DIFF_TREE = grammar({
+  endOfOptions: true,
+  flags: `${DIFF_FLAGS}012sv`,
+  values: `${DIFF_VALUES}O`,
+  long: withCommon(
+    `${DIFF_LONG} no-commit-id root merge-base stdin pretty? format= abbrev-commit no-abbrev-commit encoding= always cc dd combined-all-paths notes? no-notes show-notes? expand-tabs? no-expand-tabs first-parent`,
+  ),
+  numeric: true,
+});
+
 interface Sub {
   grammar: Grammar;
   /** Why these arguments are not read-only. */
@@ -92,7 +103,7 @@ const SUBCOMMANDS: Record<string, Sub> = {
     numeric: true,
   }),
   diff: { grammar: DIFF },
-  'diff-tree': { grammar: DIFF },
+  'diff-tree': { grammar: DIFF_TREE },
   'diff-files': { grammar: DIFF },
   'diff-index': { grammar: DIFF },
   'range-diff': {
@@ -151,10 +162,12 @@ const SUBCOMMANDS: Record<string, Sub> = {
   'merge-base': sub({ flags: 'a', long: 'all octopus independent is-ancestor fork-point' }),
   'name-rev': sub({ long: 'tags refs= exclude= all annotate-stdin name-only no-undefined always' }),
   version: sub({ long: 'build-options' }),
+  // `--merged`, `--contains` and their negations take the next word unless they are the last one
+  // (then HEAD): git's PARSE_OPT_LASTARG_DEFAULT.
   branch: sub(
     {
       flags: 'arlvqi',
-      long: 'list all remotes verbose contains= no-contains= merged= no-merged= points-at= sort= format= color? no-color column? no-column show-current abbrev= no-abbrev ignore-case omit-empty quiet',
+      long: 'list all remotes verbose contains~ no-contains~ merged~ no-merged~ points-at= sort= format= color? no-color column? no-column show-current abbrev= no-abbrev ignore-case omit-empty quiet',
     },
     listOnly('branch', ['-l', '--list']),
   ),
@@ -162,7 +175,7 @@ const SUBCOMMANDS: Record<string, Sub> = {
     {
       flags: 'li',
       values: 'n',
-      long: 'list contains= no-contains= merged= no-merged= points-at= sort= format= color? column? no-column ignore-case omit-empty',
+      long: 'list contains~ no-contains~ merged~ no-merged~ points-at= sort= format= color? column? no-column ignore-case omit-empty',
     },
     listOnly('tag', ['-l', '--list', '-n']),
   ),
@@ -223,7 +236,7 @@ const SUBCOMMANDS: Record<string, Sub> = {
   ),
   'count-objects': sub({ flags: 'vH', long: 'verbose human-readable' }),
   'for-each-ref': sub({
-    long: 'format= sort= count= points-at= merged= no-merged= contains= no-contains= ignore-case omit-empty exclude= shell perl python tcl include-root-refs',
+    long: 'format= sort= count= points-at= merged~ no-merged~ contains~ no-contains~ ignore-case omit-empty exclude= shell perl python tcl include-root-refs',
   }),
   'show-ref': sub({
     flags: 'dsq',
@@ -250,15 +263,21 @@ const GLOBAL_FLAGS = new Set([
   '--no-replace-objects',
   '--no-lazy-fetch',
   '--no-advice',
-  '--bare',
   '--html-path',
   '--man-path',
   '--info-path',
 ]);
 
+/**
+ * git read commands: the global options git's handle_options reads (exact spellings), then a
+ * read-only subcommand by its grammar. The repository the read opens is reported for its config to
+ * be checked: where `-C` dirs lead (each relative to the one before), and `--git-dir=X` /
+ * `--git-dir X` or `--bare` (the directory itself is the git dir) when they name it.
+ */
 export function gitCheck(all: readonly Arg[]): { reason?: string; effects?: ReadOnlyEffects } {
   let i = 0;
-  let gitDir: Arg | undefined;
+  const chdirs: Arg[] = [];
+  let repository: ReadOnlyEffects['repository'];
   for (; i < all.length; i++) {
     const a = all[i]!;
     const v = a.value;
@@ -266,7 +285,19 @@ export function gitCheck(all: readonly Arg[]): { reason?: string; effects?: Read
     if (v === '-C') {
       const dir = all[++i];
       if (!dir) return { reason: 'git -C needs a directory' };
-      gitDir = dir;
+      chdirs.push(dir);
+      continue;
+    }
+    if (v === '--bare') {
+      repository = { bare: true };
+      continue;
+    }
+    if (v === '--git-dir' || v.startsWith('--git-dir=')) {
+      const dir = v === '--git-dir' ? all[++i] : literalArg(v.slice('--git-dir='.length));
+      if (!dir) return { reason: 'git --git-dir needs a directory' };
+      if (dir.value === undefined)
+        return { reason: `git --git-dir ${dir.raw} names a repository only known at run time` };
+      repository = { gitDir: dir };
       continue;
     }
     if (GLOBAL_FLAGS.has(v)) continue;
@@ -276,23 +307,32 @@ export function gitCheck(all: readonly Arg[]): { reason?: string; effects?: Read
     }
     if (v.startsWith('-'))
       return {
-        reason: `git ${v} can change what git runs or where it reads its config (-c, --git-dir, --work-tree, --exec-path=, -p); only plain read-only subcommands are known to be harmless`,
+        reason: `git ${v} can change what git runs or where it reads its config (-c, --work-tree, --exec-path=, -p); only plain read-only subcommands are known to be harmless`,
       };
     break;
   }
+  const effects = gitEffects(chdirs, repository);
   const name = all[i]?.value;
-  if (name === undefined) return { effects: gitEffects(gitDir) };
+  if (name === undefined) return { effects };
   const spec = Object.hasOwn(SUBCOMMANDS, name) ? SUBCOMMANDS[name] : undefined;
   if (!spec) return { reason: `git ${name} is not a read-only git command` };
   const parsed = parseArgs(spec.grammar, all.slice(i + 1), `git ${name}`);
   if (!parsed.ok) return { reason: parsed.reason };
   const why = spec.check?.(parsed.args);
   if (why) return { reason: why };
-  return { effects: gitEffects(gitDir) };
+  return { effects };
 }
 
-function gitEffects(gitDir: Arg | undefined): ReadOnlyEffects {
-  return { git: true, ...(gitDir ? { gitDir } : {}) };
+/** The directory every `-C` leads to (`git -C a -C b` runs in a/b), as one word. */
+function gitEffects(chdirs: readonly Arg[], repository: ReadOnlyEffects['repository']): ReadOnlyEffects {
+  const effects: ReadOnlyEffects = { git: true, ...(repository ? { repository } : {}) };
+  if (chdirs.length === 0) return effects;
+  const values = chdirs.map((a) => a.value);
+  if (values.some((v) => v === undefined))
+    return { ...effects, gitDir: runtimeArg(chdirs.map((a) => a.raw).join('/')) };
+  let path = '';
+  for (const v of values as string[]) path = v.startsWith('/') || path === '' ? v : `${path}/${v}`;
+  return { ...effects, gitDir: literalArg(path) };
 }
 
 /**

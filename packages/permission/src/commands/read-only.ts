@@ -1,5 +1,8 @@
-import { grammar, has, optionValue, type Grammar, type ParsedArgs } from '../grammar.js';
+import { grammar, has, optionValue, parseArgs, type Grammar, type ParsedArgs } from '../grammar.js';
+import { mayVanish } from '../needs/listing.js';
+import { shellGlob } from '../paths.js';
 import type { Arg } from '../words.js';
+import { awkCheck } from './awk.js';
 import { findCheck } from './find.js';
 import { gitCheck } from './git.js';
 import { sedCheck } from './sed.js';
@@ -10,9 +13,13 @@ export interface ReadOnlyEffects {
   assigns?: { name: Arg; how: string }[];
   /** The working directory after it (`cd`): an Arg, '-' for OLDPWD, or 'unknown'. */
   cd?: Arg | 'unknown' | 'home';
+  /** `cd -P`: the directory is resolved physically (symlinks first), not by lexical `..`. */
+  cdPhysical?: boolean;
   /** A git command: its repository's config is checked (in `gitDir` for `git -C dir`). */
   git?: boolean;
   gitDir?: Arg;
+  /** The repository named outright: `--git-dir=X` (relative to `gitDir`), or `--bare` (`gitDir` itself). */
+  repository?: { gitDir: Arg } | { bare: true };
   /** Commands it runs (find -exec): judged like any command; `roots` are what `{}` starts from. */
   commands?: { argv: Arg[]; via: string; roots?: Arg[] }[];
 }
@@ -43,22 +50,251 @@ const hashSum = spec({
   ...HARMLESS,
 });
 
-const NAME = /^[A-Za-z_][A-Za-z0-9_]*$/;
+/**
+ * `test` / `[`: `-v` and `-R` evaluate their operand's array subscript as arithmetic, which runs
+ * command substitutions (`test -v 'a[$(cmd)]'`). An operand that can hold a subscript (`[`) after
+ * a word that can be `-v` or `-R` asks: a literal `-v`, or a run-time word (`[ "$op" "$x" ]`). An
+ * unquoted expansion only known at run time asks anyway: it may split into any words
+ * (`test $x` with x=`-v a[$(cmd)]`). Three words with a binary operator in the middle are a binary
+ * test (`[ "$a" = "$b" ]`), which the rule lets through: the middle word is a known operator.
+ */
+export function testArgvRisk(args: readonly Arg[]): string | undefined {
+  for (const a of args)
+    if (maySplit(a))
+      return `test ${a.raw}: an unquoted expansion only known at run time may split into -v and an array subscript, which test evaluates as arithmetic (it can run commands)`;
+  for (let i = 0; i + 1 < args.length; i++) {
+    const op = args[i]!;
+    const operand = args[i + 1]!;
+    if (!canBe(op, '-v') && !canBe(op, '-R')) continue;
+    if (operand.value !== undefined && !operand.value.includes('[')) continue;
+    return `test ${op.raw} ${operand.raw} evaluates an array subscript as arithmetic, which can run commands; only a plain variable name is known to be harmless`;
+  }
+  return undefined;
+}
 
-/** `test` / `[`: unary and binary operators; `-v` and `-R` take a variable name that must be plain. */
+/** Whether a word can be `text` when the command runs (known, or a pattern that may match it). */
+export function canBe(a: Arg, text: string): boolean {
+  if (a.value !== undefined) return a.value === text;
+  if (a.fields !== undefined) return a.fields.includes(text);
+  try {
+    return shellGlob(a.pattern, true).test(text);
+  } catch {
+    return true;
+  }
+}
+
+/** An unquoted expansion only known at run time: bash may split it into several words (or none). */
+export function maySplit(a: Arg): boolean {
+  if (a.fields !== undefined) return false;
+  return a.word.parts.some(
+    (p) =>
+      ((p.kind === 'param' && !/^[?#$!-]$/.test(p.name)) || p.kind === 'command-sub' || p.kind === 'arith') &&
+      !p.quoted,
+  );
+}
+
 function testCheck(all: readonly Arg[]): { reason?: string } {
+  const risk = testArgvRisk(all);
+  return risk ? { reason: risk } : {};
+}
+
+/** printenv NAME prints one variable; without a name (or with only words that may vanish) it lists them all. */
+function printenvCheck(args: ParsedArgs): string | undefined {
+  if (args.operands.length === 0 || args.operands.every(mayVanish))
+    return 'printenv without a name prints every environment variable, secrets included';
+  return undefined;
+}
+
+/** ps: BSD-style `e` (`ps e`, `ps auxe`, `ps eww`) prints each process's environment. */
+function psCheck(args: ParsedArgs, all: readonly Arg[]): string | undefined {
+  for (const a of all) {
+    if (a.value === undefined) {
+      if (a.pattern.startsWith('-')) continue;
+      return `ps ${a.raw} is only known at run time and could be the e option, which prints each process's environment`;
+    }
+    if (!a.value.startsWith('-') && /^[A-Za-z]+$/.test(a.value) && a.value.includes('e'))
+      return `ps ${a.value} prints each process's environment (the BSD e option), like env`;
+  }
+  void args;
+  return undefined;
+}
+
+const JQ_FLAGS = new Set('nrjasecCMSRh'.split(''));
+const JQ_LONG = new Set(
+  (
+    'null-input raw-input slurp compact-output raw-output raw-output0 join-output ascii-output sort-keys color-output ' +
+    'monochrome-output tab unbuffered stream stream-errors seq exit-status args jsonargs build-configuration help version'
+  ).split(' '),
+);
+
+/**
+ * jq: a read-only filter unless it lists the environment (`env`, `$ENV`) or loads code the gate
+ * does not see (a program file `-f`, modules through `import`/`include`). `--arg`, `--argjson`,
+ * `--slurpfile` and `--rawfile` take two words each; the first operand is the program.
+ */
+function jqCheck(all: readonly Arg[]): { reason?: string } {
+  let program: Arg | undefined;
+  let optionsDone = false;
   for (let i = 0; i < all.length; i++) {
     const a = all[i]!;
-    if (a.value === '-v' || a.value === '-R') {
-      const name = all[i + 1];
-      if (!name || name.value === undefined || !NAME.test(name.value)) {
+    const v = a.value;
+    if (v === undefined) {
+      if (!optionsDone && a.mayBeOption)
         return {
-          reason: `test ${a.value} ${name?.raw ?? ''} evaluates an array subscript as arithmetic, which can run commands; only a plain variable name is known to be harmless`,
+          reason: `jq argument ${a.raw} is only known at run time and could be an option (-f reads the program from a file)`,
         };
-      }
+      if (!program) return { reason: `the jq program ${a.raw} is only known at run time` };
+      continue;
     }
+    if (optionsDone || !v.startsWith('-') || v === '-') {
+      program ??= a;
+      continue;
+    }
+    if (v === '--') {
+      optionsDone = true;
+      continue;
+    }
+    if (/^--(arg|argjson|slurpfile|rawfile)$/.test(v)) {
+      if (i + 2 >= all.length) return { reason: `jq ${v} needs a name and a value` };
+      i += 2;
+      continue;
+    }
+    if (v === '--indent' || v === '-L' || v === '--library-path') {
+      i++;
+      continue;
+    }
+    if (/^-L./.test(v)) continue;
+    if (v === '-f' || v === '--from-file' || /^--from-file=/.test(v))
+      return { reason: 'jq -f reads its program from a file, which the gate does not read' };
+    if (v.startsWith('--')) {
+      if (!JQ_LONG.has(v.slice(2))) return { reason: `jq option ${v} is not known to be harmless` };
+      continue;
+    }
+    for (const ch of v.slice(1))
+      if (!JQ_FLAGS.has(ch)) return { reason: `jq option -${ch} is not known to be harmless` };
+  }
+  if (!program) return {};
+  const text = program.value!;
+  if (/\$ENV\b|(^|[^.$\w])env\b/.test(text))
+    return {
+      reason: `the jq program ${JSON.stringify(text)} reads env or $ENV, a listing of the environment`,
+    };
+  if (/(^|[^.$\w])(import|include)\b/.test(text))
+    return { reason: `the jq program ${JSON.stringify(text)} loads a module, which the gate does not read` };
+  return {};
+}
+
+/** getent: a lookup of a key only known at run time can be a DNS query that carries data out. */
+function getentCheck(args: ParsedArgs): string | undefined {
+  const dynamic = args.operands.find((o) => o.value === undefined);
+  return dynamic
+    ? `getent ${dynamic.raw} looks up a name only known at run time (a DNS lookup can carry data out)`
+    : undefined;
+}
+
+/**
+ * lsof only reads, but for `+m file` (writes a mount supplement file) and `-D` (a device cache);
+ * its options start with `-` or `+`, and a word only known at run time could be either.
+ */
+function lsofCheck(all: readonly Arg[]): { reason?: string } {
+  for (const a of all) {
+    const v = a.value;
+    if (v === undefined) {
+      if (a.mayBeOption || /^[*?[]|^\+/.test(a.pattern))
+        return { reason: `lsof argument ${a.raw} is only known at run time and could be an option` };
+      continue;
+    }
+    if (/^\+m/.test(v)) return { reason: 'lsof +m writes a mount supplement file' };
+    if (/^-D/.test(v)) return { reason: 'lsof -D builds or updates a device cache file' };
   }
   return {};
+}
+
+/**
+ * tar reading an archive's table of contents (`tar -tf a.tar`, `tar tvzf a.tgz`, `tar --list`):
+ * old-style letters are read as tar reads them (each letter that takes a value takes the next word).
+ * Compressors chosen by name (`-I`, `--use-compress-program`), `--to-command`, checkpoint actions,
+ * volume scripts and an archive on another host (`-f host:file`, run through rsh/ssh) are not in
+ * the grammar or ask.
+ */
+const TAR_LIST = grammar({
+  flags: 'tvzjJaZOiPkwU',
+  values: 'fbTXC',
+  long:
+    'list file= verbose gzip gunzip ungzip bzip2 xz lzma lzip lzop zstd compress uncompress auto-compress no-auto-compress ' +
+    'force-local wildcards no-wildcards wildcards-match-slash no-wildcards-match-slash anchored no-anchored ignore-case ' +
+    'no-ignore-case exclude= exclude-from= files-from= numeric-owner full-time utc show-transformed-names show-stored-names ' +
+    'quoting-style= quote-chars= no-quote-chars= null no-null blocking-factor= record-size= ignore-zeros occurrence? ' +
+    'strip-components= transform= xform= no-recursion recursion totals? to-stdout directory= verbatim-files-from ' +
+    'no-verbatim-files-from unquote no-unquote label= warning= absolute-names block-number help version usage',
+});
+
+function tarCheck(all: readonly Arg[]): { reason?: string } {
+  let args = [...all];
+  const first = args[0];
+  if (first?.value !== undefined && /^[A-Za-z]+$/.test(first.value)) {
+    // Old style (`tar tvf a.tar`): a bundle of letters without a dash, their values after it.
+    const expanded: Arg[] = [];
+    let next = 1;
+    for (const ch of first.value) {
+      const def = TAR_LIST.short.get(ch);
+      if (!def) return { reason: `tar ${ch} is not known to only list an archive` };
+      expanded.push({ ...first, value: `-${ch}`, fields: [`-${ch}`], raw: `-${ch}` });
+      if (def.arg === 'required') {
+        const value = args[next++];
+        if (!value) return { reason: `tar ${ch} needs a value` };
+        expanded.push(value);
+      }
+    }
+    args = [...expanded, ...args.slice(next)];
+  }
+  const parsed = parseArgs(TAR_LIST, args, 'tar');
+  if (!parsed.ok) return { reason: parsed.reason };
+  if (!has(parsed.args, '-t', '--list'))
+    return { reason: 'tar without -t/--list extracts or writes an archive' };
+  const local = has(parsed.args, '--force-local');
+  for (const o of parsed.args.options) {
+    if (o.def.key !== '-f' && o.def.key !== '--file') continue;
+    const file = typeof o.value === 'string' ? o.value : o.value?.value;
+    if (file === undefined)
+      return { reason: 'tar reads an archive named only at run time (host:file runs rsh)' };
+    if (file.includes(':') && !local)
+      return { reason: `tar -f ${file} reads an archive on another host through rsh/ssh` };
+  }
+  return {};
+}
+
+/** unzip listing or testing an archive, or printing members to stdout: `-l`, `-v`, `-t`, `-z`, `-Z`, `-p`, `-c`. */
+function unzipCheck(all: readonly Arg[]): { reason?: string } {
+  const mode = unzipMode(all);
+  return mode.ok ? {} : { reason: mode.reason };
+}
+
+export function unzipMode(all: readonly Arg[]): { ok: true } | { ok: false; reason: string } {
+  let listing = false;
+  let excluding = false;
+  for (const a of all) {
+    const v = a.value;
+    if (v === undefined) {
+      if (a.mayBeOption)
+        return {
+          ok: false,
+          reason: `unzip argument ${a.raw} is only known at run time and could be an option`,
+        };
+      continue;
+    }
+    if (!v.startsWith('-') || excluding) {
+      continue;
+    }
+    if (v === '-x') {
+      excluding = true;
+      continue;
+    }
+    if (!/^-[lvtzZpcqCM12hmsT]+$/.test(v))
+      return { ok: false, reason: `unzip ${v} extracts or changes files` };
+    if (/[lvtzZpc]/.test(v)) listing = true;
+  }
+  return listing ? { ok: true } : { ok: false, reason: 'unzip without -l/-v/-t/-Z/-p/-c extracts files' };
 }
 
 /** Commands known to only read (or print), each with the options it accepts. */
@@ -112,9 +348,12 @@ export const READ_ONLY: Record<string, ReadOnlySpec> = {
       `mmap no-mmap block-buffered line-buffered generate= no-block-buffered no-line-buffered hyperlink-format= ${common}`,
     abbreviations: false,
   }),
-  echo: spec({ flags: 'neE', ...HARMLESS, permute: false }),
+  // bash's echo takes only words of -n/-e/-E as options and prints every other word (`echo ---`,
+  // `echo --help`); coreutils' echo the same. Nothing it is given can do more than print.
+  echo: { grammar: grammar({}), custom: () => ({}) },
+  // printf -v NAME assigns: a word only known at run time could be -v (`printf "$f" PS1 x`).
   printf: spec(
-    { values: 'v', permute: false, ...HARMLESS },
+    { values: 'v', permute: false },
     {
       effects: (args) => {
         const v = args.options.find((o) => o.def.key === '-v');
@@ -150,15 +389,7 @@ export const READ_ONLY: Record<string, ReadOnlySpec> = {
     values: 'sc',
     long: `bytes kilo mega giga tera peta kibi mebi gibi tebi pebi human si lohi total wide committed seconds= count= ${common}`,
   }),
-  printenv: spec(
-    { flags: '0', long: `null ${common}`, ...HARMLESS },
-    {
-      check: (args) =>
-        args.operands.length === 0
-          ? 'printenv without a name prints every environment variable, secrets included'
-          : undefined,
-    },
-  ),
+  printenv: spec({ flags: '0', long: `null ${common}`, ...HARMLESS }, { check: printenvCheck }),
   cd: spec(
     { flags: 'LPe@', permute: false, ...HARMLESS },
     {
@@ -167,7 +398,9 @@ export const READ_ONLY: Record<string, ReadOnlySpec> = {
         const target = args.operands[0];
         if (!target) return { cd: 'home' };
         if (target.value === '-') return { cd: 'unknown' };
-        return { cd: target };
+        // `cd -P` resolves symlinks first: `cd -P link/..` is the parent of the link's target.
+        const last = [...args.options].reverse().find((o) => o.def.key === '-P' || o.def.key === '-L');
+        return { cd: target, ...(last?.def.key === '-P' ? { cdPhysical: true } : {}) };
       },
     },
   ),
@@ -315,15 +548,7 @@ export const READ_ONLY: Record<string, ReadOnlySpec> = {
   b2sum: hashSum,
   cksum: hashSum,
   base64: spec({ flags: 'di', values: 'w', long: `decode ignore-garbage wrap= ${common}`, ...HARMLESS }),
-  jq: spec({
-    flags: 'nrjasecCMSRh',
-    values: 'fL',
-    long:
-      'null-input raw-input slurp compact-output raw-output raw-output0 join-output ascii-output sort-keys color-output monochrome-output tab indent= unbuffered stream stream-errors seq exit-status arg= argjson= slurpfile= rawfile= args jsonargs from-file= library-path= build-configuration ' +
-      common,
-    abbreviations: false,
-    ...HARMLESS,
-  }),
+  jq: { grammar: grammar({}), custom: jqCheck },
   file: spec({
     flags: 'bcEhiklLNnrsvzZ0d',
     values: 'eFfmP',
@@ -369,20 +594,33 @@ export const READ_ONLY: Record<string, ReadOnlySpec> = {
     { maxOperands: 1 },
   ),
   xxd: spec({ flags: 'abCEeiprudR', values: 'cglnos', abbreviations: false }, { maxOperands: 1 }),
-  ps: spec({
-    flags: 'AaCcdeEfFgGHhjlLMNOpqrsStTuUvVwxXyZ',
-    values: 'CGgopqstuUkO',
-    long:
-      'pid= ppid= sid= tty= user= group= sort= format= cols= columns= rows= lines= width= forest headers no-headers cumulative deselect context info ' +
-      common,
-    abbreviations: false,
-  }),
+  ps: spec(
+    {
+      flags: 'AaCcdeEfFgGHhjlLMNOpqrsStTuUvVwxXyZ',
+      values: 'CGgopqstuUkO',
+      long:
+        'pid= ppid= sid= tty= user= group= sort= format= cols= columns= rows= lines= width= forest headers no-headers cumulative deselect context info ' +
+        common,
+      abbreviations: false,
+    },
+    { check: psCheck },
+  ),
   pgrep: spec({
     flags: 'lacfinovwxrA',
     values: 'dgGPstuUF',
     long: `list-name list-full count delimiter= full pgroup= group= ignore-case newest oldest older= parent= session= terminal= euid= uid= inverse lightweight exact pidfile= logpidfile runstates= ignore-ancestors ns= nslist= ${common}`,
   }),
-  getent: spec({ flags: 'i', values: 's', long: `no-idn service= ${common}`, ...HARMLESS }),
+  getent: spec(
+    { flags: 'i', values: 's', long: `no-idn service= ${common}`, ...HARMLESS },
+    { check: getentCheck },
+  ),
+  lsof: { grammar: grammar({}), custom: lsofCheck },
+  tar: { grammar: grammar({}), custom: tarCheck },
+  unzip: { grammar: grammar({}), custom: unzipCheck },
+  awk: { grammar: grammar({}), custom: awkCheck },
+  gawk: { grammar: grammar({}), custom: awkCheck },
+  mawk: { grammar: grammar({}), custom: awkCheck },
+  nawk: { grammar: grammar({}), custom: awkCheck },
   git: { grammar: grammar({}), custom: gitCheck },
   find: { grammar: grammar({}), custom: findCheck },
   sed: { grammar: grammar({}), custom: sedCheck },

@@ -1,5 +1,6 @@
 import { grammar, optionValue, parseArgs, type Grammar } from '../grammar.js';
 import { literalArg, runtimeArg, type Arg } from '../words.js';
+import { splitEnvString } from './env-split.js';
 
 /** What a wrapper runs. */
 export type Unwrapped =
@@ -24,7 +25,12 @@ export type Unwrapped =
 
 interface WrapperSpec {
   grammar: Grammar;
-  unwrap(parsed: { options: { key: string; value: Arg | string | undefined }[]; operands: Arg[] }): Unwrapped;
+  unwrap(parsed: {
+    options: { key: string; value: Arg | string | undefined; word: Arg }[];
+    operands: Arg[];
+    /** The wrapper's arguments as given. */
+    args: readonly Arg[];
+  }): Unwrapped;
 }
 
 const g = grammar;
@@ -52,12 +58,26 @@ export const WRAPPERS: Record<string, WrapperSpec> = {
       permute: false,
     }),
     unwrap(p) {
+      // `env -S STRING`: env splits STRING with its own rules and reads the pieces in its place,
+      // options included; the command line is then env's again (`commands/env-split.ts`).
       const split = p.options.find((o) => o.key === '-S' || o.key === '--split-string');
       if (split) {
         const script = val(split.value)!;
-        return p.operands.length === 0
-          ? { kind: 'string', script }
-          : { kind: 'opaque', reason: 'env -S with more arguments' };
+        if (script.value === undefined) return { kind: 'string', script };
+        const pieces = splitEnvString(script.value);
+        if (!pieces.ok) return { kind: 'opaque', reason: pieces.reason };
+        const at = p.args.indexOf(split.word);
+        // `-S STRING` is two words, `-SSTRING` / `--split-string=STRING` one.
+        const width = typeof split.value === 'string' || split.value === split.word ? 1 : 2;
+        // Flags bundled before it (`-iS …`) stay.
+        const bundled = /^-([iv0]+)S/.exec(split.word.value ?? '');
+        const argv = [
+          ...p.args.slice(0, at),
+          ...(bundled ? [literalArg(`-${bundled[1]}`)] : []),
+          ...pieces.args,
+          ...p.args.slice(at + width),
+        ];
+        return { kind: 'inner', argv: [literalArg('env'), ...argv] };
       }
       const chdir = p.options.find((o) => o.key === '-C' || o.key === '--chdir');
       const env: Arg[] = [];
@@ -177,7 +197,15 @@ export const WRAPPERS: Record<string, WrapperSpec> = {
       const argv = (p.operands.length > 0 ? p.operands : [literalArg('echo')]).map((w) =>
         repl && w.value?.includes(repl) ? runtimeArg(w.raw) : w,
       );
-      return { kind: 'inner', argv, dynamicArgs: true };
+      // --process-slot-var=NAME (any unique prefix: --process-s=, --p=) sets NAME in the
+      // environment of every command xargs runs (`BASH_ENV=0 bash …` sources ./0).
+      const env = p.options
+        .filter((o) => o.key === '--process-slot-var')
+        .map((o) => {
+          const name = typeof o.value === 'string' ? o.value : o.value?.value;
+          return literalArg(`${name ?? '(a name only known at run time)'}=0`);
+        });
+      return { kind: 'inner', argv, dynamicArgs: true, env };
     },
   },
   watch: {
@@ -232,8 +260,9 @@ export function unwrap(name: string, args: readonly Arg[]): Unwrapped | undefine
   const parsed = parseArgs(spec.grammar, args, name);
   if (!parsed.ok) return { kind: 'opaque', reason: parsed.reason };
   return spec.unwrap({
-    options: parsed.args.options.map((o) => ({ key: o.def.key, value: o.value })),
+    options: parsed.args.options.map((o) => ({ key: o.def.key, value: o.value, word: o.word })),
     operands: parsed.args.operands,
+    args,
   });
 }
 

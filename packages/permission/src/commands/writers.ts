@@ -1,7 +1,8 @@
 import { grammar, optionValue, parseArgs, type Grammar, type ParsedArgs } from '../grammar.js';
-import { literalArg, runtimeArg, type Arg } from '../words.js';
+import { escapeGlob, literalArg, runtimeArg, type Arg } from '../words.js';
 import { GIT_EXEC_KEYS } from './git.js';
 import { parseFind } from './find.js';
+import { READ_ONLY, unzipMode } from './read-only.js';
 
 /**
  * What writing commands write, for the deny rules (protected paths, recursive deletes of roots).
@@ -68,8 +69,17 @@ function hasOpt(p: ParsedArgs, ...keys: string[]): boolean {
 
 type Extractor = (args: readonly Arg[], name: string) => WriteFacts;
 
-/** cp/mv/ln/install: the target directory option, else the last operand (and, for some, the sources). */
-function copyLike(gr: Grammar, sourcesAreWritten: (p: ParsedArgs) => boolean): Extractor {
+/**
+ * cp/mv/ln/install: the target directory option, else the last operand (and, for some, the
+ * sources). A hard link (`ln`, `cp -l`) gives the source a new name: when the tool dereferences a
+ * source symlink first (`ln -L`, `cp -l` unless `-P`/`-d`/`-a`, symbolic links of either) the
+ * source is judged by what it points to, so a link to a link to `~/.bashrc` is `~/.bashrc`.
+ */
+function copyLike(
+  gr: Grammar,
+  sourcesAreWritten: (p: ParsedArgs) => boolean,
+  followSources: (p: ParsedArgs) => boolean = () => false,
+): Extractor {
   return (args, name) => {
     const p = parsed(gr, args, name);
     if (!p) return everything(args, name);
@@ -89,8 +99,10 @@ function copyLike(gr: Grammar, sourcesAreWritten: (p: ParsedArgs) => boolean): E
         recursive: name === 'mv' || hasOpt(p, '-r', '-R', '--recursive', '-a', '--archive'),
         via: name,
       }));
-    if (sourcesAreWritten(p))
-      for (const s of sources) facts.writes.push({ target: s, via: name, followFinal: false });
+    if (sourcesAreWritten(p)) {
+      const follow = followSources(p);
+      for (const s of sources) facts.writes.push({ target: s, via: name, followFinal: follow });
+    }
     if (name === 'mv') for (const s of sources) facts.trees.push({ target: s, via: 'mv' });
     return facts;
   };
@@ -137,7 +149,6 @@ const SIMPLE_TARGETS: Record<string, Grammar> = {
   tee: g({ flags: 'aip', long: `append ignore-interrupts output-error? ${common}` }),
   mkdir: g({ flags: 'pvZ', values: 'm', long: `mode= parents verbose context? ${common}` }),
   mkfifo: g({ flags: 'Z', values: 'm', long: `mode= context? ${common}` }),
-  mktemp: g({ flags: 'dqut', values: 'p', long: `directory dry-run quiet suffix= tmpdir? ${common}` }),
   'ssh-keygen': g({ flags: 'ABcDeFgHhiKkLlMpQqRrUuvy', values: 'abCEfGIJjmNnOPrSsTtwYZz' }),
 };
 const CHMOD = g({
@@ -170,11 +181,78 @@ const WGET = g({
     `domains= user= password= https-only no-parent span-hosts convert-links adjust-extension backups= ${common}`,
 });
 const TAR_DIR = /^-([A-Za-z]*)C$|^--directory(=.*)?$/;
+const SPLIT = g({
+  flags: 'dxeu',
+  values: 'abClnt',
+  long: `suffix-length= additional-suffix= bytes= line-bytes= numeric-suffixes? hex-suffixes? elide-empty-files filter= lines= number= separator= unbuffered verbose ${common}`,
+});
+const CSPLIT = g({
+  flags: 'ksz',
+  values: 'bfn',
+  long: `suffix-format= prefix= keep-files suppress-matched digits= quiet silent elide-empty-files ${common}`,
+});
+const MKTEMP = g({
+  flags: 'dqut',
+  values: 'p',
+  long: `directory dry-run quiet suffix= tmpdir? ${common}`,
+});
 
 const EXTRACTORS: Record<string, Extractor> = {
-  cp: copyLike(CP, (p) => hasOpt(p, '-l', '--link', '-s', '--symbolic-link')),
+  cp: copyLike(
+    CP,
+    (p) => hasOpt(p, '-l', '--link', '-s', '--symbolic-link'),
+    (p) =>
+      hasOpt(p, '-L', '--dereference', '-s', '--symbolic-link') ||
+      !hasOpt(p, '-P', '--no-dereference', '-d', '-a', '--archive'),
+  ),
   mv: copyLike(MV, () => true),
-  ln: copyLike(LN, () => true),
+  ln: copyLike(
+    LN,
+    () => true,
+    (p) => hasOpt(p, '-L', '--logical', '-s', '--symbolic'),
+  ),
+  // `link FILE1 FILE2`: a second name for FILE1 (link(2) does not follow a symlink FILE1).
+  link(args, name) {
+    const p = parsed(g({ long: common }), args, name);
+    if (!p) return everything(args, name);
+    const facts = empty();
+    for (const t of p.operands) facts.writes.push({ target: t, via: 'link', followFinal: false });
+    return facts;
+  },
+  split(args, name) {
+    const p = parsed(SPLIT, args, name);
+    if (!p) return everything(args, name);
+    const facts = empty();
+    const prefix = p.operands[1] ?? literalArg('x');
+    const suffix = values(p, '--additional-suffix')[0];
+    const chars = hasOpt(p, '-d', '--numeric-suffixes')
+      ? '[0-9]'
+      : hasOpt(p, '-x', '--hex-suffixes')
+        ? '[0-9a-f]'
+        : '[a-z]';
+    facts.writes.push({ target: prefixed(prefix, `${chars}*`, suffix), via: 'split', followFinal: true });
+    return facts;
+  },
+  csplit(args, name) {
+    const p = parsed(CSPLIT, args, name);
+    if (!p) return everything(args, name);
+    const facts = empty();
+    const prefix = values(p, '-f', '--prefix')[0] ?? literalArg('xx');
+    facts.writes.push({ target: prefixed(prefix, '*', undefined), via: 'csplit', followFinal: true });
+    return facts;
+  },
+  mktemp(args, name) {
+    const p = parsed(MKTEMP, args, name);
+    if (!p) return everything(args, name);
+    const facts = empty();
+    const template = p.operands[0] ?? literalArg('tmp.XXXXXXXXXX');
+    const dirOption = values(p, '-p', '--tmpdir')[0];
+    const inDir = dirOption !== undefined || hasOpt(p, '--tmpdir', '-t') || p.operands.length === 0;
+    const dir = dirOption ?? (inDir ? literalArg('/tmp') : undefined);
+    const suffix = values(p, '--suffix')[0];
+    facts.writes.push({ target: templated(dir, template, suffix), via: 'mktemp', followFinal: false });
+    return facts;
+  },
   install: copyLike(INSTALL, () => false),
   rm(args, name) {
     const p = parsed(RM, args, name);
@@ -318,6 +396,7 @@ const EXTRACTORS: Record<string, Extractor> = {
   },
   unzip(args) {
     const facts = empty();
+    if (unzipMode(args).ok) return facts;
     const d = args.findIndex((a) => a.value === '-d');
     facts.intoDirs.push({ dir: d >= 0 && args[d + 1] ? args[d + 1]! : literalArg('.'), via: 'unzip' });
     return facts;
@@ -364,8 +443,8 @@ const EXTRACTORS: Record<string, Extractor> = {
     }
     return facts;
   },
-  uniq: secondOperand('uniq'),
-  xxd: secondOperand('xxd'),
+  uniq: secondOperand(READ_ONLY.uniq!.grammar),
+  xxd: secondOperand(READ_ONLY.xxd!.grammar),
   tree(args) {
     const facts = empty();
     for (let i = 0; i < args.length; i++) {
@@ -391,7 +470,12 @@ const EXTRACTORS: Record<string, Extractor> = {
     const chdir: Arg[] = [];
     while (i < args.length && (args[i]!.value ?? '-').startsWith('-')) {
       if (args[i]!.value === '-C' && args[i + 1]) chdir.push(args[i + 1]!);
-      i += args[i]!.value === '-C' || args[i]!.value === '-c' ? 2 : 1;
+      // Global options that take the next word (`--git-dir x config …` is still `git config`).
+      i += /^(-C|-c|--git-dir|--work-tree|--namespace|--super-prefix|--config-env)$/.test(
+        args[i]!.value ?? '',
+      )
+        ? 2
+        : 1;
     }
     if (args[i]?.value === 'clone') return gitClone(args.slice(i + 1), chdir);
     if (args[i]?.value !== 'config') return facts;
@@ -507,14 +591,39 @@ function inPlace(name: string): Extractor {
   };
 }
 
-function secondOperand(name: string): Extractor {
-  return (args) => {
+/** `uniq IN OUT`, `xxd IN OUT`: the second operand, read by the program's own grammar (`xxd -l 16 f`). */
+function secondOperand(gr: Grammar): Extractor {
+  return (args, name) => {
+    const p = parsed(gr, args, name);
+    if (!p) return everything(args, name);
     const facts = empty();
-    const operands = args.filter((a) => !(a.value ?? '').startsWith('-') || a.value === '-');
-    const out = operands[1];
+    const out = p.operands[1];
     if (out && out.value !== '-') facts.writes.push({ target: out, via: name, followFinal: true });
     return facts;
   };
+}
+
+/** The files a writer names by a prefix (`split f ~/.bash` writes `~/.bashaa`): a pattern. */
+function prefixed(prefix: Arg, rest: string, suffix: Arg | undefined): Arg {
+  const head = prefix.value !== undefined ? escapeGlob(prefix.value) : prefix.pattern;
+  const tail =
+    suffix === undefined ? '' : suffix.value !== undefined ? escapeGlob(suffix.value) : suffix.pattern;
+  return patternArg(`${prefix.raw}…`, `${head}${rest}${tail}`);
+}
+
+/** What `mktemp` creates: its template with the run of X's at the end made `?`s, in `dir`. */
+function templated(dir: Arg | undefined, template: Arg, suffix: Arg | undefined): Arg {
+  if (template.value === undefined || (dir && dir.value === undefined)) return runtimeArg(template.raw);
+  const name = escapeGlob(template.value).replace(/X{3,}$/, (xs) => '?'.repeat(xs.length));
+  const tail =
+    suffix === undefined ? '' : suffix.value !== undefined ? escapeGlob(suffix.value) : suffix.pattern;
+  const base = dir ? `${escapeGlob(dir.value!.replace(/\/+$/, ''))}/` : '';
+  return patternArg(template.raw, `${base}${name}${tail}`);
+}
+
+/** A target known only as a glob pattern (every name it can take). */
+function patternArg(raw: string, pattern: string): Arg {
+  return { ...runtimeArg(raw), pattern, opaque: false, glob: true, mayBeOption: pattern.startsWith('-') };
 }
 
 /** Files a sed script writes: `w file`, `W file`, `s/…/…/w file`. */

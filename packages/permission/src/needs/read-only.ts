@@ -9,11 +9,13 @@ import type { AnalysisContext, Ends, State } from '../analyze/context.js';
 import { inside } from '../analyze/helpers.js';
 import type { CommandFacts } from '../facts.js';
 import { gitConfigRisk } from '../git-config.js';
+import { namesEnviron } from './listing.js';
 import { parseArgs } from '../grammar.js';
 import { classifyName } from '../names.js';
 import { resolveCwds } from '../resolve.js';
+import { resolveLikeKernel } from '../paths.js';
 import { targetCheck } from '../rules/protected-paths.js';
-import { runtimeArg, type Arg } from '../words.js';
+import { RUNTIME_ARGUMENTS, runtimeArg, type Arg } from '../words.js';
 
 /** The grammar of a command known to only read (with the right arguments), if it is one. */
 export function readOnlySpec(base: string): ReadOnlySpec | undefined {
@@ -55,7 +57,15 @@ export function readOnly(
 ): { ok: true; ends?: Ends } | { ok: false; reason: string } {
   let all = args;
   // xargs / find -exec supply arguments at run time: the command must be safe with any of them.
-  if (j.dynamicArgs) all = [...args, runtimeArg('(arguments supplied at run time)')];
+  if (j.dynamicArgs) all = [...args, runtimeArg(RUNTIME_ARGUMENTS)];
+  // Reading a process's environment (`cat /proc/self/environ`, `strings /proc/$$/environ`) lists it
+  // like `env` does, whichever reader does it.
+  const environ = args.find((a) => namesEnviron(a, j.cwds));
+  if (environ)
+    return {
+      ok: false,
+      reason: `${base} reads ${environ.raw}, a process's environment (a listing like env)`,
+    };
   let effects: ReadOnlyEffects | undefined;
   if (spec.custom) {
     const r = spec.custom(all);
@@ -103,8 +113,15 @@ export function readOnly(
         reason:
           'git runs in a directory only known at run time, whose repository config the gate cannot check',
       };
+    const repository = effects.repository;
+    const named =
+      repository && 'gitDir' in repository
+        ? { gitDir: repository.gitDir.value! }
+        : repository
+          ? { bare: true as const }
+          : undefined;
     for (const dir of dirs) {
-      const risk = gitConfigRisk(dir);
+      const risk = gitConfigRisk(dir, named);
       if (risk) return { ok: false, reason: risk };
     }
   }
@@ -115,7 +132,9 @@ export function readOnly(
         ? [ctx.options.paths.home]
         : cd === 'unknown' || cd.value === undefined
           ? undefined
-          : resolveCwds(j.cwds, cd.value);
+          : effects.cdPhysical
+            ? physicalCwds(j.cwds, cd.value)
+            : resolveCwds(j.cwds, cd.value);
     return { ok: true, ends: { ok: { cwds: next, vars: j.state.vars }, fail: j.state } };
   }
   return { ok: true };
@@ -131,4 +150,11 @@ export function writesOutside(ctx: AnalysisContext, facts: CommandFacts): boolea
     if (check.paths.some((p) => !(inside(p, ws) || inside(p, '/tmp')))) return true;
   }
   return false;
+}
+
+/** The working directories after `cd -P target`: each resolved as the kernel resolves it. */
+function physicalCwds(cwds: readonly string[] | undefined, target: string): string[] | undefined {
+  if (!target.startsWith('/') && !cwds) return undefined;
+  const bases = target.startsWith('/') ? ['/'] : cwds!;
+  return [...new Set(bases.map((c) => resolveLikeKernel(target, c, true)))];
 }

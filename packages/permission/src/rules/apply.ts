@@ -15,7 +15,7 @@ import { forkBomb } from './fork-bomb.js';
 import { privilegeEscalation, PRIVILEGE, PRIVILEGE_WORD } from './privilege-escalation.js';
 import { protectedPaths } from './protected-paths.js';
 import { recursiveDeleteRoot } from './recursive-delete-root.js';
-import { selfKill } from './self-kill.js';
+import { selfKill, selfKillTree } from './self-kill.js';
 import { sourceDownloaded } from './source-downloaded.js';
 import { terminalProtocol } from './terminal-protocol.js';
 
@@ -46,7 +46,11 @@ export function unparsedLineRules(ctx: AnalysisContext, source: string, shown: s
 
 /** The rules on a parsed line's syntax tree. */
 export function treeRules(ctx: AnalysisContext, tree: Syntax.SyntaxTree, source: string): Part[] {
-  return ctx.options.safety.forkBomb ? forkBomb(tree, source) : [];
+  const s = ctx.options.safety;
+  const parts = s.forkBomb ? forkBomb(tree, source) : [];
+  if (s.selfKill && ctx.options.ownProcesses)
+    parts.push(...selfKillTree(tree, ctx.options.ownProcesses, ctx.options.paths.home));
+  return parts;
 }
 
 /** The safety rules on one resolved command. */

@@ -1,4 +1,4 @@
-import type { Syntax } from '@conch/shell-syntax';
+import { andOrChain, type Syntax } from '@conch/shell-syntax';
 import type { Part } from '../facts.js';
 
 /** A fork bomb in a text the gate could not parse: a function piping into itself in the background. */
@@ -38,8 +38,7 @@ export function forkBomb(tree: Syntax.SyntaxTree | undefined, source: string): P
         for (const s of st.stages) visit(s, fn, true);
         return;
       case 'and-or':
-        visit(st.left, fn, spawning);
-        visit(st.right, fn, spawning);
+        for (const item of andOrChain(st).items) visit(item, fn, spawning);
         return;
       case 'subshell':
       case 'group':
