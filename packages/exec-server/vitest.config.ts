@@ -1,4 +1,14 @@
+import { mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { defineConfig } from 'vitest/config';
+
+// Local targets (a pipe, a fake kubectl "pod" that is not isolated) inherit this environment: the
+// bundle cache, output files and the trash go to throwaway XDG directories, never the real
+// ~/.cache or ~/.local/share (which an earlier run, or a real use of conch, may already hold).
+// HOME stays: sshd logs the test user in with the passwd home, and the isolated targets mount
+// their own ~/.cache over it.
+const xdg = mkdtempSync(join(tmpdir(), 'conch-exec-xdg-'));
 
 export default defineConfig({
   test: {
@@ -8,5 +18,6 @@ export default defineConfig({
     hookTimeout: 120_000,
     // Each file starts real sshd / containers / servers; two cores: one file at a time.
     fileParallelism: false,
+    env: { XDG_CACHE_HOME: join(xdg, 'cache'), XDG_DATA_HOME: join(xdg, 'data') },
   },
 });

@@ -1,15 +1,27 @@
-import { mkdtempSync } from 'node:fs';
+import { mkdirSync, mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { defineConfig } from 'vitest/config';
 
-// Output files and the trash default to the user's XDG directories: tests get their own.
-const xdg = mkdtempSync(join(tmpdir(), 'conch-terminal-xdg-'));
+// Output files and the trash default to the user's XDG directories, and every session reads the
+// rc files of $HOME (and bash wrote its history there): tests get their own, empty ones, so no
+// run depends on the machine's rc files (a pyenv init took seconds per shell) or on what an
+// earlier run left in them. Tests about rc files write their own HOME.
+const scratch = mkdtempSync(join(tmpdir(), 'conch-terminal-xdg-'));
+const home = join(scratch, 'home');
+mkdirSync(home, { mode: 0o700 });
 
 export default defineConfig({
   test: {
     include: ['src/**/*.test.ts'],
-    testTimeout: 30_000,
-    env: { XDG_DATA_HOME: join(xdg, 'data'), XDG_CACHE_HOME: join(xdg, 'cache') },
+    // A bound for a hang, not a speed goal: real shells on a loaded machine take their time.
+    testTimeout: 120_000,
+    hookTimeout: 120_000,
+    env: {
+      HOME: home,
+      XDG_DATA_HOME: join(scratch, 'data'),
+      XDG_CACHE_HOME: join(scratch, 'cache'),
+      XDG_CONFIG_HOME: join(scratch, 'config'),
+    },
   },
 });

@@ -9,6 +9,7 @@ import {
   type ToolDefinition,
   type ToolResult,
 } from '@conch/core';
+import { PROCESS_MANAGER } from '@conch/process';
 import { z } from 'zod';
 import type { Page } from 'playwright-core';
 import type { BrowserConfig } from './config.js';
@@ -77,6 +78,11 @@ function pageFailure(error: unknown, code: string): ToolResult {
 }
 
 const BLOCKED_LISTED = 20;
+
+/** localhost, 127.0.0.0/8 and ::1 as a URL spells them. */
+function isLoopback(hostname: string): boolean {
+  return hostname === 'localhost' || hostname === '[::1]' || /^127\.\d+\.\d+\.\d+$/.test(hostname);
+}
 
 function hostPort(url: string): string | undefined {
   try {
@@ -249,6 +255,10 @@ export function browserTools(deps: BrowserToolsDeps): ToolDefinition[] {
         // Outside the allowlist and still allowed: a human (or a host rule) approved it. Its origin
         // may load until the next navigation; every other request stays refused.
         const approved = !allowlist.match(url) && ctx.decision?.outcome === 'allow';
+        // A loopback page may be served from inside the sandbox (a dev server a terminal session
+        // started): its port is forwarded to the host's loopback; scan now rather than wait for
+        // the next poll.
+        if (isLoopback(url.hostname)) await ctx.resolveOptional(PROCESS_MANAGER)?.refreshForwardedPorts();
         try {
           return await pages.run(async (page, requests) => {
             // The page went for a refused URL on its own: let Chrome's error page land first, or it

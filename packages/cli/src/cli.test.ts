@@ -248,7 +248,7 @@ describe('error_code and display from real calls', () => {
     const bg = await run({ command: 'sleep 0.2', background: true });
     expect(bg.display).toBe(`background ${bg.background_task_id} running`);
     const left = await run({ command: 'sleep 300 & echo started' });
-    expect(left.display).toBe(`✓ exit=0 · started [1 left running as ${left.background_task_id}]`);
+    expect(left.display).toBe(`✓ exit=0 · started [1 left running as ${left.left_running_task_id}]`);
   });
 });
 

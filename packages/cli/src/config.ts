@@ -1,5 +1,21 @@
 import { z } from 'zod';
 
+/**
+ * The longest time limit in seconds: node's timers wait at most 2^31 - 1 ms (~24.8 days), and a
+ * larger delay would fire at once — killing a healthy command as timed out. A larger value is
+ * refused (INVALID_ARGUMENTS naming the field and this maximum); leave the field out for no limit.
+ */
+export const MAX_TIMEOUT_SECONDS = Math.floor((2 ** 31 - 1) / 1000);
+
+/** A number of seconds a timer can wait (0 < s <= MAX_TIMEOUT_SECONDS). */
+export const timerSeconds = () =>
+  z
+    .number()
+    .positive()
+    .max(MAX_TIMEOUT_SECONDS, {
+      message: `expected at most ${MAX_TIMEOUT_SECONDS} seconds (~24.8 days, the longest a timer can wait); leave it out for no limit`,
+    });
+
 export const slowPatternSchema = z.strictObject({
   /** Leading words of a simple command, e.g. 'npm install' or 'make'. */
   pattern: z.string().trim().min(1),
@@ -20,9 +36,7 @@ export const cliConfigSchema = z.strictObject({
     .min(200)
     .default(50_000)
     .describe('characters of stdout + stderr returned to the model; the rest is in output_file'),
-  autoBackgroundThreshold: z
-    .number()
-    .positive()
+  autoBackgroundThreshold: timerSeconds()
     .default(10)
     .describe(
       'seconds before a command becomes a background task (a hard timeout without the background plugin)',
@@ -34,9 +48,7 @@ export const cliConfigSchema = z.strictObject({
     .max(64)
     .default(4)
     .describe('background tasks running at once (passed to the background plugin)'),
-  defaultTimeout: z
-    .number()
-    .positive()
+  defaultTimeout: timerSeconds()
     .optional()
     .describe('seconds after which any command (foreground or background) is killed; default none'),
   env: z.record(z.string(), z.string()).default({}).describe('variables added to every command environment'),
@@ -74,6 +86,28 @@ export const cliConfigSchema = z.strictObject({
     .optional()
     .describe(
       'where output_file files go (relative to the working directory); default $XDG_CACHE_HOME/conch/output (~/.cache/conch/output), kept 7 days',
+    ),
+  spillLimitPerCall: z
+    .number()
+    .int()
+    .nonnegative()
+    .optional()
+    .describe(
+      "bytes one command's output file may take; past it the file stops growing and the result says how much was kept (default 1 GiB)",
+    ),
+  spillLimitPerRegistry: z
+    .number()
+    .int()
+    .nonnegative()
+    .optional()
+    .describe(
+      "bytes all output and spill files of the registry may take over its life (default 4 GiB); set on the registry's process manager",
+    ),
+  onSpillLimit: z
+    .enum(['continue', 'stop'])
+    .default('continue')
+    .describe(
+      "what a spill limit does to the command: 'continue' lets it run on (its output counted, the end kept in memory), 'stop' kills it",
     ),
   sandbox: z
     .union([

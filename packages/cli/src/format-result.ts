@@ -1,6 +1,12 @@
 import { constants } from 'node:os';
 import { oneLine } from '@conch/core';
-import type { CaptureSnapshot, ProcessResult } from '@conch/process';
+import {
+  argMax,
+  MAX_ARG_STRLEN,
+  type CaptureSnapshot,
+  type ProcessResult,
+  type SpillReport,
+} from '@conch/process';
 
 export type CliMode = 'direct' | 'shell';
 
@@ -15,8 +21,18 @@ export interface CliResult {
   mode: CliMode;
   truncated?: true;
   truncation_message?: string;
-  /** The full output (stdout and stderr interleaved), every byte, whenever anything was cut. */
+  /**
+   * The output (stdout and stderr interleaved) whenever anything was cut: every byte, unless
+   * `output_file_incomplete` says how much it holds. Absent when no file could be made
+   * (`OUTPUT_NOT_SAVED`).
+   */
   output_file?: string;
+  /**
+   * When the output was cut and the file does not hold all of it (a full disk, a spill limit, a
+   * failed write, or no file at all): bytes kept in `output_file` of the bytes the command wrote,
+   * and why.
+   */
+  output_file_incomplete?: { kept_bytes: number; total_bytes: number; reason: string };
   error?: string;
   /** Stable code of `error` (see the cli README): COMMAND_NOT_FOUND, TIMED_OUT, … */
   error_code?: string;
@@ -29,13 +45,21 @@ export interface CliResult {
   /** Processes the command started that were still running when it returned. */
   left_running?: { pid: number; command: string }[];
   left_running_message?: string;
-  /** The background task that owns `left_running`. */
-  background_task_id?: string;
+  /**
+   * The background task that owns `left_running` (adopted leftovers: `server & echo started`).
+   * Not `background_task_id`: the command itself finished and this result is its result; the task
+   * is only what it left behind, and may never end (a server).
+   */
+  left_running_task_id?: string;
   /** One line for a UI: `✓ exit=0`, `✗ exit=127 COMMAND_NOT_FOUND: …` (see {@link cliDisplay}). */
   display?: string;
 }
 
-/** What cli_based_tool returns when the command continues as a background task. */
+/**
+ * What cli_based_tool returns when the command continues as a background task (started as one, or
+ * promoted at the threshold): the seed's contract — `background_task_id` means the command has
+ * not finished and its result comes from check_background_task.
+ */
 export interface CliBackgroundResult {
   [key: string]: unknown;
   background_task_id: string;
@@ -98,6 +122,20 @@ export function errorGuidance(
   options: FormatOptions,
 ): { error: string; code: string } | undefined {
   const name = options.command;
+  if (result.supervisorLost && result.supervisorUnresponsive) {
+    const started = result.spawnError ? 'before it started' : 'while it ran';
+    return {
+      code: 'SUPERVISOR_UNRESPONSIVE',
+      error: `The command was stopped ${started}: conch's process supervisor stopped answering (${result.supervisorLost}), so it was killed with everything it ran and replaced. This is not the command's failure. Run it again: the next call starts a new ${result.sandbox !== 'none' ? 'sandbox' : 'supervisor'}. If it happens again, tell the user the machine may be overloaded or something is stopping processes (SIGSTOP).`,
+    };
+  }
+  if (result.supervisorLost) {
+    const when = result.spawnError ? ' before the command started' : '';
+    return {
+      code: 'SUPERVISOR_LOST',
+      error: `The command was stopped because conch's process supervisor went away${when} (${result.supervisorLost}); it and everything it started were killed. This is not the command's failure. If the command itself killed the supervisor (kill $PPID, pkill node), avoid that; otherwise run it again: the next call starts a new ${result.sandbox !== 'none' ? 'sandbox' : 'supervisor'}.`,
+    };
+  }
   if (result.spawnError) {
     const { code, message } = result.spawnError;
     if (code === 'ENOENT') {
@@ -118,12 +156,19 @@ export function errorGuidance(
         error: `Not run: ${message}. Call again with sandbox: false and a justification to ask a human to run it outside the sandbox.`,
       };
     }
+    if (code === 'E2BIG') {
+      return {
+        code: 'INVALID_ARGUMENTS',
+        error: `Not run: the command is too long for the system to start (E2BIG: Linux takes at most ${fmt(MAX_ARG_STRLEN)} bytes in one argument and ${fmt(argMax())} bytes for all arguments and the environment together). Shorten 'command': write long data to a file and pass its path, or feed it to the program's stdin with a heredoc.`,
+      };
+    }
     return { code: 'SPAWN_FAILED', error: `Could not start '${name}': ${message}` };
   }
-  if (result.supervisorLost) {
+  if (result.spill?.stopped) {
+    const spill = result.spill;
     return {
-      code: 'SUPERVISOR_LOST',
-      error: `The command was stopped because conch's process supervisor went away (${result.supervisorLost}); it and everything it started were killed. This is not the command's failure. If the command itself killed the supervisor (kill $PPID, pkill node), avoid that; otherwise run it again: the next call starts a new sandbox.`,
+      code: 'OUTPUT_LIMIT_REACHED',
+      error: `The command was stopped: its output reached the ${spill.limit?.scope === 'registry' ? 'per-registry' : 'per-call'} spill limit of ${fmt(spill.limit?.bytes ?? spill.keptBytes)} bytes (${fmt(spill.totalBytes)} bytes written${spill.path ? `, the first ${fmt(spill.keptBytes)} kept in ${spill.path}` : ''}). Filter its output (| grep PATTERN, | tail -100, quieter flags) or, if all of it is needed, ask the user to raise the cli config spillLimitPerCall.`,
     };
   }
   if (result.timedOut) {
@@ -164,6 +209,14 @@ export function errorGuidance(
       error: `Command not found: '${missing}'. Check that it is installed and on PATH (the cli config's extraPaths adds directories), or use an alternative tool.`,
     };
   }
+  if (/argument list too long/i.test(stderr)) {
+    // The shell could not exec a program with an argument over MAX_ARG_STRLEN (or a line over
+    // ARG_MAX): not a permission problem, though it exits 126.
+    return {
+      code: 'INVALID_ARGUMENTS',
+      error: `A program could not be started: its arguments are too long for the system ("Argument list too long": Linux takes at most ${fmt(MAX_ARG_STRLEN)} bytes in one argument and ${fmt(argMax())} bytes for all arguments and the environment together). Shorten 'command' / 'args': write long data to a file and pass its path, or feed it to the program's stdin with a heredoc.`,
+    };
+  }
   if (rc === 126 || /permission denied/i.test(stderr)) {
     return {
       code: 'PERMISSION_DENIED',
@@ -187,7 +240,8 @@ export function errorGuidance(
  */
 export function formatResult(result: ProcessResult, options: FormatOptions): CliResult {
   const file = result.outputFile;
-  const where = file ? `; full output in ${file}` : '';
+  const saved = outputFileState(result);
+  const where = saved.marker;
   const markerFor = (snap: CaptureSnapshot) =>
     `\n\n[... output truncated: showing the start and the end of ${describeSize(snap)}${where} ...]\n\n`;
   let stdout = streamText(result.stdout, markerFor);
@@ -213,16 +267,106 @@ export function formatResult(result: ProcessResult, options: FormatOptions): Cli
     const parts = [`stdout ${describeSize(result.stdout)}`, `stderr ${describeSize(result.stderr)}`];
     out.truncation_message =
       `Output truncated to ${fmt(max)} characters (${parts.join('; ')}); the start and the end are shown.` +
-      (file ? ` The full output is in ${file} (read parts of it with head, tail, grep or sed -n).` : '') +
+      saved.note +
       ` To see less, filter the command: pipe to grep PATTERN, head -50 or tail -50, limit find with -maxdepth 2 or -name, or use quieter flags.`;
     if (file) out.output_file = file;
+    if (saved.incomplete) out.output_file_incomplete = saved.incomplete;
   }
   const guidance = errorGuidance(result, result.stderr.head + result.stderr.tail, options);
   if (guidance) {
     out.error = guidance.error;
     out.error_code = guidance.code;
   }
+  if (cut && saved.problem && !result.spill?.stopped) {
+    // What was lost of the output is always said; the code is the command's own when it has one.
+    out.error = out.error ? `${out.error} ${saved.problem.error}` : saved.problem.error;
+    out.error_code ??= saved.problem.code;
+  }
   return out;
+}
+
+/** What the output file holds, in the words a result uses (marker, truncation note, error). */
+interface OutputFileState {
+  /** In the truncation marker: `; full output in FILE`, `; the first N bytes in FILE`, … */
+  marker: string;
+  /** In truncation_message. */
+  note: string;
+  incomplete?: { kept_bytes: number; total_bytes: number; reason: string };
+  problem?: { code: string; error: string };
+}
+
+const READ_HINT = '(read parts of it with head, tail, grep or sed -n)';
+
+/**
+ * The output file as it really is: every byte where it was asked for; every byte in a fallback
+ * directory (the asked-for one could not be used); a prefix (a full disk, a failed write, a spill
+ * limit); or nothing (no directory could take it). Never claims a complete file it does not have.
+ */
+export function outputFileState(result: ProcessResult): OutputFileState {
+  const file = result.outputFile;
+  const spill: SpillReport | undefined = result.spill;
+  if (!spill || (spill.problem === undefined && file)) {
+    if (!file) return { marker: '', note: '' };
+    const moved = spill?.relocated
+      ? ` It is not in ${spill.relocated.from}, which could not be used (${spill.relocated.reason})${spill.relocated.temporary ? "; this fallback is the session's temporary directory, removed when the session ends" : ''}.`
+      : '';
+    return {
+      marker: `; full output in ${file}`,
+      note: ` The full output is in ${file} ${READ_HINT}.${moved}`,
+    };
+  }
+  const kept = fmt(spill.keptBytes);
+  const total = fmt(spill.totalBytes);
+  const lost = fmt(Math.max(0, spill.totalBytes - spill.keptBytes));
+  const reason = spill.reason ?? 'unknown';
+  const incomplete = { kept_bytes: spill.keptBytes, total_bytes: spill.totalBytes, reason };
+  const filter =
+    'rerun it with the output filtered (| grep PATTERN, | tail -100, quieter flags) or redirected into a file in the workspace (> out.log)';
+  switch (spill.problem) {
+    case 'not-saved':
+    case undefined:
+      return {
+        marker: '; the full output could not be saved',
+        note: ` The full output (${total} bytes) could not be saved to a file (${reason}): only the start and the end shown are kept.`,
+        incomplete,
+        problem: {
+          code: 'OUTPUT_NOT_SAVED',
+          error: `The output (${total} bytes) could not be saved to a file, so only its start and end are shown and the middle is lost (${reason}). If the missing part matters, ${filter}; tell the user the output directory (cli config outputDir) is not writable.`,
+        },
+      };
+    case 'disk-full':
+      return {
+        marker: `; only the first ${kept} bytes saved in ${file}: the disk is full`,
+        note: ` Only the first ${kept} of ${total} bytes are in ${file} ${READ_HINT}: the disk filled up (${reason}).`,
+        incomplete,
+        problem: {
+          code: 'OUTPUT_TRUNCATED_DISK_FULL',
+          error: `The disk filled up while the output was saved: ${file} holds only the first ${kept} of ${total} bytes (${lost} bytes lost apart from the end shown) — ${reason}. Tell the user the disk is full; if the missing part matters, ${filter}.`,
+        },
+      };
+    case 'write-failed':
+      return {
+        marker: `; only the first ${kept} bytes saved in ${file}`,
+        note: ` Only the first ${kept} of ${total} bytes are in ${file} ${READ_HINT}: writing the rest failed (${reason}).`,
+        incomplete,
+        problem: {
+          code: 'OUTPUT_NOT_SAVED',
+          error: `Saving the output failed: ${file} holds only the first ${kept} of ${total} bytes (${reason}). If the missing part matters, ${filter}.`,
+        },
+      };
+    case 'limit': {
+      const scope = spill.limit?.scope === 'registry' ? 'per-registry' : 'per-call';
+      return {
+        marker: `; only the first ${kept} bytes saved in ${file}: spill limit reached`,
+        note: ` Only the first ${kept} of ${total} bytes are in ${file} ${READ_HINT}: the ${scope} spill limit of ${fmt(spill.limit?.bytes ?? spill.keptBytes)} bytes was reached, and the command ran on to its end.`,
+        incomplete,
+        problem: {
+          code: 'OUTPUT_LIMIT_REACHED',
+          error: `The output reached the ${scope} spill limit: ${file} holds only the first ${kept} of ${total} bytes; the command was not stopped and ran to its end (its last output is shown). If the missing part matters, ${filter}.`,
+        },
+      };
+    }
+  }
 }
 
 function isBackgroundResult(result: CliResult | CliBackgroundResult): result is CliBackgroundResult {
@@ -252,9 +396,10 @@ export function cliDisplay(result: CliResult | CliBackgroundResult): string {
     head = `${rc === 0 ? '✓' : '✗'} ${exit}${last ? ` · ${oneLine(last, 100)}` : ''}`;
   }
   const notes: string[] = [];
-  if (result.output_file) notes.push(`[full: ${result.output_file}]`);
+  if (result.output_file)
+    notes.push(`[${result.output_file_incomplete ? 'partial' : 'full'}: ${result.output_file}]`);
   if (result.left_running?.length) {
-    const owner = result.background_task_id ? ` as ${result.background_task_id}` : '';
+    const owner = result.left_running_task_id ? ` as ${result.left_running_task_id}` : '';
     notes.push(`[${result.left_running.length} left running${owner}]`);
   }
   return [head, ...notes].join(' ');

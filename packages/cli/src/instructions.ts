@@ -18,6 +18,7 @@ export function cliInstructions(config: CliConfig, backgroundAvailable: boolean)
     lines.push(
       `Long commands: known slow commands (installs, builds, test suites, clones) and any command still running after ${config.autoBackgroundThreshold}s return { background_task_id, status, message } instead of blocking; the command keeps running with nothing lost.`,
       '- Then call check_background_task({ task_id, wait_seconds: 30 }) to wait for the result, read_background_output to page through output so far, cancel_background_task to stop it. Pass background: true to start a command (e.g. a dev server) in the background on purpose, background: false to wait for it in the foreground (with a timeout in seconds).',
+      '- A command that finished but left processes running (`server & echo started`) returns its own result plus left_running and left_running_task_id: that task is what it left behind (it may never end); read its output or cancel it, do not wait for it.',
     );
   } else {
     lines.push(

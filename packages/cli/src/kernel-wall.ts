@@ -58,8 +58,13 @@ function gitConfigHint(path: string | undefined): string {
   return " A repository's git config is protected (it can make git run programs outside the sandbox): pass settings per command instead, e.g. git -c user.name=NAME -c user.email=EMAIL commit …, or GIT_AUTHOR_NAME / GIT_AUTHOR_EMAIL / GIT_COMMITTER_NAME / GIT_COMMITTER_EMAIL in env.";
 }
 
-/** A `Permission denied` line of a command's error output, and the path it names. */
-const EACCES_LINE = /^.*(?:Permission denied|\[Errno 13\]|EACCES).*$/gm;
+/**
+ * A line of a command's error output that may be about a hidden secret: `Permission denied` (a
+ * masked file), or `No such file or directory` (inside a masked directory, which is empty).
+ */
+const EACCES_LINE =
+  /^.*(?:Permission denied|\[Errno 13\]|EACCES|No such file or directory|\[Errno 2\]|ENOENT).*$/gm;
+const EACCES_WORDS = /Permission denied|\[Errno 13\]|EACCES|No such file or directory|\[Errno 2\]|ENOENT/;
 
 /**
  * What to tell the model when a command met a secret the sandbox hides (`maskedPaths`: the
@@ -73,16 +78,16 @@ export function hiddenSecret(
   if (result.sandbox !== 'workspace-write' || !masked?.length) return undefined;
   const text = `${result.stderr.head}\n${result.stderr.tail}\n${result.stdout.head}\n${result.stdout.tail}`;
   for (const line of text.match(EACCES_LINE) ?? []) {
-    const named = refusedPath(line.replace(/Permission denied|\[Errno 13\]|EACCES/, 'Read-only file system'));
+    const named = refusedPath(line.replace(EACCES_WORDS, 'Read-only file system'));
     if (!named) continue;
     const abs = resolve(cwd, named);
-    let real = abs;
-    try {
-      real = realpathSync(abs); // a symlink to a hidden file is the hidden file
-    } catch {
-      // gone or unreadable: the name as written
-    }
-    const hit = masked.find((m) => [abs, real].some((p) => p === m || p.startsWith(`${m}/`)));
+    // A symlink to a hidden file is the hidden file, and a masked path is hidden under its real
+    // name too (`.env -> config/prod.secret`).
+    const names = new Set([abs, realOr(abs)]);
+    const hit = masked.find((m) => {
+      const hidden = [m, realOr(m)];
+      return [...names].some((p) => hidden.some((h) => p === h || p.startsWith(`${h}/`)));
+    });
     if (!hit) continue;
     return {
       path: named,
@@ -127,4 +132,12 @@ export function sandboxRefusal(result: ProcessResult): SandboxRefusal | undefine
     message: `The sandbox refused a write${where}: the path is protected (shell start-up files, .ssh, .git/hooks, .git/config, .env files and the host's protected paths are read-only for every command). Write somewhere else.`,
     ...(path ? { path } : {}),
   };
+}
+
+function realOr(path: string): string {
+  try {
+    return realpathSync(path);
+  } catch {
+    return path;
+  }
 }

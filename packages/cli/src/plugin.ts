@@ -10,9 +10,9 @@ import {
 import { defaultTrashDir } from '@conch/trash';
 import { ensureProcessManager, findBwrap } from '@conch/process';
 import { z } from 'zod';
-import { cliConfigSchema, type CliConfig } from './config.js';
+import { cliConfigSchema, timerSeconds, type CliConfig } from './config.js';
 import { cliInstructions } from './instructions.js';
-import { processLayerFor } from './process-target.js';
+import { plannedTarget, processLayerFor } from './process-target.js';
 import type { CliPlan } from './plan.js';
 import { resolveShell } from './plan.js';
 import {
@@ -42,7 +42,9 @@ export const cliToolInputSchema = z
       .min(1)
       .optional()
       .describe('Working directory (relative to the workspace); default the workspace'),
-    timeout: z.number().positive().optional().describe('Seconds after which the command is killed'),
+    timeout: timerSeconds()
+      .optional()
+      .describe('Seconds after which the command is killed (at most 2147483, ~24.8 days; omit for no limit)'),
     background: z
       .boolean()
       .optional()
@@ -123,6 +125,9 @@ export const cliPlugin = definePlugin<CliConfig>({
     }
     const runtime = cliRuntime(config);
     const manager = ensureProcessManager(ctx);
+    // The registry's cap on spill files (output_file and plumbing), when the config names one.
+    if (config.spillLimitPerRegistry !== undefined)
+      manager.setSpillLimits({ total: config.spillLimitPerRegistry });
     // What every sandbox of this registry gives commands: the registry's temp dir (the safe-rm
     // function file) read-only, the trash writable. Registered before the first command, so cli,
     // terminal and file tools share one sandbox (one network namespace, one /tmp).
@@ -160,8 +165,10 @@ export const cliPlugin = definePlugin<CliConfig>({
             cwd: plan.cwd,
             plan,
             ...(args.sandbox === false ? { escalation: { justification: args.justification ?? '' } } : {}),
-            // A remote target: the local sandbox does not apply there; the gate judges as without one.
+            // A remote target: the local sandbox does not apply there; the gate judges as without
+            // one, with the target's home and workspace.
             ...(processLayerFor(call, manager)?.remote ? { sandboxAvailable: false } : {}),
+            ...targetOfPlan(plan),
           }),
           execute: (args, call, plan) =>
             runCommand(call, toRequest(args), undefined, { plan, runtime, manager }),
@@ -175,5 +182,14 @@ export const cliPlugin = definePlugin<CliConfig>({
     };
   },
 });
+
+/** The permission request's `target` for a plan made for a remote target. */
+function targetOfPlan(plan: CliPlan): { target?: { name: string; workspace: string; home?: string } } {
+  const where = plannedTarget(plan);
+  if (!where) return {};
+  return {
+    target: { name: where.target, workspace: where.cwd, ...(where.home ? { home: where.home } : {}) },
+  };
+}
 
 export default cliPlugin;

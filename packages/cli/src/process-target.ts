@@ -55,6 +55,18 @@ export function blindReason(plan: CliPlan): Unreachable | undefined {
   return blindPlans.get(plan);
 }
 
+const plannedTargets = new WeakMap<CliPlan, ProcessTarget>();
+
+/** Marks a plan made for a remote target: the gate judges it against the target's home and workspace. */
+export function markTarget(plan: CliPlan, where: ProcessTarget): void {
+  plannedTargets.set(plan, where);
+}
+
+/** The remote target a plan was made for, if any. */
+export function plannedTarget(plan: CliPlan): ProcessTarget | undefined {
+  return plannedTargets.get(plan);
+}
+
 /** The base cwd in a target: the config's cwd against the target's workspace. */
 export function remoteBaseCwd(configCwd: string | undefined, where: ProcessTarget): string {
   return posix.resolve(where.cwd, configCwd ?? '.');

@@ -1,4 +1,5 @@
-import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
+import { randomBytes } from 'node:crypto';
+import { existsSync, mkdirSync, rmSync, writeFileSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import {
   BACKGROUND_SERVICE,
@@ -12,6 +13,8 @@ import {
 import { defaultTrashDir, TrashStore } from '@conch/trash';
 import {
   BubblewrapExecutor,
+  commandLineProblem,
+  describeCommandLineProblem,
   type Executor,
   type LeftoverHandle,
   type ProcessHandle,
@@ -46,6 +49,7 @@ import {
   directoryState,
   isUnreachable,
   markBlind,
+  markTarget,
   processLayerFor,
   reachTarget,
   remoteBaseCwd,
@@ -225,6 +229,7 @@ export async function planRequest(
   });
   // Planned without its target (the connection failed): it must not run; runCommand says why.
   if (isUnreachable(where)) markBlind(plan, where);
+  else if (where) markTarget(plan, where);
   return plan;
 }
 
@@ -401,17 +406,6 @@ async function runOn(
       'SANDBOX_UNAVAILABLE',
     );
   }
-  let executor: Executor | undefined;
-  try {
-    executor = where
-      ? undefined
-      : runtime.executor(baseCwd, safeRm ? [safeRm.trashDir, dirname(safeRm.file)] : []);
-  } catch (error) {
-    return errorResult(plan.mode, (error as Error).message, 'SANDBOX_UNAVAILABLE');
-  }
-  // (Safe rm in a sandbox: the trash is writable there and the rm function file, in the registry's
-  // temp dir, visible but not writable — the cli plugin shares both with every sandbox at setup.)
-  const sandbox: SandboxProfile | undefined = executor ? undefined : baseSandbox;
   if (safeRm) {
     mkdirSync(safeRm.trashDir, { recursive: true, mode: 0o700 });
     if (plan.dialect === 'bash') {
@@ -425,13 +419,54 @@ async function runOn(
     : safeRm && plan.dialect !== 'bash'
       ? `. ${quoteWord(safeRm.file)}\n${plan.line}`
       : plan.line;
+  // A long script (a heredoc writing a file) cannot be one argument of `bash -c` (Linux takes at
+  // most 128 KiB per argument): it runs from a file holding exactly the text the gate judged.
+  const scriptFile =
+    plan.mode === 'shell' && !where && Buffer.byteLength(script) > SCRIPT_FILE_BYTES
+      ? writeScriptFile(ctx.env.tempDir(), script)
+      : undefined;
+  if (plan.mode === 'direct' && !where) {
+    // One argument too long for exec: say which field, before the spawn names the wrong thing.
+    const argv = plan.argv!;
+    const tooLong = commandLineProblem(argv[0]!, argv.slice(1), env);
+    if (tooLong && tooLong.field !== 'env') {
+      const fromArgs = request.args?.length ?? 0;
+      const field =
+        tooLong.field === 'args' && tooLong.index! >= argv.length - 1 - fromArgs ? 'args' : 'command';
+      return errorResult(
+        plan.mode,
+        `cli_based_tool '${field}' is too long to run: ${describeCommandLineProblem(tooLong)}. Write long data to a file and pass its path, or put it in a script (a heredoc: shell mode runs long scripts from a file).`,
+        'INVALID_ARGUMENTS',
+      );
+    }
+  }
+  let executor: Executor | undefined;
+  try {
+    executor = where
+      ? undefined
+      : runtime.executor(baseCwd, [
+          ...(safeRm ? [safeRm.trashDir, dirname(safeRm.file)] : []),
+          ...(scriptFile ? [dirname(scriptFile)] : []),
+        ]);
+  } catch (error) {
+    return errorResult(plan.mode, (error as Error).message, 'SANDBOX_UNAVAILABLE');
+  }
+  // (Safe rm in a sandbox: the trash is writable there and the rm function file, in the registry's
+  // temp dir, visible but not writable — the cli plugin shares both with every sandbox at setup.)
+  const sandbox: SandboxProfile | undefined = executor ? undefined : baseSandbox;
   const outputDir: string | true = cfg.outputDir ? resolve(baseCwd, cfg.outputDir) : true;
   // Connections the sandbox's proxy refuses from now on are this command's (or a concurrent one's).
   const startedAt = performance.now();
-  const spawn = (signal: AbortSignal | undefined) =>
-    plan.mode === 'direct'
-      ? manager.spawn(plan.argv![0]!, plan.argv!.slice(1), spawnOptions(signal))
-      : manager.spawn(script, [], { ...spawnOptions(signal), shell: plan.shell });
+  const spawn = (signal: AbortSignal | undefined) => {
+    const proc =
+      plan.mode === 'direct'
+        ? manager.spawn(plan.argv![0]!, plan.argv!.slice(1), spawnOptions(signal))
+        : scriptFile
+          ? manager.spawn(plan.shell, [scriptFile], spawnOptions(signal))
+          : manager.spawn(script, [], { ...spawnOptions(signal), shell: plan.shell });
+    if (scriptFile) void proc.result.then(() => rmSync(scriptFile, { force: true }));
+    return proc;
+  };
   const spawnOptions = (signal: AbortSignal | undefined) => ({
     ...(executor ? { executor } : {}),
     ...(sandbox ? { sandbox } : {}),
@@ -442,7 +477,14 @@ async function runOn(
       : {}),
     ...(signal ? { signal } : {}),
     // The combined file is what output_file names: kept where a later turn can still read it.
-    capture: { headBytes: budgetBytes, tailBytes: budgetBytes, spill: 'combined' as const, outputDir },
+    capture: {
+      headBytes: budgetBytes,
+      tailBytes: budgetBytes,
+      spill: 'combined' as const,
+      outputDir,
+      ...(cfg.spillLimitPerCall !== undefined ? { maxFileBytes: cfg.spillLimitPerCall } : {}),
+      onFileLimit: cfg.onSpillLimit,
+    },
     keepLeftoverOutput: true,
     label,
   });
@@ -451,11 +493,14 @@ async function runOn(
   const finish = async (proc: ProcessHandle, result: ProcessResult): Promise<CliResult> => {
     let outcome = result;
     let out = formatResult(outcome, format);
-    if (out.truncated && !out.output_file) {
+    if (out.truncated && !out.output_file && !result.spill) {
       // Cut by characters though the bytes fit in memory: every byte goes to a file all the same.
+      // (When no directory can take it, the report says so and the result names what is lost.)
       const file = await proc.materializeOutput();
-      if (file) {
-        outcome = { ...outcome, outputFile: file };
+      const report = proc.combined?.report?.();
+      const spill = report && (report.problem !== undefined || report.relocated) ? report : undefined;
+      if (file || spill) {
+        outcome = { ...outcome, ...(file ? { outputFile: file } : {}), ...(spill ? { spill } : {}) };
         out = formatResult(outcome, format);
       }
     }
@@ -484,6 +529,15 @@ async function runOn(
       const message = `The sandbox's network refused ${hosts.join(', ')} (${blocked[0]!.reason}). Only destinations on the host's allow-list are reached; if the task needs ${hosts.length > 1 ? 'these' : 'this one'}, tell the user (the host can add it to the permission config's network.allow), or call again with sandbox: false and a justification.`;
       out.error = out.error ? `${out.error} ${message}` : message;
       out.error_code ??= 'NETWORK_BLOCKED';
+    }
+    if (blocked.length === 0 && result.sandbox === 'workspace-write' && !out.error_code) {
+      const direct = directNetworkFailure(
+        `${result.stderr.head}\n${result.stderr.tail}\n${result.stdout.tail}`,
+      );
+      if (direct) {
+        out.error = `${out.error ? `${out.error} ` : ''}The sandbox has no direct network and no DNS (${direct}): connections go through its proxy (HTTP_PROXY / HTTPS_PROXY are set; node's fetch before 22.21 and 24.5 ignores them, as do raw sockets). Use a tool that honours the proxy, or, if the task needs it, tell the user.`;
+        out.error_code = 'NETWORK_BLOCKED';
+      }
     }
     if (transportLost(result)) {
       out.error = `The connection to ${where?.target ?? 'the target'} was lost while the command ran; its exec server killed what the command started when the connection closed. Run it again: the next call reconnects.`;
@@ -514,8 +568,10 @@ async function runOn(
         idPrefix: 'cli',
         run: leftoverRun(handle),
       });
-      out.background_task_id = info.id;
-      out.left_running_message = `The command returned but left processes running: ${list}. They continue as background task ${info.id}: check_background_task, read_background_output (their output after the command ended) and cancel_background_task work on it.`;
+      // Not background_task_id: that field means the command itself did not finish (seed 001), and
+      // a host waiting on it would wait on a server that never ends and miss this result.
+      out.left_running_task_id = info.id;
+      out.left_running_message = `The command finished (this is its result) but left processes running: ${list}. They continue as background task ${info.id} (left_running_task_id): read_background_output shows what they write from now on, cancel_background_task ends them; check_background_task reports them done only when they all exit (a server never does).`;
       return;
     }
     await handle.kill();
@@ -597,6 +653,16 @@ async function runOn(
   return finish(proc, await proc.result);
 }
 
+/** Scripts longer than this run from a file (`bash FILE`) instead of `bash -c SCRIPT`. */
+const SCRIPT_FILE_BYTES = 64 * 1024;
+
+/** Writes a long script where every sandbox of the registry can read it (its temp dir); removed after the run. */
+function writeScriptFile(tempDir: string, script: string): string {
+  const file = join(tempDir, `cli-script-${randomBytes(6).toString('hex')}.sh`);
+  writeFileSync(file, script, { mode: 0o600 });
+  return file;
+}
+
 /** Connections the sandbox's proxy refused since `since` (a local process manager's; none elsewhere). */
 function networkBlocked(
   manager: ProcessLayer,
@@ -606,4 +672,16 @@ function networkBlocked(
     networkBlockedSince?(since: number): { host: string; port: number; reason: string }[];
   };
   return typeof local.networkBlockedSince === 'function' ? local.networkBlockedSince(since) : [];
+}
+
+/**
+ * A network failure a tool printed that only a sandbox without direct network explains: no DNS,
+ * no route, a refused connection to somewhere other than the sandbox's own loopback.
+ */
+function directNetworkFailure(text: string): string | undefined {
+  const m =
+    /Could not resolve host[^\n]*|Temporary failure in name resolution|getaddrinfo (?:ENOTFOUND|EAI_AGAIN)[^\n]*|Name or service not known|Network is unreachable|connect ECONNREFUSED (?!127\.0\.0\.1\b|::1\b)[^\s]+/.exec(
+      text,
+    );
+  return m?.[0].slice(0, 120);
 }

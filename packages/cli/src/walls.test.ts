@@ -200,7 +200,10 @@ describe('leftovers', () => {
     expect(r).toMatchObject({ returncode: 0, stdout: 'started\n' });
     expect(r.left_running.length).toBeGreaterThan(0);
     expect(r.left_running_message).toMatch(/background task/);
-    const id = r.background_task_id as string;
+    // The command finished: its own result, with the leftovers' task named apart from
+    // background_task_id (which would say the command itself was backgrounded).
+    expect(r.background_task_id).toBeUndefined();
+    const id = r.left_running_task_id as string;
     await waitFor(() => survivors(prefix).length > 0, { what: 'leftovers running', timeoutMs: 5_000 });
     const logs = () => registry.execute('read_background_output', { task_id: id }) as Promise<Result>;
     await waitFor(async () => String((await logs()).output ?? '').includes('late'), {
@@ -231,6 +234,7 @@ describe('leftovers', () => {
       expect(r.left_running.length).toBeGreaterThan(0);
       expect(r.left_running_message).toMatch(/killed/);
       expect(r.background_task_id).toBeUndefined();
+      expect(r.left_running_task_id).toBeUndefined();
       await waitFor(() => survivors(prefix).length === 0, { what: 'leftovers killed', timeoutMs: 10_000 });
     }
   });

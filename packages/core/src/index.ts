@@ -8,6 +8,7 @@ export { InvalidArgumentsError } from './errors/invalid-arguments-error.js';
 export { PluginLoadError, type PluginLoadFailure } from './errors/plugin-load-error.js';
 export { DuplicateToolError } from './errors/duplicate-tool-error.js';
 export { ToolExecutionError } from './errors/tool-execution-error.js';
+export { PluginSetupError } from './errors/plugin-setup-error.js';
 export {
   AbortedError,
   InvalidPluginError,
@@ -76,7 +77,10 @@ export { isToken, token, type Token } from './token.js';
 export { DuplicateServiceError, NoSuchServiceError } from './errors/service-errors.js';
 export { toJsonSchema, formatToolSchema, type JsonSchema, type SchemaFormat } from './schema.js';
 export { normalizeConfigKeys } from './config-aliases.js';
+export { toJsonSafe, type JsonSafeOptions, type JsonSafeResult } from './json-safe.js';
+export { checkArgumentLimits, DEFAULT_ARGUMENT_LIMITS, type ArgumentLimits } from './argument-limits.js';
 export {
+  DEFAULT_SETUP_TIMEOUT_MS,
   PluginRegistry,
   type DiscoveryReport,
   type ExecuteOptions,

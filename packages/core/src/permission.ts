@@ -44,6 +44,12 @@ export type PermissionRequest =
        * machine's answer.
        */
       sandboxAvailable?: boolean;
+      /**
+       * Where the command runs when that is not this machine (an ssh host, a container, a pod):
+       * the gate judges its paths — `~`, the workspace, protected paths — against the target's
+       * home and workspace, never this machine's.
+       */
+      target?: { name: string; workspace: string; home?: string };
     }
   | {
       kind: 'action';

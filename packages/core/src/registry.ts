@@ -3,7 +3,7 @@ import { randomUUID } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { fileURLToPath, pathToFileURL } from 'node:url';
 import { container as rootContainer, type DependencyContainer, type InjectionToken } from 'tsyringe';
 import { z } from 'zod';
 import { normalizeConfigKeys } from './config-aliases.js';
@@ -17,6 +17,7 @@ import type {
   ToolProgress,
   ToolResult,
 } from './define.js';
+import { checkArgumentLimits, DEFAULT_ARGUMENT_LIMITS, type ArgumentLimits } from './argument-limits.js';
 import { findPluginCandidates, loadCandidate } from './discovery.js';
 import { ConchError } from './errors/conch-error.js';
 import { DuplicateToolError } from './errors/duplicate-tool-error.js';
@@ -25,6 +26,7 @@ import { InvalidConfigError } from './errors/invalid-config-error.js';
 import { NoSuchPluginError } from './errors/no-such-plugin-error.js';
 import { NoSuchToolError } from './errors/no-such-tool-error.js';
 import { PluginLoadError } from './errors/plugin-load-error.js';
+import { PluginSetupError } from './errors/plugin-setup-error.js';
 import {
   AbortedError,
   InvalidPluginError,
@@ -35,6 +37,7 @@ import {
 import { ToolExecutionError } from './errors/tool-execution-error.js';
 import { toValidationIssues } from './errors/validation-issue.js';
 import { EventBus } from './events.js';
+import { toJsonSafe } from './json-safe.js';
 import { createDefaultLogger, type Logger } from './logger.js';
 import type { ApproveFn, PermissionDecision } from './permission.js';
 import { checkPluginShape, toolShape } from './plugin-shape.js';
@@ -59,7 +62,26 @@ export interface PluginRegistryOptions {
   tempRoot?: string;
   /** Keep the registry's temp dir (spill files, logs) after dispose(). Default false. */
   keepTempFiles?: boolean;
+  /**
+   * How long an asynchronous plugin `setup` may take before `expose()` rejects with
+   * `PLUGIN_SETUP_TIMEOUT` naming the plugin (a deadline for a hung third-party plugin, in wall
+   * time). Default 60 000 ms; `Infinity` waits forever.
+   */
+  setupTimeoutMs?: number;
+  /**
+   * Limits on tool-call arguments, checked before the tool's schema: deeper nesting or more values
+   * fail with `INVALID_ARGUMENTS` naming the field. Default `{ maxDepth: 64, maxValues: 100_000 }`.
+   */
+  argumentLimits?: Partial<ArgumentLimits>;
+  /**
+   * Nesting a tool result may have; deeper values are replaced by "[Too deep]" (and logged) so the
+   * result still serializes. Default 500.
+   */
+  maxResultDepth?: number;
 }
+
+/** The default of `PluginRegistryOptions.setupTimeoutMs`: generous, since setups may start processes. */
+export const DEFAULT_SETUP_TIMEOUT_MS = 60_000;
 
 export interface ExecuteOptions {
   signal?: AbortSignal;
@@ -117,6 +139,8 @@ export interface PermissionDeniedResult extends ToolResult {
 interface KnownPlugin {
   plugin: PluginDefinition;
   source: string;
+  /** The package directory of a discovered plugin (to attribute a stack trace to it). */
+  dir?: string;
 }
 
 interface ExposedTool {
@@ -150,13 +174,16 @@ export class PluginRegistry {
   private readonly exposed = new Map<string, { ctx: PluginContext; setup: PluginSetup }>();
   private readonly exposing = new Set<string>();
   private readonly provided = new Map<string, string>();
-  private readonly statusReaders: { section: string; read: () => unknown }[] = [];
+  private readonly statusReaders: { section: string; read: () => unknown; owner: string }[] = [];
+  /** Fails the expose of each asynchronous setup still running, at dispose (the registry is gone). */
+  private readonly pendingSetups = new Set<(error: Error) => void>();
   private warnedExposeTool = false;
   private readonly toolsByName = new Map<string, ExposedTool>();
   private readonly disposers: { owner: string; fn: () => void | Promise<void> }[] = [];
   private readonly inFlight = new Set<AbortController>();
   private tempDirPath: string | undefined;
   private disposing: Promise<void> | undefined;
+  private readonly argumentLimits: ArgumentLimits;
 
   constructor(options: PluginRegistryOptions = {}) {
     this.options = options;
@@ -164,6 +191,7 @@ export class PluginRegistry {
     this.logger = options.logger ?? createDefaultLogger();
     this.events = new EventBus(this.logger);
     this.container = rootContainer.createChildContainer();
+    this.argumentLimits = { ...DEFAULT_ARGUMENT_LIMITS, ...options.argumentLimits };
     for (const plugin of options.plugins ?? []) this.register(plugin, 'host');
   }
 
@@ -223,7 +251,7 @@ export class PluginRegistry {
           );
           continue;
         }
-        this.known.set(plugin.name, { plugin, source });
+        this.known.set(plugin.name, { plugin, source, dir: candidate.dir });
         report.loaded.push(plugin.name);
       }
     }
@@ -252,6 +280,27 @@ export class PluginRegistry {
 
   isExposed(pluginName: string): boolean {
     return this.exposed.has(pluginName);
+  }
+
+  /**
+   * The discovered plugin a thrown value most likely comes from, by the first frame of its stack
+   * that lies in a plugin package's directory; undefined when none does (or it has no stack). For a
+   * host's process-level handlers: an exception thrown from a plugin's own timer reaches
+   * `process.on('uncaughtException')` with nothing else to tell whose it was.
+   */
+  pluginOfError(error: unknown): string | undefined {
+    const stack = error instanceof Error && typeof error.stack === 'string' ? error.stack : undefined;
+    if (!stack) return undefined;
+    const dirs: { name: string; path: string; url: string }[] = [];
+    for (const { plugin, dir } of this.known.values()) {
+      if (dir) dirs.push({ name: plugin.name, path: `${dir}/`, url: `${pathToFileURL(dir).href}/` });
+    }
+    if (dirs.length === 0) return undefined;
+    for (const line of stack.split('\n').slice(1)) {
+      const hit = dirs.find((d) => line.includes(d.path) || line.includes(d.url));
+      if (hit) return hit.name;
+    }
+    return undefined;
   }
 
   /**
@@ -319,14 +368,15 @@ export class PluginRegistry {
         parsed.error,
       );
     }
-    const ctx = this.pluginContext(plugin.name, parsed.data);
+    const exposure = { late: false };
+    const ctx = this.pluginContext(plugin.name, parsed.data, exposure);
     this.exposing.add(pluginName);
     let setup: PluginSetup | Promise<PluginSetup>;
     try {
       setup = this.runSetup(plugin, ctx);
     } catch (error) {
       this.exposing.delete(pluginName);
-      throw error;
+      throw PluginSetupError.from(pluginName, error);
     }
     const finish = (done: PluginSetup): string[] | Promise<string[]> => {
       const names = this.registerExposure(plugin, ctx, done);
@@ -345,27 +395,84 @@ export class PluginRegistry {
       }
       return partners.length ? Promise.all(partners).then(() => names) : names;
     };
-    if (!(setup instanceof Promise)) {
+    if (!isThenable(setup)) {
       try {
         return finish(setup);
       } finally {
         this.exposing.delete(pluginName);
       }
     }
-    return setup.then(
+    return this.withSetupDeadline(pluginName, Promise.resolve(setup), exposure).then(
       (done) => {
         this.exposing.delete(pluginName);
         return finish(done);
       },
       (error: unknown) => {
         this.exposing.delete(pluginName);
-        throw ConchError.isInstance(error)
-          ? error
-          : new InvalidPluginError(
-              `plugin '${pluginName}' setup failed: ${(error as Error)?.message ?? String(error)}`,
-            );
+        throw PluginSetupError.from(pluginName, error);
       },
     );
+  }
+
+  /**
+   * An asynchronous setup, bounded by `setupTimeoutMs`: past it the expose fails with
+   * PLUGIN_SETUP_TIMEOUT, and whatever the setup does later is refused (provide) or undone (its
+   * dispose runs when it finally returns), never half-exposed.
+   */
+  private withSetupDeadline(
+    pluginName: string,
+    setup: Promise<PluginSetup>,
+    exposure: { late: boolean },
+  ): Promise<PluginSetup> {
+    const bound = this.options.setupTimeoutMs ?? DEFAULT_SETUP_TIMEOUT_MS;
+    if (!(bound < Infinity)) return setup;
+    return new Promise<PluginSetup>((resolvePromise, reject) => {
+      // dispose() while the setup runs: the expose fails now instead of at the deadline.
+      const abandon = (error: Error) => {
+        clearTimeout(timer);
+        exposure.late = true;
+        reject(error);
+      };
+      this.pendingSetups.add(abandon);
+      const timer = setTimeout(() => {
+        this.pendingSetups.delete(abandon);
+        exposure.late = true;
+        reject(
+          new PluginSetupError(pluginName, {
+            code: 'PLUGIN_SETUP_TIMEOUT',
+            message:
+              `Plugin '${pluginName}' setup did not finish within ${bound} ms (the registry's setupTimeoutMs), ` +
+              'so the plugin was not exposed; the registry and its other plugins keep working. ' +
+              'A setup that waits for a service should time out on its own, or the host can raise setupTimeoutMs',
+          }),
+        );
+      }, bound);
+      setup.then(
+        (done) => {
+          clearTimeout(timer);
+          this.pendingSetups.delete(abandon);
+          if (!exposure.late) return resolvePromise(done);
+          this.logger.warn(
+            { plugin: pluginName },
+            `plugin '${pluginName}' setup finished after its deadline; it stays unexposed and its dispose runs now`,
+          );
+          void Promise.resolve()
+            .then(() => done?.dispose?.())
+            .catch((error: unknown) =>
+              this.logger.error({ err: error, plugin: pluginName }, 'late plugin dispose failed'),
+            );
+        },
+        (error: unknown) => {
+          clearTimeout(timer);
+          this.pendingSetups.delete(abandon);
+          if (!exposure.late) return reject(error);
+          this.logger.warn(
+            { err: error, plugin: pluginName },
+            `plugin '${pluginName}' setup failed after its deadline had already failed the expose`,
+          );
+        },
+      );
+    });
   }
 
   /** Runs `setup` (or, for plugins still on the deprecated hooks, `register` + `tools`). */
@@ -442,10 +549,20 @@ export class PluginRegistry {
   /** Each exposed plugin's guidance for the model, joined in expose order. */
   systemInstructions(): string {
     const parts: string[] = [];
-    for (const { setup } of this.exposed.values()) {
+    for (const [plugin, { setup }] of this.exposed) {
       const instructions = setup.instructions;
-      const text = typeof instructions === 'function' ? instructions() : instructions;
-      if (text?.trim()) parts.push(text.trim());
+      let text: unknown;
+      try {
+        text = typeof instructions === 'function' ? instructions() : instructions;
+      } catch (error) {
+        // A plugin bug costs its own guidance, not the host's prompt.
+        this.logger.error(
+          { err: error, plugin },
+          `plugin '${plugin}' instructions() threw; its guidance is left out`,
+        );
+        continue;
+      }
+      if (typeof text === 'string' && text.trim()) parts.push(text.trim());
     }
     return parts.join('\n\n');
   }
@@ -475,10 +592,11 @@ export class PluginRegistry {
    */
   async status(): Promise<RegistryStatus> {
     const sections: Record<string, unknown> = {};
-    for (const { section, read } of this.statusReaders) {
+    for (const { section, read, owner } of this.statusReaders) {
       try {
         sections[section] = await read();
       } catch (error) {
+        this.logger.warn({ err: error, plugin: owner, section }, `plugin '${owner}' status section threw`);
         sections[section] = { error: error instanceof Error ? error.message : String(error) };
       }
     }
@@ -522,6 +640,9 @@ export class PluginRegistry {
 
     try {
       this.events.emit('tool.call', { callId, tool: toolName, plugin, args });
+      // zod validates recursively: arguments past these limits would overflow the stack in it.
+      const tooBig = checkArgumentLimits(args ?? {}, this.argumentLimits);
+      if (tooBig) throw new InvalidArgumentsError(toolName, [tooBig]);
       const parsed = tool.inputSchema.safeParse(args ?? {});
       if (!parsed.success) {
         throw new InvalidArgumentsError(toolName, toValidationIssues(parsed.error, args ?? {}), parsed.error);
@@ -584,13 +705,25 @@ export class PluginRegistry {
       }
 
       this.events.emit('tool.start', { callId, tool: toolName });
-      const result = withResultSummary(
-        await raceAbort(
-          Promise.resolve().then(() => tool.execute(validArgs, ctx, prepared)),
-          controller.signal,
-          toolName,
-        ),
+      const raw = await raceAbort(
+        Promise.resolve().then(() => tool.execute(validArgs, ctx, prepared)),
+        controller.signal,
+        toolName,
+        (error) =>
+          entry.ctx.logger.warn(
+            { err: error, tool: toolName },
+            `tool '${toolName}' of plugin '${plugin}' failed after its call was aborted`,
+          ),
       );
+      // Results leave as JSON: a BigInt, a cycle or a Map must not fail later, far from the tool.
+      const safe = toJsonSafe(raw, { maxDepth: this.options.maxResultDepth ?? 500 });
+      if (safe.changes.length > 0) {
+        entry.ctx.logger.warn(
+          { tool: toolName, changes: safe.changes },
+          `tool '${toolName}' of plugin '${plugin}' returned values JSON cannot carry; converted: ${safe.changes.join('; ')}`,
+        );
+      }
+      const result = withResultSummary(safe.value as ToolResult);
       this.events.emit('tool.result', {
         callId,
         tool: toolName,
@@ -600,6 +733,12 @@ export class PluginRegistry {
       return result;
     } catch (error) {
       // A plugin bug surfaces as a typed error; the registry and its other tools keep working.
+      if (!ConchError.isInstance(error)) {
+        entry.ctx.logger.error(
+          { err: error, tool: toolName },
+          `tool '${toolName}' of plugin '${plugin}' threw; the call fails with TOOL_FAILED and the registry keeps working`,
+        );
+      }
       throw fail(ConchError.isInstance(error) ? error : new ToolExecutionError(toolName, error));
     } finally {
       options.signal?.removeEventListener('abort', onAbort);
@@ -622,6 +761,9 @@ export class PluginRegistry {
 
   private async doDispose(): Promise<void> {
     for (const controller of this.inFlight) controller.abort(new AbortedError('Registry dispose'));
+    for (const abandon of [...this.pendingSetups])
+      abandon(new RegistryDisposedError('finish exposing a plugin'));
+    this.pendingSetups.clear();
     for (const { owner, fn } of [...this.disposers].reverse()) {
       try {
         await fn();
@@ -643,24 +785,33 @@ export class PluginRegistry {
     return this.tempDirPath;
   }
 
-  private pluginContext(pluginName: string, config: unknown): PluginContext {
+  private pluginContext(pluginName: string, config: unknown, exposure: { late: boolean }): PluginContext {
     return {
       pluginName,
       config,
       container: this.container,
       logger: this.logger.child({ plugin: pluginName }),
-      events: this.events,
+      // Listeners registered through it that throw are logged with the plugin's name.
+      events: this.events.forPlugin(pluginName),
       env: { cwd: this.cwd, tempDir: () => this.tempDir() },
       resolveOptional: <T>(token: Token<T> | InjectionToken<T>) => this.resolveOptional<T>(token as Token<T>),
       isExposed: (name) => this.exposed.has(name),
       provide: (token, value) => {
+        if (exposure.late) {
+          throw new PluginSetupError(pluginName, {
+            code: 'PLUGIN_SETUP_TIMEOUT',
+            message: `plugin '${pluginName}' provided the service '${token.name}' after its setup deadline had passed; refused (the plugin is not exposed)`,
+          });
+        }
         const by = this.provided.get(token.name);
         if (by) throw new DuplicateServiceError(token.name, by, pluginName);
         this.provided.set(token.name, pluginName);
         this.container.register(token.id, { useValue: value });
       },
       onDispose: (fn) => this.disposers.push({ owner: pluginName, fn }),
-      reportStatus: (section, read) => this.statusReaders.push({ section, read }),
+      reportStatus: (section, read) => {
+        if (!exposure.late) this.statusReaders.push({ section, read, owner: pluginName });
+      },
     };
   }
 
@@ -681,8 +832,21 @@ export class PluginRegistry {
   }
 }
 
-function raceAbort<T>(promise: Promise<T>, signal: AbortSignal, toolName: string): Promise<T> {
-  if (signal.aborted) return Promise.reject(new AbortedError(`Tool call '${toolName}'`, signal.reason));
+/**
+ * `promise`, or an AbortedError as soon as `signal` fires. The tool's promise is always handled: a
+ * rejection that comes after the abort already answered the call goes to `late` (logged with the
+ * plugin's name), never to node as an unhandled rejection.
+ */
+function raceAbort<T>(
+  promise: Promise<T>,
+  signal: AbortSignal,
+  toolName: string,
+  late?: (error: unknown) => void,
+): Promise<T> {
+  if (signal.aborted) {
+    promise.catch((error: unknown) => late?.(error));
+    return Promise.reject(new AbortedError(`Tool call '${toolName}'`, signal.reason));
+  }
   return new Promise<T>((resolvePromise, reject) => {
     const onAbort = () => reject(new AbortedError(`Tool call '${toolName}'`, signal.reason));
     signal.addEventListener('abort', onAbort, { once: true });
@@ -693,10 +857,22 @@ function raceAbort<T>(promise: Promise<T>, signal: AbortSignal, toolName: string
       },
       (error: unknown) => {
         signal.removeEventListener('abort', onAbort);
+        // A tool that stops on the abort rejects with it: nothing to report.
+        const stopped =
+          error === signal.reason ||
+          (error instanceof Error && error.name === 'AbortError') ||
+          (ConchError.isInstance(error) && error.code === 'ABORTED');
+        if (signal.aborted && !stopped) late?.(error);
         reject(error instanceof Error ? error : new Error(String(error)));
       },
     );
   });
+}
+
+function isThenable<T>(value: T | Promise<T>): value is Promise<T> {
+  return (
+    typeof value === 'object' && value !== null && typeof (value as { then?: unknown }).then === 'function'
+  );
 }
 
 function tokenName(token: Token<unknown> | InjectionToken<unknown>): string {

@@ -23,8 +23,17 @@ export const ERROR_CODES = {
     'the command touched a secret the sandbox hides (.env files, ~/.ssh, cloud and registry credentials): neither readable nor writable inside it',
   SUPERVISOR_LOST:
     "conch's process supervisor (or the sandbox it lives in) went away while the command ran, so everything it ran was stopped; the next call starts a new one",
+  SUPERVISOR_UNRESPONSIVE:
+    "conch's process supervisor stopped answering (stopped or hung) while the call waited on it, so it was killed with everything it ran and replaced; the next call starts a new one",
   NETWORK_BLOCKED:
     'the sandbox refused a network connection (no network, or a destination not on the allow-list)',
+  // What happened to a command's output
+  OUTPUT_NOT_SAVED:
+    'output that did not fit the result could not be saved to a file (no writable directory, or writing failed): only its start and end are kept, and the result says how much is lost',
+  OUTPUT_TRUNCATED_DISK_FULL:
+    'the disk filled up while the output was saved: output_file holds only the first bytes, and the result says how many of how many',
+  OUTPUT_LIMIT_REACHED:
+    'the output reached a spill-file size limit (per call or per registry): output_file holds only the first bytes, and the result says how many and whether the command was stopped',
   // What the gate decided
   PERMISSION_DENIED: 'the permission gate (a rule, a safety check or the user) refused the call',
   // Sessions, tasks and pools

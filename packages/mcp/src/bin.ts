@@ -1,11 +1,35 @@
 #!/usr/bin/env node
 import 'reflect-metadata';
 import { readFileSync } from 'node:fs';
+import { createDefaultLogger, type Logger, type PluginRegistry } from '@conch/core';
 import { parseCliArgs, USAGE } from './cli-args.js';
 import { startStdioServer } from './start.js';
 
 // Most children die in dispose(); this bounds how long a stuck dispose can hold the exit.
 const EXIT_GRACE_MS = 10_000;
+
+// What escapes the registry is logged like the registry logs (pino on stderr; stdout is the
+// protocol): with the default logger until the registry exists, then with the registry's.
+let logger: Logger = createDefaultLogger();
+let registry: PluginRegistry | undefined;
+
+/**
+ * A third-party plugin's own timer, or a promise nobody awaits, can throw where no conch code is on
+ * the stack (conch catches what it calls itself: tools, listeners, setup). Node would end the
+ * server with every process it runs; conch-mcp logs the error instead — naming the plugin when its
+ * stack runs through a discovered plugin's package — and keeps serving.
+ */
+function keepServing(kind: string): (error: unknown) => void {
+  return (error) => {
+    const plugin = registry?.pluginOfError(error);
+    logger.error(
+      { err: error, ...(plugin === undefined ? {} : { plugin }) },
+      `conch-mcp: ${kind}${plugin === undefined ? '' : ` from plugin '${plugin}'`}; logged, the server keeps serving`,
+    );
+  };
+}
+process.on('uncaughtException', keepServing('uncaught exception'));
+process.on('unhandledRejection', keepServing('unhandled promise rejection'));
 
 async function main(): Promise<void> {
   const args = parseCliArgs(process.argv.slice(2));
@@ -21,6 +45,8 @@ async function main(): Promise<void> {
     return;
   }
   const running = await startStdioServer(args.config === undefined ? {} : { config: args.config });
+  registry = running.registry;
+  logger = running.registry.logger;
   let exiting = false;
   const shutdown = (why: string, code = 0) => {
     if (exiting) return;

@@ -20,6 +20,13 @@ declare module '@conch/core' {
       durationMs: number;
       reason?: 'exit' | 'timeout' | 'aborted' | 'killed' | 'error';
     };
+    /**
+     * A server listening in a sandbox is now reachable from the host at 127.0.0.1:<port> (port
+     * forwarding; `sandbox`: the profile kind it runs in).
+     */
+    'process.port.forwarded': { port: number; sandbox: string };
+    /** A forwarded port closed on the host (the server stopped listening, or its sandbox ended). */
+    'process.port.closed': { port: number; sandbox: string };
   }
 }
 

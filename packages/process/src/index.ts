@@ -1,7 +1,14 @@
 import './events.js';
 export { stripAnsi, cleanForModel, applyLineEdits } from './strip-ansi.js';
 export { completeUtf8Prefix, decodeUtf8, utf8StartOffset } from './utf8.js';
-export { SpillSink, type SpillSinkOptions } from './spill-sink.js';
+export {
+  SpillBudget,
+  SpillSink,
+  type SpillDir,
+  type SpillProblem,
+  type SpillReport,
+  type SpillSinkOptions,
+} from './spill-sink.js';
 export { OutputCapture, type CaptureSnapshot, type OutputCaptureOptions } from './output-capture.js';
 export { COOKIE_VAR, findCookiePids, pidAlive, procTable, type ProcEntry, sweepCookie } from './kill-tree.js';
 export { killTree, killTreeSync, treePids } from './process-tree.js';
@@ -17,13 +24,25 @@ export {
 } from './errors.js';
 export { ManagedProcess } from './managed-process.js';
 export {
+  DEFAULT_SPILL_LIMITS,
   ProcessManager,
+  type SpillLimits,
   type ProcessManagerOptions,
   type ProcessManagerStatus,
   type SpawnPtyOptions,
   type SupervisorOptions,
 } from './process-manager.js';
-export { validateSpawnArguments, type CaptureOptions, type SpawnOptions } from './spawn-options.js';
+export {
+  argMax,
+  commandLineProblem,
+  describeCommandLineProblem,
+  MAX_ARG_STRLEN,
+  MAX_TIMEOUT_MS,
+  validateSpawnArguments,
+  type CaptureOptions,
+  type CommandLineProblem,
+  type SpawnOptions,
+} from './spawn-options.js';
 export type { ExitReason, LeftoverProcess, OutputEvent, ProcessResult } from './process-result.js';
 export type { LeftoverHandle } from './leftover-handle.js';
 export type { PtyExit, PtyProcess } from './pty-process.js';
@@ -43,6 +62,7 @@ export {
   type WorkspaceWriteProfile,
 } from './sandbox-profile.js';
 export { probeSandbox, probeSandboxSync, type SandboxStatus } from './probe-sandbox.js';
+export { DEFAULT_FORWARD_POLL_MS, type ForwardedPort } from './port-forwarder.js';
 export { type SandboxFileHandle, type SandboxFileSystem } from './sandbox-file-system.js';
 export { onHostExit } from './host-exit.js';
 export { ensureProcessManager, PROCESS_MANAGER } from './ensure.js';

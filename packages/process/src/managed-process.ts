@@ -12,11 +12,12 @@ import {
   sweepCookie,
 } from './kill-tree.js';
 import { InvalidSpawnOptionError } from './errors.js';
+import { MAX_TIMEOUT_MS } from './spawn-options.js';
 import type { OutputCapture } from './output-capture.js';
 import type { ExitReason, LeftoverProcess, OutputEvent, ProcessResult } from './process-result.js';
 import type { SandboxKind } from './sandbox-profile.js';
 import type { SpawnedChild } from './spawned-child.js';
-import type { SpillSink } from './spill-sink.js';
+import type { SpillReport, SpillSink } from './spill-sink.js';
 import { cleanForModel, stripAnsi } from './strip-ansi.js';
 import { decodeUtf8 } from './utf8.js';
 
@@ -100,6 +101,10 @@ export class ManagedProcess {
   private spawnError: { code: string; message: string } | undefined;
   private drainTimedOut = false;
   private timeoutTimer: NodeJS.Timeout | undefined;
+  /** The call's limit counted from spawn(): asks the starter whether a child with no pid is a fault. */
+  private startDeadline: NodeJS.Timeout | undefined;
+  /** Stopped because its output reached a spill limit (capture.onFileLimit 'stop'). */
+  private limitStopped = false;
   private drainTimer: NodeJS.Timeout | undefined;
   private signal: AbortSignal | undefined;
   private readonly onAbort = () => void this.terminate('aborted');
@@ -184,8 +189,19 @@ export class ManagedProcess {
     return () => this.listeners?.delete(listener);
   }
 
-  /** Changes (or with undefined, clears) the timeout, counted from now. */
+  /**
+   * Changes (or with undefined, clears) the timeout, counted from now. Throws
+   * InvalidSpawnOptionError for a value that is not a positive number of ms up to MAX_TIMEOUT_MS
+   * (node's timers cannot wait longer: a larger delay would fire at once).
+   */
   setTimeout(ms: number | undefined): void {
+    if (ms !== undefined && !(ms > 0 && ms <= MAX_TIMEOUT_MS)) {
+      throw new InvalidSpawnOptionError(
+        'timeoutMs',
+        `a positive number of milliseconds, at most ${MAX_TIMEOUT_MS} (node's timer limit, ~24.8 days)`,
+        ms,
+      );
+    }
     this.timeoutChanged = true;
     this.armTimeout(ms);
   }
@@ -234,8 +250,28 @@ export class ManagedProcess {
     const sink = this.combined ?? this.stdout.sink;
     if (!sink) return undefined;
     const path = sink.materialize();
+    if (path === undefined) return undefined; // no directory could take it: see spillReport()
     await sink.flushed();
     return path;
+  }
+
+  /**
+   * What the output file holds now (the combined stream's with spill 'combined', else stdout's):
+   * bytes kept of bytes produced, and why they differ. Undefined when nothing is kept.
+   */
+  spillReport(): SpillReport | undefined {
+    return (this.combined ?? this.stdout.sink)?.report();
+  }
+
+  /**
+   * @internal A spill limit was reached and the spawn asked to stop there (capture.onFileLimit
+   * 'stop'): kills the tree; the result's spill report says `stopped`.
+   */
+  stopAtSpillLimit(): void {
+    if (this.limitStopped || this.finished) return;
+    this.limitStopped = true;
+    for (const sink of this.sinks()) sink.markStopped();
+    void this.terminate('killed');
   }
 
   /** The last non-empty output line so far (ANSI stripped, at most 200 characters). */
@@ -306,6 +342,8 @@ export class ManagedProcess {
     wire(); // a ChildProcess has its pipes already; a supervised child gets them by 'spawn'
     child.once('spawn', () => {
       this.ran = true;
+      if (this.startDeadline) clearTimeout(this.startDeadline);
+      this.startDeadline = undefined;
       wire();
       this.resolveSpawned(child.pid);
       this.report();
@@ -343,6 +381,16 @@ export class ManagedProcess {
       void this.spawned.then((pid) => {
         if (pid !== undefined && !this.timeoutChanged) this.armTimeout(ms);
       });
+      // But a supervisor that does not answer must not hold the call past its limit: once the
+      // limit has passed since the call, a child still without a pid asks its starter, who fails
+      // it at once if its supervisor is stalled (SIGSTOP, a hang) and lets it wait while the
+      // supervisor progresses (still starting, answering pings).
+      if (child.overdue) {
+        this.startDeadline = setTimeout(() => {
+          this.startDeadline = undefined;
+          if (!this.ran && !this.finished && !this.exited) child.overdue?.();
+        }, ms);
+      }
     }
     if (options.signal) this.attachSignal(options.signal);
   }
@@ -359,9 +407,15 @@ export class ManagedProcess {
     this.open.add(stream);
     const events = this.owner.events;
     stream.on('data', (chunk: Buffer) => {
-      if (!capture.write(chunk)) {
-        stream.pause();
-        capture.onDrain(() => stream.resume());
+      // Nothing may throw here: an exception in a stream handler is uncaught and ends the host.
+      // (The capture and its sink never throw; this is the last line of defence.)
+      try {
+        if (!capture.write(chunk)) {
+          stream.pause();
+          capture.onDrain(() => stream.resume());
+        }
+      } catch (error) {
+        this.owner.logger?.error({ err: error, id: this.id }, 'output capture failed; output dropped');
       }
       if (this.recent) this.keepRecent(chunk);
       if (this.listeners?.size || (events && events.listenerCount('process.output') > 0)) {
@@ -441,6 +495,7 @@ export class ManagedProcess {
     this.finished = true;
     if (this.drainTimer) clearTimeout(this.drainTimer);
     if (this.timeoutTimer) clearTimeout(this.timeoutTimer);
+    if (this.startDeadline) clearTimeout(this.startDeadline);
     this.detachSignal();
     if (this.forceFile) for (const sink of this.sinks()) sink.materialize();
     const stdout = this.stdout.snapshot();
@@ -462,6 +517,17 @@ export class ManagedProcess {
     } else {
       await this.endSinks();
     }
+    // What each file really holds, once written (exact after endSinks): said only when it is not
+    // every byte where it was asked for.
+    const spillOf = (sink: SpillSink | undefined) => {
+      const report = sink?.report();
+      return report && (report.problem !== undefined || report.relocated) ? report : undefined;
+    };
+    const stdoutSpill = spillOf(this.stdout.sink);
+    const stderrSpill = spillOf(this.stderr.sink);
+    if (stdoutSpill) stdout.spill = stdoutSpill;
+    if (stderrSpill) stderr.spill = stderrSpill;
+    const combinedSpill = spillOf(this.combined);
     const reason: ExitReason = this.reason ?? 'exit';
     const result: ProcessResult = {
       id: this.id,
@@ -476,11 +542,15 @@ export class ManagedProcess {
       stdout,
       stderr,
       ...(this.combined?.path ? { outputFile: this.combined.path } : {}),
+      ...(combinedSpill ? { spill: combinedSpill } : {}),
       ...(this.spawnError ? { spawnError: this.spawnError } : {}),
       drainTimedOut: this.drainTimedOut,
       leftRunning,
       sandbox: this.sandboxOf(),
       ...(this.child.lostReason ? { supervisorLost: this.child.lostReason } : {}),
+      ...(this.child.lostReason && this.child.lostUnresponsive
+        ? { supervisorUnresponsive: true as const }
+        : {}),
     };
     this.owner.finished(this, result);
     this.resolveResult(result);

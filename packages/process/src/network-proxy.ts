@@ -5,6 +5,7 @@ import {
   type Server,
   type ServerResponse,
 } from 'node:http';
+import { lookup } from 'node:dns/promises';
 import { connect, isIP, type Socket } from 'node:net';
 import { domainToASCII } from 'node:url';
 import type { Logger } from '@conch/core';
@@ -14,6 +15,13 @@ export interface Destination {
   /** Lowercase, no trailing dot, IDN as punycode, IPv4 in dotted decimal, IPv6 without brackets. */
   host: string;
   port: number;
+  /**
+   * The addresses `host` resolves to (outside the sandbox), normalised like hosts; the proxy
+   * connects to the first of them, the one that was decided on (no second lookup to rebind).
+   */
+  addresses?: readonly string[];
+  /** Looks `host` up (once; later calls answer from the first): call it only for an allowed name. */
+  resolve?: () => Promise<readonly string[]>;
 }
 
 export interface ConnectionVerdict {
@@ -48,11 +56,20 @@ export function normalizeHost(raw: string): string | undefined {
   if (host.startsWith('[') && host.endsWith(']')) host = host.slice(1, -1);
   if (host === '' || /[\s/@\\?#%]/.test(host)) return undefined;
   if (isIP(host) === 6) {
+    let v6: string;
     try {
-      return new URL(`http://[${host}]/`).hostname.slice(1, -1);
+      v6 = new URL(`http://[${host}]/`).hostname.slice(1, -1);
     } catch {
       return undefined;
     }
+    // An IPv4-mapped address is that IPv4 address (`::ffff:127.0.0.3` connects to 127.0.0.3).
+    const mapped = /^::ffff:([0-9a-f]{1,4}):([0-9a-f]{1,4})$/.exec(v6);
+    if (mapped) {
+      const hi = parseInt(mapped[1]!, 16);
+      const lo = parseInt(mapped[2]!, 16);
+      return `${hi >> 8}.${hi & 255}.${lo >> 8}.${lo & 255}`;
+    }
+    return v6;
   }
   if (host.includes(':')) return undefined;
   let parsed: string;
@@ -144,23 +161,57 @@ export class NetworkProxy {
     for (const socket of this.sockets) socket.destroy();
   }
 
-  private async verdict(destination: Destination): Promise<ConnectionVerdict> {
+  /**
+   * Decides a destination: `decide` judges the name first and resolves it (here: the sandbox has no
+   * DNS) only once the name is allowed, through `resolve`; the unspecified addresses (`0.0.0.0`,
+   * `::` connect to this machine) are refused; on an allow the address to connect to is the first
+   * one decided on (no second lookup to rebind). A name that does not resolve is no refusal: the
+   * client gets a 502 (`unreachable`).
+   */
+  private async admit(
+    destination: Destination,
+  ): Promise<ConnectionVerdict & { address?: string; unreachable?: string }> {
+    let resolved: string[] | undefined;
+    let lookupError: string | undefined;
+    const resolve = async (): Promise<string[]> => {
+      if (resolved) return resolved;
+      if (isIP(destination.host)) return (resolved = [destination.host]);
+      try {
+        resolved = (await lookup(destination.host, { all: true, verbatim: true }))
+          .map((a) => normalizeHost(a.address))
+          .filter((a): a is string => a !== undefined);
+      } catch (error) {
+        lookupError = (error as NodeJS.ErrnoException).code ?? 'lookup failed';
+        resolved = [];
+      }
+      return resolved;
+    };
+    let verdict: ConnectionVerdict;
     try {
-      return await this.options.decide(destination);
+      verdict = await this.options.decide({ ...destination, resolve });
     } catch (error) {
       this.options.logger?.warn(
         { err: error, host: destination.host },
-        'network: the decision failed; refused',
+        'network decision failed: the connection is refused',
       );
-      return { allowed: false, reason: 'the decision failed' };
+      return { allowed: false, reason: 'the permission check failed' };
     }
+    if (!verdict.allowed) return verdict;
+    const addresses = await resolve();
+    if (lookupError)
+      return { allowed: true, unreachable: `${destination.host} does not resolve (${lookupError})` };
+    if (addresses.length === 0 || addresses.some((a) => a === '0.0.0.0' || a === '::')) {
+      return { allowed: false, reason: 'the unspecified address (0.0.0.0, ::) is not a destination' };
+    }
+    return { ...verdict, address: addresses[0]! };
   }
 
-  private refuse(destination: Destination | undefined, reason: string): string {
-    if (destination) {
-      this.blocked.push({ ...destination, at: performance.now(), reason });
-      if (this.blocked.length > 200) this.blocked.splice(0, this.blocked.length - 200);
-    }
+  private refuse(destination: Destination | undefined, reason: string, shown?: string): string {
+    // Kept for the command's result even when the request named no usable destination (userinfo,
+    // a malformed target): the command was refused all the same.
+    const host = destination?.host ?? shown ?? '(malformed request)';
+    this.blocked.push({ host, port: destination?.port ?? 0, at: performance.now(), reason });
+    if (this.blocked.length > 200) this.blocked.splice(0, this.blocked.length - 200);
     const what = destination ? `${destination.host}:${destination.port}` : 'that destination';
     return `conch: the sandbox's network does not reach ${what}: ${reason}.\n`;
   }
@@ -169,19 +220,29 @@ export class NetworkProxy {
     client.on('error', () => client.destroy());
     const destination = parseAuthority(req.url ?? '');
     if (!destination) {
-      const body = this.refuse(undefined, `a malformed CONNECT target (${JSON.stringify(req.url ?? '')})`);
+      const body = this.refuse(
+        undefined,
+        `a malformed CONNECT target (${JSON.stringify(req.url ?? '')})`,
+        String(req.url ?? ''),
+      );
       client.end(`HTTP/1.1 400 Bad Request\r\nContent-Length: ${Buffer.byteLength(body)}\r\n\r\n${body}`);
       return;
     }
-    const verdict = await this.verdict(destination);
-    if (!verdict.allowed) {
+    const verdict = await this.admit(destination);
+    if (verdict.unreachable) {
+      client.end(
+        `HTTP/1.1 502 Bad Gateway\r\nContent-Type: text/plain\r\n\r\nconch proxy: ${verdict.unreachable}\n`,
+      );
+      return;
+    }
+    if (!verdict.allowed || !verdict.address) {
       const body = this.refuse(destination, verdict.reason ?? 'not on the allow-list');
       client.end(
         `HTTP/1.1 403 Forbidden\r\nX-Conch-Blocked: ${destination.host}\r\nContent-Type: text/plain\r\nContent-Length: ${Buffer.byteLength(body)}\r\n\r\n${body}`,
       );
       return;
     }
-    const upstream = connect(destination.port, destination.host);
+    const upstream = connect(destination.port, verdict.address);
     this.sockets.add(upstream);
     upstream.on('close', () => this.sockets.delete(upstream));
     upstream.once('connect', () => {
@@ -217,12 +278,17 @@ export class NetworkProxy {
       const body = this.refuse(
         undefined,
         `only plain http:// URLs without credentials go through (${url.protocol})`,
+        url.hostname || url.protocol,
       );
       res.writeHead(400, { 'Content-Type': 'text/plain' }).end(body);
       return;
     }
-    const verdict = await this.verdict(destination);
-    if (!verdict.allowed) {
+    const verdict = await this.admit(destination);
+    if (verdict.unreachable) {
+      res.writeHead(502, { 'Content-Type': 'text/plain' }).end(`conch proxy: ${verdict.unreachable}\n`);
+      return;
+    }
+    if (!verdict.allowed || !verdict.address) {
       const body = this.refuse(destination, verdict.reason ?? 'not on the allow-list');
       res.writeHead(403, { 'Content-Type': 'text/plain', 'X-Conch-Blocked': destination.host }).end(body);
       return;
@@ -234,7 +300,7 @@ export class NetworkProxy {
     headers.host = url.host;
     const upstream = httpRequest(
       {
-        host: destination.host,
+        host: verdict.address,
         port: destination.port,
         method: req.method,
         path: `${url.pathname}${url.search}`,

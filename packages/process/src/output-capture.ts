@@ -1,4 +1,4 @@
-import type { SpillSink } from './spill-sink.js';
+import type { SpillReport, SpillSink } from './spill-sink.js';
 import { cleanForModel } from './strip-ansi.js';
 import { completeUtf8Prefix, decodeUtf8, looksBinary, utf8StartOffset } from './utf8.js';
 
@@ -27,8 +27,14 @@ export interface CaptureSnapshot {
   head: string;
   /** The tail when truncated, else ''. */
   tail: string;
-  /** The spill file holding every raw byte, when the output was large enough to need one. */
+  /** The spill file holding the raw bytes, when the output was large enough to need one. */
   spillPath?: string;
+  /**
+   * What the spill file holds when it does not hold every byte, or is not where it was asked to
+   * be (a full disk, a spill limit, a directory that could not be used): see SpillReport. Set on
+   * a process's final result; absent when the file (if any) is complete where it was asked for.
+   */
+  spill?: SpillReport;
 }
 
 const EMPTY: Buffer = Buffer.alloc(0);
@@ -129,6 +135,7 @@ export class OutputCapture {
     const truncated = this.truncated;
     const omittedBytes = truncated ? this.totalBytes - this.headLimit - this.tailLimit : 0;
     let spillPath = this.sink?.path;
+    // A sink that cannot make its file (no writable directory) returns undefined; never throws.
     if (truncated && this.sink) spillPath = this.sink.materialize();
     const base = { totalBytes: this.totalBytes, lines: this.lines, binary, truncated, omittedBytes };
     const withPath = spillPath === undefined ? {} : { spillPath };

@@ -5,6 +5,7 @@ import type { ProcessManagerStatus } from './process-manager.js';
 import type { OutputEvent, ProcessResult } from './process-result.js';
 import type { SandboxKind } from './sandbox-profile.js';
 import type { SpawnOptions } from './spawn-options.js';
+import type { SpillReport } from './spill-sink.js';
 
 /**
  * The part of the process layer a command runner uses (what cli's runCommand and background tasks
@@ -18,6 +19,11 @@ export interface OutputStore {
   readonly totalBytes: number;
   /** The file holding every byte, once there is one (a path in the target for a remote process). */
   readonly path: string | undefined;
+  /**
+   * What the file holds (bytes kept of bytes produced, and why they differ: a full disk, a spill
+   * limit, no writable directory). Optional: a layer that cannot tell leaves it out.
+   */
+  report?(): SpillReport;
 }
 
 export interface ProcessHandle {

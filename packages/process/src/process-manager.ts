@@ -42,9 +42,14 @@ import {
   type SandboxKind,
   type SandboxProfile,
 } from './sandbox-profile.js';
-import { validateSpawnArguments, type SpawnOptions } from './spawn-options.js';
+import {
+  commandLineProblem,
+  describeCommandLineProblem,
+  validateSpawnArguments,
+  type SpawnOptions,
+} from './spawn-options.js';
 import type { SpawnedChild } from './spawned-child.js';
-import { SpillSink } from './spill-sink.js';
+import { SpillBudget, SpillSink, type SpillDir } from './spill-sink.js';
 import { SupervisorClient } from './supervisor-client.js';
 import {
   NetworkProxy,
@@ -53,12 +58,32 @@ import {
   type Destination,
 } from './network-proxy.js';
 import { performFs } from './supervisor-fs.js';
+import { PortForwarder, type ForwardedPort } from './port-forwarder.js';
 import { sandboxFileSystem, type SandboxFileSystem } from './sandbox-file-system.js';
 
 export interface SupervisorOptions {
   /** The node binary that runs the supervisor. Default: `process.execPath`. */
   execPath?: string;
+  /**
+   * How long a supervisor may fail to answer before it is declared unresponsive, killed (its whole
+   * sandbox with it) and replaced: milliseconds of *stalled* time — health-check ticks in which a
+   * ping was outstanding and the supervisor was stopped (SIGSTOP) or asleep instead of answering.
+   * Time in which it waits for a CPU (a busy machine) or for the disk does not count, so a healthy
+   * supervisor on a loaded machine is never declared dead. Default 10000.
+   */
+  unresponsiveMs?: number;
 }
+
+/** Caps on the bytes spill files take (see SpillBudget). */
+export interface SpillLimits {
+  /** Bytes one process's spill files may take (all its streams). Default 1 GiB. */
+  perProcess?: number;
+  /** Bytes all of this manager's spill files may take over its life. Default 4 GiB. */
+  total?: number;
+}
+
+/** Default spill limits: enough for any real log, not enough to fill a laptop's disk. */
+export const DEFAULT_SPILL_LIMITS = { perProcess: 1024 ** 3, total: 4 * 1024 ** 3 } as const;
 
 export interface ProcessManagerOptions {
   /** Where spill files go (called lazily). Default: a private temp dir removed by dispose(). */
@@ -70,6 +95,13 @@ export interface ProcessManagerOptions {
   outputDir?: string | (() => string);
   /** Default cwd. Default: process.cwd(). */
   cwd?: string;
+  /**
+   * Caps on spill files: per process (default 1 GiB) and for the whole manager (default 4 GiB),
+   * so a runaway `cat /dev/urandom` cannot fill the disk. Past a cap the file stops growing and
+   * the result's `spill` report says how much was kept (`capture.onFileLimit: 'stop'` kills the
+   * command instead). `setSpillLimits()` changes them later.
+   */
+  spillLimits?: SpillLimits;
   events?: EventBus;
   logger?: Logger;
   executor?: Executor;
@@ -90,6 +122,14 @@ export interface ProcessManagerOptions {
    * supervisor existed); so does a supervisor that cannot start (logged once, see status()).
    */
   supervisor?: boolean | SupervisorOptions;
+  /**
+   * Port forwarding out of isolated sandboxes (default on): a server a sandboxed command starts
+   * on its loopback (or on all interfaces) becomes reachable on the host's 127.0.0.1 at the same
+   * port while it listens (see port-forwarder.ts), so the host and a browser it runs can open it.
+   * `pollMs`: how often a sandbox with work running is scanned (default 300).
+   * `refreshForwardedPorts()` scans at once. false: nothing is forwarded.
+   */
+  forwardPorts?: boolean | { pollMs?: number };
 }
 
 export interface SpawnPtyOptions {
@@ -164,10 +204,16 @@ export class ProcessManager implements ProcessManagerService {
   private readonly clients = new Map<string, SupervisorClient>();
   /** The newest supervisor key of each sandbox kind (one sandbox of a kind at a time, see clientFor). */
   private readonly families = new Map<string, string>();
+  /** The profile of each supervisor key. */
+  private readonly profiles = new Map<string, SandboxProfile>();
   /** Paths every isolated sandbox gives the runners (shareWithSandbox). */
   private readonly shared = { writable: new Set<string>(), visible: new Set<string>() };
   private proxy: NetworkProxy | undefined;
   private proxySocketPath: string | undefined;
+  /** Forwards servers listening in isolated sandboxes to the host's loopback (undefined: off). */
+  private readonly forwarder: PortForwarder | undefined;
+  /** Supervisors closed before dispose (replaced sandboxes) that may still be exiting. */
+  private readonly retired = new Set<SupervisorClient>();
   /** Profiles whose sandbox could not be set up (key -> why): they run unsandboxed. */
   private readonly brokenSandboxes = new Map<string, string>();
   private readonly skipped = new Set<string>();
@@ -180,6 +226,9 @@ export class ProcessManager implements ProcessManagerService {
   private counter = 0;
   private ownTempDir: string | undefined;
   private disposing: Promise<void> | undefined;
+  private perProcessSpill: number;
+  /** Every spill file of this manager is charged to it. */
+  private readonly spillBudget: SpillBudget;
 
   constructor(options: ProcessManagerOptions = {}) {
     this.options = options;
@@ -188,7 +237,17 @@ export class ProcessManager implements ProcessManagerService {
     this.logger = options.logger;
     this.executor = options.executor ?? localExecutor;
     this.cwd = options.cwd ?? process.cwd();
+    this.perProcessSpill = options.spillLimits?.perProcess ?? DEFAULT_SPILL_LIMITS.perProcess;
+    this.spillBudget = new SpillBudget('registry', options.spillLimits?.total ?? DEFAULT_SPILL_LIMITS.total);
     if (options.supervisor === false) this.fallbackReason = 'disabled (supervisor: false)';
+    if (options.forwardPorts !== false) {
+      const forward = typeof options.forwardPorts === 'object' ? options.forwardPorts : {};
+      this.forwarder = new PortForwarder({
+        logger: this.logger,
+        events: this.events,
+        ...(forward.pollMs !== undefined ? { pollMs: forward.pollMs } : {}),
+      });
+    }
     this.owner = {
       events: this.events,
       logger: this.logger,
@@ -207,6 +266,29 @@ export class ProcessManager implements ProcessManagerService {
     if (this.options.tempDir) return this.options.tempDir();
     this.ownTempDir ??= mkdtempSync(join(tmpdir(), 'conch-proc-'));
     return this.ownTempDir;
+  }
+
+  /**
+   * Changes the spill limits from now on (a plugin's config: the cli's spillLimitPerCall /
+   * spillLimitPerRegistry). Bytes already written stay charged to the total.
+   */
+  setSpillLimits(limits: SpillLimits): void {
+    if (limits.perProcess !== undefined) this.perProcessSpill = limits.perProcess;
+    if (limits.total !== undefined) this.spillBudget.limit = limits.total;
+  }
+
+  /** The spill limits in force, and the bytes charged to the total so far. */
+  spillLimits(): { perProcess: number; total: number; used: number } {
+    return { perProcess: this.perProcessSpill, total: this.spillBudget.limit, used: this.spillBudget.used };
+  }
+
+  /**
+   * The last directory a spill file can go to when the asked-for one (and the temp dir) cannot be
+   * used: the system's temp dir, per user (`conch-output-<uid>`, mode 0700), pruned after 7 days.
+   */
+  private lastResortDir(): string {
+    const uid = typeof process.getuid === 'function' ? process.getuid() : 'user';
+    return prepareOutputDir(join(tmpdir(), `conch-output-${uid}`));
   }
 
   /** The directory spill files kept for a model go to (`capture.outputDir: true`); not created here. */
@@ -259,6 +341,23 @@ export class ProcessManager implements ProcessManagerService {
     const shellPath = options.shell === true ? '/bin/sh' : options.shell || undefined;
     const file = shellPath ?? command;
     const argv = shellPath ? ['-c', command, shellPath, ...args] : [...args];
+    // exec refuses a line that is too long (E2BIG): say which part, before anything starts.
+    const tooLong = commandLineProblem(command, args, env);
+    if (tooLong) {
+      throw new InvalidSpawnOptionError(
+        tooLong.field === 'args'
+          ? `args[${tooLong.index}]`
+          : tooLong.field === 'env'
+            ? `env.${tooLong.name}`
+            : 'command',
+        `a command line the system can run: ${describeCommandLineProblem(tooLong, shellPath !== undefined)}`,
+        tooLong.field === 'args'
+          ? args[tooLong.index!]
+          : tooLong.field === 'env'
+            ? env[tooLong.name!]
+            : command,
+      );
+    }
     const captureOpt = options.capture;
     const capture = captureOpt !== false;
     const headBytes = (captureOpt && captureOpt.headBytes) || 64 * 1024;
@@ -269,15 +368,36 @@ export class ProcessManager implements ProcessManagerService {
     const keepDir = captureOpt && captureOpt.outputDir;
     const outputDir = keepDir === true ? this.outputDir() : keepDir || undefined;
     const dir = outputDir ? () => prepareOutputDir(outputDir) : () => this.tempDir();
+    // A directory that cannot be made or written (no writable HOME, a file in the way, a read-only
+    // or full disk) must neither end the host nor lose the output: the registry's temp dir, then
+    // the system's, take the file, and the result says where it went.
+    const fallbackDirs: SpillDir[] = [
+      ...(outputDir ? [{ dir: () => this.tempDir(), temporary: true }] : []),
+      { dir: () => this.lastResortDir() },
+    ];
     const fileName = (suffix: string) => (outputDir ? outputFileName(cookie, suffix) : `${cookie}.${suffix}`);
     const pendingLimit = headBytes + tailBytes;
-    const combined =
-      spill === 'combined' ? new SpillSink({ dir, name: fileName('out'), pendingLimit }) : undefined;
+    const budgets = [
+      new SpillBudget('call', (captureOpt ? captureOpt.maxFileBytes : undefined) ?? this.perProcessSpill),
+      this.spillBudget,
+    ];
+    const stopAtLimit = captureOpt !== false && captureOpt?.onFileLimit === 'stop';
+    const sinkOptions = (name: string) => ({
+      dir,
+      ...(outputDir ? { dirLabel: outputDir } : {}),
+      fallbackDirs,
+      name,
+      pendingLimit,
+      budgets,
+      // Called after a write to the file, so never before `proc` below exists.
+      ...(stopAtLimit ? { onLimit: () => proc.stopAtSpillLimit() } : {}),
+    });
+    const combined = spill === 'combined' ? new SpillSink(sinkOptions(fileName('out'))) : undefined;
     const sinkFor = (name: string) =>
       spill === 'combined'
         ? combined
         : spill === 'separate'
-          ? new SpillSink({ dir, name: fileName(name), pendingLimit })
+          ? new SpillSink(sinkOptions(fileName(name)))
           : undefined;
     const stdoutCapture = new OutputCapture({
       headBytes,
@@ -525,6 +645,23 @@ export class ProcessManager implements ProcessManagerService {
     };
   }
 
+  /**
+   * Scans every running isolated sandbox for servers now and resolves once each one listening is
+   * forwarded to the host's 127.0.0.1 (or skipped: the port is taken on the host). For a consumer
+   * about to connect to a local port (a browser opening http://127.0.0.1:<port>/), so it does not
+   * depend on the poll's timing. The scan and the host's bind calls happen within this call.
+   * Resolves at once when forwarding is off or nothing is sandboxed.
+   */
+  refreshForwardedPorts(): Promise<void> {
+    if (this.disposing || !this.forwarder) return Promise.resolve();
+    return this.forwarder.refresh();
+  }
+
+  /** The ports forwarded from sandboxes to the host's 127.0.0.1 now. */
+  forwardedPorts(): ForwardedPort[] {
+    return this.forwarder?.forwarded() ?? [];
+  }
+
   /** Kills every process (and escapee) this manager started; removes its own temp dir. */
   dispose(): Promise<void> {
     this.disposing ??= this.doDispose();
@@ -717,12 +854,19 @@ export class ProcessManager implements ProcessManagerService {
     if (family && family !== key) {
       const older = this.clients.get(family);
       if (older && (older.status === 'starting' || older.status === 'ready')) {
-        if (older.busy) return older;
-        older.close();
-        this.clients.delete(family);
+        // Joined only when the new shape hides nothing the older one shows: a secret that appeared
+        // since (a new .env) must not be readable through the older sandbox.
+        if (older.busy && !hidesMore(profile, this.profiles.get(family))) return older;
+        // Busy: it keeps running what it runs (closed at dispose); idle: it goes now.
+        if (!older.busy) {
+          older.close();
+          this.clients.delete(family);
+          this.retire(older);
+        }
       }
     }
     if (profile.kind !== 'none') this.families.set(profile.kind, key);
+    this.profiles.set(key, profile);
     const supervisorOpt = typeof this.options.supervisor === 'object' ? this.options.supervisor : {};
     const execPath = supervisorOpt.execPath ?? process.execPath;
     let bwrap: { path: string; args: string[] } | undefined;
@@ -751,7 +895,9 @@ export class ProcessManager implements ProcessManagerService {
       for (const p of skipped) this.skipped.add(p);
       bwrap = { path, args };
     }
-    const client = new SupervisorClient({
+    // Its own network namespace: servers it runs are forwarded to the host (not the bridge's port).
+    const forwarder = bwrap && isIsolated(profile) ? this.forwarder : undefined;
+    const client: SupervisorClient = new SupervisorClient({
       execPath,
       script: SUPERVISOR_SCRIPT,
       prefix: this.cookiePrefix,
@@ -760,9 +906,17 @@ export class ProcessManager implements ProcessManagerService {
       ...(proxy ? { proxy } : {}),
       ...(envFilter(profile) ? { envFilter: envFilter(profile)! } : {}),
       logger: this.logger,
-      onLost: (lost, reason, queued, started) =>
-        this.onSupervisorLost(profile, lost, reason, queued, started),
+      ...(supervisorOpt.unresponsiveMs !== undefined ? { unresponsiveMs: supervisorOpt.unresponsiveMs } : {}),
+      onLost: (lost, reason, queued, started, unresponsive) =>
+        this.onSupervisorLost(profile, lost, reason, queued, started, unresponsive),
+      ...(forwarder
+        ? {
+            onBusyChange: (busy: boolean) => forwarder.setBusy(client, busy),
+            onEnd: () => void forwarder.remove(client),
+          }
+        : {}),
     });
+    forwarder?.add(client, { sandbox: profile.kind, excluded: proxy ? [proxy.port] : [] });
     this.clients.set(key, client);
     if (!client.start()) {
       this.onSupervisorLost(profile, client, client.lostReason ?? 'could not start', [], false);
@@ -771,16 +925,25 @@ export class ProcessManager implements ProcessManagerService {
     return client;
   }
 
+  /** A supervisor closed before dispose: waited for at dispose if it has not exited by then. */
+  private retire(client: SupervisorClient): void {
+    this.retired.add(client);
+    void client.exited(SUPERVISOR_EXIT_MS, false).then(() => this.retired.delete(client));
+  }
+
   private onSupervisorLost(
     profile: SandboxProfile,
     client: SupervisorClient,
     reason: string,
     queued: RoutedChild[],
     started: boolean,
+    unresponsive = false,
   ): void {
     const key = sandboxKey(profile);
     if (this.clients.get(key) === client) this.clients.delete(key);
-    if (started) {
+    if (unresponsive) {
+      // Killed by the health check (logged by the client); the next spawn starts a new one.
+    } else if (started) {
       // It ran and died: what it ran was killed and reported; the next spawn starts a new one.
       this.logger?.warn(
         { reason, sandbox: profile.kind },
@@ -917,11 +1080,31 @@ export class ProcessManager implements ProcessManagerService {
       sweepCookie({ prefix: this.cookiePrefix });
       await Promise.all([...this.live].map((p) => p.result));
     } finally {
-      for (const client of this.clients.values()) client.close();
+      await this.forwarder?.close();
+      const clients = [...this.clients.values(), ...this.retired];
+      for (const client of clients) client.close();
       this.clients.clear();
+      this.retired.clear();
+      // Each supervisor (its bwrap, the sandbox's pid 1) exits at once once disconnected: wait
+      // for it, so nothing of this manager is left running when dispose() resolves.
+      await Promise.all(clients.map((client) => client.exited(SUPERVISOR_EXIT_MS)));
       this.proxy?.close();
       this.removeExitHook();
       if (this.ownTempDir) rmSync(this.ownTempDir, { recursive: true, force: true });
     }
   }
+}
+
+/** How long dispose() waits for a disconnected supervisor to exit before it SIGKILLs its tree. */
+const SUPERVISOR_EXIT_MS = 5_000;
+
+/** Whether `next` hides (masks) a path, or a variable, that `previous` does not. */
+function hidesMore(next: SandboxProfile, previous: SandboxProfile | undefined): boolean {
+  if (next.kind !== 'workspace-write') return false;
+  if (previous?.kind !== 'workspace-write') return true;
+  const before = new Set(previous.maskedPaths ?? []);
+  const vars = new Set(previous.hiddenEnv ?? []);
+  return (
+    (next.maskedPaths ?? []).some((p) => !before.has(p)) || (next.hiddenEnv ?? []).some((v) => !vars.has(v))
+  );
 }

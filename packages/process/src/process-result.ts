@@ -1,5 +1,6 @@
 import type { CaptureSnapshot } from './output-capture.js';
 import type { SandboxKind } from './sandbox-profile.js';
+import type { SpillReport } from './spill-sink.js';
 
 export type ExitReason = 'exit' | 'timeout' | 'aborted' | 'killed' | 'error';
 
@@ -27,6 +28,14 @@ export interface ProcessResult {
   stderr: CaptureSnapshot;
   /** With spill 'combined': the file holding stdout and stderr interleaved (once large, or always with spillFile 'always'). */
   outputFile?: string;
+  /**
+   * With spill 'combined': what `outputFile` really holds when it is not every byte where it was
+   * asked for — no file could be made anywhere (`problem: 'not-saved'`, no `outputFile`), the disk
+   * filled up or a spill limit was reached (`keptBytes` of `totalBytes`), or it went to a fallback
+   * directory (`relocated`). Absent when the file (if any) is complete where it was asked for.
+   * (With spill 'separate' each stream's snapshot carries its own `spill`.)
+   */
+  spill?: SpillReport;
   /** The process could not be started (ENOENT: not found, EACCES: not executable, ...). */
   spawnError?: { code: string; message: string };
   /** stdout/stderr were still held open by a descendant when the drain time ended. */
@@ -45,6 +54,11 @@ export interface ProcessResult {
    * new supervisor.
    */
   supervisorLost?: string;
+  /**
+   * With `supervisorLost`: the supervisor did not die by itself; it stopped answering (SIGSTOP, a
+   * hang) and was killed and replaced by the health check, taking this process with it.
+   */
+  supervisorUnresponsive?: true;
 }
 
 export interface OutputEvent {

@@ -23,6 +23,10 @@ export class RoutedChild extends EventEmitter implements SpawnedChild {
   groupAliveAtExit: boolean | undefined;
   /** Set when it was killed because its supervisor went away (see SpawnedChild). */
   lostReason: string | undefined;
+  /** With lostReason: the supervisor stopped answering and was killed (see SpawnedChild). */
+  lostUnresponsive: boolean | undefined;
+  /** Set by the supervisor client it is submitted to: the call's limit passed before it started. */
+  onOverdue: (() => void) | undefined;
   stdout: Readable | null = null;
   stderr: Readable | null = null;
   readonly stdin: DeferredWritable | null;
@@ -46,6 +50,11 @@ export class RoutedChild extends EventEmitter implements SpawnedChild {
     this.request = request;
     this.cookie = cookie;
     this.stdin = request.stdin === 'pipe' ? new DeferredWritable() : null;
+  }
+
+  /** The call's limit passed with no pid yet: its supervisor client judges whether that is a fault. */
+  overdue(): void {
+    this.onOverdue?.();
   }
 
   /** Whether it was started (by a supervisor or here), whether or not its host pid is known. */

@@ -1,3 +1,4 @@
+import { readFileSync } from 'node:fs';
 import { InvalidSpawnOptionError } from './errors.js';
 import type { Executor } from './executor.js';
 import type { SandboxProfile } from './sandbox-profile.js';
@@ -27,6 +28,18 @@ export interface CaptureOptions {
    * days are pruned when a new one is written.
    */
   outputDir?: true | string;
+  /**
+   * Bytes this process's spill files may take in all (its streams together); past it the files
+   * stop growing and the result's `spill` report says how much was kept. Default: the manager's
+   * `spillLimits.perProcess` (1 GiB). The manager's `spillLimits.total` caps all its files too.
+   */
+  maxFileBytes?: number;
+  /**
+   * What happens when a spill limit is reached: 'continue' (default) lets the command run on, its
+   * output counted and its head and tail kept in memory but no longer written; 'stop' kills it
+   * (the report says `stopped`).
+   */
+  onFileLimit?: 'continue' | 'stop';
 }
 
 export interface SpawnOptions {
@@ -67,9 +80,108 @@ export interface SpawnOptions {
 
 const hasNul = (value: string) => value.includes('\0');
 
+/** The longest delay node's timers take (2^31 - 1 ms, ~24.8 days): a larger one fires at once. */
+export const MAX_TIMEOUT_MS = 2 ** 31 - 1;
+
+/** Bytes one argument or environment string may have on Linux, its NUL included (MAX_ARG_STRLEN: 32 pages). */
+export const MAX_ARG_STRLEN = 131_072;
+
+let argMaxCache: number | undefined;
+
+/**
+ * Bytes the kernel takes for a command's arguments and environment together (strings with their
+ * NULs, plus a pointer each): a quarter of the stack limit, at least 128 KiB and at most 6 MiB
+ * (Linux's bprm_stack_limits; `getconf ARG_MAX` says the same). 2 MiB with the usual 8 MiB stack.
+ */
+export function argMax(): number {
+  if (argMaxCache !== undefined) return argMaxCache;
+  let stack = 8 * 1024 * 1024;
+  try {
+    const line = /^Max stack size\s+(\S+)/m.exec(readFileSync('/proc/self/limits', 'latin1'));
+    if (line) stack = line[1] === 'unlimited' ? Infinity : Number(line[1]) || stack;
+  } catch {
+    // not Linux: the usual value
+  }
+  argMaxCache = Math.max(128 * 1024, Math.min(6 * 1024 * 1024, Math.floor(stack / 4)));
+  return argMaxCache;
+}
+
+/** Why a command line cannot be passed to exec (E2BIG), naming what is too long. */
+export interface CommandLineProblem {
+  /** 'command' (the program or, in shell mode, the script), 'args' (args[index]), 'env' (env[name]) or 'total'. */
+  field: 'command' | 'args' | 'env' | 'total';
+  index?: number;
+  name?: string;
+  /** Its size in bytes (with NULs and, for 'total', pointers). */
+  bytes: number;
+  /** The limit it is over. */
+  limit: number;
+}
+
+/**
+ * Whether `command` + `args` + `env` fit what exec takes (Linux: MAX_ARG_STRLEN per string, ARG_MAX
+ * in all); the first thing over a limit when they do not. `shellScript`: `command` is a script
+ * passed as one argument (`sh -c <script>`). Cheap when the line is small (a length sum).
+ */
+export function commandLineProblem(
+  command: string,
+  args: readonly string[],
+  env: Record<string, string | undefined>,
+): CommandLineProblem | undefined {
+  let chars = command.length;
+  for (const arg of args) chars += arg.length;
+  let envChars = 0;
+  for (const key in env) {
+    const value = env[key];
+    if (value !== undefined) envChars += key.length + value.length + 1;
+  }
+  // A UTF-16 unit is at most 3 bytes of UTF-8: far below both limits, nothing to measure.
+  if ((chars + envChars) * 3 < MAX_ARG_STRLEN) return undefined;
+  const size = (s: string) => Buffer.byteLength(s) + 1;
+  const commandBytes = size(command);
+  if (commandBytes > MAX_ARG_STRLEN) return { field: 'command', bytes: commandBytes, limit: MAX_ARG_STRLEN };
+  let total = commandBytes + 8;
+  for (let i = 0; i < args.length; i++) {
+    const bytes = size(args[i]!);
+    if (bytes > MAX_ARG_STRLEN) return { field: 'args', index: i, bytes, limit: MAX_ARG_STRLEN };
+    total += bytes + 8;
+  }
+  for (const key in env) {
+    const value = env[key];
+    if (value === undefined) continue;
+    const bytes = size(`${key}=${value}`);
+    if (bytes > MAX_ARG_STRLEN) return { field: 'env', name: key, bytes, limit: MAX_ARG_STRLEN };
+    total += bytes + 8;
+  }
+  const limit = argMax();
+  return total > limit ? { field: 'total', bytes: total, limit } : undefined;
+}
+
+const fmtBytes = (n: number) => String(n).replace(/\B(?=(\d{3})+(?!\d))/g, ',');
+
+/** A CommandLineProblem in words, for an error message. */
+export function describeCommandLineProblem(problem: CommandLineProblem, shellScript = false): string {
+  const what =
+    problem.field === 'command'
+      ? shellScript
+        ? 'the script (a shell gets it as one argument)'
+        : 'the program name'
+      : problem.field === 'args'
+        ? `argument ${problem.index! + 1}`
+        : problem.field === 'env'
+          ? `the environment variable ${problem.name}`
+          : 'the arguments and environment together';
+  const rule =
+    problem.field === 'total'
+      ? `the system takes at most ${fmtBytes(problem.limit)} bytes for all of them (ARG_MAX)`
+      : `Linux takes at most ${fmtBytes(problem.limit)} bytes in one argument or variable (MAX_ARG_STRLEN)`;
+  return `${what} is ${fmtBytes(problem.bytes)} bytes; ${rule}`;
+}
+
 /**
  * The checks every process layer (local, remote) makes before a spawn, synchronously, so a runner
- * sees the same errors wherever it runs: a non-empty command, a positive timeout, and no NUL byte in
+ * sees the same errors wherever it runs: a non-empty command, a positive timeout node's timers can
+ * wait (at most MAX_TIMEOUT_MS), and no NUL byte in
  * the command, an argument, the env or the cwd (the OS cannot take one; node would refuse it later).
  * Throws InvalidSpawnOptionError naming the field.
  */
@@ -81,8 +193,21 @@ export function validateSpawnArguments(
   if (typeof command !== 'string' || command.length === 0) {
     throw new InvalidSpawnOptionError('command', 'a non-empty string', command);
   }
-  if (options.timeoutMs !== undefined && !(options.timeoutMs > 0)) {
-    throw new InvalidSpawnOptionError('timeoutMs', 'a positive number of milliseconds', options.timeoutMs);
+  if (options.timeoutMs !== undefined && !(options.timeoutMs > 0 && options.timeoutMs <= MAX_TIMEOUT_MS)) {
+    // Past node's timer limit a timeout would fire at once and kill a healthy command.
+    throw new InvalidSpawnOptionError(
+      'timeoutMs',
+      `a positive number of milliseconds, at most ${MAX_TIMEOUT_MS} (node's timer limit, ~24.8 days; leave it out for no limit)`,
+      options.timeoutMs,
+    );
+  }
+  const capture = options.capture;
+  if (capture && capture.maxFileBytes !== undefined && !(capture.maxFileBytes >= 0)) {
+    throw new InvalidSpawnOptionError(
+      'capture.maxFileBytes',
+      'a number of bytes (0 or more)',
+      capture.maxFileBytes,
+    );
   }
   if (hasNul(command)) throw new InvalidSpawnOptionError('command', 'a string without NUL bytes', command);
   for (const arg of args) {

@@ -23,6 +23,14 @@ export interface SpawnedChild {
   readonly groupAliveAtExit?: boolean | undefined;
   /** Why it was killed by conch rather than by its own doing: its supervisor went away. */
   readonly lostReason?: string | undefined;
+  /** With lostReason: the supervisor stopped answering and was killed by the health check. */
+  readonly lostUnresponsive?: boolean | undefined;
+  /**
+   * The call's time limit passed before the child started (no pid yet): the one who starts it
+   * decides whether that is a fault (a supervisor that does not answer) or progress (a supervisor
+   * still starting). Absent: nothing to decide (a local spawn has its pid at once).
+   */
+  overdue?(): void;
   readonly stdin: Writable | null;
   readonly stdout: Readable | null;
   readonly stderr: Readable | null;

@@ -1,4 +1,4 @@
-import { connect, createServer, type Server } from 'node:net';
+import { connect, createServer, type Server, type Socket } from 'node:net';
 
 /**
  * The network bridge a sandboxed supervisor runs inside its network namespace: TCP on
@@ -6,19 +6,7 @@ import { connect, createServer, type Server } from 'node:net';
  * proxy through a unix socket bind-mounted into the sandbox. The sandbox has no other way out.
  */
 export function startBridge(socketPath: string, port: number): Promise<Server> {
-  const server = createServer((client) => {
-    const upstream = connect(socketPath);
-    client.pipe(upstream);
-    upstream.pipe(client);
-    const end = () => {
-      client.destroy();
-      upstream.destroy();
-    };
-    client.on('error', end);
-    upstream.on('error', end);
-    client.on('close', () => upstream.end());
-    upstream.on('close', () => client.end());
-  });
+  const server = createServer((client) => joinSockets(client, connect(socketPath)));
   return new Promise((resolve, reject) => {
     server.once('error', reject);
     server.listen(port, '127.0.0.1', () => {
@@ -26,4 +14,18 @@ export function startBridge(socketPath: string, port: number): Promise<Server> {
       resolve(server);
     });
   });
+}
+
+/** Pipes two sockets both ways: an error on either cuts both, a close of one ends the other. */
+export function joinSockets(a: Socket, b: Socket): void {
+  a.pipe(b);
+  b.pipe(a);
+  const cut = () => {
+    a.destroy();
+    b.destroy();
+  };
+  a.on('error', cut);
+  b.on('error', cut);
+  a.on('close', () => b.end());
+  b.on('close', () => a.end());
 }

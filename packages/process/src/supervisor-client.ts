@@ -7,6 +7,7 @@ import { killTreeSync } from './process-tree.js';
 import { SupervisedPty, type BasePty } from './pty-process.js';
 import type { RoutedChild } from './routed-child.js';
 import { hostPidOf, pidNamespaceOf, type NamespaceMatch } from './ns-pid.js';
+import { SupervisorHealth } from './supervisor-health.js';
 import type { SandboxKind } from './sandbox-profile.js';
 import type {
   FsOp,
@@ -41,14 +42,56 @@ export interface SupervisorClientOptions {
   envFilter?: (name: string) => boolean;
   logger?: Logger | undefined;
   /**
-   * Called once when the supervisor could not start (`started` false) or died. `queued` are the
-   * children it never started: the caller re-routes them.
+   * Stalled milliseconds (see SupervisorHealth) after which a supervisor that does not answer is
+   * killed with its sandbox and reported lost (`unresponsive`). Default 10000.
    */
-  onLost(client: SupervisorClient, reason: string, queued: RoutedChild[], started: boolean): void;
+  unresponsiveMs?: number;
+  /**
+   * Called once when the supervisor could not start (`started` false) or died. `queued` are the
+   * children it never started: the caller re-routes them. `unresponsive`: it did not die by
+   * itself; it stopped answering and was killed (a replacement may start at once).
+   */
+  onLost(
+    client: SupervisorClient,
+    reason: string,
+    queued: RoutedChild[],
+    started: boolean,
+    unresponsive?: boolean,
+  ): void;
+  /** Called when it starts or stops having work (see `busy`); false once more when it ends. */
+  onBusyChange?(busy: boolean): void;
+  /** Called once when it is closed or lost (whatever the reason). */
+  onEnd?(): void;
+}
+
+/** How long the exit of a supervisor whose channel closed is waited for (it follows at once). */
+const EXIT_AFTER_DISCONNECT_MS = 5_000;
+
+/** Default of SupervisorClientOptions.unresponsiveMs. */
+export const DEFAULT_UNRESPONSIVE_MS = 10_000;
+
+const SIGNAL_NAMES: Record<number, string> = { 6: 'SIGABRT', 9: 'SIGKILL', 11: 'SIGSEGV', 15: 'SIGTERM' };
+
+/**
+ * How a supervisor's end reads in a result. Sandboxed, the process the host started is bwrap,
+ * which exits 128+N when what it ran was killed by signal N (the supervisor, or the sandbox's
+ * pid 1 and with it the whole namespace).
+ */
+function describeEnd(code: number | null, signal: string | null, sandboxed: boolean): string {
+  if (signal) return `was killed (${signal})`;
+  if (code === 70) return 'crashed (an uncaught error, exit code 70)';
+  if (sandboxed && code !== null && code > 128 && code < 160) {
+    const name = SIGNAL_NAMES[code - 128] ?? `signal ${code - 128}`;
+    return `was killed (${name}; its sandbox exited with code ${code})`;
+  }
+  return `exited (code ${code})`;
 }
 
 /** Waiting for a PTY spawn reply: long enough for node + bwrap + node-pty to start on a slow machine. */
 const PTY_REPLY_TIMEOUT_MS = 15_000;
+
+/** Waiting for the answer to a port connection (a loopback connect inside: answered at once). */
+const PORT_CONNECT_TIMEOUT_MS = 10_000;
 
 /** Flattens an env that may inherit keys through its prototype, dropping undefined values. */
 function flattenEnv(env: Record<string, string | undefined>): Record<string, string> {
@@ -82,6 +125,15 @@ export class SupervisorClient {
     number,
     { resolve: (value: unknown) => void; reject: (error: Error) => void }
   >();
+  /** Port connections asked for and not answered yet (port forwarding). */
+  private readonly portCalls = new Map<
+    number,
+    { resolve: (socket: Socket) => void; reject: (error: Error) => void }
+  >();
+  /** Resolves when the started process has exited (or could not start). */
+  private readonly exitedPromise: Promise<void>;
+  private markExited!: () => void;
+  private ended = false;
   private nextId = 0;
   private refs = 0;
   private stderrTail = '';
@@ -89,10 +141,25 @@ export class SupervisorClient {
   /** The supervisor's pid namespace, when it has its own (children are looked up in it). */
   private namespace: string | undefined;
   private reason: string | undefined;
+  /** Spawns sent and not answered yet ('spawned' or 'spawn-error'): what a stalled supervisor holds up. */
+  private readonly awaitingStart = new Set<RoutedChild>();
+  /** Children whose call passed its limit before they started. */
+  private readonly overdueChildren = new Set<RoutedChild>();
+  private readonly health: SupervisorHealth;
 
   constructor(options: SupervisorClientOptions) {
     this.options = options;
     this.sandbox = options.sandbox;
+    this.health = new SupervisorHealth({
+      unresponsiveMs: options.unresponsiveMs ?? DEFAULT_UNRESPONSIVE_MS,
+      phase: () => (this.state === 'starting' || this.state === 'ready' ? this.state : 'other'),
+      pid: () => this.supervisorPid,
+      rootPid: () => this.proc?.pid,
+      ping: (id) => this.post({ t: 'ping', id }),
+      overdue: () => this.overdueChildren.size > 0,
+      onUnresponsive: (why) => this.unresponsive(why),
+    });
+    this.exitedPromise = new Promise((resolve) => (this.markExited = resolve));
   }
 
   get status(): 'starting' | 'ready' | 'lost' | 'closed' {
@@ -143,6 +210,7 @@ export class SupervisorClient {
     } catch (error) {
       this.state = 'lost';
       this.reason = `could not start ${file}: ${(error as Error).message}`;
+      this.markExited();
       return false;
     }
     this.proc = proc;
@@ -151,14 +219,28 @@ export class SupervisorClient {
       // ENOENT/EACCES: 'error' follows on the next tick; decide now so the caller can fall back.
       this.state = 'lost';
       this.reason = `could not start ${file} (not found or not executable)`;
+      this.markExited();
       return false;
     }
+    proc.once('exit', () => this.markExited());
     proc.on('message', (message: SupervisorMessage, handle?: Socket) => this.onMessage(message, handle));
     proc.on('exit', (code, signal) => {
       const tail = this.stderrTail.trim();
+      const who = bwrap ? "the sandbox's process supervisor" : 'the process supervisor';
       this.lose(
-        `the supervisor exited (${signal ?? `code ${code}`})${tail ? `: ${tail.split('\n').slice(-3).join(' | ')}` : ''}`,
+        `${who} ${describeEnd(code, signal, bwrap !== undefined)}${tail ? `: ${tail.split('\n').slice(-3).join(' | ')}` : ''}`,
       );
+    });
+    // The channel closes the moment the supervisor dies; its 'exit' (with the signal) follows,
+    // but only if something keeps the host's event loop alive until then: the channel did.
+    proc.on('disconnect', () => {
+      if (this.state !== 'ready' && this.state !== 'starting') return;
+      proc.ref();
+      // Bounded: a process that closed its channel and does not exit is lost all the same.
+      setTimeout(() => {
+        proc.unref();
+        this.lose('the process supervisor closed its channel');
+      }, EXIT_AFTER_DISCONNECT_MS).unref();
     });
     const stderr = proc.stderr as Socket;
     stderr.setEncoding('utf8');
@@ -187,9 +269,21 @@ export class SupervisorClient {
   /** Starts a child through the supervisor (queued until it is ready). */
   submit(child: RoutedChild): void {
     child.sandbox = this.sandbox;
+    child.onOverdue = () => this.childOverdue(child);
     this.ref();
     if (this.state === 'ready') this.sendSpawn(child);
     else this.queued.push(child);
+  }
+
+  /**
+   * A call's limit passed before its child started. A supervisor that is starting or answering
+   * keeps it waiting (its limit counts once it runs); one the health check finds stalled is
+   * declared unresponsive now, so the call comes back at its limit instead of hanging.
+   */
+  private childOverdue(child: RoutedChild): void {
+    if (child.started || (this.state !== 'ready' && this.state !== 'starting')) return;
+    this.overdueChildren.add(child);
+    this.health.callOverdue();
   }
 
   /**
@@ -267,6 +361,43 @@ export class SupervisorClient {
     }).finally(() => this.unref());
   }
 
+  /**
+   * Opens a TCP connection to `host:port` inside the supervisor's network namespace (port
+   * forwarding): the supervisor connects and passes the socket over, never touching its bytes.
+   * Rejects with the connect's error (ECONNREFUSED: nothing listens there), or ESANDBOX when the
+   * supervisor is not ready.
+   */
+  connectPort(host: '127.0.0.1' | '::1', port: number): Promise<Socket> {
+    if (this.state !== 'ready') {
+      return Promise.reject(
+        Object.assign(new Error(`the process supervisor is not running (${this.reason ?? this.state})`), {
+          code: 'ESANDBOX',
+        }),
+      );
+    }
+    const id = ++this.nextId;
+    return new Promise<Socket>((resolve, reject) => {
+      const timer = setTimeout(() => {
+        this.portCalls.delete(id);
+        reject(
+          Object.assign(new Error('the process supervisor did not answer in time'), { code: 'ETIMEDOUT' }),
+        );
+      }, PORT_CONNECT_TIMEOUT_MS);
+      timer.unref();
+      this.portCalls.set(id, {
+        resolve: (socket) => {
+          clearTimeout(timer);
+          resolve(socket);
+        },
+        reject: (error) => {
+          clearTimeout(timer);
+          reject(error);
+        },
+      });
+      this.post({ t: 'port-connect', id, host, port });
+    });
+  }
+
   /** Disconnects: the supervisor kills whatever is left of its children and exits. */
   close(): void {
     if (this.state === 'lost' || this.state === 'closed') return;
@@ -276,6 +407,31 @@ export class SupervisorClient {
     } catch {
       // already gone
     }
+    this.rejectPortCalls('closed');
+    this.end();
+  }
+
+  /**
+   * Resolves once the supervisor's process has exited (after close(), it follows at once). If it
+   * has not within `timeoutMs`, its whole tree is SIGKILLed (bwrap, the sandbox's pid 1, everything
+   * inside) and it resolves after that exit (bounded too): nothing of it outlives the manager's
+   * dispose(). `keepAlive: false`: the wait does not hold the host's event loop open.
+   */
+  async exited(timeoutMs: number, keepAlive = true): Promise<void> {
+    const waited = (ms: number) =>
+      new Promise<boolean>((resolve) => {
+        const timer = setTimeout(() => resolve(false), ms);
+        if (!keepAlive) timer.unref();
+        void this.exitedPromise.then(() => {
+          clearTimeout(timer);
+          resolve(true);
+        });
+      });
+    if (await waited(timeoutMs)) return;
+    const root = this.proc?.pid;
+    if (root !== undefined) killTreeSync(root);
+    if (this.supervisorPid !== undefined && this.supervisorPid !== root) killTreeSync(this.supervisorPid);
+    await waited(2_000);
   }
 
   /**
@@ -299,6 +455,7 @@ export class SupervisorClient {
   private sendSpawn(child: RoutedChild): void {
     const id = ++this.nextId;
     this.children.set(id, child);
+    this.awaitingStart.add(child);
     const { file, args, cwd, env, stdin, capture } = child.request;
     const message: SpawnRequest = { t: 'spawn', id, file, args, cwd, env: flattenEnv(env), stdin, capture };
     this.post(message);
@@ -316,7 +473,10 @@ export class SupervisorClient {
   }
 
   private onMessage(message: SupervisorMessage, handle: Socket | undefined): void {
+    this.health.heard(message.t === 'pong' ? message.id : undefined);
     switch (message.t) {
+      case 'pong':
+        return;
       case 'ready': {
         if (this.state !== 'starting') return;
         const pid = this.options.isolated ? this.hostPid(message.pid, true) : message.pid;
@@ -344,8 +504,10 @@ export class SupervisorClient {
         return;
       case 'spawned': {
         const child = this.children.get(message.id);
-        if (child) child.onSpawned(this.hostPid(message.pid), message.fds, handle);
-        else handle?.destroy();
+        if (child) {
+          this.started(child);
+          child.onSpawned(this.hostPid(message.pid), message.fds, handle);
+        } else handle?.destroy();
         return;
       }
       case 'stream': {
@@ -359,6 +521,7 @@ export class SupervisorClient {
         const child = this.children.get(message.id);
         if (!child) return;
         this.children.delete(message.id);
+        this.started(child);
         this.unref();
         if (message.t === 'exit') child.onExit(message.code, message.signal, message.group);
         else child.onSpawnError(message.code, message.message);
@@ -378,16 +541,83 @@ export class SupervisorClient {
       case 'pty-exit':
         this.ptys.get(message.id)?.emitExit({ exitCode: message.exitCode, signal: message.signal });
         return;
+      case 'port-connected':
+      case 'port-error': {
+        const call = this.portCalls.get(message.id);
+        this.portCalls.delete(message.id);
+        if (message.t === 'port-error' || !handle) {
+          handle?.destroy();
+          const error =
+            message.t === 'port-error'
+              ? Object.assign(new Error(message.message), { code: message.code })
+              : Object.assign(new Error('the process supervisor passed no socket'), { code: 'EPROTO' });
+          call?.reject(error);
+        } else if (call) call.resolve(handle);
+        else handle.destroy(); // asked for too late (timed out)
+        return;
+      }
     }
   }
 
-  /** Keeps the host's event loop alive while something runs here (a ChildProcess would). */
+  private rejectPortCalls(why: string): void {
+    for (const call of this.portCalls.values()) {
+      call.reject(
+        Object.assign(new Error(`the process supervisor went away (${why})`), { code: 'ESANDBOX' }),
+      );
+    }
+    this.portCalls.clear();
+  }
+
+  /** Closed or lost: no more work, no more forwarding (once). */
+  private end(): void {
+    if (this.ended) return;
+    this.ended = true;
+    this.options.onEnd?.();
+  }
+
+  /** A sent spawn was answered: it no longer waits on the supervisor. */
+  private started(child: RoutedChild): void {
+    this.awaitingStart.delete(child);
+    this.overdueChildren.delete(child);
+  }
+
+  /**
+   * Keeps the host's event loop alive while something runs here (a ChildProcess would), and the
+   * health check watching while the supervisor has work.
+   */
   private ref(): void {
-    if (this.refs++ === 0) this.proc?.channel?.ref();
+    if (this.refs++ === 0) {
+      this.proc?.channel?.ref();
+      this.health.start();
+      this.options.onBusyChange?.(true);
+    }
   }
 
   private unref(): void {
-    if (this.refs > 0 && --this.refs === 0) this.proc?.channel?.unref();
+    if (this.refs > 0 && --this.refs === 0) {
+      this.proc?.channel?.unref();
+      this.health.stop();
+      this.options.onBusyChange?.(false);
+    }
+  }
+
+  /**
+   * The health check found the supervisor not answering (stopped, hung): SIGKILL it with its
+   * whole tree — bwrap's monitor, the sandbox's pid 1 and everything in the namespace — and report
+   * what it ran as lost (`unresponsive`); the next spawn starts a new one.
+   */
+  private unresponsive(why: string): void {
+    if (this.state !== 'ready' && this.state !== 'starting') return;
+    const root = this.proc?.pid;
+    const pid = this.supervisorPid;
+    const reason = `${this.options.bwrap ? "the sandbox's process supervisor" : 'the process supervisor'} stopped answering and was killed: ${why}`;
+    this.options.logger?.warn(
+      { reason, sandbox: this.sandbox },
+      'process supervisor unresponsive; replacing it',
+    );
+    if (root !== undefined) killTreeSync(root);
+    if (pid !== undefined && pid !== root) killTreeSync(pid);
+    this.lose(reason, true);
   }
 
   /**
@@ -395,23 +625,41 @@ export class SupervisorClient {
    * started is killed from here (its supervisor can no longer report or kill it) and reported
    * ended, so no result waits forever and nothing is left behind.
    */
-  private lose(reason: string): void {
+  private lose(reason: string, unresponsive = false): void {
     if (this.state === 'lost') return;
     const wasClosed = this.state === 'closed';
     const started = this.state === 'ready';
     this.state = 'lost';
     this.reason = reason;
-    const queued = this.queued;
+    this.health.stop();
+    this.awaitingStart.clear();
+    this.overdueChildren.clear();
+    let queued = this.queued;
     this.queued = [];
     this.pendingSends = [];
+    if (unresponsive) {
+      // Never sent, but their calls waited on a supervisor that did not answer: they come back
+      // with that reason rather than wait again on a replacement that may stall the same way.
+      for (const child of queued) {
+        child.lostReason = reason;
+        child.lostUnresponsive = true;
+        child.onSpawnError(
+          'ESUPERVISOR',
+          `the process supervisor stopped answering before starting it (${reason})`,
+        );
+      }
+      queued = [];
+    }
     for (const [id, child] of this.children) {
       this.children.delete(id);
+      child.lostReason = reason;
+      if (unresponsive) child.lostUnresponsive = true;
       if (child.started) {
         if (child.pid !== undefined) killGroupSync(child.pid);
         sweepCookie(child.cookie);
-        child.lostReason = reason;
         child.onExit(null, 'SIGKILL');
       } else {
+        // Sent, never confirmed: it may have started in the supervisor; its cookie finds it.
         sweepCookie(child.cookie);
         child.onSpawnError('ESUPERVISOR', `the process supervisor went away before starting it (${reason})`);
       }
@@ -429,12 +677,16 @@ export class SupervisorClient {
       );
     }
     this.fsCalls.clear();
+    this.rejectPortCalls(reason);
+    const wasBusy = this.refs > 0;
     this.refs = 0;
+    if (wasBusy) this.options.onBusyChange?.(false);
+    this.end();
     try {
       if (this.proc?.connected) this.proc.disconnect();
     } catch {
       // gone
     }
-    if (!wasClosed) this.options.onLost(this, reason, queued, started);
+    if (!wasClosed) this.options.onLost(this, reason, queued, started || unresponsive, unresponsive);
   }
 }

@@ -8,7 +8,8 @@
  *
  * Run as `node supervisor-main.js <cookie-prefix> <sandbox-kind> <sync-fd> [<proxy-socket> <port>]`
  * with an 'ipc' stdio slot; with a proxy socket it bridges 127.0.0.1:<port> to it (the sandbox's
- * only way out, see supervisor-bridge.ts).
+ * only way out, see supervisor-bridge.ts). On the host's request it connects to a loopback port of its
+ * network namespace and passes the socket to the host (port forwarding, see supervisor-ports.ts).
  * It imports only node built-ins and a few small modules of this package, so it starts fast.
  */
 import { closeSync } from 'node:fs';
@@ -17,6 +18,7 @@ import { sweepCookie } from './kill-tree.js';
 import { canDetachPipes, SupervisorChildren } from './supervisor-children.js';
 import { startBridge } from './supervisor-bridge.js';
 import { fsRequest } from './supervisor-fs.js';
+import { connectPort } from './supervisor-ports.js';
 import type { HostMessage, PtySpawnRequest, SupervisorMessage } from './supervisor-protocol.js';
 import { SupervisorPtys } from './supervisor-ptys.js';
 
@@ -85,6 +87,12 @@ process.on('message', (message: HostMessage) => {
       break;
     case 'fs':
       void fsRequest(message, (reply) => send(reply));
+      break;
+    case 'ping':
+      send({ t: 'pong', id: message.id });
+      break;
+    case 'port-connect':
+      connectPort(message, (reply, handle) => send(reply, handle));
       break;
   }
 });

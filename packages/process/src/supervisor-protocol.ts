@@ -62,8 +62,23 @@ export type FsReply =
 export type HostMessage =
   | SpawnRequest
   | FsRequest
+  /** A health check (supervisor-health.ts): answered with `pong` at once by a supervisor whose event loop runs. */
+  | { t: 'ping'; id: number }
   | { t: 'pty-write'; id: number; data: string }
-  | { t: 'pty-resize'; id: number; cols: number; rows: number };
+  | { t: 'pty-resize'; id: number; cols: number; rows: number }
+  | PortConnectRequest;
+
+/**
+ * Opens a TCP connection to a loopback port inside the supervisor's network namespace, for the
+ * host's port forwarding (port-forwarder.ts): answered with `port-connected` carrying the connected
+ * socket as its handle, or `port-error`. The supervisor connects to nothing but these two addresses.
+ */
+export interface PortConnectRequest {
+  t: 'port-connect';
+  id: number;
+  host: '127.0.0.1' | '::1';
+  port: number;
+}
 
 /**
  * Supervisor -> host over IPC. `spawned` carries the child's stdout (or, without capture, stdin)
@@ -85,6 +100,10 @@ export type SupervisorMessage =
   | { t: 'pty-data'; id: number; data: string }
   | { t: 'pty-exit'; id: number; exitCode: number; signal: number }
   | FsReply
+  | { t: 'pong'; id: number }
+  /** The answer to a `port-connect`: the connected TCP socket is the message's handle. */
+  | { t: 'port-connected'; id: number }
+  | { t: 'port-error'; id: number; code: string; message: string }
   | { t: 'fatal'; message: string };
 
 /** A PTY spawn, sent as one JSON line on the synchronous channel. */

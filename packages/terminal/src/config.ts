@@ -71,14 +71,22 @@ export const terminalConfigSchema = z.strictObject({
     .int()
     .min(100)
     .default(20_000)
-    .describe('time the login shell (rc files) may take to start'),
+    .describe(
+      'time a starting login shell may go without progress (CPU time, a new process or output of its rc files, or of another shell starting beside it) before it is taken for stuck and killed; a slow rc file or a slow machine is progress, not a stall',
+    ),
+  startupMaxMs: z
+    .number()
+    .int()
+    .min(100)
+    .default(300_000)
+    .describe('time a login shell may take to start at most, however busy its rc files keep it'),
   commandStartTimeoutMs: z
     .number()
     .int()
     .min(100)
     .default(10_000)
     .describe(
-      'time a typed command may take to print its begin marker; a shell that does not (its protocol was broken) is killed',
+      "time a typed command's shell may go without progress before printing its begin marker; a shell that stalls that long (its protocol was broken) is killed",
     ),
   killGraceMs: z.number().int().min(0).default(2000).describe('SIGTERM to SIGKILL grace on kill'),
   safeRm: z

@@ -179,7 +179,7 @@ describe('terminal host API and lifecycle', () => {
       startupTimeoutMs: 500,
     });
     const hung = await h.call({ command: 'echo hi' });
-    expect(hung.error).toMatch(/did not become ready within 500 ms/);
+    expect(hung.error).toMatch(/did not become ready: it made no progress for 500 ms while starting/);
     expect(processesMentioning(tag)).toEqual([]);
     const service = h.registry.resolve<TerminalService>(TERMINAL_SERVICE);
     expect(service.list()).toEqual([]);

@@ -1,6 +1,7 @@
-import { readFileSync } from 'node:fs';
+import { readdirSync, readFileSync } from 'node:fs';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { COOKIE_VAR, findCookiePids, killTree, killTreeSync, sweepCookie } from '@conch/process';
+import { ProcSnapshot } from './shell-progress.js';
 
 /**
  * Process-tree helpers for PTY sessions (Linux /proc), over @conch/process's tree walk: a PTY
@@ -66,4 +67,101 @@ export async function sweepSessionCookie(cookie: string, graceMs: number): Promi
     sweepCookie(cookie);
     await sleep(20);
   } while (Date.now() < killDeadline && left().length > 0);
+}
+
+/** Pids (not this process) whose environment carries one of `cookies`, by cookie; one /proc scan. */
+function cookiePids(cookies: ReadonlySet<string>): Map<string, number[]> {
+  const found = new Map<string, number[]>();
+  if (cookies.size === 0) return found;
+  let names: string[];
+  try {
+    names = readdirSync('/proc');
+  } catch {
+    return found;
+  }
+  const needle = Buffer.from(`${COOKIE_VAR}=`);
+  for (const name of names) {
+    const c = name.charCodeAt(0);
+    if (c < 48 || c > 57) continue;
+    const pid = Number(name);
+    if (pid === process.pid) continue;
+    let env: Buffer;
+    try {
+      env = readFileSync(`/proc/${pid}/environ`);
+    } catch {
+      continue;
+    }
+    let at = env.indexOf(needle);
+    while (at > 0 && env[at - 1] !== 0) at = env.indexOf(needle, at + 1);
+    if (at < 0) continue;
+    const start = at + needle.length;
+    const end = env.indexOf(0, start);
+    const cookie = env.toString('latin1', start, end < 0 ? env.length : end);
+    if (!cookies.has(cookie)) continue;
+    const list = found.get(cookie);
+    if (list) list.push(pid);
+    else found.set(cookie, [pid]);
+  }
+  return found;
+}
+
+/** Every live pid of the sessions' trees (by parent links) and of their cookies, shells marked. */
+function sessionTargets(sessions: readonly { pid: number; cookie: string }[]): {
+  shells: Set<number>;
+  others: Set<number>;
+} {
+  const snapshot = ProcSnapshot.take();
+  const shells = new Set<number>();
+  const others = new Set<number>();
+  for (const { pid } of sessions) {
+    const tree = snapshot ? snapshot.tree(pid) : [pid];
+    for (const member of tree) (member === pid ? shells : others).add(member);
+  }
+  for (const pids of cookiePids(new Set(sessions.map((s) => s.cookie))).values()) {
+    for (const pid of pids) if (!shells.has(pid)) others.add(pid);
+  }
+  return { shells, others };
+}
+
+/**
+ * Ends many sessions' trees at once (a pool's dispose): one look at /proc for all of them, SIGHUP
+ * to the shells and SIGTERM + SIGCONT to the rest together, one shared wait of at most `graceMs`
+ * polling only the pids signalled, SIGKILL to what is left, then cookie sweeps of all the sessions
+ * in one scan until none is found (processes forked meanwhile). Killing them one by one, each with
+ * its own grace and its own /proc scans every few milliseconds, took half a minute for 50 sessions.
+ */
+export async function killSessionTrees(
+  sessions: readonly { pid: number; cookie: string }[],
+  graceMs: number,
+): Promise<void> {
+  if (sessions.length === 0) return;
+  const { shells, others } = sessionTargets(sessions);
+  for (const pid of shells) signal(pid, 'SIGHUP');
+  for (const pid of others) {
+    signal(pid, 'SIGTERM');
+    signal(pid, 'SIGCONT');
+  }
+  let left = [...shells, ...others].filter(live);
+  const deadline = Date.now() + graceMs;
+  while (left.length > 0 && Date.now() < deadline) {
+    await sleep(25);
+    left = left.filter(live);
+  }
+  for (const pid of left) signal(pid, 'SIGKILL');
+  // Whatever the trees forked meanwhile, or escaped into (setsid, nohup): found by cookie.
+  for (let round = 0; round < 5; round++) {
+    const { shells: s, others: o } = sessionTargets(sessions);
+    const rest = [...s, ...o].filter(live);
+    if (rest.length === 0) return;
+    for (const pid of rest) signal(pid, 'SIGKILL');
+    await sleep(10);
+  }
+}
+
+function signal(pid: number, sig: NodeJS.Signals): void {
+  try {
+    process.kill(pid, sig);
+  } catch {
+    // gone already
+  }
 }

@@ -211,7 +211,7 @@ describe('marker protocol poisoning', () => {
       const shell = service.list()[0]!.pid;
       const next = await h.call({ command: 'echo next' });
       expect(next.error).toMatch(
-        /session_id 1: its shell stopped following the terminal protocol \(the command did not start within 1500 ms/,
+        /session_id 1: its shell stopped following the terminal protocol \(the command did not start: the shell made no progress for 1500 ms/,
       );
       expect(isAlive(shell)).toBe(false);
       expect(service.list()).toEqual([]);

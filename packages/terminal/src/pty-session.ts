@@ -122,6 +122,12 @@ export class PtySession {
   shellLine: PendingShellLine | undefined;
   /** The rc files re-sourced before the current command (empty when none were). */
   reloadedRc: readonly string[] = [];
+  /** Characters received from the PTY so far (start-up noise, echo, markers, output): progress. */
+  receivedChars = 0;
+  /** The pool's watchdog found the typed command's shell stuck before its begin marker. */
+  beginStalled = false;
+  /** Where the shell's history goes: the session's own file, never the user's `~/.bash_history`. */
+  readonly historyFile: string;
 
   private readonly options: PtySessionOptions;
   private readonly pty: SessionPty;
@@ -190,6 +196,10 @@ export class PtySession {
     this.rcLog = options.rcLogDir
       ? join(options.rcLogDir, `session-${options.id}.log`)
       : join(this.dir, 'rc-errors.log');
+    // Beside the rc log: writable inside a sandbox, private to the registry, gone with its temp dir.
+    this.historyFile = options.rcLogDir
+      ? join(options.rcLogDir, `session-${options.id}.history`)
+      : join(this.dir, 'history');
     if (options.rmFunction !== undefined) {
       this.rmFile = join(this.dir, 'rm.sh');
       writeFileSync(this.rmFile, options.rmFunction, { mode: 0o600 });
@@ -205,6 +215,7 @@ export class PtySession {
         key: this.key,
         commandFile: this.commandFile,
         sessionEnv: options.sessionEnv,
+        historyFile: this.historyFile,
         ...(this.rmFile === undefined ? {} : { rmFile: this.rmFile }),
       }),
       { mode: 0o600 },
@@ -212,6 +223,9 @@ export class PtySession {
     const env: Record<string, string> = {};
     for (const [k, v] of Object.entries(options.env)) if (v !== undefined) env[k] = v;
     env.TERM = env.TERM && env.TERM !== 'dumb' ? env.TERM : 'xterm-256color';
+    // From the first line the shell reads (and in shells the agent starts in it): the agent's
+    // commands never land in the user's history. The init file sets it again after the rc files.
+    env.HISTFILE = this.historyFile;
     this.pty = options.spawnPty({
       file: options.shell,
       args: options.shellArgs,
@@ -268,34 +282,23 @@ export class PtySession {
     return commandReaderOf(this.pty.pid, this.tty, this.image);
   }
 
-  /** Resolves once the init file ran and the shell waits for commands. */
-  ready(timeoutMs: number): Promise<void> {
+  /**
+   * Resolves once the init file ran and the shell waits for commands; rejects when the shell exits
+   * first or `failStart` gives up on it (the pool's watchdog judges its progress, not a clock).
+   */
+  whenReady(): Promise<void> {
     const state = this.lifecycle.state;
     if (state !== 'starting') {
       return state === 'exited' || state === 'closing'
         ? Promise.reject(new TerminalProtocolError('SHELL_NOT_READY', this.exitDescription()))
         : Promise.resolve();
     }
-    return new Promise<void>((resolve, reject) => {
-      const timer = setTimeout(() => {
-        reject(
-          new TerminalProtocolError(
-            'SHELL_NOT_READY',
-            `the shell did not become ready within ${timeoutMs} ms`,
-          ),
-        );
-      }, timeoutMs);
-      this.readyWaiters.push({
-        resolve: () => {
-          clearTimeout(timer);
-          resolve();
-        },
-        reject: (error) => {
-          clearTimeout(timer);
-          reject(error);
-        },
-      });
-    });
+    return new Promise<void>((resolve, reject) => this.readyWaiters.push({ resolve, reject }));
+  }
+
+  /** Gives up on a shell still starting: whoever waits for it gets `error` (the pool kills it). */
+  failStart(error: Error): void {
+    for (const w of this.readyWaiters.splice(0)) w.reject(error);
   }
 
   /** Types a command. The pool started it (lifecycle `running`); its begin marker follows. */
@@ -317,7 +320,15 @@ export class PtySession {
       ...options,
       ...(this.pendingRestore === undefined ? {} : { pendingRestore: this.pendingRestore }),
       ...(reload.length > 0
-        ? { preamble: rcReloadScript(this.options.shellKind, reload, this.rcLog, this.rmFile) }
+        ? {
+            preamble: rcReloadScript(
+              this.options.shellKind,
+              reload,
+              this.rcLog,
+              this.rmFile,
+              this.historyFile,
+            ),
+          }
         : {}),
     });
     this.reloadedRc = reload;
@@ -342,6 +353,7 @@ export class PtySession {
     this.lastActivity = Date.now();
     this.lastUsed = Date.now();
     this.typedAt = Date.now();
+    this.beginStalled = false;
     this.appendLog(`\n$ ${command}\n`);
     this.pty.write(releaseLine(this.key) + sourceLine(this.options.shellKind, this.commandFile));
     return seq;
@@ -425,11 +437,16 @@ export class PtySession {
     return this.recent.slice(Math.max(0, this.recent.length - chars));
   }
 
-  /** Kills the shell and everything it started (tree + cookie sweep). Idempotent. */
-  kill(graceMs: number): Promise<void> {
+  /**
+   * Kills the shell and everything it started (tree + cookie sweep). Idempotent. `treeKill` is a
+   * kill of many sessions' trees at once (the pool's dispose) that covers this one's, cookie
+   * sweep included: this session then only waits for it and for its shell's exit.
+   */
+  kill(graceMs: number, treeKill?: Promise<void>): Promise<void> {
     this.killing ??= (async () => {
       if (this.lifecycle.alive) {
-        await killSessionTree(this.pty.pid, this.cookie, graceMs);
+        if (treeKill) this.sweeping ??= treeKill;
+        await (treeKill ?? killSessionTree(this.pty.pid, this.cookie, graceMs));
         this.pty.kill('SIGKILL');
         await this.waitExit(2000);
       }
@@ -533,6 +550,7 @@ export class PtySession {
 
   private onData(data: string): void {
     this.lastActivity = Date.now();
+    this.receivedChars += data.length;
     if (!this.lifecycle.alive) {
       // Late bytes of a shell that died before it was ready still explain why.
       if (this.startupText === undefined) this.parser.push(data);

@@ -8,8 +8,10 @@ import { analyzeCommand } from './command-analysis.js';
 import { TerminalCommandError } from './errors/terminal-command-error.js';
 import type { TerminalConfig } from './config.js';
 import { TerminalSessionError } from './errors/terminal-session-error.js';
+import { TerminalProtocolError } from './errors/terminal-protocol-error.js';
 import { capTotal, cleanOutput, lastLine } from './output-cleaner.js';
-import { sweepCookie } from './process-tree.js';
+import { killSessionTrees, sweepCookie } from './process-tree.js';
+import { lookAt, ProcSnapshot, StallClock } from './shell-progress.js';
 import { looksLikePrompt } from './prompt-detector.js';
 import { PtySession } from './pty-session.js';
 import {
@@ -124,6 +126,14 @@ interface PoolDeps {
   outputDir?: string;
 }
 
+/** A shell the pool's watchdog judges: while it starts, or from a typed line to its begin marker. */
+interface Watched {
+  session: PtySession;
+  phase: 'start' | 'begin';
+  since: number;
+  clock: StallClock;
+}
+
 /**
  * A tool call's hold on a session: while it is held, no other call reads the session, runs a
  * command in it or reaps it. Released exactly once (further calls are no-ops).
@@ -172,6 +182,9 @@ export class SessionPool implements TerminalService {
   private syncCalls = 0;
   private lastCwd: string;
   private reaper: NodeJS.Timeout | undefined;
+  /** Shells the watchdog judges by their progress, and its timer (running only while there are some). */
+  private readonly watched = new Map<number, Watched>();
+  private watchTimer: NodeJS.Timeout | undefined;
   private disposing: Promise<void> | undefined;
   private readonly removeExitHook: () => void;
   private readonly onProcessExit = () => {
@@ -411,11 +424,11 @@ export class SessionPool implements TerminalService {
 
   /** Waits for the current command of a session to finish, prompt, go quiet or time out. */
   collect(session: PtySession, mode: CollectMode, signal: AbortSignal): Promise<CollectOutcome> {
-    const { promptQuietMs, commandStartTimeoutMs } = this.deps.config;
+    const { promptQuietMs } = this.deps.config;
     const start = Date.now();
-    // rc files re-sourced before the command may take as long as a shell's start-up.
-    const beginWithin =
-      commandStartTimeoutMs + (session.reloadedRc.length > 0 ? this.deps.config.startupTimeoutMs : 0);
+    // Until the begin marker, the watchdog judges the shell by its progress (and wakes this collect
+    // when it finds it stuck): a slow machine or slow re-sourced rc files are not a broken shell.
+    if (!session.begun && session.lifecycle.commandRunning) this.watchProgress(session, 'begin');
     if (mode.waitFor) session.watch(mode.waitFor);
     return new Promise<CollectOutcome>((resolve) => {
       let timer: NodeJS.Timeout | undefined;
@@ -438,14 +451,11 @@ export class SessionPool implements TerminalService {
         if (state === 'closing') return;
         if (mode.waitFor && session.matchedLine !== undefined) return finish('matched');
         const now = Date.now();
-        if (!session.begun) {
-          // The begin marker follows the typed line at once unless the shell no longer follows
-          // the protocol (its gate or hook was broken): then it is killed, not talked to.
-          if (now - session.typedAt >= beginWithin) return finish('broken');
-        }
+        // The begin marker follows the typed line at once unless the shell no longer follows the
+        // protocol (its gate or hook was broken): then it is killed, not talked to.
+        if (!session.begun && session.beginStalled) return finish('broken');
         if (now - start >= mode.timeoutMs) return finish(mode.background ? 'background' : 'timeout');
         let next = start + mode.timeoutMs - now;
-        if (!session.begun) next = Math.min(next, session.typedAt + beginWithin - now);
         if (!mode.background && session.begun) {
           const quietSince = Math.max(start, session.lastActivity);
           const quiet = now - quietSince;
@@ -554,11 +564,12 @@ export class SessionPool implements TerminalService {
   }
 
   /** Kills a session and its tree; the pool forgets it. */
-  async kill(id: number, reason: SessionExitReason = 'killed'): Promise<boolean> {
+  async kill(id: number, reason: SessionExitReason = 'killed', treeKill?: Promise<void>): Promise<boolean> {
     const session = this.sessions.get(id);
     if (!session) return false;
+    this.unwatch(id);
     session.lifecycle.close(reason);
-    await session.kill(this.deps.config.killGraceMs);
+    await session.kill(this.deps.config.killGraceMs, treeKill);
     this.forget(session);
     return true;
   }
@@ -619,7 +630,17 @@ export class SessionPool implements TerminalService {
     this.disposing ??= (async () => {
       if (this.reaper) clearInterval(this.reaper);
       this.reaper = undefined;
-      await Promise.all([...this.sessions.keys()].map((id) => this.kill(id, 'disposed')));
+      // All at once: one look at /proc, one grace for every tree (50 sessions went away in 24-35 s
+      // when each was killed with its own grace and its own scans).
+      const live = [...this.sessions.values()].filter((s) => s.lifecycle.alive);
+      const trees = killSessionTrees(
+        live.map((s) => ({ pid: s.pid, cookie: s.cookie })),
+        this.deps.config.killGraceMs,
+      ).catch((error: unknown) => {
+        this.deps.logger.warn({ err: error }, 'killing the terminal sessions failed; sweeping each');
+      });
+      await Promise.all([...this.sessions.keys()].map((id) => this.kill(id, 'disposed', trees)));
+      this.stopWatching();
       // What shells that exited on their own left behind gets no more grace.
       for (const cookie of this.sweepingCookies) sweepCookie(cookie);
       await Promise.all([...this.sweeps]);
@@ -709,7 +730,10 @@ export class SessionPool implements TerminalService {
         ...(rmFunction === undefined ? {} : { rmFunction }),
         reloadRcFiles: config.reloadRcFiles,
         onState: (state, previous) => this.onState(id, state, previous),
-        onBegin: () => this.wake(id),
+        onBegin: () => {
+          this.unwatch(id);
+          this.wake(id);
+        },
         onOutput: (text) => {
           events.emit('terminal.session.output', { sessionId: id, text });
           // A collect waiting for a pattern returns as soon as it matched.
@@ -730,9 +754,15 @@ export class SessionPool implements TerminalService {
     // Held from the start: nothing else can take a shell that is still starting for this call.
     const lease = this.lease(session);
     this.ensureReaper();
+    this.watchProgress(session, 'start');
     try {
-      await session.ready(config.startupTimeoutMs);
+      await session.whenReady();
+      // A shell of a start-up queue got through (a lock in the rc files serialises them): the
+      // others waiting on it were not stuck.
+      this.unwatch(id);
+      for (const w of this.watched.values()) if (w.phase === 'start') w.clock.reset();
     } catch (error) {
+      this.unwatch(id);
       await this.kill(id, 'startup-failed');
       lease.release();
       const noise = cleanOutput(session.startupOutput, { maxLineChars: 300 })
@@ -759,6 +789,82 @@ export class SessionPool implements TerminalService {
     return lease;
   }
 
+  /** Starts judging a shell's progress (a start-up, or a typed command until its begin marker). */
+  private watchProgress(session: PtySession, phase: Watched['phase']): void {
+    const existing = this.watched.get(session.id);
+    if (existing?.phase === phase) return;
+    const tick = this.watchTickMs();
+    this.watched.set(session.id, {
+      session,
+      phase,
+      since: phase === 'begin' ? session.typedAt : Date.now(),
+      clock: new StallClock(2 * tick),
+    });
+    this.watchTimer ??= setInterval(() => this.checkProgress(), tick);
+    this.watchTimer.unref();
+  }
+
+  private unwatch(id: number): void {
+    if (!this.watched.delete(id) || this.watched.size > 0) return;
+    this.stopWatching();
+  }
+
+  private stopWatching(): void {
+    this.watched.clear();
+    if (this.watchTimer) clearInterval(this.watchTimer);
+    this.watchTimer = undefined;
+  }
+
+  /** Looks often enough to judge the shortest limit within a fifth of it; at most every 250 ms. */
+  private watchTickMs(): number {
+    const { startupTimeoutMs, commandStartTimeoutMs } = this.deps.config;
+    return Math.max(20, Math.min(250, Math.floor(Math.min(startupTimeoutMs, commandStartTimeoutMs) / 5)));
+  }
+
+  /**
+   * One look at every watched shell. A starting shell fails when neither it nor any other shell
+   * starting with it progressed for `startupTimeoutMs` (shells queued on one lock in the rc files
+   * take turns: while one moves, the queue is not stuck), or when it still starts after
+   * `startupMaxMs`; a typed command is reported broken when its shell made no progress for
+   * `commandStartTimeoutMs` without printing the begin marker.
+   */
+  private checkProgress(): void {
+    if (this.watched.size === 0) return this.stopWatching();
+    const { startupTimeoutMs, startupMaxMs, commandStartTimeoutMs } = this.deps.config;
+    const snapshot = ProcSnapshot.take();
+    const now = Date.now();
+    let startMoved = false;
+    for (const w of this.watched.values()) {
+      const moved = w.clock.observe(lookAt(snapshot, w.session.pid, w.session.receivedChars), now);
+      if (moved && w.phase === 'start') startMoved = true;
+    }
+    if (startMoved) for (const w of this.watched.values()) if (w.phase === 'start') w.clock.reset();
+    for (const [id, w] of [...this.watched]) {
+      const { session } = w;
+      if (w.phase === 'start') {
+        let reason: string | undefined;
+        if (w.clock.stalledMs >= startupTimeoutMs) {
+          reason =
+            `the shell did not become ready: it made no progress for ${startupTimeoutMs} ms while starting ` +
+            '(no CPU time, no new process and no output from its start-up files), so it was taken for stuck (config startupTimeoutMs)';
+        } else if (now - w.since >= startupMaxMs) {
+          reason =
+            `the shell did not become ready within ${startupMaxMs} ms (config startupMaxMs), though it kept busy: ` +
+            'its start-up files may loop';
+        }
+        if (reason === undefined) continue;
+        this.unwatch(id);
+        session.failStart(new TerminalProtocolError('SHELL_NOT_READY', reason));
+      } else if (session.begun || !session.lifecycle.commandRunning) {
+        this.unwatch(id);
+      } else if (w.clock.stalledMs >= commandStartTimeoutMs || now - w.since >= startupMaxMs) {
+        this.unwatch(id);
+        session.beginStalled = true;
+        this.wake(id);
+      }
+    }
+  }
+
   private onState(id: number, state: SessionLifecycleState, previous: SessionLifecycleState): void {
     const session = this.sessions.get(id);
     const shown = publicState(state);
@@ -769,6 +875,7 @@ export class SessionPool implements TerminalService {
         ...(session.command === undefined ? {} : { command: session.command }),
       });
     }
+    if (state === 'exited' || state === 'closing') this.unwatch(id);
     if (state === 'exited' && session) {
       const sweep = session.swept();
       this.sweepingCookies.add(session.cookie);

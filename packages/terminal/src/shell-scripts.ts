@@ -105,6 +105,8 @@ export function initScript(options: {
   sessionEnv: Readonly<Record<string, string>>;
   /** A file defining the safe `rm` function (sourced last; see @conch/trash). */
   rmFile?: string;
+  /** The session's own history file (exported as HISTFILE; never the user's history). */
+  historyFile?: string;
 }): string {
   const { kind, nonce, key } = options;
   // Baked into the hook's body unquoted: only hex can be.
@@ -129,7 +131,7 @@ export function initScript(options: {
       '\\builtin unsetopt aliases',
       ...exports,
       ...hookBody(kind, nonce, key),
-      ...promptReset(kind),
+      ...promptReset(kind, options.historyFile),
       // Ours runs first (it needs the command's $?); the user's own hooks still run.
       'precmd_functions=(__conch_prompt ${precmd_functions:#__conch_prompt})',
       '\\builtin typeset -r precmd_functions',
@@ -147,7 +149,7 @@ export function initScript(options: {
     '\\builtin readonly -f __conch_prompt',
     `__conch_f=${shellQuote(options.commandFile)}`,
     '\\builtin readonly __conch_f',
-    ...promptReset(kind),
+    ...promptReset(kind, options.historyFile),
     // Ours runs first (it needs the command's $?); the user's own hooks (direnv, ...) still run.
     // `\` keeps an alias named like the hook from replacing it when PROMPT_COMMAND is parsed.
     'if (( BASH_VERSINFO[0] > 5 || (BASH_VERSINFO[0] == 5 && BASH_VERSINFO[1] >= 1) )); then',
@@ -169,14 +171,17 @@ export function initScript(options: {
 /**
  * What keeps the session's prompts silent and inert (run at init, and again after the user's rc
  * files were re-sourced, since they set prompts): no prompt text, no code in prompts, no bracketed
- * paste, nothing typed (lines start with a space) added to history.
+ * paste, nothing typed (lines start with a space) added to history, and the history (rc files set
+ * HISTFILE, and `history -a` hooks write it) in the session's own file, not the user's.
  */
-function promptReset(kind: ShellKind): string[] {
+function promptReset(kind: ShellKind, historyFile?: string): string[] {
+  const history = historyFile === undefined ? [] : [`\\builtin export HISTFILE=${shellQuote(historyFile)}`];
   if (kind === 'zsh') {
     return [
       "PROMPT=''; PS1=''; PS2=''; PROMPT2=''; RPROMPT=''; RPS1=''; RPS2=''",
       'unset zle_bracketed_paste',
       '\\builtin setopt HIST_IGNORE_SPACE NO_PROMPT_SP NO_PROMPT_CR NO_PROMPT_SUBST',
+      ...history,
     ];
   }
   return [
@@ -184,6 +189,7 @@ function promptReset(kind: ShellKind): string[] {
     '\\builtin shopt -u promptvars',
     "\\builtin bind 'set enable-bracketed-paste off' 2>/dev/null",
     'case :$HISTCONTROL: in *:ignorespace:*|*:ignoreboth:*) ;; *) HISTCONTROL="ignorespace${HISTCONTROL:+:$HISTCONTROL}" ;; esac',
+    ...history,
   ];
 }
 
@@ -205,6 +211,7 @@ export function rcReloadScript(
   files: readonly string[],
   logFile: string,
   rmFile?: string,
+  historyFile?: string,
 ): string {
   const log = shellQuote(logFile);
   return [
@@ -224,7 +231,7 @@ export function rcReloadScript(
           '\\builtin typeset -r precmd_functions',
         ]
       : []),
-    ...promptReset(kind),
+    ...promptReset(kind, historyFile),
     ...sourceRm(rmFile),
   ].join('\n');
 }

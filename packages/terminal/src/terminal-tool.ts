@@ -430,8 +430,8 @@ async function broken(pool: SessionPool, sessionId: number): Promise<ToolResult>
   await pool.kill(sessionId, 'broken');
   return failure(
     'SHELL_PROTOCOL_BROKEN',
-    `session_id ${sessionId}: its shell stopped following the terminal protocol (the command did not start ` +
-      `within ${pool.config.commandStartTimeoutMs} ms of being typed), so the session and its processes were killed. ` +
+    `session_id ${sessionId}: its shell stopped following the terminal protocol (the command did not start: ` +
+      `the shell made no progress for ${pool.config.commandStartTimeoutMs} ms after it was typed), so the session and its processes were killed. ` +
       'Run the command again; it starts in a new shell',
   );
 }

@@ -149,3 +149,4 @@ export function requireUnderCi(available: boolean, what: string, install: string
 }
 
 export { SCREEN_CASES } from './screen.js';
+export { canMount, mountTmpfs, unmountAll } from './tmpfs.js';

@@ -131,7 +131,8 @@ export function createCommandTool(template: CommandTemplate, runner: TemplateRun
         throw error;
       }
       if (dir) {
-        const taskId = result.background_task_id;
+        // The run continues as a task (backgrounded), or what it left running does (leftovers).
+        const taskId = result.background_task_id ?? result.left_running_task_id;
         if (typeof taskId === 'string') removeWhenTaskEnds(ctx, taskId, dir);
         else removeDir(dir);
       }

@@ -99,7 +99,17 @@ export class RemoteTerminal {
           callId: ctx.callId,
           args,
         });
-        return request ?? undefined;
+        // The host's sandbox does not reach the target: the gate judges the command as it does a
+        // cli command there (sandbox off), and the target's session gets the kernel wall of a
+        // command outside the sandbox (protected paths read-only where bubblewrap works there).
+        if (request?.kind !== 'command') return request ?? undefined;
+        // Judged against the target's home and workspace, not this machine's.
+        const { hello, init } = await this.client.connect();
+        return {
+          ...request,
+          sandboxAvailable: false,
+          target: { name: this.target, workspace: init.cwd, ...(hello.home ? { home: hello.home } : {}) },
+        };
       } catch (error) {
         if (attempt > 0 || !(error instanceof TransportLostError)) throw error;
       }
@@ -120,7 +130,9 @@ export class RemoteTerminal {
     ctx.signal.addEventListener('abort', onAbort, { once: true });
     try {
       const { generation } = await this.ensureOpen();
-      const kernelPolicy = ctx.resolveOptional(PERMISSION_GATE)?.kernelPolicy?.() ?? null;
+      const policy = ctx.resolveOptional(PERMISSION_GATE)?.kernelPolicy?.();
+      // Judged as sandbox off (see permission): the session runs with the wall of 'off'.
+      const kernelPolicy = policy ? { ...policy, mode: 'off' as const } : null;
       const { result } = await this.client.requestOn(generation, 'terminal.execute', {
         callId: ctx.callId,
         args,

@@ -3,6 +3,7 @@ import { createRequire } from 'node:module';
 import { homedir, hostname, tmpdir, userInfo } from 'node:os';
 import { join } from 'node:path';
 import type { Readable, Writable } from 'node:stream';
+import { pathToFileURL } from 'node:url';
 import type { Logger } from '@conch/core';
 import { ProcessManager } from '@conch/process';
 import { resolveTargetPath } from '@conch/files';
@@ -30,6 +31,11 @@ export interface ExecServerOptions {
   bundle?: string | null;
   /** Called once the server has shut down (everything it started is dead). */
   onShutdown?: (reason: string) => void;
+  /**
+   * The node-pty entry terminal sessions load (default: the `@lydell/node-pty` beside this code).
+   * One that does not load makes the terminal unavailable, as in a target without node-pty.
+   */
+  ptyModule?: string;
 }
 
 type Req<M extends keyof ClientRequests> = ClientRequests[M][0];
@@ -74,12 +80,29 @@ function removeStaleTempDirs(): void {
   }
 }
 
-/** Whether node-pty loads here (terminal sessions need it), and why not. */
-function probePty(): { available: boolean; reason?: string } {
+/** Whether a PTY module loads here, and why not. */
+export interface PtyProbe {
+  available: boolean;
+  reason?: string;
+}
+
+/**
+ * Whether node-pty loads here (terminal sessions need it), and why not. Imported, never
+ * `require`d: on node 20 a CommonJS module whose first `require` threw, imported later as ESM
+ * (by @conch/terminal), rejects that import *and* raises the same error again as an uncaught
+ * exception — which ended the server, and every background task it ran, after the terminal call
+ * had already answered TERMINAL_UNAVAILABLE. The answer is kept: when node-pty does not load, the
+ * terminal is refused without loading it again.
+ */
+async function probePty(module: string | undefined): Promise<PtyProbe> {
   try {
-    const require = createRequire(import.meta.url);
-    const mod = require(require.resolve('@lydell/node-pty')) as { spawn?: unknown };
-    if (typeof mod.spawn !== 'function') return { available: false, reason: 'node-pty exports no spawn()' };
+    const path = module ?? createRequire(import.meta.url).resolve('@lydell/node-pty');
+    const mod = (await import(pathToFileURL(path).href)) as {
+      spawn?: unknown;
+      default?: { spawn?: unknown };
+    };
+    if (typeof (mod.spawn ?? mod.default?.spawn) !== 'function')
+      return { available: false, reason: `${path} exports no spawn(): it is not node-pty` };
     return { available: true };
   } catch (error) {
     return { available: false, reason: (error as Error).message.split('\n')[0] ?? String(error) };
@@ -254,7 +277,7 @@ export class ExecServer {
     return { manager: this.manager, processes: this.processes, files: this.files, terminal: this.terminal };
   }
 
-  private initialize(params: InitializeParams): InitializeResult {
+  private async initialize(params: InitializeParams): Promise<InitializeResult> {
     if (params?.version !== PROTOCOL_VERSION) {
       throw new ServerError(
         'PROTOCOL_MISMATCH',
@@ -283,6 +306,8 @@ export class ExecServer {
     // Who owns it: a later server removes it if this one died without cleaning up (SIGKILL).
     writeFileSync(join(tempDir, '.owner'), `${process.pid}\n`);
     this.tempDir = tempDir;
+    // Before the terminal exists: whether it can run at all (and node-pty is loaded once, here).
+    const pty = await probePty(this.options.ptyModule);
     this.manager = new ProcessManager({ cwd, tempDir: () => tempDir, logger: this.logger });
     this.processes = new ProcessService(this.manager, this.peer, this.logger);
     this.files = new FileService(cwd, tempDir);
@@ -292,12 +317,13 @@ export class ExecServer {
       cwd,
       tempRoot: tempDir,
       manager: this.manager,
+      pty,
     });
     if (params.idleTimeoutMs > 0) this.watchIdle(params.idleTimeoutMs);
     // The supervisor's start (a node boot) overlaps the client's first request instead of delaying it.
     this.manager.warmUp();
     this.logger.debug({ cwd, tempDir }, 'exec server initialized');
-    return { cwd, tempDir, pty: probePty(), ...(process.env.PATH ? { path: process.env.PATH } : {}) };
+    return { cwd, tempDir, pty, ...(process.env.PATH ? { path: process.env.PATH } : {}) };
   }
 
   /**

@@ -9,6 +9,8 @@ import { ExecServer } from './exec-server.js';
 export interface MainOptions {
   /** The content hash of the bundle being run (null: not a deployed bundle). */
   bundle?: string | null;
+  /** The node-pty entry terminal sessions load (default: the bundled one). */
+  ptyModule?: string;
 }
 
 export function main(options: MainOptions = {}): ExecServer {
@@ -34,6 +36,7 @@ export function main(options: MainOptions = {}): ExecServer {
     output: process.stdout,
     logger,
     bundle: options.bundle ?? null,
+    ...(options.ptyModule === undefined ? {} : { ptyModule: options.ptyModule }),
     onShutdown: () => {
       exiting = true;
       process.exit(0);
@@ -44,9 +47,12 @@ export function main(options: MainOptions = {}): ExecServer {
   }
   // A broken pipe on stdout means the client is gone: the stream's close ends the server.
   process.stdout.on('error', () => void server.shutdown('stdout closed'));
+  // The work belongs to the target: an exception nothing caught (a bug in one request's code, a
+  // dependency's timer) is logged and the server keeps serving, rather than killing every process
+  // and background task it runs. A server that cannot go on ends through its stream instead.
   process.on('uncaughtException', (error) => {
-    logger.error({ err: error }, 'exec server: uncaught exception; shutting down');
-    if (!exiting) void server.shutdown('uncaught exception').finally(() => process.exit(70));
+    if (exiting) return;
+    logger.error({ err: error }, 'exec server: uncaught exception; logged, the server keeps serving');
   });
   server.start();
   return server;

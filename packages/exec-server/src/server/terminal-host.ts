@@ -55,6 +55,7 @@ export class TerminalHost {
   /** What each call's prepare made, by call id, from its permission step to its execute (bounded). */
   private readonly preparedCalls = new Map<string, unknown>();
   private serviceToken: (typeof TerminalModule)['TERMINAL_SERVICE'] | undefined;
+  private readonly pty: { available: boolean; reason?: string };
 
   constructor(options: {
     peer: RpcPeer;
@@ -62,7 +63,10 @@ export class TerminalHost {
     cwd: string;
     tempRoot: string;
     manager: ProcessManager;
+    /** Whether node-pty loaded in this server (probed once at initialize). */
+    pty?: { available: boolean; reason?: string };
   }) {
+    this.pty = options.pty ?? { available: true };
     this.peer = options.peer;
     this.logger = options.logger;
     this.cwd = options.cwd;
@@ -205,6 +209,14 @@ export class TerminalHost {
     config: Record<string, unknown>,
     forwardOutput: boolean,
   ): Promise<{ name: string; description: string; instructions?: string }> {
+    if (!this.pty.available) {
+      // Refused without loading node-pty again (see probePty): the server and its work carry on.
+      throw new ServerError(
+        'TERMINAL_UNAVAILABLE',
+        `terminal sessions: expected node-pty to load in the target (${process.platform}-${process.arch}); it did not: ${this.pty.reason ?? 'unknown reason'}. ` +
+          'Processes, background tasks and files still work there',
+      );
+    }
     let terminal: typeof TerminalModule;
     try {
       terminal = await import('@conch/terminal');

@@ -35,8 +35,11 @@ export function fakeExecCommand(name: string): FakeCommand {
   // The pod's ~/.cache persists across execs (as a real pod's does), apart from this host's.
   const podCache = join(dir, 'pod-cache');
   const inner = isolated
-    ? `mkdir -p ${cache} ${podCache} && mount --bind ${podCache} ${cache} && mount -t tmpfs -o mode=1777 pod-tmp /tmp && mkdir -p ${workdir} && cd ${workdir} && exec "$@"`
-    : `mkdir -p ${workdir} && cd ${workdir} && exec "$@"`;
+    ? // The pod's cache is its ~/.cache (whatever XDG dir the test runner set lives in this host's /tmp).
+      `mkdir -p ${cache} ${podCache} && mount --bind ${podCache} ${cache} && mount -t tmpfs -o mode=1777 pod-tmp /tmp && mkdir -p ${workdir} && cd ${workdir} && unset XDG_CACHE_HOME XDG_DATA_HOME && exec "$@"`
+    : // Not isolated, the "pod" shares this host's HOME: its cache is its own all the same (the boot
+      // script's XDG_CACHE_HOME), never this host's ~/.cache, which an earlier run may hold.
+      `mkdir -p ${workdir} ${podCache} && cd ${workdir} && export XDG_CACHE_HOME=${podCache} && exec "$@"`;
   const script = [
     '#!/bin/bash',
     // One line per call (the boot script's newlines folded).

@@ -1,0 +1,93 @@
+// Invariant: the health check judges a supervisor by the work it does not do, on real processes read through /proc — stopped or idle with a ping unanswered is stalled, a busy loop is caught by its CPU time, a booting supervisor is never stalled unless stopped, and any message from the supervisor clears the evidence.
+import { spawn, type ChildProcess } from 'node:child_process';
+import { waitFor } from '@conch/test-support';
+import { afterEach, describe, expect, it } from 'vitest';
+import { SupervisorHealth, type SupervisorHealthOptions } from './supervisor-health.js';
+
+const children: ChildProcess[] = [];
+const checks: SupervisorHealth[] = [];
+afterEach(() => {
+  for (const c of checks.splice(0)) c.stop();
+  for (const child of children.splice(0)) child.kill('SIGKILL');
+});
+
+function standIn(script: string): number {
+  const child = spawn('sh', ['-c', script], { stdio: 'ignore' });
+  children.push(child);
+  return child.pid!;
+}
+
+/** A health check on a stand-in process that never answers pings; counts its ticks. */
+function watch(pid: number, options: Partial<SupervisorHealthOptions> = {}) {
+  const state = { ticks: 0, fired: undefined as string | undefined, pings: 0 };
+  const health = new SupervisorHealth({
+    unresponsiveMs: 1000,
+    tickMs: 100,
+    phase: () => {
+      state.ticks++;
+      return 'ready';
+    },
+    pid: () => pid,
+    rootPid: () => pid,
+    ping: () => void state.pings++,
+    overdue: () => false,
+    onUnresponsive: (why) => {
+      state.fired = why;
+    },
+    ...options,
+  });
+  checks.push(health);
+  health.start();
+  return { health, state };
+}
+
+describe('SupervisorHealth', () => {
+  it('a stopped process that does not answer is unresponsive, and says it is stopped', async () => {
+    const pid = standIn('sleep 60');
+    process.kill(pid, 'SIGSTOP');
+    const { state } = watch(pid);
+    await waitFor(() => state.fired !== undefined, { what: 'the check to fire', timeoutMs: 30_000 });
+    expect(state.fired).toMatch(/stopped \(SIGSTOP\)/);
+    expect(state.pings).toBe(1);
+  });
+
+  it('a process spinning without answering is caught by the CPU it burns', async () => {
+    const pid = standIn('while :; do :; done');
+    const { state } = watch(pid, { unresponsiveMs: 500, tickMs: 100 });
+    await waitFor(() => state.fired !== undefined, { what: 'the check to fire', timeoutMs: 30_000 });
+    expect(state.fired).toMatch(/CPU without answering/);
+  });
+
+  it('every message from the supervisor clears the evidence: one that talks is never declared dead', async () => {
+    const pid = standIn('sleep 60');
+    process.kill(pid, 'SIGSTOP');
+    const { health, state } = watch(pid);
+    const talk = setInterval(() => health.heard(), 50);
+    try {
+      await waitFor(() => state.ticks >= 30, { what: '30 ticks', timeoutMs: 30_000 });
+      expect(state.fired).toBeUndefined();
+    } finally {
+      clearInterval(talk);
+    }
+  });
+
+  it('while it starts only a stopped process counts: a slow boot is waited for, a stopped one is not', async () => {
+    const booting = standIn('sleep 60');
+    const slow = watch(booting, { phase: () => (slow.state.ticks++, 'starting') });
+    await waitFor(() => slow.state.ticks >= 20, { what: '20 ticks', timeoutMs: 30_000 });
+    expect(slow.state.fired).toBeUndefined();
+    expect(slow.state.pings).toBe(0);
+    const frozen = standIn('sleep 60');
+    process.kill(frozen, 'SIGSTOP');
+    const stopped = watch(frozen, { phase: () => 'starting' });
+    await waitFor(() => stopped.state.fired !== undefined, { what: 'the check to fire', timeoutMs: 30_000 });
+  });
+
+  it('a call past its limit needs two stalled ticks in a row, not the whole bound', async () => {
+    const pid = standIn('sleep 60');
+    process.kill(pid, 'SIGSTOP');
+    const { state } = watch(pid, { unresponsiveMs: 600_000, overdue: () => true });
+    await waitFor(() => state.fired !== undefined, { what: 'the check to fire', timeoutMs: 30_000 });
+    expect(state.fired).toMatch(/did not answer for \d+\.\d s/);
+  });
+});
