@@ -4,6 +4,7 @@ import { fileURLToPath } from 'node:url';
 import { findChrome } from '@conch/browser';
 import { loadConchConfig, type ConchConfig, type Logger, type PluginRegistry } from '@conch/core';
 import { createEnvironment, type Environment } from '@conch/environment';
+import { PROCESS_MANAGER } from '@conch/process';
 import { serveCommand, SITE_DIR } from './demo-site.js';
 
 export { SITE_DIR } from './demo-site.js';
@@ -129,6 +130,9 @@ export async function createDemoEnvironment(options: {
         }
       : {}),
   });
+  // The static site the walkthrough serves from the sandbox: visible there wherever the app is
+  // installed (under /tmp, which the sandbox replaces with its own, it would not be).
+  env.registry.resolveOptional(PROCESS_MANAGER)?.shareWithSandbox({ visible: [options.siteDir ?? SITE_DIR] });
   return {
     env,
     registry: env.registry,
