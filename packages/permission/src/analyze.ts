@@ -2,6 +2,7 @@ import type { ParsedCommand } from '@conch/shell-syntax';
 import type { Dialect } from './dialect.js';
 import type { Part } from './facts.js';
 import type { CompiledRule } from './host-rules.js';
+import type { PathContext } from './paths.js';
 import type { Analysis, AnalysisContext, AnalyzerOptions, Walk } from './analyze/context.js';
 import { summarize } from './analyze/helpers.js';
 import { ruleMatches } from './analyze/host-match.js';
@@ -43,7 +44,16 @@ export class Analyzer {
     this.ctx = ctx;
   }
 
-  analyze(line: string, cwd: string, options: { dialect?: Dialect; parsed?: ParsedCommand } = {}): Analysis {
+  /**
+   * Judges a line run in `cwd`. `paths` replaces the gate's home and workspace for this line (a
+   * command that runs in a remote target is judged against the target's).
+   */
+  analyze(
+    line: string,
+    cwd: string,
+    options: { dialect?: Dialect; parsed?: ParsedCommand; paths?: PathContext } = {},
+  ): Analysis {
+    const ctx = options.paths ? this.contextWith(options.paths) : this.ctx;
     const walk: Walk = {
       parts: [],
       line: { downloads: [], interpreters: [] },
@@ -51,8 +61,8 @@ export class Analyzer {
       dialect: options.dialect ?? 'bash',
     };
     try {
-      walkLine(this.ctx, line, { cwds: [cwd], vars: new Map() }, walk, options.parsed);
-      walk.parts.push(...lineRules(this.ctx, walk.line));
+      walkLine(ctx, line, { cwds: [cwd], vars: new Map() }, walk, options.parsed);
+      walk.parts.push(...lineRules(ctx, walk.line));
     } catch (error) {
       // A defect in the analysis must not let a command through, in any mode: without a finished
       // analysis no deny rule can be ruled out, so the command is denied (acceptAll turns asks
@@ -66,6 +76,15 @@ export class Analyzer {
       return summarize([part]);
     }
     return summarize(walk.parts);
+  }
+
+  private contextWith(paths: PathContext): AnalysisContext {
+    const ctx: AnalysisContext = {
+      options: { ...this.ctx.options, paths },
+      ruleContext: { ...this.ctx.ruleContext, paths },
+      simple: (cmd, state, walk, io) => simple(ctx, cmd, state, walk, io),
+    };
+    return ctx;
   }
 
   /** Whether a compiled host rule matches `line` the way the gate uses it (for rule examples). */

@@ -61,8 +61,15 @@ export function judgeBuiltin(base: string, args: Arg[], facts: CommandFacts): Bu
       let assoc = false;
       let functionsOnly = true;
       let printOnly = false;
+      let endOfOptions = false;
       for (; i < args.length; i++) {
         const v = args[i]!.value;
+        // `declare -- x=1` (as `declare -p` prints a plain variable): `--` ends the options.
+        if (v === '--') {
+          endOfOptions = true;
+          i++;
+          break;
+        }
         if (v === undefined || !/^[-+][A-Za-z]+$/.test(v)) break;
         const letters = v.slice(1);
         if (/[niItf]/.test(letters) && !(v === '-f' || v === '-F' || v === '-p')) {
@@ -87,7 +94,7 @@ export function judgeBuiltin(base: string, args: Arg[], facts: CommandFacts): Bu
       const rest = args.slice(i);
       // Without names every variable is printed, with its value: the environment included, like
       // `env` (`declare`, `declare -p`, `declare -x`, `export -p`, `typeset -x`, `readonly`).
-      if (rest.length === 0 && !(i > 0 && functionsOnly))
+      if (rest.length === 0 && !(i > 0 && functionsOnly && !endOfOptions))
         return {
           verdict: 'ask',
           reason: `${[base, ...args.map((a) => a.raw)].join(' ')} lists shell variables with their values, the environment included (like env)`,
@@ -182,9 +189,16 @@ export function judgeBuiltin(base: string, args: Arg[], facts: CommandFacts): Bu
         ? (names([args[1]!], 'getopts') ?? { verdict: 'allow', reason: 'getopts into an inert variable' })
         : { verdict: 'ask', reason: 'getopts without a name' };
     case 'wait': {
-      const p = values.indexOf('-p');
-      if (p >= 0) return names(args.slice(p + 1, p + 2), 'wait -p') ?? { verdict: 'allow', reason: 'wait' };
-      return known
+      // `wait -n -p NAME` assigns NAME, however written (`-np NAME`, the last of several -p), and a
+      // word only known at run time before the pids could be one (`wait -n -p x $y`).
+      const parsed = parseArgs(grammar({ flags: 'fn', values: 'p', permute: false }), args, 'wait');
+      if (!parsed.ok) return { verdict: 'ask', reason: parsed.reason, rule: 'failClosed:environment' };
+      const targets = parsed.args.options
+        .filter((o) => o.def.key === '-p')
+        .map((o) => (typeof o.value === 'string' ? literalArg(o.value) : o.value!));
+      const bad = names(targets, 'wait -p');
+      if (bad) return bad;
+      return parsed.args.operands.every((a) => a.value !== undefined)
         ? { verdict: 'allow', reason: 'wait only waits' }
         : { verdict: 'ask', reason: 'wait with arguments only known at run time' };
     }

@@ -146,7 +146,14 @@ export const permissionConfigSchema = z.strictObject({
     .positive()
     .default(64 * 1024)
     .describe('longer commands fail closed'),
-  parseTimeoutMs: z.number().int().positive().default(500).describe('slower parses fail closed'),
+  parseTimeoutMs: z
+    .number()
+    .int()
+    .positive()
+    .default(500)
+    .describe(
+      'the parse budget, read as work: × 1,000 parser steps, counted, not timed; larger parses fail closed',
+    ),
   maxNesting: z.number().int().min(0).max(8).default(3).describe('how deep bash -c strings are parsed'),
   auditLimit: z.number().int().positive().default(1000).describe('decisions kept in the audit log'),
 });

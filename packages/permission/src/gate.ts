@@ -16,7 +16,7 @@ import {
 import type { ParsedCommand, ShellParser } from '@conch/shell-syntax';
 import { isIP } from 'node:net';
 import { homedir } from 'node:os';
-import { resolve } from 'node:path';
+import { posix, resolve } from 'node:path';
 import { Analyzer, type Analysis, type Dialect, type Part, type Verdict } from './analyze.js';
 import { summarize } from './analyze/helpers.js';
 import { potentialOwnProcesses, runningOwnProcesses } from './rules/self-kill.js';
@@ -212,9 +212,13 @@ export class PermissionEngine implements PermissionGate {
     options: { signal?: AbortSignal; approve?: ApproveFn; callId: string },
   ): Promise<PermissionDecision> {
     const started = performance.now();
-    // One turn of the event loop first: a file the host created just before this call (a new
-    // .env) has its fs.watch event delivered, so the kernel policy the runner reads next is fresh.
-    if (this.kernel && request.kind === 'command') await new Promise((resolve) => setImmediate(resolve));
+    // A poll phase of the event loop first: a file created before this call (a new .env) has its
+    // inotify event queued by the kernel already; the loop's next poll reads it and fs.watch marks
+    // the kernel policy stale, so the policy the runner reads next is fresh. Two immediates: the
+    // first may run in the current iteration (no poll before it), the second runs after the next
+    // poll, whatever phase this call started in.
+    if (this.kernel && request.kind === 'command')
+      await new Promise((resolve) => setImmediate(() => setImmediate(resolve)));
     const { analysis, display, cwd } = this.analyzeRequest(request);
     // The human sees the whole command or is not asked; logs and the audit keep a bounded copy.
     const shown = clipDisplay(display);
@@ -643,23 +647,38 @@ export class PermissionEngine implements PermissionGate {
     };
   }
 
+  /**
+   * The paths a remote target's commands are judged against: its home and workspace (exec-server
+   * targets always say their home; one that does not is judged with `/` as its home, the
+   * strictest reading: every path is then under it).
+   */
+  private targetPaths(target: { workspace: string; home?: string }): PathContext {
+    return { ...this.paths, workspaceRoot: target.workspace, home: target.home ?? '/' };
+  }
+
   private analyzeRequest(request: PermissionRequest): { analysis: Analysis; display: string; cwd?: string } {
     if (request.kind === 'command') {
       const plan = request.plan;
+      // In a remote target, `~`, the workspace and protected paths are the target's.
+      const paths = request.target ? this.targetPaths(request.target) : undefined;
       if (plan && isParsedCommand(plan.parsed)) {
         // The call's one plan: judged with the parse, shell dialect and cwd the runner will use.
         const analysis = readWhole(
           this.analyzer.analyze(plan.line, plan.cwd, {
             dialect: plan.dialect,
             parsed: plan.parsed,
+            ...(paths ? { paths } : {}),
           }),
         );
         return { analysis, display: escapeHidden(plan.line), cwd: plan.cwd };
       }
       const line = requestLine(request);
-      const cwd = resolve(this.workspaceRoot, request.cwd || '.');
+      const cwd = posix.resolve(paths?.workspaceRoot ?? this.workspaceRoot, request.cwd || '.');
       const analysis = readWhole(
-        this.analyzer.analyze(line, cwd, request.dialect ? { dialect: request.dialect } : {}),
+        this.analyzer.analyze(line, cwd, {
+          ...(request.dialect ? { dialect: request.dialect } : {}),
+          ...(paths ? { paths } : {}),
+        }),
       );
       return { analysis, display: escapeHidden(line), cwd };
     }

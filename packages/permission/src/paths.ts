@@ -54,6 +54,7 @@ export const SYSTEM_RC: readonly string[] = [
   '/etc/environment',
   '/etc/zshenv',
   '/etc/zshrc',
+  '/etc/gitconfig',
 ];
 export const SYSTEM_RC_DIRS: readonly string[] = ['/etc/zsh/', '/etc/profile.d/'];
 /**
@@ -114,6 +115,13 @@ export function compileProtected(globs: readonly string[]): ProtectedGlob[] {
     return { glob, test: (path: string) => matcher(path) };
   });
 }
+
+/**
+ * The home directory of the user the command runs as, in a write target a command's grammar
+ * names without the command line spelling it (`git config --global` writes `~/.gitconfig`): a
+ * NUL, which no shell word can hold, then the path under HOME.
+ */
+export const HOME_MARK = '\u0000HOME';
 
 /** Why writing `abs` (an absolute, normalized path) is refused, or undefined when it is not protected. */
 export function protectedReason(abs: string, ctx: PathContext): string | undefined {
@@ -232,6 +240,7 @@ export function checkTarget(
   ctx: PathContext,
   options: { followFinal?: boolean } = {},
 ): TargetCheck {
+  if (value.startsWith(HOME_MARK)) value = posix.join(ctx.home, value.slice(HOME_MARK.length));
   if (HARMLESS.test(value)) return { kind: 'harmless' };
   if (value === '') return { kind: 'unknown', reason: 'the target is empty' };
   const bases = isAbsolute(value) ? ['/'] : cwds;

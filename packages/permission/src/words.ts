@@ -205,6 +205,26 @@ export function evaluate(word: Syntax.Word, state: ShellState, options: { assign
         // bash expands braces first, then tilde, parameters and globs in each resulting word, so
         // each variant is evaluated as a word of its own (`~/.bash{rc,_profile}`, `{~,/tmp}/x`).
         const variants = braceVariants(part.parts);
+        if (variants === undefined) {
+          // Too many words to expand (`~/.{a..z}{a..z}shrc`): each brace expression stands for any
+          // text, so the word is a pattern (`~/.*shrc`) the deny rules still test.
+          const collapsed = collapsedBraces(part.parts);
+          if (collapsed) {
+            const v = evaluate({ ...word, parts: collapsed }, state, options);
+            return makeArg(
+              word,
+              word.text,
+              undefined,
+              v.pattern,
+              v.mayBeOption,
+              false,
+              true,
+              [...risks, ...v.risks],
+              [...subs, ...v.subs],
+              [...assigns, ...v.assigns],
+            );
+          }
+        }
         const fields: string[] = [];
         for (const parts of variants ?? []) {
           const v = evaluate({ ...word, parts }, state, options);
@@ -404,44 +424,101 @@ const PLACEHOLDER = 0xe000;
  * the word is not a brace expansion the gate can expand (too many words, too many pieces).
  */
 function braceVariants(parts: readonly Syntax.WordPart[]): Syntax.WordPart[][] | undefined {
+  const template = braceTemplate(parts);
+  if (template === undefined) return undefined;
+  const words = expandBraces(template);
+  if (!words) return undefined;
+  return words.map((w) => templateParts(w, parts));
+}
+
+/** The unquoted text of a brace word, every other piece one opaque character (see braceVariants). */
+function braceTemplate(parts: readonly Syntax.WordPart[]): string | undefined {
   if (parts.length > 0x1000) return undefined;
   let template = '';
   parts.forEach((p, i) => {
     template += p.kind === 'text' && p.quoting === 'none' ? p.value : String.fromCharCode(PLACEHOLDER + i);
   });
-  const words = expandBraces(template);
-  if (!words) return undefined;
-  return words.map((w) => {
-    const out: Syntax.WordPart[] = [];
-    let text = '';
-    const flush = () => {
-      if (text) out.push({ kind: 'text', value: text, quoting: 'none' });
-      text = '';
-    };
-    for (const ch of w) {
-      const code = ch.charCodeAt(0) - PLACEHOLDER;
-      if (code >= 0 && code < parts.length) {
-        flush();
-        out.push(parts[code]!);
-      } else text += ch;
-    }
-    flush();
-    const first = out[0];
-    if (first?.kind === 'text' && first.value.startsWith('~')) {
-      const slash = first.value.indexOf('/');
-      const prefix = slash < 0 ? first.value : first.value.slice(0, slash);
-      if (/^~([+-]|[A-Za-z0-9._-]*)$/.test(prefix)) {
-        const rest = first.value.slice(prefix.length);
-        out.splice(0, 1, { kind: 'tilde', prefix }, ...(rest ? [{ ...first, value: rest }] : []));
+  return template;
+}
+
+/** A value only known at run time, without risks: what a brace expression too big to expand stands for. */
+const ANY_TEXT: Syntax.WordPart = {
+  kind: 'param',
+  name: '',
+  braced: false,
+  quoted: false,
+  args: [],
+  form: 'plain',
+  text: '{…}',
+};
+
+/**
+ * A brace word too big to expand, as one word whose every brace expression (a `{…}` with a
+ * top-level comma or a sequence) is a value only known at run time.
+ */
+function collapsedBraces(parts: readonly Syntax.WordPart[]): Syntax.WordPart[] | undefined {
+  const template = braceTemplate(parts);
+  if (template === undefined) return undefined;
+  const any = String.fromCharCode(PLACEHOLDER + parts.length);
+  let out = '';
+  let depth = 0;
+  let open = -1;
+  let from = 0;
+  for (let i = 0; i < template.length; i++) {
+    if (template[i] === '{') {
+      if (depth === 0) open = i;
+      depth++;
+    } else if (template[i] === '}' && depth > 0 && --depth === 0) {
+      const body = template.slice(open + 1, i);
+      if (/^[-+]?\d+\.\.[-+]?\d+(\.\.[-+]?\d+)?$/.test(body)) {
+        // A sequence of numbers: digits and a sign only (`.{1..5000}` cannot be `.env`).
+        out += `${template.slice(from, open)}[-0-9]*`;
+        from = i + 1;
+      } else if (/^[a-zA-Z]\.\.[a-zA-Z](\.\.[-+]?\d+)?$/.test(body)) {
+        // A sequence of characters: one character each (`~/.{a..z}{a..z}shrc` is `~/.??shrc`).
+        out += `${template.slice(from, open)}?`;
+        from = i + 1;
+      } else if (splitTop(body).length > 1) {
+        out += template.slice(from, open) + any;
+        from = i + 1;
       }
     }
-    return out;
-  });
+  }
+  out += template.slice(from);
+  return templateParts(out, [...parts, ANY_TEXT]);
+}
+
+/** A template word (see braceVariants) back as parts; a leading unquoted `~` becomes its tilde part. */
+function templateParts(w: string, parts: readonly Syntax.WordPart[]): Syntax.WordPart[] {
+  const out: Syntax.WordPart[] = [];
+  let text = '';
+  const flush = () => {
+    if (text) out.push({ kind: 'text', value: text, quoting: 'none' });
+    text = '';
+  };
+  for (const ch of w) {
+    const code = ch.charCodeAt(0) - PLACEHOLDER;
+    if (code >= 0 && code < parts.length) {
+      flush();
+      out.push(parts[code]!);
+    } else text += ch;
+  }
+  flush();
+  const first = out[0];
+  if (first?.kind === 'text' && first.value.startsWith('~')) {
+    const slash = first.value.indexOf('/');
+    const prefix = slash < 0 ? first.value : first.value.slice(0, slash);
+    if (/^~([+-]|[A-Za-z0-9._-]*)$/.test(prefix)) {
+      const rest = first.value.slice(prefix.length);
+      out.splice(0, 1, { kind: 'tilde', prefix }, ...(rest ? [{ ...first, value: rest }] : []));
+    }
+  }
+  return out;
 }
 
 /**
  * Expands the brace expressions of unquoted text (`{a,b}`, `x{1..3}`); undefined past `limit`
- * words. Every other piece of the word is one opaque character here (see braceVariants).
+ * words (then `collapsedBraces` makes the word a pattern). Every other piece of the word is one opaque character here (see braceVariants).
  */
 function expandBraces(text: string, limit = 64): string[] | undefined {
   const out: string[] = [];

@@ -326,6 +326,46 @@ describe('failures', () => {
     }
   });
 
+  it('stops a parse on the wall clock only when it fails anyway: tree-sitter reports hasError for trees with errors only', async () => {
+    // The early wall-clock stop (`limit: 'time'`) waits for the progress callback's `hasError`:
+    // every version of the parse recovering from an error. A tree that comes out whole never had it.
+    const { createRequire } = await import('node:module');
+    const { Language, Parser } = await import('web-tree-sitter');
+    const require = createRequire(import.meta.url);
+    await Parser.init();
+    const raw = new Parser();
+    raw.setLanguage(await Language.load(require.resolve('tree-sitter-bash/tree-sitter-bash.wasm')));
+    const lines = ['echo a; ', 'ls | wc -l; ', 'x=1 && y=2; ', 'if true; then :; fi; ', 'cat <<E\nx\nE\n'];
+    const junk = '$( ) ( { } ; && || | & if then fi for in do done case esac ;; > < [[ ]] ` x=( "s'.split(
+      ' ',
+    );
+    let seed = 7;
+    const next = (n: number) => (seed = (Math.imul(seed, 1103515245) + 12345) & 0x7fffffff) % n;
+    const seen = { valid: 0, flagged: 0 };
+    for (let i = 0; i < 150; i++) {
+      // Whole commands, commands with a stray token, and malformed text.
+      const junkPerMille = [0, 15, 500][i % 3]!;
+      let source = '';
+      for (let k = 150 + next(250); k > 0; k--)
+        source += next(1000) >= junkPerMille ? lines[next(lines.length)] : `${junk[next(junk.length)]} `;
+      let flagged = false;
+      const tree = raw.parse(source, null, {
+        progressCallback: (state) => {
+          if (state.hasError) flagged = true;
+        },
+      })!;
+      if (!tree.rootNode.hasError) seen.valid++;
+      if (flagged) {
+        seen.flagged++;
+        expect(tree.rootNode.hasError, source.slice(0, 200)).toBe(true);
+      }
+      tree.delete();
+    }
+    expect(seen.valid).toBeGreaterThan(30);
+    expect(seen.flagged).toBeGreaterThan(5);
+    raw.delete();
+  });
+
   it('stops input that makes tree-sitter rescan the source (an unterminated here-document, stray parentheses) at its budget', () => {
     for (const source of ['<<'.repeat(20_000), ')'.repeat(30_000), 'a=('.repeat(10_000)]) {
       const r = parser.parse(source);

@@ -1,5 +1,5 @@
 import { createRequire } from 'node:module';
-import { Language, Parser, type Tree } from 'web-tree-sitter';
+import { Language, Parser, type ParseState, type Tree } from 'web-tree-sitter';
 import { emptyFlags, flatView } from './flat-view.js';
 import { NestingLimitError, readTree, type PlainNode } from './plain-tree.js';
 import { FIELD_PARENTS, SyntaxConverter } from './syntax-tree.js';
@@ -32,13 +32,24 @@ const STEPS_PER_PROGRESS = 100;
 const STEPS_PER_READ = 6;
 const INPUT_CHUNK = 64;
 /**
- * The safety timer: some inputs tree-sitter recovers from slowly in work neither callback sees
- * (an error node rebuilt for every token, `case x x x …`). Those are parse errors; a parse still
- * running this long after its budget's time on the reference machine is stopped and reported as
- * one (`limit: 'time'`), so it is refused like any parse error whatever the machine's load.
+ * Wall-clock bounds: last resorts that never decide a verdict under ordinary load. Work decides
+ * (`budget`), so a command gets the same answer on a loaded machine. Time only stops what work
+ * cannot see: tree-sitter's error recovery summarizes the error node again for every token it
+ * swallows, work neither callback sees (`case x x x …` is quadratic: seconds for 64 KB).
+ * - Once the progress callback reports `hasError` (every version of the parse is recovering from
+ *   an error, so the tree cannot come out without one: the parse fails whatever happens next), a
+ *   parse still running `ERROR_SAFETY_FACTOR` times its budget's time on the reference machine
+ *   (at least `MIN_ERROR_SAFETY_MS`) is stopped and reported as the parse error it is
+ *   (`limit: 'time'`): the same verdict, sooner.
+ * - Any parse still running after `LAST_RESORT_MS` is stopped as well. A command within the
+ *   budget parses in well under a second on the reference machine; the first big parse in a
+ *   process grows tree-sitter's memory and takes longer (a 60 KB pipeline: about 5 s on two
+ *   cores, 20 s with every core busy). Two minutes is reached only by a stalled machine or by
+ *   malformed input tree-sitter recovers from without saying so, which fails anyway.
  */
-const SAFETY_FACTOR = 10;
-const MIN_SAFETY_MS = 1_000;
+const ERROR_SAFETY_FACTOR = 10;
+const MIN_ERROR_SAFETY_MS = 1_000;
+export const LAST_RESORT_MS = 120_000;
 
 let loading: Promise<ShellParser> | undefined;
 
@@ -94,14 +105,19 @@ class BashParser implements ShellParser {
       return failed(source, 'the command contains a NUL byte, which a shell cannot pass');
     let spent = spentBefore;
     let over: 'work' | 'time' | undefined;
-    const safetyMs = Math.max(MIN_SAFETY_MS, (budget / STEPS_PER_MS) * SAFETY_FACTOR);
+    // The parse is known to fail once every version of it is recovering from an error.
+    let failing = false;
+    const errorSafetyMs = Math.max(MIN_ERROR_SAFETY_MS, (budget / STEPS_PER_MS) * ERROR_SAFETY_FACTOR);
     const started = performance.now();
     let root: PlainNode;
     let tree: Tree | null = null;
     try {
       const check = () => {
         if (spent > budget) over = 'work';
-        else if (performance.now() - started > safetyMs) over = 'time';
+        else {
+          const elapsed = performance.now() - started;
+          if (elapsed > LAST_RESORT_MS || (failing && elapsed > errorSafetyMs)) over = 'time';
+        }
         return over !== undefined;
       };
       let reads = 0;
@@ -115,10 +131,11 @@ class BashParser implements ShellParser {
         },
         null,
         {
-          progressCallback: (() => {
+          progressCallback: ((state: ParseState) => {
             spent += STEPS_PER_PROGRESS;
+            if (state.hasError) failing = true;
             return over !== undefined || check();
-          }) as unknown as () => void,
+          }) as unknown as (state: ParseState) => void,
         },
       );
       if (!tree || over || spent > budget) {
@@ -126,7 +143,9 @@ class BashParser implements ShellParser {
         if (over === 'time')
           return failed(
             source,
-            `the parser gave up on the command after ${Math.round(safetyMs)} ms (tree-sitter recovers from some malformed input very slowly)`,
+            failing
+              ? `the parser gave up on malformed input after ${Math.round(performance.now() - started)} ms (tree-sitter recovers from some errors very slowly)`
+              : `the parser gave up on the command after ${Math.round(LAST_RESORT_MS / 1000)} s`,
             'time',
           );
         return failed(source, overBudget(budget, options), 'work');

@@ -105,7 +105,8 @@ export interface ParsedCommand {
   error?: string;
   /**
    * Which bound the command is over, when it is: `size` (maxBytes), `work` (the parse budget),
-   * `depth` (maxDepth), or `time` (the parser gave up on malformed input, like a parse error).
+   * `depth` (maxDepth), or `time` (a wall-clock last resort: the parser gave up on input it already
+   * knew to be malformed, or on a parse still running after two minutes; like a parse error).
    * A caller may refuse `work` and `depth` outright: a command that big or that deep is not
    * something to ask a human about.
    */
@@ -138,7 +139,8 @@ export interface ParseOptions {
   /**
    * Most work a parse may do, in steps (one tree-sitter parser operation, or a sixth of a 64-char
    * read of the input: about a microsecond each on the reference machine). Counted, not timed,
-   * so a command gets the same answer on a loaded machine. Default 500,000.
+   * so a command gets the same answer on a loaded machine (the wall clock stops only what fails
+   * anyway, see `parser.ts`). Default 500,000.
    */
   budget?: number;
   /**

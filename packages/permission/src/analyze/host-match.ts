@@ -12,7 +12,7 @@ import { matchHostRules, ruleNames, type CommandTexts, type CompiledRule } from 
 import { checkPatternTarget, checkTarget } from '../paths.js';
 import { baseName, SYSTEM_DIRS } from '../program.js';
 import { evaluate, type Arg } from '../words.js';
-import type { Add, AnalysisContext, State } from './context.js';
+import { parseOptions, type Add, type AnalysisContext, type State } from './context.js';
 import { toShell, visitSimple } from './helpers.js';
 
 /**
@@ -76,7 +76,7 @@ export function unresolvedNameRules(ctx: AnalysisContext, nameArg: Arg, shown: s
 /** Whether a compiled host rule matches `line` the way the gate uses it (for rule examples). */
 export function ruleMatches(ctx: AnalysisContext, rule: CompiledRule, line: string): boolean {
   const o = ctx.options;
-  const parsed = o.parser.parse(line, { maxBytes: o.maxBytes, timeoutMs: o.timeoutMs });
+  const parsed = o.parser.parse(line, parseOptions(o));
   if (!parsed.ok || !parsed.syntax) return false;
   const texts: CommandTexts[] = [];
   const state: State = { cwds: undefined, vars: new Map() };

@@ -12,6 +12,7 @@ import { writeFacts } from '../commands/writers.js';
 import type { CommandFacts, Part, Verdict } from '../facts.js';
 import { fileSource, interpreterSource, shellInvocation, splitFields } from '../interpreters.js';
 import { classifyName } from '../names.js';
+import { namesEnviron } from '../needs/listing.js';
 import {
   isReadOnlyCommand,
   onlyPrintsVersion,
@@ -181,6 +182,17 @@ function command(
     if (cls.kind === 'special' || cls.kind === 'invalid')
       envRisk ??= `it sets ${n} through env: ${cls.reason}`;
   }
+  // A word naming a process's environment (`cat /proc/self/environ`, `xargs -0 -a /proc/1/environ
+  // echo`, `env -C /proc/self cat environ`): whichever program reads it lists the environment.
+  const innermost = r.levels[r.levels.length - 1]!;
+  const environ =
+    c.args.find((a) => namesEnviron(a, c.cwds)) ?? innermost.find((a) => namesEnviron(a, r.cwds));
+  if (environ)
+    add(
+      'ask',
+      `it names ${environ.raw}, a process's environment: reading it lists the environment like env`,
+      'failClosed:environmentListing',
+    );
   if (r.quotedName)
     add(
       'ask',

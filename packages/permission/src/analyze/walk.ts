@@ -153,8 +153,18 @@ function statement(ctx: AnalysisContext, st: Syntax.Statement, state: State, wal
     }
     case 'for': {
       assignedName(st.variable, `a ${st.select ? 'select' : 'for'} loop variable`, clip(st.text, 200), walk);
-      for (const w of st.values ?? [])
-        wordRisks(ctx, evaluate(w, toShell(state, ctx.options.paths.home)), clip(st.text, 200), state, walk);
+      for (const w of st.values ?? []) {
+        const value = evaluate(w, toShell(state, ctx.options.paths.home));
+        wordRisks(ctx, value, clip(st.text, 200), state, walk);
+        // `for f in /proc/*/environ; do cat "$f"; done`: the loop hands each reader a listing.
+        if (namesEnviron(value, state.cwds))
+          walk.parts.push({
+            command: clip(st.text, 200),
+            verdict: 'ask',
+            reason: `the loop goes over ${value.raw}, a process's environment (a listing like env)`,
+            rule: 'failClosed:environmentListing',
+          });
+      }
       const inner = clone(state);
       inner.vars.set(st.variable, null);
       const body = sequence(ctx, st.body, inner, walk);

@@ -1,4 +1,5 @@
 import { grammar, parseArgs } from '../grammar.js';
+import { shellGlob } from '../paths.js';
 import type { Arg } from '../words.js';
 import type { ReadOnlyEffects } from './read-only.js';
 
@@ -6,10 +7,15 @@ import type { ReadOnlyEffects } from './read-only.js';
  * awk as a read-only command: a program that only reads its input and prints. awk is a language
  * of its own, so the gate reads the program enough to know what it can do (`awkProgramRisk`):
  * `system()`, pipes (`print | "cmd"`, `"cmd" | getline`, `|&`), output redirections in `print` and
- * `printf` (`print > "f"`), `getline < file` of a file not written literally, `ENVIRON` (a
- * listing of the environment, like `env`), `ARGV` (file operands chosen at run time) and gawk's
- * `@` directives and indirect calls (`@load`, `@include`, `@f()`) ask. Options that read code or
- * write files (`-f`, `-E`, `-i`, `-l`, `-o`, `-p`, `-d`, `-D`, mawk's `-W`) are not in the grammar.
+ * `printf` (`print > "f"`; `/dev/stdout` and `/dev/stderr` are awk's own output), `getline < file`
+ * of a file not written literally, gawk's network files (`/inet/…`, as `getline` files or
+ * operands), `ENVIRON` (a listing of the environment, like `env`), `ARGV` (file operands chosen at
+ * run time) and gawk's `@` directives and indirect calls (`@load`, `@include`, `@f()`) ask. Where
+ * awk's own reading is uncertain the program asks: a `/` awk may take either for division or for a
+ * regular expression when the two readings would differ (`else /"/; system(…) # "`), and a bracket
+ * expression holding a `/` (`/[/"]/`: gawk and mawk keep reading the regular expression, others end
+ * it). Options that read code or write files (`-f`, `-E`, `-i`, `-l`, `-o`, `-p`, `-d`, `-D`,
+ * mawk's `-W`) are not in the grammar.
  */
 const AWK = grammar({
   flags: 'bcPrsSNnMOtVhL',
@@ -42,7 +48,23 @@ export function awkCheck(all: readonly Arg[]): { reason?: string; effects?: Read
     const risk = awkProgramRisk(text);
     if (risk) return { reason: `the awk program ${risk}` };
   }
+  // gawk opens `/inet/…` operands as network connections, like getline does.
+  const inet = operands.find((o) => mayNameInet(o));
+  if (inet) return { reason: `awk ${inet.raw} may be a network connection (gawk's /inet special files)` };
   return {};
+}
+
+/** Whether an operand can be a `/inet/…` special file (each part only known at run time stays in its path component). */
+function mayNameInet(a: Arg): boolean {
+  if (a.value !== undefined) return INET.test(a.value);
+  if (a.fields !== undefined) return a.fields.some((f) => INET.test(f));
+  const first = a.pattern.split('/').slice(0, 2);
+  if (first.length < 2 || first[0] !== '') return false;
+  try {
+    return shellGlob(first[1]!, true).test('inet') || shellGlob(first[1]!, true).test('inet6');
+  } catch {
+    return true;
+  }
 }
 
 type Token =
@@ -107,6 +129,8 @@ function tokenize(src: string): Token[] | undefined {
     return false;
   };
   let i = 0;
+  // Where a `/` read as division would have ended a regular expression (see below).
+  let divisionEnd = -1;
   while (i < src.length) {
     const c = src[i]!;
     if (c === ' ' || c === '\t' || c === '\r') {
@@ -143,16 +167,26 @@ function tokenize(src: string): Token[] | undefined {
       i = j + 1;
       continue;
     }
-    if (c === '/' && regexAllowed()) {
-      let j = i + 1;
-      for (; j < src.length && src[j] !== '/'; j++) {
-        if (src[j] === '\n') return undefined;
-        if (src[j] === '\\') j++;
+    if (c === '/') {
+      const end = regexEnd(src, i);
+      if (end === 'ambiguous') return undefined;
+      if (regexAllowed()) {
+        // A division read as a regular expression's end (see below): the two readings differ.
+        if (i === divisionEnd) return undefined;
+        if (end === undefined) return undefined;
+        tokens.push({ kind: 'regex' });
+        i = end + 1;
+        continue;
       }
-      if (j >= src.length) return undefined;
-      tokens.push({ kind: 'regex' });
-      i = j + 1;
-      continue;
+      // Read as division, but awk may read a regular expression here (`if (x) /re/`, `else /re/`
+      // are statements): the text up to the next `/` must mean the same either way. A string or a
+      // comment starting inside it, or its closing `/` starting a regular expression in this
+      // reading, would hide code awk runs.
+      if (end !== undefined) {
+        const span = src.slice(i + 1, end);
+        if (/["#]/.test(span)) return undefined;
+        divisionEnd = end;
+      }
     }
     const name = /^[A-Za-z_][A-Za-z0-9_]*/.exec(src.slice(i, i + 256));
     if (name) {
@@ -179,10 +213,43 @@ function tokenize(src: string): Token[] | undefined {
   return tokens;
 }
 
+/**
+ * Where a regular expression starting at the `/` at `start` ends (the index of its closing `/`),
+ * undefined when it does not end on its line, 'ambiguous' when a bracket expression holds a `/`
+ * (`/[/"]/`): gawk and mawk read such a `/` as part of the bracket, other awks end the regular
+ * expression there, so the gate cannot know where the code starts again.
+ */
+function regexEnd(src: string, start: number): number | 'ambiguous' | undefined {
+  let bracket = false;
+  for (let j = start + 1; j < src.length; j++) {
+    const c = src[j]!;
+    if (c === '\n') return undefined;
+    if (c === '\\') {
+      j++;
+      continue;
+    }
+    if (bracket) {
+      if (c === '/') return 'ambiguous';
+      if (c === ']') bracket = false;
+      continue;
+    }
+    if (c === '[') {
+      bracket = true;
+      // `[]…]` and `[^]…]`: a `]` right after the opening is a member, not the end.
+      if (src[j + 1] === '^') j++;
+      if (src[j + 1] === ']') j++;
+      continue;
+    }
+    if (c === '/') return j;
+  }
+  return undefined;
+}
+
 /** Why an awk program may do more than read its input and print, or undefined when it only does that. */
 export function awkProgramRisk(program: string): string | undefined {
   const tokens = tokenize(program);
-  if (!tokens) return 'cannot be read (an unterminated string or regular expression)';
+  if (!tokens)
+    return 'cannot be read for certain (an unterminated string or regular expression, or a `/` awk may read either as division or as a regular expression)';
   // Inside a print or printf statement: the paren depth there (a `>` at depth 0 redirects).
   let printDepth: number | undefined;
   for (let k = 0; k < tokens.length; k++) {
@@ -234,7 +301,8 @@ export function awkProgramRisk(program: string): string | undefined {
       case '>':
       case '>>':
       case '>=':
-        if (printDepth === 0) return 'writes a file (print > file)';
+        if (printDepth === 0 && !(t.text !== '>=' && toStandardStream(tokens, k + 1)))
+          return 'writes a file (print > file)';
         break;
     }
   }
@@ -262,6 +330,25 @@ function getlineRisk(tokens: readonly Token[], at: number): string | undefined {
     after.kind === 'newline' ||
     (after.kind === 'op' &&
       [')', ';', '}', '>', '<', '==', '!=', '>=', '<=', '&&', '||'].includes(after.text));
-  if (file?.kind === 'string' && ends) return undefined;
+  if (file?.kind === 'string' && ends)
+    return INET.test(file.text)
+      ? `opens a network connection (getline < ${JSON.stringify(file.text)}: gawk's /inet special files)`
+      : undefined;
   return 'reads a file with getline whose name is not written literally';
+}
+
+/** gawk's network special files: `/inet/tcp/lport/host/rport` (also `/inet4/`, `/inet6/`). */
+const INET = /^\/inet[46]?\//;
+
+/**
+ * `print … > "/dev/stderr"` (or `/dev/stdout`), the statement ending there: awk writes to its own
+ * standard error or output, not to a file.
+ */
+function toStandardStream(tokens: readonly Token[], at: number): boolean {
+  const file = tokens[at];
+  if (file?.kind !== 'string' || !/^\/dev\/std(out|err)$/.test(file.text)) return false;
+  const after = tokens[at + 1];
+  return (
+    !after || after.kind === 'newline' || (after.kind === 'op' && (after.text === ';' || after.text === '}'))
+  );
 }

@@ -196,6 +196,10 @@ export function findCheck(all: readonly Arg[]): { reason?: string; effects?: Rea
       via: `find ${e.action}`,
       roots: plan.narrowed ? [] : plan.starts.length ? plan.starts : [literalArg('.')],
     })),
+    // The commands it runs are handed every file found: each starting point is read recursively.
+    ...(plan.execs.length > 0
+      ? { recursiveReads: plan.starts.length ? plan.starts : [literalArg('.')] }
+      : {}),
   };
   if (plan.unknown) return { reason: plan.unknown, effects };
   if (plan.deletes) return { reason: 'find -delete deletes files', effects };

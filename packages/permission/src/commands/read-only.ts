@@ -1,7 +1,7 @@
 import { grammar, has, optionValue, parseArgs, type Grammar, type ParsedArgs } from '../grammar.js';
 import { mayVanish } from '../needs/listing.js';
 import { shellGlob } from '../paths.js';
-import type { Arg } from '../words.js';
+import { literalArg, type Arg } from '../words.js';
 import { awkCheck } from './awk.js';
 import { findCheck } from './find.js';
 import { gitCheck } from './git.js';
@@ -22,6 +22,10 @@ export interface ReadOnlyEffects {
   repository?: { gitDir: Arg } | { bare: true };
   /** Commands it runs (find -exec): judged like any command; `roots` are what `{}` starts from. */
   commands?: { argv: Arg[]; via: string; roots?: Arg[] }[];
+  /** Files its own program names and reads (`sed 'r FILE'`): judged like its file operands. */
+  reads?: Arg[];
+  /** Directories whose every file it reads (`grep -r`, `rg`, `find … -exec`, `diff -r`). */
+  recursiveReads?: Arg[];
 }
 
 export interface ReadOnlySpec {
@@ -105,17 +109,33 @@ function printenvCheck(args: ParsedArgs): string | undefined {
   return undefined;
 }
 
-/** ps: BSD-style `e` (`ps e`, `ps auxe`, `ps eww`) prints each process's environment. */
+/**
+ * ps lists processes; it lists their environments too with the BSD `e` option (`ps e`, `ps auxe`,
+ * `ps ewwp 1`, `ps e1`) or the `environ` format (`ps -o pid,environ`, `ps --format=environ`). A
+ * BSD word is read as procps reads it: letters up to one that takes a value (`p`, `q`, `t`, `U`,
+ * `o`, `O`, `k`), which takes the rest of the word or the next word; an `e` before that lists.
+ */
 function psCheck(args: ParsedArgs, all: readonly Arg[]): string | undefined {
-  for (const a of all) {
-    if (a.value === undefined) {
-      if (a.pattern.startsWith('-')) continue;
-      return `ps ${a.raw} is only known at run time and could be the e option, which prints each process's environment`;
+  for (const a of all)
+    if (/environ/i.test(a.value ?? a.pattern))
+      return `ps ${a.raw} prints each process's environment (the environ format), like env`;
+  let value = false;
+  for (const a of args.operands) {
+    if (value) {
+      value = false;
+      continue;
     }
-    if (!a.value.startsWith('-') && /^[A-Za-z]+$/.test(a.value) && a.value.includes('e'))
-      return `ps ${a.value} prints each process's environment (the BSD e option), like env`;
+    if (a.value === undefined)
+      return `ps ${a.raw} is only known at run time and could be the e option, which prints each process's environment`;
+    for (let i = 0; i < a.value.length; i++) {
+      const ch = a.value[i]!;
+      if (ch === 'e') return `ps ${a.value} prints each process's environment (the BSD e option), like env`;
+      if (/[pqtUoOk]/.test(ch)) {
+        value = i === a.value.length - 1;
+        break;
+      }
+    }
   }
-  void args;
   return undefined;
 }
 
@@ -175,7 +195,9 @@ function jqCheck(all: readonly Arg[]): { reason?: string } {
   }
   if (!program) return {};
   const text = program.value!;
-  if (/\$ENV\b|(^|[^.$\w])env\b/.test(text))
+  // `$ENV` may be written `$ ENV` (jq reads `$` and the name as two tokens; blanks and comments
+  // may come between).
+  if (/\$(?:\s|#[^\n]*\n?)*ENV\b|(^|[^.$\w])env\b/.test(text))
     return {
       reason: `the jq program ${JSON.stringify(text)} reads env or $ENV, a listing of the environment`,
     };
@@ -184,12 +206,21 @@ function jqCheck(all: readonly Arg[]): { reason?: string } {
   return {};
 }
 
-/** getent: a lookup of a key only known at run time can be a DNS query that carries data out. */
+/**
+ * getent reads the system's databases. A key only known at run time asks (in any database: NSS may
+ * send it to a server), and so does any key of a database resolved through DNS (`hosts`, `ahosts*`,
+ * `networks`): a lookup is a network access, as `host`, `dig` and `nslookup` are, and its name
+ * carries whatever it holds (`getent hosts $(cat .env | base64).example`). Enumerating a database
+ * without keys reads the local files.
+ */
 function getentCheck(args: ParsedArgs): string | undefined {
   const dynamic = args.operands.find((o) => o.value === undefined);
-  return dynamic
-    ? `getent ${dynamic.raw} looks up a name only known at run time (a DNS lookup can carry data out)`
-    : undefined;
+  if (dynamic)
+    return `getent ${dynamic.raw} looks up a name only known at run time (a DNS lookup can carry data out)`;
+  const [database, ...keys] = args.operands;
+  if (keys.length > 0 && /^(hosts|ahosts|ahostsv4|ahostsv6|networks)$/.test(database?.value ?? ''))
+    return `getent ${database!.value} ${keys[0]!.raw} is a DNS lookup, a network access (like host or dig)`;
+  return undefined;
 }
 
 /**
@@ -333,33 +364,43 @@ export const READ_ONLY: Record<string, ReadOnlySpec> = {
   grep: grepSpec(),
   egrep: grepSpec(),
   fgrep: grepSpec(),
-  rg: spec({
-    flags: 'iSsvwxclLnNoqua.FPHI0hpb',
-    values: 'jmABCefgtTMrEd',
-    long:
-      'files type-list hidden no-ignore glob= iglob= type= type-not= type-add= type-clear= max-count= max-depth= maxdepth= max-filesize= ' +
-      'json vimgrep heading no-heading color= colors= sort= sortr= sort-files stats count count-matches files-with-matches files-without-match ' +
-      'fixed-strings follow ignore-case smart-case case-sensitive invert-match line-number no-line-number only-matching passthru passthrough pcre2 engine= ' +
-      'replace= context= after-context= before-context= multiline multiline-dotall no-messages null null-data one-file-system path-separator= quiet ' +
-      'text threads= trim unrestricted word-regexp line-regexp with-filename no-filename column no-column byte-offset max-columns= max-columns-preview ' +
-      'no-config ignore-file= no-ignore-vcs no-ignore-parent no-ignore-dot no-ignore-global no-ignore-exclude no-ignore-files no-require-git binary ' +
-      'crlf encoding= debug trace pretty field-match-separator= field-context-separator= include-zero no-unicode glob-case-insensitive regexp= file= ' +
-      'context-separator= no-context-separator ignore-file-case-insensitive no-pcre2-unicode auto-hybrid-regex dfa-size-limit= regex-size-limit= ' +
-      `mmap no-mmap block-buffered line-buffered generate= no-block-buffered no-line-buffered hyperlink-format= ${common}`,
-    abbreviations: false,
-  }),
+  rg: spec(
+    {
+      flags: 'iSsvwxclLnNoqua.FPHI0hpb',
+      values: 'jmABCefgtTMrEd',
+      long:
+        'files type-list hidden no-ignore glob= iglob= type= type-not= type-add= type-clear= max-count= max-depth= maxdepth= max-filesize= ' +
+        'json vimgrep heading no-heading color= colors= sort= sortr= sort-files stats count count-matches files-with-matches files-without-match ' +
+        'fixed-strings follow ignore-case smart-case case-sensitive invert-match line-number no-line-number only-matching passthru passthrough pcre2 engine= ' +
+        'replace= context= after-context= before-context= multiline multiline-dotall no-messages null null-data one-file-system path-separator= quiet ' +
+        'text threads= trim unrestricted word-regexp line-regexp with-filename no-filename column no-column byte-offset max-columns= max-columns-preview ' +
+        'no-config ignore-file= no-ignore-vcs no-ignore-parent no-ignore-dot no-ignore-global no-ignore-exclude no-ignore-files no-require-git binary ' +
+        'crlf encoding= debug trace pretty field-match-separator= field-context-separator= include-zero no-unicode glob-case-insensitive regexp= file= ' +
+        'context-separator= no-context-separator ignore-file-case-insensitive no-pcre2-unicode auto-hybrid-regex dfa-size-limit= regex-size-limit= ' +
+        `mmap no-mmap block-buffered line-buffered generate= no-block-buffered no-line-buffered hyperlink-format= ${common}`,
+      abbreviations: false,
+    },
+    {
+      effects: (args) =>
+        has(args, '--files') ? {} : searched(args, true, ['-e', '-f', '--regexp', '--file']),
+    },
+  ),
   // bash's echo takes only words of -n/-e/-E as options and prints every other word (`echo ---`,
   // `echo --help`); coreutils' echo the same. Nothing it is given can do more than print.
   echo: { grammar: grammar({}), custom: () => ({}) },
-  // printf -v NAME assigns: a word only known at run time could be -v (`printf "$f" PS1 x`).
+  // printf -v NAME assigns, however it is written (`-v NAME`, `-vNAME`, the last of several -v
+  // counts): every name is judged. A word only known at run time could be -v (`printf "$f" PS1 x`).
   printf: spec(
     { values: 'v', permute: false },
     {
-      effects: (args) => {
-        const v = args.options.find((o) => o.def.key === '-v');
-        const name = v?.value;
-        return name && typeof name !== 'string' ? { assigns: [{ name, how: 'printf -v' }] } : {};
-      },
+      effects: (args) => ({
+        assigns: args.options
+          .filter((o) => o.def.key === '-v' && o.value !== undefined)
+          .map((o) => ({
+            name: typeof o.value === 'string' ? literalArg(o.value) : o.value!,
+            how: 'printf -v',
+          })),
+      }),
     },
   ),
   pwd: spec({ flags: 'LP', long: common }),
@@ -455,19 +496,22 @@ export const READ_ONLY: Record<string, ReadOnlySpec> = {
     long: `all block-size= human-readable si inodes local output? portability print-type sync no-sync total type= exclude-type= ${common}`,
     ...HARMLESS,
   }),
-  diff: spec({
-    flags: 'qscuenylrtTpNabwBEZidHPuv',
-    values: 'CUWFIxXSLD',
-    long:
-      'normal brief report-identical-files context? unified? ed rcs side-by-side width= left-column suppress-common-lines show-c-function ' +
-      'show-function-line= label= expand-tabs initial-tab tabsize= suppress-blank-empty paginate recursive no-dereference new-file ' +
-      'unidirectional-new-file ignore-file-name-case no-ignore-file-name-case exclude= exclude-from= starting-file= from-file= to-file= ' +
-      'ignore-case ignore-tab-expansion ignore-trailing-space ignore-space-change ignore-all-space ignore-blank-lines ignore-matching-lines= ' +
-      'text strip-trailing-cr minimal horizon-lines= speed-large-files color? palette= old-line-format= new-line-format= unchanged-line-format= ' +
-      `line-format= old-group-format= new-group-format= unchanged-group-format= changed-group-format= ifdef= GTYPE-group-format= ${common}`,
-    numeric: true,
-    ...HARMLESS,
-  }),
+  diff: spec(
+    {
+      flags: 'qscuenylrtTpNabwBEZidHPuv',
+      values: 'CUWFIxXSLD',
+      long:
+        'normal brief report-identical-files context? unified? ed rcs side-by-side width= left-column suppress-common-lines show-c-function ' +
+        'show-function-line= label= expand-tabs initial-tab tabsize= suppress-blank-empty paginate recursive no-dereference new-file ' +
+        'unidirectional-new-file ignore-file-name-case no-ignore-file-name-case exclude= exclude-from= starting-file= from-file= to-file= ' +
+        'ignore-case ignore-tab-expansion ignore-trailing-space ignore-space-change ignore-all-space ignore-blank-lines ignore-matching-lines= ' +
+        'text strip-trailing-cr minimal horizon-lines= speed-large-files color? palette= old-line-format= new-line-format= unchanged-line-format= ' +
+        `line-format= old-group-format= new-group-format= unchanged-group-format= changed-group-format= ifdef= GTYPE-group-format= ${common}`,
+      numeric: true,
+      ...HARMLESS,
+    },
+    { effects: (args) => (has(args, '-r', '--recursive') ? { recursiveReads: args.operands } : {}) },
+  ),
   cmp: spec({
     flags: 'blsv',
     values: 'in',
@@ -626,18 +670,44 @@ export const READ_ONLY: Record<string, ReadOnlySpec> = {
   sed: { grammar: grammar({}), custom: sedCheck },
 };
 
+/**
+ * The directories a search reads every file of: grep with -r/-R (`--directories=recurse`), rg
+ * always; the operands after the pattern (the first operand unless -e/-f give it), else `.`.
+ */
+function searched(args: ParsedArgs, recursive: boolean, patternKeys: string[]): ReadOnlyEffects {
+  if (!recursive) return {};
+  const paths = has(args, ...patternKeys) ? args.operands : args.operands.slice(1);
+  return { recursiveReads: paths.length > 0 ? paths : [literalArg('.')] };
+}
+
 function grepSpec(): ReadOnlySpec {
-  return spec({
-    flags: 'EFGPiyvwxcLloqsbHhnTZzrRUaIV',
-    values: 'efABCmdD',
-    long:
-      'extended-regexp fixed-strings basic-regexp perl-regexp regexp= file= ignore-case no-ignore-case invert-match word-regexp line-regexp count ' +
-      'color? colour? files-without-match files-with-matches max-count= only-matching quiet silent no-messages byte-offset with-filename ' +
-      'no-filename label= line-number initial-tab unix-byte-offsets null null-data after-context= before-context= context= group-separator= ' +
-      `no-group-separator text binary-files= devices= directories= exclude= exclude-from= exclude-dir= include= recursive dereference-recursive line-buffered binary ${common}`,
-    numeric: true,
-    ...HARMLESS,
-  });
+  return spec(
+    {
+      flags: 'EFGPiyvwxcLloqsbHhnTZzrRUaIV',
+      values: 'efABCmdD',
+      long:
+        'extended-regexp fixed-strings basic-regexp perl-regexp regexp= file= ignore-case no-ignore-case invert-match word-regexp line-regexp count ' +
+        'color? colour? files-without-match files-with-matches max-count= only-matching quiet silent no-messages byte-offset with-filename ' +
+        'no-filename label= line-number initial-tab unix-byte-offsets null null-data after-context= before-context= context= group-separator= ' +
+        `no-group-separator text binary-files= devices= directories= exclude= exclude-from= exclude-dir= include= recursive dereference-recursive line-buffered binary ${common}`,
+      numeric: true,
+      ...HARMLESS,
+    },
+    {
+      effects: (args) =>
+        searched(
+          args,
+          has(args, '-r', '-R', '--recursive', '--dereference-recursive') ||
+            args.options.some(
+              (o) =>
+                (o.def.key === '-d' || o.def.key === '--directories') &&
+                optionValue(o) !== 'read' &&
+                optionValue(o) !== 'skip',
+            ),
+          ['-e', '-f', '--regexp', '--file'],
+        ),
+    },
+  );
 }
 
 /**

@@ -64,12 +64,25 @@ export function sedCheck(all: readonly Arg[]): { reason?: string; effects?: Read
     scripts.push(first);
     operands = operands.slice(1);
   }
+  const reads: Arg[] = [];
   for (const s of scripts) {
     if (s.value === undefined) return { reason: `the sed script ${s.raw} is only known at run time` };
     if (!sedScriptSafe(s.value))
       return {
         reason: `sed script ${JSON.stringify(s.value)} may write files or run commands (e, w, W, s///e, s///w)`,
       };
+    reads.push(...sedScriptReads(s.value).map(literalArg));
   }
-  return {};
+  return reads.length > 0 ? { effects: { reads } } : {};
+}
+
+/** The files a (safe) sed script reads with `r FILE` and `R FILE` (GNU sed: to the end of the line). */
+function sedScriptReads(script: string): string[] {
+  const files: string[] = [];
+  for (let piece of script.split(/[;\n]/)) {
+    piece = piece.trim().replace(ADDRESS, '');
+    const m = /^[rR]\s+(\S.*)$/.exec(piece);
+    if (m) files.push(m[1]!.trim());
+  }
+  return files;
 }

@@ -58,6 +58,9 @@ export const WRAPPERS: Record<string, WrapperSpec> = {
       permute: false,
     }),
     unwrap(p) {
+      // BSD env -P ALTPATH looks the program up in ALTPATH: not the program the name means here.
+      if (p.options.some((o) => o.key === '-P'))
+        return { kind: 'opaque', reason: 'env -P looks the program up in another PATH' };
       // `env -S STRING`: env splits STRING with its own rules and reads the pieces in its place,
       // options included; the command line is then env's again (`commands/env-split.ts`).
       const split = p.options.find((o) => o.key === '-S' || o.key === '--split-string');

@@ -1,4 +1,5 @@
 import { grammar, optionValue, parseArgs, type Grammar, type ParsedArgs } from '../grammar.js';
+import { HOME_MARK } from '../paths.js';
 import { escapeGlob, literalArg, runtimeArg, type Arg } from '../words.js';
 import { GIT_EXEC_KEYS } from './git.js';
 import { parseFind } from './find.js';
@@ -502,6 +503,28 @@ const EXTRACTORS: Record<string, Extractor> = {
     const [first, second, third] = words;
     const key = first?.value === 'set' ? second : first;
     const hasValue = first?.value === 'set' ? third !== undefined : second !== undefined;
+    // The user's or the system's git config: git runs what they name (core.pager, aliases with
+    // `!`) in every repository. A change to it (a value, an unset, an edit) is judged by name:
+    // `.gitconfig` is protected wherever it is. Reads of one key (`git config --global user.name`)
+    // change nothing.
+    const changes =
+      hasValue ||
+      /^(unset|rename-section|remove-section|edit)$/.test(first?.value ?? '') ||
+      rest.some((a) =>
+        /^(--(unset|unset-all|add|replace-all|rename-section|remove-section|edit)|-e)$/.test(a.value ?? ''),
+      );
+    if (changes && rest.some((a) => a.value === '--global'))
+      facts.writes.push({
+        target: literalArg(`${HOME_MARK}/.gitconfig`),
+        via: 'git config --global',
+        followFinal: true,
+      });
+    if (changes && rest.some((a) => a.value === '--system'))
+      facts.writes.push({
+        target: literalArg('/etc/gitconfig'),
+        via: 'git config --system',
+        followFinal: true,
+      });
     if (key && hasValue) {
       if (key.value === undefined) facts.gitExecKey = `a key only known at run time (${key.raw})`;
       else if (GIT_EXEC_KEYS.test(key.value)) facts.gitExecKey = key.value;

@@ -56,6 +56,41 @@ export function namesEnviron(arg: Arg, cwds: readonly string[] | undefined): boo
   return false;
 }
 
+/** A directory holding processes' environments: `/`, `/proc`, `/proc/<pid>`, `/proc/<pid>/task[/<tid>]`. */
+const ENVIRON_TREE = /^\/(?:proc(?:\/[^/]+(?:\/task(?:\/[^/]+)?)?)?)?$/;
+
+/**
+ * Whether a directory a command reads recursively (`grep -r x DIR`, `rg x DIR`, `find DIR -exec
+ * cat {} +`, `diff -r`) holds a process's environment: `/proc/self/`, `/proc/1`, `/proc`, `/`
+ * (however spelled: `..`, symlinks, `/proc/self/root`). Reading every file under it lists the
+ * environment like `cat /proc/self/environ`. A word only known at run time counts when its pattern
+ * can be such a directory, each unknown part within one path component (as for `namesEnviron`); a
+ * relative path from a working directory only known at run time does not.
+ */
+export function namesEnvironTree(arg: Arg, cwds: readonly string[] | undefined): boolean {
+  const bases = cwds && cwds.length > 0 ? cwds : undefined;
+  if (arg.fields === undefined) {
+    if (!arg.pattern.startsWith('/') && !bases) return false;
+    const abs = arg.pattern.startsWith('/') ? arg.pattern : `${bases![0]!.replace(/\/$/, '')}/${arg.pattern}`;
+    const parts = stripRoots(posix.normalize(abs)).replace(/\/$/, '').split('/').slice(1);
+    return ['/', '/proc', '/proc/1', '/proc/1/task', '/proc/1/task/1'].some((sample) =>
+      matches(parts.filter(Boolean), sample.split('/').filter(Boolean)),
+    );
+  }
+  for (const field of arg.fields) {
+    if (!field.startsWith('/') && !bases) continue;
+    for (const base of bases ?? ['/']) {
+      if (ENVIRON_TREE.test(stripRoots(posix.resolve(base, field)))) return true;
+      try {
+        if (ENVIRON_TREE.test(stripRoots(resolveLikeKernel(field, base, true)))) return true;
+      } catch {
+        continue;
+      }
+    }
+  }
+  return false;
+}
+
 /** `/proc/<pid>/root/...` is the process's `/` (in one mount namespace, the same `/`). */
 function stripRoots(path: string): string {
   let p = path;

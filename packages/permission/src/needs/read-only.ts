@@ -9,7 +9,7 @@ import type { AnalysisContext, Ends, State } from '../analyze/context.js';
 import { inside } from '../analyze/helpers.js';
 import type { CommandFacts } from '../facts.js';
 import { gitConfigRisk } from '../git-config.js';
-import { namesEnviron } from './listing.js';
+import { namesEnviron, namesEnvironTree } from './listing.js';
 import { parseArgs } from '../grammar.js';
 import { classifyName } from '../names.js';
 import { resolveCwds } from '../resolve.js';
@@ -58,14 +58,6 @@ export function readOnly(
   let all = args;
   // xargs / find -exec supply arguments at run time: the command must be safe with any of them.
   if (j.dynamicArgs) all = [...args, runtimeArg(RUNTIME_ARGUMENTS)];
-  // Reading a process's environment (`cat /proc/self/environ`, `strings /proc/$$/environ`) lists it
-  // like `env` does, whichever reader does it.
-  const environ = args.find((a) => namesEnviron(a, j.cwds));
-  if (environ)
-    return {
-      ok: false,
-      reason: `${base} reads ${environ.raw}, a process's environment (a listing like env)`,
-    };
   let effects: ReadOnlyEffects | undefined;
   if (spec.custom) {
     const r = spec.custom(all);
@@ -84,6 +76,19 @@ export function readOnly(
     if (why) return { ok: false, reason: why };
     effects = spec.effects?.(parsed.args, all);
   }
+  const environ = effects?.reads?.find((a) => namesEnviron(a, j.cwds));
+  if (environ)
+    return {
+      ok: false,
+      reason: `${base} reads ${environ.raw}, a process's environment (a listing like env)`,
+    };
+  // Reading every file under a directory that holds processes' environments lists them like env.
+  const tree = effects?.recursiveReads?.find((a) => namesEnvironTree(a, j.cwds));
+  if (tree)
+    return {
+      ok: false,
+      reason: `${base} reads every file under ${tree.raw}, which holds processes' environments (/proc/<pid>/environ: a listing like env)`,
+    };
   if (effects?.assigns) {
     for (const a of effects.assigns) {
       const n = a.name.value;
