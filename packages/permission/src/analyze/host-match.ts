@@ -6,6 +6,7 @@
 // the gate uses it (for a rule's examples).
 import { shellQuote, type Syntax } from '@conch/shell-syntax';
 import { posix } from 'node:path';
+import { GIT_HARMLESS_FLAGS } from '../commands/git.js';
 import { unwrap } from '../commands/wrappers.js';
 import type { Part } from '../facts.js';
 import { matchHostRules, ruleNames, type CommandTexts, type CompiledRule } from '../host-rules.js';
@@ -172,18 +173,7 @@ const SUBCOMMANDS: Record<string, SubcommandSpec> = {
       '--attr-source',
     ]),
     permute: false,
-    harmless: new Set([
-      '--no-pager',
-      '-P',
-      '--no-optional-locks',
-      '--literal-pathspecs',
-      '--glob-pathspecs',
-      '--noglob-pathspecs',
-      '--icase-pathspecs',
-      '--no-replace-objects',
-      '--no-lazy-fetch',
-      '--no-advice',
-    ]),
+    harmless: GIT_HARMLESS_FLAGS,
   },
   npm: NPM_LIKE,
   pnpm: NPM_LIKE,

@@ -251,8 +251,8 @@ const SUBCOMMANDS: Record<string, Sub> = {
   var: sub({ flags: 'l' }),
 };
 
-/** git's global options that neither change the repository nor run anything. */
-const GLOBAL_FLAGS = new Set([
+/** git's global flags that change neither the command nor the repository it opens (host rules look through them). */
+export const GIT_HARMLESS_FLAGS: ReadonlySet<string> = new Set([
   '--no-pager',
   '-P',
   '--no-optional-locks',
@@ -263,10 +263,10 @@ const GLOBAL_FLAGS = new Set([
   '--no-replace-objects',
   '--no-lazy-fetch',
   '--no-advice',
-  '--html-path',
-  '--man-path',
-  '--info-path',
 ]);
+
+/** git's global options that neither change the repository nor run anything. */
+const GLOBAL_FLAGS = new Set([...GIT_HARMLESS_FLAGS, '--html-path', '--man-path', '--info-path']);
 
 /**
  * git read commands: the global options git's handle_options reads (exact spellings), then a
