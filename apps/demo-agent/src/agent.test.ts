@@ -19,7 +19,7 @@ afterEach(async () => {
 
 function makeRegistry(): PluginRegistry {
   registry = new PluginRegistry({ plugins: [shellPlugin] });
-  registry.exposeTool('test-shell');
+  registry.exposeSync('test-shell');
   return registry;
 }
 
@@ -211,7 +211,7 @@ describe('ScriptedDemoModel', () => {
       plugins: [{ ...shellPlugin, name: 'renamed', tools: [{ ...shTool, name: 'cli_based_tool' }] }],
     });
     registry = reg;
-    reg.exposeTool('renamed');
+    reg.exposeSync('renamed');
     const agent = new Agent({ model: new ScriptedDemoModel({ wordDelayMs: 0 }), registry: reg });
     let text = '';
     const results: unknown[] = [];

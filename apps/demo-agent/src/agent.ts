@@ -46,6 +46,11 @@ export class Agent {
     this.options = options;
   }
 
+  /** One short line for a UI saying what a tool call does (`registry.describeCall`; never throws). */
+  describeCall(toolName: string, input: unknown): string {
+    return this.options.registry.describeCall(toolName, input);
+  }
+
   get system(): string {
     return [this.options.system ?? BASE_SYSTEM_PROMPT, this.options.registry.systemInstructions()]
       .filter(Boolean)

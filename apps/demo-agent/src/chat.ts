@@ -1,6 +1,6 @@
 import type { Agent } from './agent.js';
 import type { ApprovalQueue } from './approvals.js';
-import { runCommand, isCommand, truncate } from './commands.js';
+import { runCommand, isCommand } from './commands.js';
 import type { ProcessTracker } from './processes.js';
 import { displayLine, readResult } from './result-display.js';
 
@@ -127,7 +127,7 @@ export class ChatController {
               kind: 'tool',
               callId: id,
               name,
-              summary: summarizeInput(name, input),
+              summary: summarizeInput(name, this.options.agent.describeCall(name, input)),
               status: 'running',
               startedAt: Date.now(),
             }),
@@ -178,20 +178,14 @@ export class ChatController {
   }
 }
 
-/** One line saying what a tool call does. */
-export function summarizeInput(name: string, input: unknown): string {
-  const args = (input ?? {}) as Record<string, unknown>;
-  if (typeof args.command === 'string') {
-    const extra = Array.isArray(args.args) ? ` ${args.args.join(' ')}` : '';
-    return `${args.command}${extra}${args.background ? '  (background)' : ''}`;
-  }
-  if (typeof args.session_id === 'string' || typeof args.session_id === 'number') {
-    if (args.kill) return `kill session ${args.session_id}`;
-    if (typeof args.input === 'string') return `${args.session_id} ← ${JSON.stringify(args.input)}`;
-    return `session ${args.session_id}`;
-  }
-  if (typeof args.task_id === 'string') return args.task_id;
-  return truncate(JSON.stringify(args), 80);
+/**
+ * What a tool call does, shown after the tool's name: the registry's `describeCall` line (the
+ * tool's own, e.g. `terminal(npm run dev, background)`, or `name(first string argument)`) without
+ * the `name(…)` around it, since the UI prints the name itself.
+ */
+export function summarizeInput(name: string, line: string): string {
+  const prefix = `${name}(`;
+  return line.startsWith(prefix) && line.endsWith(')') ? line.slice(prefix.length, -1) : line;
 }
 
 /**

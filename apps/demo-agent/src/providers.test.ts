@@ -86,7 +86,7 @@ describe('OpenAI-compatible provider end to end (local fake server)', () => {
     await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
     const { port } = server.address() as { port: number };
     const registry = new PluginRegistry({ plugins: [shellPlugin] });
-    registry.exposeTool('test-shell');
+    registry.exposeSync('test-shell');
     try {
       const choice = await chooseModel({
         OPENAI_BASE_URL: `http://127.0.0.1:${port}/v1`,

@@ -156,7 +156,7 @@ afterEach(async () => {
 
 async function makeRegistry(): Promise<PluginRegistry> {
   registry = new PluginRegistry({ plugins: [testPlugin] });
-  registry.exposeTool('test-tools');
+  registry.exposeSync('test-tools');
   return registry;
 }
 

@@ -1,5 +1,6 @@
 import {
   BACKGROUND_SERVICE,
+  compactText,
   compileWaitFor,
   definePlugin,
   defineTool,
@@ -57,6 +58,15 @@ function tools(ctx: PluginContext<BackgroundConfig>, service: BackgroundTasks) {
 
   const check = defineTool({
     name: 'check_background_task',
+    describeCall: (args) => {
+      const wait = [
+        ...(args.wait_for !== undefined
+          ? [typeof args.wait_for === 'string' ? `until /${compactText(args.wait_for, 30)}/` : 'until match']
+          : []),
+        ...(args.wait_seconds ? [`wait ${args.wait_seconds}s`] : []),
+      ];
+      return `check_background_task(${[args.task_id, ...wait].join(', ')})`;
+    },
     description:
       'Check a background task started by cli_based_tool (its background_task_id). Returns status ' +
       '(queued, running, completed, failed, cancelled) and, once finished, the result ' +
@@ -150,6 +160,7 @@ function tools(ctx: PluginContext<BackgroundConfig>, service: BackgroundTasks) {
 
   const list = defineTool({
     name: 'list_background_tasks',
+    describeCall: () => 'list_background_tasks()',
     description: 'List background tasks (running, queued and recently finished) with their ids and status.',
     inputSchema: z.strictObject({}),
     annotations: { readOnlyHint: true, idempotentHint: true },
@@ -173,6 +184,8 @@ function tools(ctx: PluginContext<BackgroundConfig>, service: BackgroundTasks) {
 
   const read = defineTool({
     name: 'read_background_output',
+    describeCall: (args) =>
+      `read_background_output(${args.task_id}${args.offset ? `, from byte ${args.offset}` : ''})`,
     description:
       'Read the output (stdout and stderr interleaved) of a background task in pages, running or finished. ' +
       'Start at offset 0 and pass next_offset to continue; nothing is lost, even beyond the truncated result.',
@@ -217,6 +230,7 @@ function tools(ctx: PluginContext<BackgroundConfig>, service: BackgroundTasks) {
 
   const cancel = defineTool({
     name: 'cancel_background_task',
+    describeCall: (args) => `cancel_background_task(${args.task_id})`,
     description:
       'Cancel a background task: a queued task never starts; a running one is killed with its whole process tree.',
     inputSchema: z.strictObject({ task_id: z.string().min(1).describe('the background task id') }),

@@ -40,14 +40,14 @@ beforeEach(() => {
     tempRoot: dir,
     plugins: [permissionPlugin, cliPlugin, backgroundPlugin, browserPlugin],
   });
-  registry.exposeTool('permission', {
+  registry.exposeSync('permission', {
     rules: { allow: ['python3 -u -m http.server *'] },
     approve: (request: ApprovalRequest) => {
       asked.push(request);
       return Promise.resolve(answer);
     },
   });
-  registry.exposeTool('cli', {});
+  registry.exposeSync('cli', {});
 });
 afterEach(async () => {
   await registry.dispose();
@@ -255,8 +255,8 @@ describe('external cdpUrl', () => {
     expect(registry.tools().some((t) => t.name.startsWith('browser_'))).toBe(false);
   });
 
-  it('rejects a cdpUrl that is not a URL at expose time, naming the field', () => {
-    expect(() => registry.exposeTool('browser', { cdpUrl: 'localhost:9222' })).toThrow(
+  it('rejects a cdpUrl that is not a URL at expose time, naming the field', async () => {
+    await expect(registry.exposeTool('browser', { cdpUrl: 'localhost:9222' })).rejects.toThrow(
       /cdpUrl: 'auto', null, or a ws:\/\/, wss:\/\/, http:\/\/ or https:\/\/ URL/,
     );
   });

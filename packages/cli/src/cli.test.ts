@@ -499,7 +499,7 @@ describe('pipeline integration', () => {
     const plugin = definePlugin({ name: 'templ', version: '0', configSchema: z.object({}), tools: [tool] });
     const registry = makeRegistry(dir, {}, { extra: [plugin] });
     registries.push(registry);
-    registry.exposeTool('templ', {});
+    registry.exposeSync('templ', {});
     expect(await registry.execute('templated', { name: 'world; id' })).toMatchObject({
       stdout: 'hello world; id\n',
       mode: 'shell',

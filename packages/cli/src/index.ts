@@ -1,4 +1,4 @@
-export { cliPlugin, cliToolInputSchema, type CliToolInput } from './plugin.js';
+export { cliPlugin, cliToolInputSchema, describeCliCall, type CliToolInput } from './plugin.js';
 export {
   cliConfigSchema,
   DEFAULT_CLI_CONFIG,

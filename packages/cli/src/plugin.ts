@@ -1,6 +1,7 @@
 import { mkdirSync } from 'node:fs';
 import {
   BACKGROUND_SERVICE,
+  compactText,
   ConchError,
   definePlugin,
   defineTool,
@@ -87,6 +88,19 @@ function toRequest(args: CliToolInput): RunCommandRequest {
 }
 
 /**
+ * One line for a UI: `cli_based_tool(ls -la)`, `cli_based_tool(npm run dev, background)`,
+ * `cli_based_tool(rm -rf build, outside sandbox)`; long commands end in an ellipsis.
+ */
+export function describeCliCall(args: CliToolInput): string {
+  const line = args.args?.length ? `${args.command} ${args.args.join(' ')}` : args.command;
+  const notes = [
+    ...(args.background ? ['background'] : []),
+    ...(args.sandbox === false ? ['outside sandbox'] : []),
+  ];
+  return `cli_based_tool(${[compactText(line, 60), ...notes].join(', ')})`;
+}
+
+/**
  * The trash safe rm moves files into (the trash plugin's when it is exposed, else the default
  * one), made now: a sandbox binds only what exists.
  */
@@ -155,6 +169,7 @@ export const cliPlugin = definePlugin<CliConfig>({
             'Long-running commands return a background_task_id to query with check_background_task.',
           inputSchema: cliToolInputSchema,
           annotations: { destructiveHint: true, openWorldHint: true },
+          describeCall: describeCliCall,
           // One plan per call: the gate judges it and the runner runs it.
           // (Planned for where it runs: the executor plugin's target when one is exposed.)
           prepare: (args, call) => planRequest(call, toRequest(args), config, processLayerFor(call, manager)),

@@ -335,7 +335,7 @@ async function runOn(
   if (!manager)
     throw new ConchError({
       code: 'NO_PROCESS_MANAGER',
-      message: `runCommand from tool '${ctx.toolName}': no process manager is provided; call ensureProcessManager(ctx) in the plugin's setup`,
+      message: `runCommand from tool '${ctx.toolName}': no process manager is provided; call ensureProcessManager(ctx) (from @conch/process) in the plugin's setup, or build the tool with defineCommandTool, which does it when the tool is exposed`,
     });
   const plan = options.plan ?? (await planRequest(ctx, request, cfg, manager));
   // A remote layer (the executor plugin's target): cwd, paths, HOME and PATH are the target's.

@@ -25,7 +25,7 @@ function make(config: Record<string, unknown>): PluginRegistry {
       },
     },
   });
-  r.exposeTool('cli', config);
+  r.exposeSync('cli', config);
   return r;
 }
 

@@ -44,7 +44,11 @@ export async function loadConchConfig(file: string): Promise<ConchConfig & { bas
   }
   const parsed = conchConfigSchema.safeParse(raw);
   if (!parsed.success) {
-    throw new InvalidConfigError(`config file ${path}`, toValidationIssues(parsed.error, raw), parsed.error);
+    throw new InvalidConfigError(
+      `config file ${path}`,
+      toValidationIssues(parsed.error, raw, { schema: conchConfigSchema }),
+      parsed.error,
+    );
   }
   return { ...parsed.data, baseDir: dirname(path) };
 }
@@ -57,7 +61,10 @@ export interface RegistryFromConfigOptions extends Omit<PluginRegistryOptions, '
   logger?: Logger;
 }
 
-/** Creates a registry, discovers plugins and exposes those the config names, in order. */
+/**
+ * Creates a registry, discovers plugins and exposes those the config names, in order (a plugin
+ * after the plugins of the config that provide what it `needs`), awaiting each setup.
+ */
 export async function createRegistryFromConfig(
   config: ConchConfig = DEFAULT_CONCH_CONFIG,
   options: RegistryFromConfigOptions = {},
@@ -73,8 +80,13 @@ export async function createRegistryFromConfig(
     await registry.discover();
     const plugins = config.plugins ?? DEFAULT_CONCH_CONFIG.plugins ?? {};
     const names = Object.keys(plugins);
-    for (const [name, pluginConfig] of Object.entries(plugins)) {
-      registry.exposeTool(name, { ...pluginConfig, ...options.overrides?.[name] }, { deferPartners: names });
+    // Providers of what a plugin `needs` go before it; otherwise the file's order.
+    for (const name of registry.dependencyOrder(names)) {
+      await registry.expose(
+        name,
+        { ...plugins[name], ...options.overrides?.[name] },
+        { deferPartners: names },
+      );
     }
     return registry;
   } catch (error) {

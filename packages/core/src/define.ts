@@ -28,8 +28,43 @@ export interface PluginScope<TConfig = unknown> {
   isExposed(pluginName: string): boolean;
 }
 
+/**
+ * A service a plugin declares it needs (`PluginDefinition.needs`): a token alone is required (the
+ * registry exposes a known plugin that `provides` it first, or refuses with `MISSING_DEPENDENCY`);
+ * `{ token, optional: true }` resolves to undefined while no exposed plugin provides it.
+ */
+export type Dependency<T = unknown> = Token<T> | { readonly token: Token<T>; readonly optional?: boolean };
+
+/** `needs` of a plugin: the name each service gets in `ctx.deps` -> its token. */
+export type Dependencies = Readonly<Record<string, Dependency<any>>>;
+
+/**
+ * The type of `ctx.deps` for a `needs` declaration: required services as their type, optional ones
+ * as `T | undefined`.
+ */
+export type ResolvedDependencies<TNeeds> = 0 extends 1 & TNeeds
+  ? any
+  : {
+      readonly [K in keyof TNeeds]: TNeeds[K] extends Token<infer T>
+        ? T
+        : TNeeds[K] extends { readonly token: Token<infer T>; readonly optional: false }
+          ? T
+          : TNeeds[K] extends { readonly token: Token<infer T>; readonly optional: boolean }
+            ? T | undefined
+            : TNeeds[K] extends { readonly token: Token<infer T> }
+              ? T
+              : never;
+    };
+
 /** What a plugin's `setup` gets when it is exposed. */
-export interface PluginContext<TConfig = unknown> extends PluginScope<TConfig> {
+export interface PluginContext<TConfig = unknown, TDeps = any> extends PluginScope<TConfig> {
+  /**
+   * The services the plugin declared in `needs`, resolved by the registry's tsyringe child
+   * container. A required one is there before `setup` runs; an optional one is read each time it
+   * is accessed (undefined while no exposed plugin provides it), so read it at call time
+   * (`ctx.deps.gate` inside `execute`) to see a partner exposed after this plugin.
+   */
+  readonly deps: TDeps;
   /** Makes a service available to partners and the host (`registry.resolveOptional(token)`). Once per token. */
   provide<T>(token: Token<T>, value: T): void;
   /** Runs at registry dispose, in reverse order of registration (after the plugins' own dispose). */
@@ -109,10 +144,24 @@ export interface ToolDefinition<
     prepared: TPrepared,
   ) => PermissionRequest | undefined | Promise<PermissionRequest | undefined>;
   execute(args: TArgs, ctx: ToolCallContext<TConfig>, prepared: TPrepared): Promise<TResult> | TResult;
+  /**
+   * Runs once when the tool is exposed, with its plugin's setup context (before any call): a tool
+   * that needs a registry service makes sure of it here, so it works in whatever plugin returns it
+   * (a command template starts the registry's process manager). A throw fails the expose,
+   * naming the plugin and the tool.
+   */
+  onExpose?: (ctx: PluginContext<TConfig>) => void;
+  /**
+   * One short line saying what a call does, for UIs (`terminal(npm test)`, `read_file(src/a.ts)`).
+   * Gets the arguments as the schema parsed them; `registry.describeCall` keeps it to one line of
+   * at most 120 characters and falls back to `name(first string argument)` when this is absent,
+   * throws, or the arguments do not parse.
+   */
+  describeCall?: (args: TArgs) => string;
 }
 
-export interface PluginDefinition<TConfig = any> {
-  /** Plugin name used with `registry.expose`. `^[a-z][a-z0-9-]*$`. */
+export interface PluginDefinition<TConfig = any, TNeeds extends Dependencies = any> {
+  /** Plugin name used with `registry.exposeTool` (or `registry.expose`, the same call). `^[a-z][a-z0-9-]*$`. */
   name: string;
   version: string;
   description?: string;
@@ -133,11 +182,25 @@ export interface PluginDefinition<TConfig = any> {
     when?: (config: TConfig) => boolean;
   }[];
   /**
+   * The services this plugin provides with `ctx.provide` in its setup. The registry reads it to
+   * derive exposure order: a plugin that needs one of these tokens gets this plugin exposed first.
+   */
+  provides?: readonly Token<any>[];
+  /**
+   * The services this plugin needs, by the name they get in `ctx.deps`:
+   * `needs: { bg: BACKGROUND_SERVICE, gate: { token: PERMISSION_GATE, optional: true } }`.
+   * Before `setup` runs, a required token no exposed plugin provides makes the registry expose the
+   * known plugin that declares it in `provides` (with its default config); none ->
+   * `MISSING_DEPENDENCY` naming this plugin, the token and the plugins that could provide it; a
+   * cycle of required needs -> `CIRCULAR_DEPENDENCY` naming the plugins.
+   */
+  needs?: TNeeds;
+  /**
    * The one lifecycle hook: runs once per exposure with the validated config. Create per-exposure
    * state here (it lives in this closure, never in module scope), provide services with
-   * `ctx.provide`, and return the tools.
+   * `ctx.provide`, read the declared services from `ctx.deps`, and return the tools.
    */
-  setup?: (ctx: PluginContext<TConfig>) => PluginSetup | Promise<PluginSetup>;
+  setup?: (ctx: PluginContext<TConfig, ResolvedDependencies<TNeeds>>) => PluginSetup | Promise<PluginSetup>;
   /** @deprecated use `setup` returning `{ tools }`. Removed in the next release. */
   tools?: readonly ToolDefinition[] | ((ctx: PluginContext<TConfig>) => readonly ToolDefinition[]);
   /** @deprecated use `setup` (with `ctx.provide`). Removed in the next release. */
@@ -148,8 +211,10 @@ export interface PluginDefinition<TConfig = any> {
   dispose?: () => void | Promise<void>;
 }
 
-/** Identity helper for type inference of a plugin definition. */
-export function definePlugin<TConfig>(plugin: PluginDefinition<TConfig>): PluginDefinition<TConfig> {
+/** Identity helper for type inference of a plugin definition (its config and `ctx.deps`). */
+export function definePlugin<TConfig, TNeeds extends Dependencies = Record<never, never>>(
+  plugin: PluginDefinition<TConfig, TNeeds>,
+): PluginDefinition<TConfig, TNeeds> {
   return plugin;
 }
 

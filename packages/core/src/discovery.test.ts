@@ -38,7 +38,7 @@ describe('discover', () => {
     registries.push(registry);
     const report = await registry.discover();
     expect(report.loaded).toContain('word-count');
-    registry.exposeTool('word-count');
+    registry.exposeSync('word-count');
     expect(await registry.execute('word_count', { text: 'a b c' })).toMatchObject({ words: 3 });
   });
 
@@ -64,7 +64,7 @@ describe('discover', () => {
     const report = await registry.discover();
     expect(report.errors).toEqual([]);
     expect(report.loaded.sort()).toEqual(['hello', 'near']);
-    registry.exposeTool('hello');
+    registry.exposeSync('hello');
     expect(await registry.execute('say_hello', {})).toEqual({ from: 'hello', display: '✓' });
     expect((await registry.discover()).loaded).toEqual([]);
   });
@@ -99,7 +99,7 @@ describe('discover', () => {
     expect(report.errors.map((e) => e.message).join('\n')).toMatch(/"conch" must be an object/);
     expect(errors).toHaveLength(4);
     expect(registry.loadErrors).toHaveLength(4);
-    registry.exposeTool('good');
+    registry.exposeSync('good');
     expect(await registry.execute('good_tool', {})).toEqual({ from: 'good', display: '✓' });
   });
 });

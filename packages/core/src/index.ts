@@ -9,6 +9,8 @@ export { PluginLoadError, type PluginLoadFailure } from './errors/plugin-load-er
 export { DuplicateToolError } from './errors/duplicate-tool-error.js';
 export { ToolExecutionError } from './errors/tool-execution-error.js';
 export { PluginSetupError } from './errors/plugin-setup-error.js';
+export { MissingDependencyError } from './errors/missing-dependency-error.js';
+export { CircularDependencyError } from './errors/circular-dependency-error.js';
 export {
   AbortedError,
   InvalidPluginError,
@@ -19,17 +21,22 @@ export {
 export {
   describeValue,
   formatIssues,
+  suggestKey,
   toValidationIssues,
   type ValidationIssue,
+  type ValidationIssueOptions,
 } from './errors/validation-issue.js';
 export {
   definePlugin,
   defineTool,
+  type Dependencies,
+  type Dependency,
   type PluginContext,
   type PluginDefinition,
   type PluginScope,
   type PluginSetup,
   type RegistryEnvironment,
+  type ResolvedDependencies,
   type ToolAnnotations,
   type ToolCallContext,
   type ToolDefinition,
@@ -37,6 +44,7 @@ export {
   type ToolResult,
 } from './define.js';
 export {
+  compactText,
   ERROR_CODES,
   oneLine,
   toToolErrorResult,

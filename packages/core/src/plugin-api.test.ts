@@ -83,7 +83,7 @@ describe('plugin API v1', () => {
     await registry.dispose();
   });
 
-  it('awaits an asynchronous setup, and exposeTool warns once and refuses it', async () => {
+  it('awaits an asynchronous setup; exposeTool is expose: no warning, awaits it, returns the names', async () => {
     const slow = definePlugin({
       name: 'slow',
       version: '1.0.0',
@@ -111,9 +111,10 @@ describe('plugin API v1', () => {
     });
     const logger = pino({ level: 'warn' }, sink);
     const registry = new PluginRegistry({ logger, plugins: [slow, counterPlugin] });
-    expect(() => registry.exposeTool('slow')).toThrow(/asynchronous setup/);
-    expect(registry.exposeTool('counter')).toEqual(['count']);
-    expect(warnings.filter((w) => w.includes('deprecated'))).toHaveLength(1);
+    await expect(registry.exposeTool('slow')).resolves.toEqual(['late']);
+    await expect(registry.exposeTool('counter')).resolves.toEqual(['count']);
+    expect(await registry.execute('late', {})).toEqual({ ok: true, display: '✓' });
+    expect(warnings).toEqual([]);
     const other = new PluginRegistry({ logger: silentLogger(), plugins: [slow] });
     await expect(other.expose('slow')).resolves.toEqual(['late']);
     expect(await other.execute('late', {})).toEqual({ ok: true, display: '✓' });

@@ -1,11 +1,16 @@
 import { z } from 'zod';
 import type { PluginDefinition, ToolDefinition } from './define.js';
+import { isToken, type Token } from './token.js';
 
 const zodLike = z.custom<z.ZodType>(
   (value) =>
     typeof value === 'object' && value !== null && typeof (value as z.ZodType).safeParse === 'function',
   { message: 'expected a zod schema (an object with safeParse)' },
 );
+
+const tokenLike = z.custom<Token<unknown>>(isToken, {
+  message: "expected a token (token<T>('conch.<area>.<Name>'))",
+});
 
 export const TOOL_NAME_PATTERN = /^[a-zA-Z][a-zA-Z0-9_-]{0,63}$/;
 export const PLUGIN_NAME_PATTERN = /^[a-z][a-z0-9-]{0,63}$/;
@@ -18,6 +23,7 @@ export const toolShape = z.object({
     message: 'expected a function',
   }),
   permission: z.custom((v) => typeof v === 'function', { message: 'expected a function' }).optional(),
+  onExpose: z.custom((v) => typeof v === 'function', { message: 'expected a function' }).optional(),
 });
 
 export const pluginShape = z.object({
@@ -32,6 +38,16 @@ export const pluginShape = z.object({
         message: 'expected an array of tools or a function returning one',
       }),
     ])
+    .optional(),
+  provides: z.array(tokenLike).optional(),
+  needs: z
+    .record(
+      z.string(),
+      z.union([tokenLike, z.object({ token: tokenLike, optional: z.boolean().optional() })]),
+      {
+        message: 'expected { name: TOKEN | { token: TOKEN, optional?: boolean } }',
+      },
+    )
     .optional(),
   register: z.custom((v) => typeof v === 'function', { message: 'expected a function' }).optional(),
   dispose: z.custom((v) => typeof v === 'function', { message: 'expected a function' }).optional(),

@@ -52,7 +52,7 @@ describe('exposeTool', () => {
 
   test('snake_case aliases map to camelCase; both spellings at once is an error', async () => {
     const registry = makeRegistry();
-    registry.exposeTool('echo', { max_output_chars: 3 });
+    registry.exposeSync('echo', { max_output_chars: 3 });
     expect(await registry.execute('echo', { text: 'abcdef' })).toEqual({ text: 'abc', display: '✓' });
     const error = await thrown(() =>
       makeRegistry().exposeTool('echo', { max_output_chars: 3, maxOutputChars: 4 }),
@@ -62,7 +62,7 @@ describe('exposeTool', () => {
 
   test('exposing twice and duplicate tool names throw', async () => {
     const registry = makeRegistry();
-    registry.exposeTool('echo');
+    registry.exposeSync('echo');
     expect((await thrown(() => registry.exposeTool('echo'))).code).toBe('PLUGIN_ALREADY_EXPOSED');
     const clash = definePlugin({
       name: 'clash',
@@ -94,13 +94,13 @@ describe('exposeTool', () => {
       tools: [],
     });
     const registry = makeRegistry({ plugins: [base, needy] });
-    registry.exposeTool('needy');
+    registry.exposeSync('needy');
     expect(registry.isExposed('base')).toBe(true);
     const off = makeRegistry({ plugins: [base, needy] });
-    off.exposeTool('needy', { partner: false });
+    off.exposeSync('needy', { partner: false });
     expect(off.isExposed('base')).toBe(false);
     const deferred = makeRegistry({ plugins: [base, needy] });
-    deferred.exposeTool('needy', {}, { deferPartners: ['base'] });
+    deferred.exposeSync('needy', {}, { deferPartners: ['base'] });
     expect(deferred.isExposed('base')).toBe(false);
   });
 });
@@ -108,7 +108,7 @@ describe('exposeTool', () => {
 describe('schemas', () => {
   test('all three formats carry valid JSON Schemas, computed once', () => {
     const registry = makeRegistry();
-    registry.exposeTool('echo');
+    registry.exposeSync('echo');
     const ajv = new Ajv({ strict: false });
     const openai = registry.toolSchemas('openai') as {
       type: string;
@@ -145,7 +145,7 @@ describe('schemas', () => {
   test('systemInstructions joins exposed plugins only', () => {
     const registry = makeRegistry();
     expect(registry.systemInstructions()).toBe('');
-    registry.exposeTool('echo', { prefix: '>' });
+    registry.exposeSync('echo', { prefix: '>' });
     expect(registry.systemInstructions()).toBe('echo repeats text, prefixed with ">".');
   });
 });
@@ -153,7 +153,7 @@ describe('schemas', () => {
 describe('execute', () => {
   test('unknown tool lists the exposed ones', async () => {
     const registry = makeRegistry();
-    registry.exposeTool('echo');
+    registry.exposeSync('echo');
     const error = await thrown(() => registry.execute('cli_based_tool', {}));
     expect(error.code).toBe('NO_SUCH_TOOL');
     expect(error.message).toContain('Exposed tools: echo, sleep');
@@ -161,7 +161,7 @@ describe('execute', () => {
 
   test('bad arguments name the field', async () => {
     const registry = makeRegistry();
-    registry.exposeTool('echo');
+    registry.exposeSync('echo');
     const error = await thrown(() => registry.execute('echo', {}));
     expect(error.code).toBe('INVALID_ARGUMENTS');
     expect(error.message).toMatch(/text: .*expected string.*received nothing/);
@@ -171,7 +171,7 @@ describe('execute', () => {
 
   test('events trace every step with one call id', async () => {
     const registry = makeRegistry();
-    registry.exposeTool('echo');
+    registry.exposeSync('echo');
     const seen: string[] = [];
     for (const name of ['tool.call', 'tool.validated', 'tool.start', 'tool.result'] as const) {
       registry.events.on(name, (e) => seen.push(`${name}:${e.callId}`));
@@ -182,7 +182,7 @@ describe('execute', () => {
 
   test('a tool that needs permission and finds no gate is refused with how to configure one', async () => {
     const registry = makeRegistry();
-    registry.exposeTool('guarded');
+    registry.exposeSync('guarded');
     const error = await thrown(() => registry.execute('run_thing', { command: 'ls' }));
     expect(error.code).toBe('PERMISSION_GATE_MISSING');
     expect(error.message).toContain("registry.exposeTool('permission'");
@@ -190,7 +190,7 @@ describe('execute', () => {
 
   test('the gate decides: deny comes back as a result value, allow runs', async () => {
     const registry = makeRegistry();
-    registry.exposeTool('guarded');
+    registry.exposeSync('guarded');
     registry.container.register(TOKENS.PermissionGate, {
       useValue: {
         check: async (request: { command: string }) =>
@@ -212,7 +212,7 @@ describe('execute', () => {
 
   test('abort before execute throws ABORTED without running', async () => {
     const registry = makeRegistry();
-    registry.exposeTool('echo');
+    registry.exposeSync('echo');
     const controller = new AbortController();
     controller.abort();
     let started = false;
@@ -224,7 +224,7 @@ describe('execute', () => {
 
   test('abort during execute rejects at once and aborts the tool signal', async () => {
     const registry = makeRegistry();
-    registry.exposeTool('echo');
+    registry.exposeSync('echo');
     const controller = new AbortController();
     const pending = registry.execute('sleep', { ms: 60_000 }, { signal: controller.signal });
     setTimeout(() => controller.abort(), 20);
@@ -251,8 +251,8 @@ describe('a crashing plugin', () => {
       ],
     });
     const registry = makeRegistry({ plugins: [echoPlugin, buggy] });
-    registry.exposeTool('buggy');
-    registry.exposeTool('echo');
+    registry.exposeSync('buggy');
+    registry.exposeSync('echo');
     const error = await thrown(() => registry.execute('crash', {}));
     expect(error.code).toBe('TOOL_FAILED');
     expect(error.message).toBe("Tool 'crash' failed: undefined is not a function");
@@ -268,8 +268,8 @@ describe('isolation and lifecycle', () => {
   test('two registries share no state: exposure, services, events, temp dirs', async () => {
     const a = makeRegistry();
     const b = makeRegistry();
-    a.exposeTool('echo', { prefix: 'A' });
-    b.exposeTool('echo', { prefix: 'B' });
+    a.exposeSync('echo', { prefix: 'A' });
+    b.exposeSync('echo', { prefix: 'B' });
     a.container.register(TOKENS.PermissionGate, {
       useValue: { check: async () => ({ outcome: 'allow', reason: '' }) },
     });
@@ -295,8 +295,8 @@ describe('isolation and lifecycle', () => {
     });
     const tempRoot = mkdtempSync(join(tmpdir(), 'conch-core-'));
     const registry = makeRegistry({ plugins: [echoPlugin, counted], tempRoot });
-    registry.exposeTool('counted');
-    registry.exposeTool('echo');
+    registry.exposeSync('counted');
+    registry.exposeSync('echo');
     const dir = registry.tempDir();
     expect(existsSync(dir)).toBe(true);
     const inFlight = registry.execute('sleep', { ms: 60_000 });
@@ -321,7 +321,7 @@ describe('isolation and lifecycle', () => {
 
   test('a throwing event listener does not break the call', async () => {
     const registry = makeRegistry();
-    registry.exposeTool('echo');
+    registry.exposeSync('echo');
     registry.events.on('tool.start', () => {
       throw new Error('listener bug');
     });

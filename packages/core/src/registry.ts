@@ -8,6 +8,7 @@ import { container as rootContainer, type DependencyContainer, type InjectionTok
 import { z } from 'zod';
 import { normalizeConfigKeys } from './config-aliases.js';
 import type {
+  Dependency,
   PluginContext,
   PluginDefinition,
   PluginSetup,
@@ -20,7 +21,9 @@ import type {
 import { checkArgumentLimits, DEFAULT_ARGUMENT_LIMITS, type ArgumentLimits } from './argument-limits.js';
 import { findPluginCandidates, loadCandidate } from './discovery.js';
 import { ConchError } from './errors/conch-error.js';
+import { CircularDependencyError } from './errors/circular-dependency-error.js';
 import { DuplicateToolError } from './errors/duplicate-tool-error.js';
+import { MissingDependencyError } from './errors/missing-dependency-error.js';
 import { InvalidArgumentsError } from './errors/invalid-arguments-error.js';
 import { InvalidConfigError } from './errors/invalid-config-error.js';
 import { NoSuchPluginError } from './errors/no-such-plugin-error.js';
@@ -35,13 +38,13 @@ import {
   RegistryDisposedError,
 } from './errors/simple-errors.js';
 import { ToolExecutionError } from './errors/tool-execution-error.js';
-import { toValidationIssues } from './errors/validation-issue.js';
+import { toValidationIssues, type ValidationIssue } from './errors/validation-issue.js';
 import { EventBus } from './events.js';
 import { toJsonSafe } from './json-safe.js';
 import { createDefaultLogger, type Logger } from './logger.js';
 import type { ApproveFn, PermissionDecision } from './permission.js';
 import { checkPluginShape, toolShape } from './plugin-shape.js';
-import { oneLine, withResultSummary } from './results.js';
+import { compactText, oneLine, withResultSummary } from './results.js';
 import { formatToolSchema, toJsonSchema, type JsonSchema, type SchemaFormat } from './schema.js';
 import { PERMISSION_GATE } from './tokens.js';
 import { isToken, type Token } from './token.js';
@@ -177,7 +180,6 @@ export class PluginRegistry {
   private readonly statusReaders: { section: string; read: () => unknown; owner: string }[] = [];
   /** Fails the expose of each asynchronous setup still running, at dispose (the registry is gone). */
   private readonly pendingSetups = new Set<(error: Error) => void>();
-  private warnedExposeTool = false;
   private readonly toolsByName = new Map<string, ExposedTool>();
   private readonly disposers: { owner: string; fn: () => void | Promise<void> }[] = [];
   private readonly inFlight = new Set<AbortController>();
@@ -305,10 +307,14 @@ export class PluginRegistry {
 
   /**
    * Exposes a plugin: validates `config` with its schema (snake_case keys accepted as aliases),
+   * exposes first the known plugins that provide the services it `needs` and are not exposed yet,
    * runs its `setup`, exposes its tools (schemas converted once), then exposes the partners it
-   * names with derived config. Bad config and unknown plugins reject (`INVALID_CONFIG`,
-   * `NO_SUCH_PLUGIN`); when setup is synchronous the tools are usable as soon as this returns,
-   * before the promise is awaited. Resolves to the names of the tools exposed.
+   * names with derived config. Bad config, unknown plugins and unmet needs reject
+   * (`INVALID_CONFIG`, `NO_SUCH_PLUGIN`, `MISSING_DEPENDENCY`, `CIRCULAR_DEPENDENCY`); when every
+   * setup involved is synchronous the tools are usable as soon as this returns, before the
+   * promise is awaited. Resolves to the names of the plugin's tools.
+   *
+   * `exposeTool` and `expose` are the same call; `exposeTool` is the request's name.
    */
   expose(pluginName: string, config: unknown = {}, options: ExposeOptions = {}): Promise<string[]> {
     try {
@@ -320,22 +326,67 @@ export class PluginRegistry {
   }
 
   /**
-   * @deprecated renamed `expose` (it exposes a plugin, not a tool); kept for one release. Works
-   * only for plugins whose setup is synchronous (every built-in one), returning the tool names.
+   * Exposes a plugin and resolves to the names of its tools: the same call as {@link expose}
+   * (`exposeTool` is the request's name, and the name the docs use). Awaits an asynchronous setup.
    */
-  exposeTool(pluginName: string, config: unknown = {}, options: ExposeOptions = {}): string[] {
-    if (!this.warnedExposeTool) {
-      this.warnedExposeTool = true;
-      this.logger.warn('registry.exposeTool() is deprecated: use registry.expose() (same arguments)');
-    }
+  exposeTool(pluginName: string, config: unknown = {}, options: ExposeOptions = {}): Promise<string[]> {
+    return this.expose(pluginName, config, options);
+  }
+
+  /**
+   * @internal The synchronous path under `exposeTool`, for callers that cannot await (test
+   * helpers that build a registry synchronously): exposes a plugin whose setup, and its
+   * providers' setups, are synchronous and returns the tool names. Throws what `exposeTool`
+   * rejects with, and `INVALID_PLUGIN` for an asynchronous setup (use `await registry.exposeTool`).
+   */
+  exposeSync(pluginName: string, config: unknown = {}, options: ExposeOptions = {}): string[] {
     const result = this.exposeNow(pluginName, config, options);
-    if (!Array.isArray(result)) {
-      void result.catch(() => undefined);
-      throw new InvalidPluginError(
-        `plugin '${pluginName}' has an asynchronous setup; expose it with await registry.expose('${pluginName}', config)`,
-      );
-    }
-    return result;
+    if (Array.isArray(result)) return result;
+    void result.catch(() => undefined);
+    throw new InvalidPluginError(
+      `plugin '${pluginName}' has an asynchronous setup; expose it with await registry.exposeTool('${pluginName}', config)`,
+    );
+  }
+
+  /**
+   * The order in which to expose `pluginNames` so that every plugin comes after the plugins of the
+   * list that provide what it `needs` (required or optional); otherwise the given order is kept.
+   * Names it does not know stay where they are. Throws `CIRCULAR_DEPENDENCY` when required needs
+   * form a cycle. `createRegistryFromConfig` exposes a config's plugins in this order.
+   */
+  dependencyOrder(pluginNames: readonly string[]): string[] {
+    const names = [...new Set(pluginNames)];
+    const edges = (includeOptional: boolean): Map<string, Map<string, string>> => {
+      // plugin -> (provider it must follow -> the token it needs from it)
+      const after = new Map<string, Map<string, string>>();
+      for (const name of names) {
+        const plugin = this.known.get(name)?.plugin;
+        const deps = new Map<string, string>();
+        for (const need of plugin ? needsOf(plugin) : []) {
+          if ((need.optional && !includeOptional) || this.isProvided(need.token)) continue;
+          for (const provider of this.providersOf(need.token)) {
+            if (provider !== name && names.includes(provider) && !deps.has(provider))
+              deps.set(provider, need.token.name);
+          }
+        }
+        after.set(name, deps);
+      }
+      return after;
+    };
+    const sort = (after: Map<string, Map<string, string>>): string[] | undefined => {
+      const done: string[] = [];
+      const left = [...names];
+      while (left.length > 0) {
+        const next = left.findIndex((n) => [...(after.get(n)?.keys() ?? [])].every((d) => done.includes(d)));
+        if (next < 0) return undefined;
+        done.push(...left.splice(next, 1));
+      }
+      return done;
+    };
+    const order = sort(edges(true)) ?? sort(edges(false));
+    if (order) return order;
+    const required = edges(false);
+    throw findCycle(names, required) ?? new CircularDependencyError(names);
   }
 
   private exposeNow(
@@ -360,16 +411,152 @@ export class PluginRegistry {
         },
       ]);
     }
-    const parsed = (plugin.configSchema ?? NO_CONFIG).safeParse(normalized.value);
+    const configSchema = plugin.configSchema ?? NO_CONFIG;
+    const parsed = configSchema.safeParse(normalized.value);
     if (!parsed.success) {
       throw new InvalidConfigError(
         pluginName,
-        toValidationIssues(parsed.error, normalized.value),
+        asSpelled(
+          toValidationIssues(parsed.error, normalized.value, {
+            schema: configSchema,
+            snakeCaseAliases: true,
+          }),
+          config,
+        ),
         parsed.error,
       );
     }
+    const providers = this.planProviders(pluginName, options.deferPartners ?? []);
+    if (providers.length === 0) return this.exposeValidated(plugin, parsed.data, options);
+    // The providers of what it needs go first, one after the other (each may be asynchronous).
+    this.exposing.add(pluginName);
+    const exposeFrom = (index: number): void | Promise<void> => {
+      for (let i = index; i < providers.length; i++) {
+        const provider = providers[i]!;
+        this.logger.info(
+          { plugin: provider, for: pluginName },
+          `exposing plugin '${provider}' with its default config: plugin '${pluginName}' needs a service it provides`,
+        );
+        const result = this.exposeNow(provider, {}, {});
+        if (!Array.isArray(result)) return result.then(() => exposeFrom(i + 1));
+      }
+    };
+    let pending: void | Promise<void>;
+    try {
+      pending = exposeFrom(0);
+    } catch (error) {
+      this.exposing.delete(pluginName);
+      throw error;
+    }
+    if (!pending) {
+      this.exposing.delete(pluginName);
+      return this.exposeValidated(plugin, parsed.data, options);
+    }
+    return pending.then(
+      () => {
+        this.exposing.delete(pluginName);
+        this.assertAlive('expose a plugin');
+        return this.exposeValidated(plugin, parsed.data, options);
+      },
+      (error: unknown) => {
+        this.exposing.delete(pluginName);
+        throw error;
+      },
+    );
+  }
+
+  /**
+   * The known, unexposed plugins to expose (in this order) before `root`, so that every service it
+   * requires, and they require, is provided. Throws MISSING_DEPENDENCY / CIRCULAR_DEPENDENCY.
+   */
+  private planProviders(root: string, deferred: readonly string[]): string[] {
+    const order: string[] = [];
+    const visit = (name: string, stack: string[], tokens: string[]): void => {
+      const plugin = this.known.get(name)?.plugin;
+      for (const need of plugin ? needsOf(plugin) : []) {
+        if (need.optional || this.isProvided(need.token)) continue;
+        const candidates = this.providersOf(need.token).filter((c) => c !== name);
+        const usable = candidates.find(
+          (c) => !this.exposed.has(c) && !this.exposing.has(c) && !deferred.includes(c) && !stack.includes(c),
+        );
+        if (usable) {
+          if (order.includes(usable)) continue;
+          visit(usable, [...stack, usable], [...tokens, need.token.name]);
+          order.push(usable);
+          continue;
+        }
+        const looped = candidates.find((c) => stack.includes(c));
+        if (looped) {
+          const at = stack.indexOf(looped);
+          throw new CircularDependencyError(stack.slice(at), [...tokens.slice(at), need.token.name]);
+        }
+        const busy = candidates.find((c) => this.exposing.has(c));
+        if (busy) throw new CircularDependencyError([name, busy], [need.token.name]);
+        const exposed = candidates.filter((c) => this.exposed.has(c));
+        const reason = exposed.length
+          ? `${exposed.map((c) => `'${c}'`).join(', ')} exposed without providing it`
+          : candidates.some((c) => deferred.includes(c))
+            ? 'not exposed yet'
+            : undefined;
+        throw new MissingDependencyError(name, need.token.name, candidates, reason);
+      }
+    };
+    visit(root, [root], []);
+    return order;
+  }
+
+  /** Known plugins that declare `token` in `provides`, in registration order. */
+  private providersOf(service: Token<unknown>): string[] {
+    const names: string[] = [];
+    for (const { plugin } of this.known.values()) {
+      if (plugin.provides?.some((t) => isToken(t) && t.id === service.id)) names.push(plugin.name);
+    }
+    return names;
+  }
+
+  private isProvided(service: Token<unknown>): boolean {
+    return this.container.isRegistered(service.id, true);
+  }
+
+  /** The `ctx.deps` of a plugin: required services resolved now, optional ones at each read. */
+  private resolveDeps(plugin: PluginDefinition): Record<string, unknown> {
+    const deps: Record<string, unknown> = {};
+    for (const need of needsOf(plugin)) {
+      if (need.optional) {
+        Object.defineProperty(deps, need.key, {
+          enumerable: true,
+          get: () => this.resolveOptional(need.token),
+        });
+        continue;
+      }
+      const value = this.resolveOptional(need.token);
+      if (value === undefined) {
+        const candidates = this.providersOf(need.token);
+        const exposed = candidates.filter((c) => this.exposed.has(c));
+        throw new MissingDependencyError(
+          plugin.name,
+          need.token.name,
+          candidates,
+          exposed.length
+            ? `${exposed.map((c) => `'${c}'`).join(', ')} exposed without providing it`
+            : undefined,
+        );
+      }
+      Object.defineProperty(deps, need.key, { enumerable: true, value });
+    }
+    return Object.freeze(deps);
+  }
+
+  private exposeValidated(
+    plugin: PluginDefinition,
+    config: unknown,
+    options: ExposeOptions,
+  ): string[] | Promise<string[]> {
+    const pluginName = plugin.name;
+    const parsed = { data: config };
+    const deps = this.resolveDeps(plugin);
     const exposure = { late: false };
-    const ctx = this.pluginContext(plugin.name, parsed.data, exposure);
+    const ctx = this.pluginContext(plugin.name, parsed.data, exposure, deps);
     this.exposing.add(pluginName);
     let setup: PluginSetup | Promise<PluginSetup>;
     try {
@@ -380,6 +567,14 @@ export class PluginRegistry {
     }
     const finish = (done: PluginSetup): string[] | Promise<string[]> => {
       const names = this.registerExposure(plugin, ctx, done);
+      for (const declared of plugin.provides ?? []) {
+        if (isToken(declared) && !this.isProvided(declared)) {
+          ctx.logger.warn(
+            { token: declared.name },
+            `plugin '${pluginName}' declares it provides '${declared.name}' but its setup did not provide it`,
+          );
+        }
+      }
       const partners: Promise<string[]>[] = [];
       for (const partner of plugin.partners ?? []) {
         if (
@@ -521,6 +716,16 @@ export class PluginRegistry {
       });
       prepared.push({ tool, plugin: pluginName, info, ctx });
     }
+    for (const { tool } of prepared) {
+      if (!tool.onExpose) continue;
+      try {
+        tool.onExpose(ctx);
+      } catch (error) {
+        throw new InvalidPluginError(
+          `plugin '${pluginName}' tool '${tool.name}': its onExpose failed: ${(error as Error)?.message ?? String(error)}`,
+        );
+      }
+    }
     for (const entry of prepared) this.toolsByName.set(entry.tool.name, entry);
     this.exposed.set(pluginName, { ctx, setup });
     if (setup.dispose) this.disposers.push({ owner: pluginName, fn: setup.dispose });
@@ -587,8 +792,35 @@ export class PluginRegistry {
   }
 
   /**
+   * One short line saying what a tool call does, for UIs: the tool's own `describeCall` (e.g.
+   * `terminal(npm test)`, `terminal(send "y")`) given the parsed arguments, or else
+   * `toolName(first string argument)`. Never throws: an unknown tool, arguments that do not parse
+   * or a `describeCall` that throws get the generic line. No newlines, at most 120 characters.
+   */
+  describeCall(toolName: string, args: unknown): string {
+    const entry = this.toolsByName.get(toolName);
+    let text: string | undefined;
+    if (entry?.tool.describeCall) {
+      try {
+        const input = args ?? {};
+        if (!checkArgumentLimits(input, this.argumentLimits)) {
+          const parsed = entry.tool.inputSchema.safeParse(input);
+          if (parsed.success) {
+            const own: unknown = entry.tool.describeCall(parsed.data);
+            if (typeof own === 'string' && own.trim()) text = own;
+          }
+        }
+      } catch (error) {
+        entry.ctx.logger.debug({ err: error, tool: toolName }, `tool '${toolName}' describeCall threw`);
+      }
+    }
+    return compactText(text ?? genericCallDescription(toolName, args), CALL_DESCRIPTION_MAX);
+  }
+
+  /**
    * What the exposed plugins report about themselves (sandbox, supervisor, sessions …), one
-   * section each, read now (a reader may be async). A section that throws reports its error instead.
+   * section each, read now (a reader may be async): returns a Promise, so `await registry.status()`.
+   * A section that throws reports its error instead.
    */
   async status(): Promise<RegistryStatus> {
     const sections: Record<string, unknown> = {};
@@ -645,7 +877,11 @@ export class PluginRegistry {
       if (tooBig) throw new InvalidArgumentsError(toolName, [tooBig]);
       const parsed = tool.inputSchema.safeParse(args ?? {});
       if (!parsed.success) {
-        throw new InvalidArgumentsError(toolName, toValidationIssues(parsed.error, args ?? {}), parsed.error);
+        throw new InvalidArgumentsError(
+          toolName,
+          toValidationIssues(parsed.error, args ?? {}, { schema: tool.inputSchema }),
+          parsed.error,
+        );
       }
       const validArgs: unknown = parsed.data;
       this.events.emit('tool.validated', { callId, tool: toolName, args: validArgs });
@@ -785,10 +1021,16 @@ export class PluginRegistry {
     return this.tempDirPath;
   }
 
-  private pluginContext(pluginName: string, config: unknown, exposure: { late: boolean }): PluginContext {
+  private pluginContext(
+    pluginName: string,
+    config: unknown,
+    exposure: { late: boolean },
+    deps: Record<string, unknown>,
+  ): PluginContext {
     return {
       pluginName,
       config,
+      deps,
       container: this.container,
       logger: this.logger.child({ plugin: pluginName }),
       // Listeners registered through it that throw are logged with the plugin's name.
@@ -879,4 +1121,90 @@ function tokenName(token: Token<unknown> | InjectionToken<unknown>): string {
   if (isToken(token)) return token.name;
   if (typeof token === 'symbol') return token.description ?? String(token);
   return String(token);
+}
+
+/**
+ * Config issues name top-level keys as the caller spelled them (`max_ouput_chars`), not as the
+ * snake_case -> camelCase mapping made them (`maxOuputChars`).
+ */
+function asSpelled(issues: ValidationIssue[], config: unknown): ValidationIssue[] {
+  if (config === null || typeof config !== 'object' || Array.isArray(config)) return issues;
+  const spelled = new Map<string, string>();
+  for (const key of Object.keys(config)) {
+    const camel = key.replace(/_([a-z0-9])/g, (_m, c: string) => c.toUpperCase());
+    if (camel !== key) spelled.set(camel, key);
+  }
+  return issues.map((issue) => {
+    const [head = '', ...rest] = issue.path.split('.');
+    const original = spelled.get(head);
+    if (!original) return issue;
+    return {
+      ...issue,
+      path: [original, ...rest].join('.'),
+      expected: issue.expected.replace(`unknown field ${head})`, `unknown field ${original})`),
+    };
+  });
+}
+
+/** How long `describeCall` lines may be. */
+const CALL_DESCRIPTION_MAX = 120;
+
+/** `name(first string argument…)`: the line `describeCall` gives a tool without its own. */
+function genericCallDescription(toolName: string, args: unknown): string {
+  let first: string | undefined;
+  try {
+    if (typeof args === 'string') first = args;
+    else if (args !== null && typeof args === 'object' && !Array.isArray(args)) {
+      for (const value of Object.values(args)) {
+        if (typeof value === 'string' && value.trim()) {
+          first = value;
+          break;
+        }
+      }
+    }
+  } catch {
+    // A hostile getter or proxy: no argument shown.
+  }
+  return `${toolName}(${first === undefined ? '' : compactText(first, 60)})`;
+}
+
+function needsOf(plugin: PluginDefinition): { key: string; token: Token<unknown>; optional: boolean }[] {
+  const needs = plugin.needs as Record<string, Dependency> | undefined;
+  if (!needs) return [];
+  return Object.entries(needs).map(([key, dep]) =>
+    isToken(dep)
+      ? { key, token: dep as Token<unknown>, optional: false }
+      : { key, token: dep.token as Token<unknown>, optional: dep.optional === true },
+  );
+}
+
+/** A cycle among `names` over `after` (plugin -> providers it must follow), as an error. */
+function findCycle(
+  names: readonly string[],
+  after: Map<string, Map<string, string>>,
+): CircularDependencyError | undefined {
+  const visiting: string[] = [];
+  const done = new Set<string>();
+  const visit = (name: string): CircularDependencyError | undefined => {
+    if (done.has(name)) return undefined;
+    const at = visiting.indexOf(name);
+    if (at >= 0) {
+      const plugins = visiting.slice(at);
+      const tokens = plugins.map((p, i) => after.get(p)?.get(plugins[i + 1] ?? plugins[0]!) ?? '');
+      return new CircularDependencyError(plugins, tokens);
+    }
+    visiting.push(name);
+    for (const provider of after.get(name)?.keys() ?? []) {
+      const found = visit(provider);
+      if (found) return found;
+    }
+    visiting.pop();
+    done.add(name);
+    return undefined;
+  };
+  for (const name of names) {
+    const found = visit(name);
+    if (found) return found;
+  }
+  return undefined;
 }

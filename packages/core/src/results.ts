@@ -54,7 +54,7 @@ export interface ToolErrorResult extends ToolResult {
   error: string;
   /** A code from {@link ERROR_CODES} or one the tool's package documents. */
   error_code: string;
-  /** One line for a UI. */
+  /** One line for a UI (validation errors: one more line per issue, see `toToolErrorResult`). */
   display: string;
 }
 
@@ -67,13 +67,51 @@ export function oneLine(text: string, max = DISPLAY_MAX): string {
 }
 
 /**
+ * `text` on one line (every run of whitespace, newlines included, becomes one space) and at most
+ * `max` characters, cut with an ellipsis: for `describeCall` lines and other UI summaries.
+ */
+export function compactText(text: string, max = DISPLAY_MAX): string {
+  const flat = text.replace(/\s+/g, ' ').trim();
+  return flat.length > max ? `${flat.slice(0, Math.max(0, max - 1)).trimEnd()}…` : flat;
+}
+
+/** How many issues the `display` of an `INVALID_ARGUMENTS` / `INVALID_CONFIG` result lists. */
+const DISPLAY_MAX_ISSUES = 5;
+
+/**
  * A thrown error (unknown tool, bad arguments, a plugin crash) as the result a model reads. MCP
- * (`isError` content) and the AI SDK adapter (`error-json`) both send exactly this.
+ * (`isError` content) and the AI SDK adapter (`error-json`) both send exactly this. The `display`
+ * is one line, except for an error with validation issues (`INVALID_ARGUMENTS`, `INVALID_CONFIG`):
+ * then a header line and one line per issue (`  field: expected; received …`), at most 5 issues
+ * and a `… and N more` line.
  */
 export function toToolErrorResult(error: unknown): ToolErrorResult {
   const code = ConchError.isInstance(error) ? error.code : 'TOOL_FAILED';
   const message = error instanceof Error ? error.message : String(error);
+  const issues = issuesOf(error);
+  if (issues.length > 0) {
+    const lines = [`✗ ${code}: ${oneLine(message).replace(/:$/, '')}`];
+    for (const issue of issues.slice(0, DISPLAY_MAX_ISSUES)) {
+      lines.push(`  ${oneLine(`${issue.path}: ${issue.expected}; received ${issue.received}`)}`);
+    }
+    if (issues.length > DISPLAY_MAX_ISSUES) lines.push(`  … and ${issues.length - DISPLAY_MAX_ISSUES} more`);
+    return { error: message, error_code: code, display: lines.join('\n') };
+  }
   return { error: message, error_code: code, display: `✗ ${code}: ${oneLine(message)}` };
+}
+
+function issuesOf(error: unknown): { path: string; expected: string; received: string }[] {
+  if (!ConchError.isInstance(error)) return [];
+  const issues = (error as { issues?: unknown }).issues;
+  if (!Array.isArray(issues)) return [];
+  return issues.filter(
+    (i): i is { path: string; expected: string; received: string } =>
+      typeof i === 'object' &&
+      i !== null &&
+      typeof (i as Record<string, unknown>).path === 'string' &&
+      typeof (i as Record<string, unknown>).expected === 'string' &&
+      typeof (i as Record<string, unknown>).received === 'string',
+  );
 }
 
 /**

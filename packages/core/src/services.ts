@@ -15,8 +15,9 @@ export interface ProcessInfo {
 
 export interface ProcessManagerService {
   list(): ProcessInfo[];
-  kill(id: string): Promise<void>;
-  killAll(): Promise<void>;
+  /** Ends the process's tree; resolves whether the id was known (pai's `kill` -> bool). */
+  kill(id: string, timeout?: number): Promise<boolean | void>;
+  killAll(timeout?: number): Promise<void>;
   dispose(): Promise<void>;
 }
 

@@ -1,4 +1,5 @@
 import {
+  compactText,
   ConchError,
   definePlugin,
   defineTool,
@@ -270,6 +271,12 @@ const globInput = z.strictObject({
 });
 const statInput = z.strictObject({ path: pathField });
 
+/** A path for a describeCall line: one line, long ones keep their end (the file name). */
+function shortPath(path: string, max = 60): string {
+  const flat = compactText(path, Number.MAX_SAFE_INTEGER);
+  return flat.length > max ? `…${flat.slice(flat.length - (max - 1))}` : flat;
+}
+
 /** The path check made before the gate is asked: the path, or the tool's refusal. */
 interface PathPlan {
   abs?: string;
@@ -310,6 +317,8 @@ export function fileTools(
   return [
     defineTool<z.output<typeof readInput>, ToolResult, unknown, PathPlan>({
       name: 'read_file',
+      describeCall: (args) =>
+        `read_file(${shortPath(args.path)}${args.offset || args.limit ? `, lines ${args.offset ?? 1}${args.limit ? `-${(args.offset ?? 1) + args.limit - 1}` : '+'}` : ''})`,
       description:
         'Read a text file by lines (offset 1-based, limit lines). Returns { content, size_bytes, offset, lines, total_lines, truncated, next_offset }; ' +
         'binary files are refused with error_code BINARY_FILE.',
@@ -343,6 +352,7 @@ export function fileTools(
     }),
     defineTool<z.output<typeof writeInput>, ToolResult, unknown, PathPlan>({
       name: 'write_file',
+      describeCall: (args) => `write_file(${shortPath(args.path)}, ${args.content.length} chars)`,
       description:
         'Create or overwrite a file with the given content (parent directories are created). Asks the user first.',
       inputSchema: writeInput,
@@ -383,6 +393,7 @@ export function fileTools(
     }),
     defineTool<z.output<typeof editInput>, ToolResult, unknown, PathPlan>({
       name: 'edit_file',
+      describeCall: (args) => `edit_file(${shortPath(args.path)}${args.replace_all ? ', all' : ''})`,
       description:
         'Replace old_string with new_string in a file. old_string must match exactly (copy it from read_file) and occur once, ' +
         'unless replace_all is true. Asks the user first.',
@@ -424,6 +435,7 @@ export function fileTools(
     }),
     defineTool<z.output<typeof listInput>, ToolResult, unknown, PathPlan>({
       name: 'list_directory',
+      describeCall: (args) => `list_directory(${shortPath(args.path ?? '.')})`,
       description: 'List a directory: { entries: [{ name, type, size }], total, truncated }.',
       inputSchema: listInput,
       annotations: { readOnlyHint: true },
@@ -448,6 +460,8 @@ export function fileTools(
     }),
     defineTool<z.output<typeof globInput>, ToolResult, unknown, PathPlan>({
       name: 'glob',
+      describeCall: (args) =>
+        `glob(${compactText(args.pattern, 50)}${args.cwd ? ` in ${shortPath(args.cwd)}` : ''})`,
       description:
         'Find files by glob pattern (picomatch: *, **, ?, [..], {a,b}), relative to cwd; node_modules and .git are skipped. Returns { matches, total, truncated }.',
       inputSchema: globInput,
@@ -476,6 +490,7 @@ export function fileTools(
     }),
     defineTool<z.output<typeof statInput>, ToolResult, unknown, PathPlan>({
       name: 'stat_file',
+      describeCall: (args) => `stat_file(${shortPath(args.path)})`,
       description: 'Type, size, modification time and mode of a path (and whether a file looks binary).',
       inputSchema: statInput,
       annotations: { readOnlyHint: true },

@@ -16,8 +16,8 @@ afterEach(async () => {
 
 async function connect(options: { elicitation?: boolean } = {}) {
   registry = new PluginRegistry({ plugins: [fixture, fixtureGate] });
-  registry.exposeTool('fixture-gate');
-  registry.exposeTool('fixture');
+  registry.exposeSync('fixture-gate');
+  registry.exposeSync('fixture');
   const server = createConchMcpServer(registry, { name: 'host', version: '9.9.9', progressIntervalMs: 0 });
   const client = new Client(
     { name: 'test', version: '0' },

@@ -35,8 +35,8 @@ afterEach(async () => {
 function setup(permission: Record<string, unknown> = {}) {
   const registry = new PluginRegistry({ cwd: dir, plugins: [permissionPlugin, cliPlugin, backgroundPlugin] });
   registries.push(registry);
-  registry.exposeTool('permission', permission);
-  registry.exposeTool('cli', {});
+  registry.exposeSync('permission', permission);
+  registry.exposeSync('cli', {});
   const started: string[] = [];
   registry.events.on('process.started', (e) => started.push(e.command));
   const decisions: { outcome: string; rule?: string }[] = [];

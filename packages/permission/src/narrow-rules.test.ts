@@ -211,14 +211,14 @@ function setup(permission: Record<string, unknown>) {
   const registry = new PluginRegistry({ cwd: dir, plugins: [permissionPlugin, cliPlugin, backgroundPlugin] });
   registries.push(registry);
   const asked: ApprovalRequest[] = [];
-  registry.exposeTool('permission', {
+  registry.exposeSync('permission', {
     ...permission,
     approve: async (request: ApprovalRequest) => {
       asked.push(request);
       return asked.length === 1 ? 'always' : 'deny';
     },
   });
-  registry.exposeTool('cli', {});
+  registry.exposeSync('cli', {});
   const run = async (args: Record<string, unknown>) =>
     (await registry.execute('cli_based_tool', args)) as ToolResult & Record<string, any>;
   return { run, asked };

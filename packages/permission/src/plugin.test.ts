@@ -7,7 +7,7 @@ import { getPermissionEngine, permissionPlugin } from './plugin.js';
 
 function expose(config: unknown) {
   const registry = new PluginRegistry({ plugins: [permissionPlugin] });
-  registry.exposeTool('permission', config);
+  registry.exposeSync('permission', config);
   return registry;
 }
 

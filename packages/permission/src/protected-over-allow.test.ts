@@ -159,8 +159,8 @@ describe('through cli_based_tool', () => {
       plugins: [permissionPlugin, cliPlugin, backgroundPlugin],
     });
     registries.push(registry);
-    registry.exposeTool('permission', permission);
-    registry.exposeTool('cli', {});
+    registry.exposeSync('permission', permission);
+    registry.exposeSync('cli', {});
     return (await registry.execute('cli_based_tool', args)) as ToolResult & Record<string, any>;
   };
 

@@ -137,11 +137,11 @@ describe('through cli_based_tool', () => {
       plugins: [permissionPlugin, cliPlugin, backgroundPlugin],
     });
     registries.push(registry);
-    registry.exposeTool('permission', {
+    registry.exposeSync('permission', {
       ...permission,
       approve: async (request: ApprovalRequest) => (asked.push(request.display), 'once'),
     });
-    registry.exposeTool('cli', {});
+    registry.exposeSync('cli', {});
     const result = (await registry.execute('cli_based_tool', { command })) as ToolResult &
       Record<string, any>;
     return { result, asked };

@@ -180,8 +180,8 @@ describe('through cli_based_tool: a denied spelling never runs, and bash would h
       plugins: [permissionPlugin, cliPlugin, backgroundPlugin],
     });
     registries.push(registry);
-    registry.exposeTool('permission', { sandbox: 'off', mode: 'acceptAll', rules: { deny: [rule] } });
-    registry.exposeTool('cli', {});
+    registry.exposeSync('permission', { sandbox: 'off', mode: 'acceptAll', rules: { deny: [rule] } });
+    registry.exposeSync('cli', {});
     const result = (await registry.execute('cli_based_tool', { command })) as ToolResult &
       Record<string, any>;
     expect(result).toMatchObject({ permission_denied: true, rule: `deny:${rule}` });

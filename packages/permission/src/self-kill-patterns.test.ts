@@ -192,8 +192,8 @@ describe('through cli_based_tool: a decoy whose command line names the workspace
     });
     registries.push(registry);
     // acceptAll: without the rule these would run.
-    registry.exposeTool('permission', { sandbox: 'off', mode: 'acceptAll' });
-    registry.exposeTool('cli', {});
+    registry.exposeSync('permission', { sandbox: 'off', mode: 'acceptAll' });
+    registry.exposeSync('cli', {});
     const command = make(dir);
     const result = (await registry.execute('cli_based_tool', { command })) as ToolResult &
       Record<string, any>;

@@ -348,7 +348,7 @@ describe.each(MODES)('%s', (_name, mode) => {
         tools: [],
       });
       const registry = new PluginRegistry({ cwd: dir, plugins: [plugin] });
-      registry.exposeTool('uses-processes', {});
+      registry.exposeSync('uses-processes', {});
       expect(registry.resolve(TOKENS.ProcessManager)).toBe(fromPlugin);
       const proc = fromPlugin!.spawn('setsid sleep 300 > /dev/null 2>&1 & sleep 300', [], { shell: true });
       prefixes.push(fromPlugin!.cookiePrefix);

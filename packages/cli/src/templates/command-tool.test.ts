@@ -73,8 +73,8 @@ function setup(plugin: ReturnType<typeof definePluginFromTemplates>, config: Rec
       },
     },
   });
-  registry.exposeTool('cli', {});
-  registry.exposeTool(plugin.name, config);
+  registry.exposeSync('cli', {});
+  registry.exposeSync(plugin.name, config);
   registries.push(registry);
   const events: string[] = [];
   for (const name of [

@@ -1,4 +1,5 @@
 import type { PluginDefinition, ToolDefinition } from '@conch/core';
+import { ensureProcessManager } from '@conch/process';
 import { cliTemplateRunner } from './cli-runner.js';
 import { type CommandTemplate, createCommandTool } from './define-command-tool.js';
 import {
@@ -17,7 +18,12 @@ import {
  * quoted) and background handoff as cli_based_tool.
  */
 export function defineCommandTool(template: CommandTemplate): ToolDefinition {
-  return createCommandTool(template, cliTemplateRunner);
+  return {
+    ...createCommandTool(template, cliTemplateRunner),
+    // Whatever plugin returns this tool, the registry's process manager runs it: started here, at
+    // expose time, so a hand-written plugin needs neither ensureProcessManager nor the cli plugin.
+    onExpose: (ctx) => void ensureProcessManager(ctx),
+  };
 }
 
 /** A plugin whose tools are command templates; config `{ variables?, cli? }`. */

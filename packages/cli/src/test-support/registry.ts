@@ -18,7 +18,7 @@ export function makeRegistry(
   registry.container.register(TOKENS.PermissionGate, {
     useValue: { check: () => Promise.resolve({ outcome: 'allow' as const, reason: 'test' }) },
   });
-  registry.exposeTool('cli', config);
+  registry.exposeSync('cli', config);
   return registry;
 }
 

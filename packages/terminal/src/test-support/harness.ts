@@ -31,8 +31,8 @@ export function createHarness(
   const allowAll: PermissionGate = { check: async () => ({ outcome: 'allow', reason: 'test' }) };
   registry.container.register(TOKENS.PermissionGate, { useValue: options.gate ?? allowAll });
   // The trash the sessions' rm moves files into: private to the test.
-  registry.exposeTool('trash', { dir: join(root, 'trash') });
-  registry.exposeTool('terminal', config);
+  registry.exposeSync('trash', { dir: join(root, 'trash') });
+  registry.exposeSync('terminal', config);
   return {
     registry,
     root,
