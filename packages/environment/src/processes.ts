@@ -1,10 +1,12 @@
 import type { ProcessInfo } from '@conch/core';
-import type {
-  CaptureSnapshot,
-  ManagedProcess,
-  ProcessHandle,
-  ProcessLayer,
-  ProcessManager,
+import {
+  killGraceFromSeconds,
+  type CaptureSnapshot,
+  type ManagedProcess,
+  type ManagedProcessInfo,
+  type ProcessHandle,
+  type ProcessLayer,
+  type ProcessManager,
 } from '@conch/process';
 
 /** A process's output as far as it is kept in memory (head and tail), with true sizes. */
@@ -27,15 +29,35 @@ export interface EnvironmentProcesses {
   readonly manager: ProcessManager;
   /** Where commands run: `manager`, or the executor's remote process layer (ids of both are distinct). */
   readonly layer: ProcessLayer;
-  /** Running and recently finished processes; `command` is the label (`[browser] Chrome Headless  CDP Ready ws://…`). */
-  list(): ProcessInfo[];
+  /**
+   * Running and recently finished processes; `command` is the label (`[browser] Chrome Headless  CDP
+   * Ready ws://…`). Each row has pai's field names too (`process_id`, `started_at` as a Date,
+   * `is_running`, `exit_code`; see @conch/process's README, "pai's ProcessManager").
+   */
+  list(): ManagedProcessInfo[];
   get(id: string): ManagedProcess | ProcessHandle | undefined;
-  /** Kills one process's whole tree. */
-  kill(id: string): Promise<void>;
+  /**
+   * Kills one process's whole tree (SIGTERM, SIGKILL after `timeout` seconds — default the
+   * process's grace; a remote layer uses its own); resolves true once it has ended, false for an
+   * id neither layer knows (pai's `kill(process_id, timeout) -> bool`).
+   */
+  kill(id: string, timeout?: number): Promise<boolean>;
   /** Kills every process of the manager (the browser included) and of the remote layer. */
   killAll(): Promise<void>;
   /** Its output (undefined for an unknown id). */
   logs(id: string): Promise<ProcessLogs | undefined>;
+}
+
+/** A row with pai's field names (the local manager's rows have them; another layer's may not). */
+function withPaiNames(info: ProcessInfo): ManagedProcessInfo {
+  if ('process_id' in info) return info as ManagedProcessInfo;
+  return {
+    ...info,
+    process_id: info.id,
+    started_at: new Date(info.startedAt),
+    is_running: info.isRunning,
+    exit_code: info.exitCode,
+  };
 }
 
 /** How much of a running remote process's output `logs` shows (its end, read from the target). */
@@ -67,10 +89,14 @@ export function createProcesses(
   return {
     manager,
     layer,
-    list: () => layers.flatMap((l) => l.list()),
+    list: () => layers.flatMap((l) => l.list().map(withPaiNames)),
     get: (id) => manager.get(id) ?? (layer === manager ? undefined : layer.get(id)),
-    kill: async (id) => {
-      await owner(id)?.kill(id);
+    kill: async (id, timeout) => {
+      if (manager.get(id) || layer === manager) return manager.kill(id, timeout);
+      killGraceFromSeconds('kill()', timeout); // the same check for a remote id
+      const remote = owner(id);
+      if (!remote) return false;
+      return (await remote.kill(id)) !== false;
     },
     killAll: async () => {
       await Promise.all(layers.map((l) => l.killAll()));

@@ -23,6 +23,37 @@ export class InvalidSpawnOptionError extends ConchError {
   }
 }
 
+/** spawn() was given a `process_id` that a process the manager lists already has. */
+export class DuplicateProcessIdError extends ConchError {
+  readonly processId: string;
+  constructor(
+    field: string,
+    id: string,
+    holder: { isRunning: boolean; label: string; pid: number | undefined },
+  ) {
+    const what = holder.isRunning
+      ? `a running process (${holder.label}${holder.pid !== undefined ? `, pid ${holder.pid}` : ''})`
+      : `a finished process still listed (${holder.label})`;
+    super({
+      code: 'DUPLICATE_PROCESS_ID',
+      message: `spawn option '${field}': expected an id no process of this manager has; received ${describe(id)}, the id of ${what}. Choose another id, or leave it out for an automatic one`,
+    });
+    this.name = 'DuplicateProcessIdError';
+    this.processId = id;
+  }
+}
+
+/** A ProcessManager / ManagedProcess method was given an argument of the wrong type or value. */
+export class InvalidProcessArgumentError extends ConchError {
+  constructor(method: string, field: string, expected: string, received: unknown) {
+    super({
+      code: 'INVALID_PROCESS_ARGUMENT',
+      message: `${method} '${field}': expected ${expected}; received ${describe(received)}`,
+    });
+    this.name = 'InvalidProcessArgumentError';
+  }
+}
+
 /** `bwrap` is needed (BubblewrapExecutor) but not on PATH. */
 export class BwrapNotFoundError extends ConchError {
   constructor(what: string) {

@@ -17,6 +17,8 @@ export type { SpawnedChild } from './spawned-child.js';
 export { BubblewrapExecutor, findBwrap, type BubblewrapOptions } from './bubblewrap-executor.js';
 export {
   BwrapNotFoundError,
+  DuplicateProcessIdError,
+  InvalidProcessArgumentError,
   InvalidSpawnOptionError,
   LeftoverAdoptionError,
   ProcessManagerDisposedError,
@@ -37,7 +39,9 @@ export {
   commandLineProblem,
   describeCommandLineProblem,
   MAX_ARG_STRLEN,
+  MAX_PROCESS_ID_LENGTH,
   MAX_TIMEOUT_MS,
+  requestedProcessId,
   validateSpawnArguments,
   type CaptureOptions,
   type CommandLineProblem,
@@ -90,3 +94,10 @@ export {
   pruneOutputDir,
 } from './output-dir.js';
 export { processEvents, toProcessInfo, type ProcessEventSource } from './process-events.js';
+export {
+  killGraceFromSeconds,
+  PAI_KILL_ALL_TIMEOUT_S,
+  PAI_KILL_TIMEOUT_S,
+  seedExitCode,
+  type ManagedProcessInfo,
+} from './pai-api.js';

@@ -13,6 +13,8 @@ import {
 } from './kill-tree.js';
 import { InvalidSpawnOptionError } from './errors.js';
 import { MAX_TIMEOUT_MS } from './spawn-options.js';
+import { killGraceFromSeconds, seedExitCode, type ManagedProcessInfo } from './pai-api.js';
+import { toProcessInfo } from './process-events.js';
 import type { OutputCapture } from './output-capture.js';
 import type { ExitReason, LeftoverProcess, OutputEvent, ProcessResult } from './process-result.js';
 import type { SandboxKind } from './sandbox-profile.js';
@@ -91,7 +93,7 @@ export class ManagedProcess {
   private resolveResult!: (result: ProcessResult) => void;
   private resolveSpawned!: (pid: number | undefined) => void;
   private exitCodeValue: number | null = null;
-  private exitSignal: string | null = null;
+  private exitSignalValue: string | null = null;
   private exited = false;
   private finished = false;
   private reported = false;
@@ -178,6 +180,41 @@ export class ManagedProcess {
     return this.exitCodeValue;
   }
 
+  /** The signal that ended the process ('SIGTERM', 'SIGKILL', …), null while running or after a plain exit. */
+  get exitSignal(): string | null {
+    return this.exitSignalValue;
+  }
+
+  // ---- pai's ManagedProcess names (seed 002) ----
+
+  /** pai's name of `id`. */
+  get process_id(): string {
+    return this.id;
+  }
+
+  /** pai's `started_at`: when spawn() was called, as a Date. */
+  get started_at(): Date {
+    return new Date(this.startedAt);
+  }
+
+  /** pai's name of `isRunning`. */
+  get is_running(): boolean {
+    return this.isRunning;
+  }
+
+  /**
+   * pai's `exit_code` (asyncio's `returncode`): the exit status, `-N` when signal N ended the process
+   * (a kill: -15 after SIGTERM, -9 after SIGKILL); null while running or when it never started.
+   */
+  get exit_code(): number | null {
+    return seedExitCode(this.exitCodeValue, this.exitSignalValue);
+  }
+
+  /** pai's `to_info()`: this process as `list()` reports it. */
+  to_info(): ManagedProcessInfo {
+    return toProcessInfo(this);
+  }
+
   /** Which sandbox the process runs in ('none' until it started, and where bwrap was unavailable). */
   get sandbox(): SandboxKind {
     return this.sandboxOf();
@@ -235,9 +272,13 @@ export class ManagedProcess {
    * Kills the whole tree: SIGTERM to the process group, SIGKILL after the grace period, then a
    * sweep for escapees carrying this process's cookie. Resolves once the result is final. After
    * the process ended, kills what it left running (cookie sweep).
+   *
+   * `timeout`: seconds between SIGTERM and SIGKILL (pai's `kill(timeout)`); default the spawn's
+   * `killGraceMs` (else the manager's, 2 s). A kill already under way keeps its own grace.
    */
-  async kill(): Promise<ProcessResult> {
-    await this.terminate('killed');
+  async kill(timeout?: number): Promise<ProcessResult> {
+    const graceMs = killGraceFromSeconds('kill()', timeout);
+    await this.terminate('killed', graceMs);
     return this.result;
   }
 
@@ -299,15 +340,15 @@ export class ManagedProcess {
     for (const stream of this.lingering ?? []) stream.destroy();
   }
 
-  /** @internal */
-  terminate(reason: ExitReason): Promise<void> {
+  /** @internal `graceMs`: SIGTERM -> SIGKILL grace of this kill (default: the spawn's). */
+  terminate(reason: ExitReason, graceMs?: number): Promise<void> {
     if (this.exited) {
       // The leader is gone (its pid may be reused): only the cookie finds what it left behind.
       sweepCookie(this.cookie);
       return this.finished ? Promise.resolve() : this.result.then(() => undefined);
     }
     this.reason ??= reason;
-    this.killing ??= this.doKill();
+    this.killing ??= this.doKill(graceMs ?? this.killGraceMs);
     return this.killing;
   }
 
@@ -317,11 +358,11 @@ export class ManagedProcess {
     if (pid !== undefined && !this.exited) killGroupSync(pid);
   }
 
-  private async doKill(): Promise<void> {
+  private async doKill(graceMs: number): Promise<void> {
     // Through the supervisor the pid arrives a moment after spawn(): kill once it is known.
     const pid = this.child.pid ?? (await this.spawned);
     try {
-      if (pid !== undefined && !this.exited) await killProcessTree(pid, { graceMs: this.killGraceMs });
+      if (pid !== undefined && !this.exited) await killProcessTree(pid, { graceMs });
       sweepCookie(this.cookie);
     } catch (error) {
       this.owner.logger?.warn({ err: error, id: this.id }, 'process kill failed');
@@ -363,7 +404,7 @@ export class ManagedProcess {
     child.once('exit', (code, signal) => {
       this.exited = true;
       this.exitCodeValue = code;
-      this.exitSignal = signal;
+      this.exitSignalValue = signal;
       this.drainTimer = setTimeout(() => {
         this.drainTimedOut = true;
         if (!this.keepLeftoverOutput) {
@@ -533,7 +574,7 @@ export class ManagedProcess {
       id: this.id,
       pid: this.child.pid,
       exitCode: this.exitCodeValue,
-      signal: this.exitSignal,
+      signal: this.exitSignalValue,
       timedOut: reason === 'timeout',
       aborted: reason === 'aborted',
       killed: reason === 'killed',

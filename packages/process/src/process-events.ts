@@ -1,5 +1,6 @@
-import type { EventBus, ProcessInfo } from '@conch/core';
+import type { EventBus } from '@conch/core';
 import './events.js';
+import { seedExitCode, type ManagedProcessInfo } from './pai-api.js';
 import type { ProcessResult } from './process-result.js';
 
 /** What the process events say about a process: the fields both managers' processes have. */
@@ -54,8 +55,14 @@ export const processEvents = {
   },
 };
 
-/** A process as `list()` reports it, for the local and the remote manager alike. */
-export function toProcessInfo(p: ProcessEventSource & { readonly exitCode: number | null }): ProcessInfo {
+/**
+ * A process as `list()` reports it, for the local and the remote manager alike: core's fields and
+ * pai's names of them (`process_id`, `started_at` as a Date, `is_running`, `exit_code` — minus the
+ * signal's number for a process a signal ended, when the source knows the signal).
+ */
+export function toProcessInfo(
+  p: ProcessEventSource & { readonly exitCode: number | null; readonly exitSignal?: string | null },
+): ManagedProcessInfo {
   return {
     id: p.id,
     command: p.label,
@@ -64,5 +71,9 @@ export function toProcessInfo(p: ProcessEventSource & { readonly exitCode: numbe
     startedAt: p.startedAt,
     isRunning: p.isRunning,
     exitCode: p.exitCode,
+    process_id: p.id,
+    started_at: new Date(p.startedAt),
+    is_running: p.isRunning,
+    exit_code: seedExitCode(p.exitCode, p.exitSignal),
   };
 }

@@ -66,7 +66,13 @@ export interface ProcessTarget {
   path?: string;
 }
 
-export interface ProcessLayer extends ProcessManagerService {
+export interface ProcessLayer extends Omit<ProcessManagerService, 'kill'> {
+  /**
+   * Kills one process's whole tree; resolves once it has ended. The local ProcessManager resolves
+   * whether the id was known (pai's `kill` -> bool, and takes a `timeout`); a layer that cannot
+   * tell resolves undefined.
+   */
+  kill(id: string): Promise<boolean | void>;
   readonly disposed: boolean;
   /** A remote layer's target name ('ssh:me@dev:22'); absent for this machine. */
   readonly target?: string;

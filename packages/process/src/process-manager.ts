@@ -4,10 +4,11 @@ import { createRequire } from 'node:module';
 import { homedir, tmpdir } from 'node:os';
 import { dirname, isAbsolute, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import type { EventBus, Logger, ProcessInfo, ProcessManagerService } from '@conch/core';
+import type { EventBus, Logger, ProcessManagerService } from '@conch/core';
 import './events.js';
 import { findBwrap } from './bubblewrap-executor.js';
 import {
+  DuplicateProcessIdError,
   InvalidSpawnOptionError,
   LeftoverAdoptionError,
   ProcessManagerDisposedError,
@@ -21,6 +22,7 @@ import { ProcessLeftovers, type LeftoverHandle } from './leftover-handle.js';
 import { ManagedProcess, type ProcessOwner } from './managed-process.js';
 import { OutputCapture } from './output-capture.js';
 import { probeSandbox, settledSandboxStatus, type SandboxStatus } from './probe-sandbox.js';
+import { killGraceFromSeconds, PAI_KILL_ALL_TIMEOUT_S, type ManagedProcessInfo } from './pai-api.js';
 import { processEvents, toProcessInfo } from './process-events.js';
 import type { ProcessResult } from './process-result.js';
 import { killTree, killTreeSync } from './process-tree.js';
@@ -45,6 +47,7 @@ import {
 import {
   commandLineProblem,
   describeCommandLineProblem,
+  requestedProcessId,
   validateSpawnArguments,
   type SpawnOptions,
 } from './spawn-options.js';
@@ -189,6 +192,10 @@ function hasNul(value: string): boolean {
  * the host never forks per command, and the supervisor kills everything when the host dies, by
  * whatever means. Without one (`supervisor: false`, or it cannot start), children are spawned in
  * the host, with the same behaviour except that a SIGKILLed host leaves them running.
+ *
+ * It also answers to pai's ProcessManager names (seed 002; README, "pai's ProcessManager"):
+ * `spawn(…, { process_id })`, `kill(id, timeout) -> boolean`, `kill_all(timeout)`,
+ * `list_processes()`, `get_process(id)`.
  */
 export class ProcessManager implements ProcessManagerService {
   /** Random id; every cookie of this manager starts with it. */
@@ -319,9 +326,8 @@ export class ProcessManager implements ProcessManagerService {
   spawn(command: string, args: readonly string[] = [], options: SpawnOptions = {}): ManagedProcess {
     if (this.disposing) throw new ProcessManagerDisposedError();
     validateSpawnArguments(command, args, options);
+    const { id, cookie } = this.newProcessId(options);
     const profile = this.withShared(normalizeSandboxProfile(options.sandbox, this.cwd));
-    const id = `p${++this.counter}`;
-    const cookie = `${this.id}-${id}`;
     const cwd = resolve(this.cwd, options.cwd ?? '.');
     if (hasNul(cwd)) throw new InvalidSpawnOptionError('cwd', 'a path without NUL bytes', cwd);
     // Node's spawn enumerates the env with for...in, prototype included, and skips undefined
@@ -588,23 +594,86 @@ export class ProcessManager implements ProcessManagerService {
     });
   }
 
+  /**
+   * A spawn's id and cookie: the caller's `process_id` / `processId` (checked: a string no listed
+   * process has), else the next free `p<n>`. The cookie never contains a caller's id (it is an
+   * environment value every sweep matches exactly): `<manager>-p<n>` or, for a caller's id,
+   * `<manager>-x<n>`.
+   */
+  private newProcessId(options: SpawnOptions): { id: string; cookie: string } {
+    const requested = requestedProcessId(options);
+    if (requested !== undefined) {
+      const holder = this.processes.get(requested);
+      if (holder) {
+        const field =
+          options.process_id !== undefined && options.process_id !== null ? 'process_id' : 'processId';
+        throw new DuplicateProcessIdError(field, requested, holder);
+      }
+      return { id: requested, cookie: `${this.id}-x${++this.counter}` };
+    }
+    let id: string;
+    do id = `p${++this.counter}`;
+    while (this.processes.has(id));
+    return { id, cookie: `${this.id}-${id}` };
+  }
+
+  /** The process with this id (running, or finished and still listed). pai's name: `get_process`. */
   get(id: string): ManagedProcess | undefined {
     return this.processes.get(id);
   }
 
-  list(): ProcessInfo[] {
+  /** pai's `get_process(process_id)`: `get()`. */
+  get_process(process_id: string): ManagedProcess | undefined {
+    return this.get(process_id);
+  }
+
+  /**
+   * Running processes and the latest finished ones (`historyLimit`), with core's field names and
+   * pai's (`process_id`, `started_at` as a Date, `is_running`, `exit_code`). pai's name: `list_processes`.
+   */
+  list(): ManagedProcessInfo[] {
     return [...this.processes.values()].map(toProcessInfo);
   }
 
-  async kill(id: string): Promise<void> {
-    const proc = this.processes.get(id);
-    if (!proc) return;
-    await proc.kill();
+  /** pai's `list_processes()`: `list()`. */
+  list_processes(): ManagedProcessInfo[] {
+    return this.list();
   }
 
-  async killAll(): Promise<void> {
-    await Promise.all([...this.processes.values()].map((p) => p.kill()));
+  /**
+   * pai's `kill(process_id, timeout)`: SIGTERM to the process's whole tree, SIGKILL to what is left
+   * after `timeout` seconds (default: the grace the process was spawned with — the spawn's
+   * `killGraceMs`, else the manager's, 2 s; pai's default is 5.0, pass it to match), then a sweep
+   * for escapees by cookie. Resolves once the process has ended and its result is final: true for
+   * an id the manager knows (as pai, also when it had already finished: what it left running is
+   * swept), false for an unknown id. Throws InvalidProcessArgumentError for a bad `timeout`.
+   */
+  async kill(id: string, timeout?: number): Promise<boolean> {
+    const graceMs = killGraceFromSeconds('kill()', timeout);
+    const proc = this.processes.get(id);
+    if (!proc) return false;
+    await proc.terminate('killed', graceMs);
+    await proc.result;
+    return true;
+  }
+
+  /**
+   * Kills every process (running ones by their trees; finished ones' escapees by cookie) and sweeps
+   * the manager's cookie prefix. `timeout`: seconds between SIGTERM and SIGKILL, default each
+   * process's grace (see kill()). pai's `kill_all(timeout=10.0)` is the same with pai's default.
+   */
+  async killAll(timeout?: number): Promise<void> {
+    const graceMs = killGraceFromSeconds('killAll()', timeout);
+    await Promise.all(
+      [...this.processes.values()].map((p) => p.terminate('killed', graceMs).then(() => p.result)),
+    );
     sweepCookie({ prefix: this.cookiePrefix });
+  }
+
+  /** pai's `kill_all(timeout=10.0)`: `killAll()` with pai's default of 10 seconds of SIGTERM grace. */
+  async kill_all(timeout: number = PAI_KILL_ALL_TIMEOUT_S): Promise<void> {
+    killGraceFromSeconds('kill_all()', timeout);
+    await this.killAll(timeout);
   }
 
   /**

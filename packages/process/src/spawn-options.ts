@@ -76,6 +76,58 @@ export interface SpawnOptions {
   label?: string;
   /** Runs this spawn with another executor (e.g. a BubblewrapExecutor) than the manager's. */
   executor?: Executor;
+  /**
+   * The process's id (pai's `process_id`: "Custom process ID (auto-generated if None)"): what
+   * `get()`, `kill()`, `list()` and the process events name it by. A non-empty string without NUL
+   * bytes, at most 200 characters, that no process the manager lists (running or finished, until
+   * its history drops it) has; otherwise spawn throws (DuplicateProcessIdError for a taken id).
+   * Default (undefined or null): `p1`, `p2`, … Only the local ProcessManager honours it.
+   */
+  process_id?: string | null;
+  /** Same as `process_id` (give one of them, or the same value in both). */
+  processId?: string | null;
+}
+
+/** The longest `process_id` spawn takes. */
+export const MAX_PROCESS_ID_LENGTH = 200;
+
+/**
+ * The caller's process id (`process_id` or `processId`), checked: undefined when neither is given
+ * (null counts as not given, as pai's None). Throws InvalidSpawnOptionError naming the field for a
+ * value that is not a non-empty string without NUL bytes (at most MAX_PROCESS_ID_LENGTH
+ * characters), or when the two fields disagree.
+ */
+export function requestedProcessId(options: SpawnOptions): string | undefined {
+  const snake = options.process_id;
+  const camel = options.processId;
+  for (const [field, value] of [
+    ['process_id', snake],
+    ['processId', camel],
+  ] as const) {
+    if (value === undefined || value === null) continue;
+    if (typeof value !== 'string' || value.trim().length === 0) {
+      throw new InvalidSpawnOptionError(
+        field,
+        'a non-empty string (or leave it out for an automatic id)',
+        value,
+      );
+    }
+    if (hasNul(value) || value.length > MAX_PROCESS_ID_LENGTH) {
+      throw new InvalidSpawnOptionError(
+        field,
+        `a string without NUL bytes, at most ${MAX_PROCESS_ID_LENGTH} characters`,
+        value,
+      );
+    }
+  }
+  if (snake !== undefined && snake !== null && camel !== undefined && camel !== null && snake !== camel) {
+    throw new InvalidSpawnOptionError(
+      'processId',
+      `the same id as process_id (${JSON.stringify(snake)}), or only one of the two`,
+      camel,
+    );
+  }
+  return snake ?? camel ?? undefined;
 }
 
 const hasNul = (value: string) => value.includes('\0');
