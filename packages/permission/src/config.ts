@@ -88,9 +88,9 @@ export const permissionConfigSchema = z.strictObject({
     .describe('more directories sandboxed commands may write (absolute, or relative to the workspace)'),
   protectedFiles: z
     .array(z.string().min(1))
-    .default(['Gemfile'])
+    .default(['Gemfile', 'Gemfile.lock', '.aws'])
     .describe(
-      'base names protected at any depth like .env files (the reference terminal protects Gemfile); [] turns the default off',
+      "names protected at any depth like .env files, a file or a directory with everything in it (the reference terminal's list: Gemfile, Gemfile.lock, .aws/ beside .env* and .ssh/, which are always protected); [] turns the default off",
     ),
   network: z
     .strictObject({

@@ -119,7 +119,7 @@ describe('protected names at any depth', () => {
     expect(covered(p, ws)).toBe(false);
   });
 
-  it('tool settings directories and files are read-only at any depth, Gemfile by default', () => {
+  it('tool settings directories and files are read-only at any depth, Gemfile, Gemfile.lock and .aws/ by default', () => {
     const dirs = [
       dir(join(ws, '.vscode')),
       dir(join(ws, 'p', '.idea')),
@@ -136,13 +136,20 @@ describe('protected names at any depth', () => {
       file(join(ws, 'tools', '.envrc')),
       file(join(ws, 'Gemfile')),
       file(join(ws, 'apps', 'web', 'Gemfile')),
+      file(join(ws, 'Gemfile.lock')),
+      file(join(ws, 'apps', 'web', 'Gemfile.lock')),
     ];
     const p = policy();
     expect(p.readOnlyPaths).toEqual(expect.arrayContaining([...dirs, ...files]));
     // What is inside a protected directory is covered by the directory itself.
     const inside = file(join(ws, 'p', 'q', '.claude', 'settings.json'), '{}');
     expect(covered(policy(), inside)).toBe(true);
-    expect(covered(p, file(join(ws, 'Gemfile.lock')))).toBe(false);
+    // The reference terminal's credential directory, at any depth: the directory and what is in it.
+    const aws = dir(join(ws, 'deploy', '.aws'));
+    const p2 = policy();
+    expect(p2.readOnlyPaths).toContain(aws);
+    expect(covered(p2, file(join(ws, 'deploy', '.aws', 'credentials')))).toBe(true);
+    expect(covered(p2, file(join(ws, 'Gemfile.lock.bak')))).toBe(false);
   });
 
   it('protectedFiles: [] turns the Gemfile default off; other names are protected at any depth', () => {

@@ -37,7 +37,7 @@ import {
  * - **read-only paths**, found by a bounded walk of every writable root, at any depth: `.env*`
  *   files, the files and directories the user's own tools run or read outside any sandbox
  *   (`.vscode/`, `.idea/`, `.claude/`, `.gemini/`, `.cursor/`, `.mcp.json`, `.gitmodules`,
- *   `.ripgreprc`), `.ssh/`, shell and git start-up files, `protectedFiles` (default `Gemfile`), the
+ *   `.ripgreprc`), `.ssh/`, shell and git start-up files, `protectedFiles` (default `Gemfile`, `Gemfile.lock`, `.aws/`), the
  *   host's protected globs, and in **every git directory git will open** — `.git` directories,
  *   nested repositories, bare repositories, the targets of `.git` files (`gitdir:`), their
  *   `commondir`, `.git/modules/**` and `.git/worktrees/*` — the hooks, `config`,
@@ -467,7 +467,11 @@ export class KernelPolicyBuilder {
       return paths.extra.some((g) => g.test(path) || (relOk && g.test(rel)));
     };
     const protectedDirName = (name: string) =>
-      TOOL_CONFIG_DIRS.has(name) || name === '.ssh' || name === '.bashrc.d' || name === '.zshrc.d';
+      TOOL_CONFIG_DIRS.has(name) ||
+      name === '.ssh' ||
+      name === '.bashrc.d' ||
+      name === '.zshrc.d' ||
+      paths.names?.has(name) === true;
     const protectedFileName = (name: string) =>
       ENV_FILE.test(name) ||
       TOOL_CONFIG_FILES.has(name) ||

@@ -100,7 +100,10 @@ export interface PathContext {
   workspaceRoot: string;
   /** The host's extra protected globs. */
   extra: readonly ProtectedGlob[];
-  /** Base names protected at any depth (config `protectedFiles`, default `Gemfile`). */
+  /**
+   * Names protected at any depth, a file or a directory with everything in it (config
+   * `protectedFiles`, default `Gemfile`, `Gemfile.lock`, `.aws`).
+   */
   names?: ReadonlySet<string>;
 }
 
@@ -133,7 +136,11 @@ export function protectedReason(abs: string, ctx: PathContext): string | undefin
   if (toolDir) return `${abs} is in ${toolDir}/, settings a tool of the user runs outside any sandbox`;
   if (TOOL_CONFIG_FILES.has(base))
     return `${abs} is read by a tool of the user outside any sandbox (${base})`;
-  if (ctx.names?.has(base)) return `${abs} is a protected file (${base})`;
+  const named = ctx.names?.has(base) ? base : parts.find((p) => ctx.names?.has(p) === true);
+  if (named !== undefined)
+    return named === base
+      ? `${abs} is a protected file (${base})`
+      : `${abs} is inside a protected directory (${named})`;
   if (parts.some((p) => p === '.bashrc.d' || p === '.zshrc.d'))
     return `${abs} is sourced by a shell start-up file`;
   const bare = parts.findIndex((p, i) => p.endsWith('.git') && p !== '.git' && parts[i + 1] === 'hooks');

@@ -6,6 +6,7 @@ import {
   type ShellParser,
   type Syntax,
 } from '@conch/shell-syntax';
+import { findDownloadReview, MAY_DOWNLOAD, type DownloadReview } from './download-review.js';
 import type { ShellKind } from './shell-scripts.js';
 
 /** What the terminal decides about a new command before it runs. */
@@ -14,6 +15,8 @@ export interface CommandAnalysis {
   replacesShell?: string;
   /** A known slow command (the shared table of @conch/process): long timeout, no idle return. */
   slow: boolean;
+  /** A download fed to an interpreter (`curl URL | bash`): the review steps to answer the gate's refusal with. */
+  downloadReview?: DownloadReview;
 }
 
 let parserPromise: Promise<ShellParser> | undefined;
@@ -32,9 +35,10 @@ const EXEC_WORD = /(^|[^A-Za-z0-9_-])exec([^A-Za-z0-9_-]|$)/;
 const EXEC_COMMAND = /(^|[\s;&|(){}`])\\?exec\s+(?:-[acl]+\s+(?:\S+\s+)?)*(?!\d*[<>])[^\s<>&|;)]/;
 
 /**
- * The new command's facts the tool acts on: whether it would `exec` over the session's shell, and
- * whether it is a known slow command. Most commands pay only two text scans: the parser runs when
- * the text contains `exec` or the first word of a slow pattern.
+ * The new command's facts the tool acts on: whether it would `exec` over the session's shell,
+ * whether it is a known slow command, and whether it feeds a download to an interpreter. Most
+ * commands pay only three text scans: the parser runs when the text contains `exec`, the first
+ * word of a slow pattern, `curl` or `wget`.
  */
 export async function analyzeCommand(
   command: string,
@@ -43,12 +47,18 @@ export async function analyzeCommand(
   const patterns = options.slowPatterns ?? DEFAULT_SLOW_PATTERNS;
   const maybeExec = EXEC_WORD.test(command);
   const maybeSlow = mayBeSlow(command, patterns);
-  if (!maybeExec && !maybeSlow) return { slow: false };
+  const maybeDownload = MAY_DOWNLOAD.test(command);
+  if (!maybeExec && !maybeSlow && !maybeDownload) return { slow: false };
   const p = await parser();
   const parsed = p.parse(command);
   const replacesShell = maybeExec ? execOverShell(p, parsed, options.dialect ?? 'bash', 0) : undefined;
   const slow = maybeSlow && parsed.ok && estimateSlowSeconds(parsed.commands, patterns) > 0;
-  return { slow, ...(replacesShell === undefined ? {} : { replacesShell }) };
+  const downloadReview = maybeDownload ? findDownloadReview(parsed) : undefined;
+  return {
+    slow,
+    ...(replacesShell === undefined ? {} : { replacesShell }),
+    ...(downloadReview === undefined ? {} : { downloadReview }),
+  };
 }
 
 /**

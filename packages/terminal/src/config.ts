@@ -1,5 +1,11 @@
 import { z } from 'zod';
 
+/**
+ * `idle_ms` values at or above this disable the idle return, like `idle_ms: 0` (the reference
+ * terminal's sentinel, DISABLED_IDLE_MS).
+ */
+export const DISABLED_IDLE_MS = 10_000_000;
+
 /** The terminal plugin's config (`registry.exposeTool('terminal', config)`); snake_case keys work too. */
 export const terminalConfigSchema = z.strictObject({
   shell: z
@@ -30,7 +36,7 @@ export const terminalConfigSchema = z.strictObject({
     .min(50)
     .default(20_000)
     .describe(
-      'silence after which a running command is reported as waiting for input (measured: silent tsc/eslint runs take up to 18 s here)',
+      "silence after which a running command is reported as waiting for input (measured: silent tsc/eslint runs take up to 18 s here; the reference terminal's 10 000 is SEED_TERMINAL_CONFIG.defaultIdleMs)",
     ),
   promptQuietMs: z
     .number()
@@ -51,6 +57,14 @@ export const terminalConfigSchema = z.strictObject({
     .default(1000)
     .describe('silence after which a poll of a background session returns'),
   maxOutputChars: z.number().int().min(200).default(4000).describe('characters of output returned per call'),
+  overflowPreviewChars: z
+    .number()
+    .int()
+    .min(0)
+    .optional()
+    .describe(
+      "when set, output over maxOutputChars shows its first N characters and a notice (the reference terminal's 3800) instead of the default head and tail",
+    ),
   maxLineChars: z.number().int().min(20).default(500).describe('characters kept of one line'),
   maxBufferChars: z
     .number()
@@ -106,6 +120,12 @@ export const terminalConfigSchema = z.strictObject({
     .describe(
       'commands added to the shared slow-command table (@conch/process): leading words, e.g. "make" or { pattern: "make" }',
     ),
+  defaultSlowPatterns: z
+    .boolean()
+    .default(true)
+    .describe(
+      "false: only slowPatterns are slow commands (the shared table of @conch/process is not used), e.g. the reference terminal's list SEED_SLOW_PATTERNS",
+    ),
   slowCommandTimeout: z
     .number()
     .positive()
@@ -135,3 +155,54 @@ export const terminalConfigSchema = z.strictObject({
 
 export type TerminalConfig = z.output<typeof terminalConfigSchema>;
 export type TerminalConfigInput = z.input<typeof terminalConfigSchema>;
+
+/**
+ * The reference terminal's (Clacky's) slow-command list, verbatim: a host that wants exactly it
+ * sets `{ defaultSlowPatterns: false, slowPatterns: SEED_SLOW_PATTERNS }`. (The shared table of
+ * @conch/process, the default, holds all of these and more.)
+ */
+export const SEED_SLOW_PATTERNS: readonly string[] = [
+  'bundle install',
+  'bundle update',
+  'bundle exec rspec',
+  'npm install',
+  'npm run build',
+  'npm run test',
+  'yarn install',
+  'yarn build',
+  'pnpm install',
+  'pnpm build',
+  'rspec',
+  'rake test',
+  'rails test',
+  'cargo build',
+  'cargo test',
+  'go build',
+  'go test',
+  'mvn test',
+  'mvn package',
+  'gradle build',
+  'pytest',
+  'pip install',
+  'docker build',
+  'docker-compose build',
+];
+
+/**
+ * The reference terminal's defaults, for a host that wants them where conch's differ (see the
+ * README's table): `registry.expose('terminal', { ...SEED_TERMINAL_CONFIG })`. The values conch
+ * shares with it (timeout 60 s, 2 s of background output, 4000 / 500 characters, 180 s for slow
+ * commands) are repeated so the object is the whole list.
+ */
+export const SEED_TERMINAL_CONFIG: Readonly<TerminalConfigInput> = {
+  defaultIdleMs: 10_000,
+  defaultTimeout: 60,
+  backgroundCollectMs: 2000,
+  pollQuietMs: 10_000,
+  maxOutputChars: 4000,
+  overflowPreviewChars: 3800,
+  maxLineChars: 500,
+  defaultSlowPatterns: false,
+  slowPatterns: [...SEED_SLOW_PATTERNS],
+  slowCommandTimeout: 180,
+};

@@ -1,7 +1,15 @@
 import './events.js';
 
 export { terminalPlugin, terminalPlugin as default } from './plugin.js';
-export { terminalConfigSchema, type TerminalConfig, type TerminalConfigInput } from './config.js';
+export {
+  DISABLED_IDLE_MS,
+  SEED_SLOW_PATTERNS,
+  SEED_TERMINAL_CONFIG,
+  terminalConfigSchema,
+  type TerminalConfig,
+  type TerminalConfigInput,
+} from './config.js';
+export { findDownloadReview, reviewSteps, type DownloadReview, type ReviewSteps } from './download-review.js';
 export { TERMINAL_SERVICE } from './tokens.js';
 export { TERMINAL_BACKEND, routeToBackend, type TerminalBackend } from './terminal-backend.js';
 export {
@@ -45,3 +53,4 @@ export {
 } from './terminal-tool.js';
 export { cleanOutput, capTotal } from './output-cleaner.js';
 export { looksLikePrompt } from './prompt-detector.js';
+export { describeTerminalCall, type TerminalCallArgs } from './describe-terminal-call.js';

@@ -46,8 +46,14 @@ export function lastLine(text: string): string {
  * Shortens a cleaned text to `maxChars`: the head and the tail are kept (errors are usually at
  * the end) around a marker naming what was omitted and where the whole text is.
  */
-export function capTotal(text: string, maxChars: number, fullPath: string | undefined): string {
+export function capTotal(
+  text: string,
+  maxChars: number,
+  fullPath: string | undefined,
+  headOnly?: number,
+): string {
   if (text.length <= maxChars) return text;
+  if (headOnly !== undefined) return capHead(text, maxChars, headOnly, fullPath);
   const marker = (omitted: number) =>
     `\n… [${omitted} chars omitted of ${text.length}; full output: ${fullPath ?? '(not saved)'}] …\n`;
   const budget = Math.max(0, maxChars - marker(text.length).length);
@@ -55,4 +61,14 @@ export function capTotal(text: string, maxChars: number, fullPath: string | unde
   const tail = budget - head;
   const omitted = text.length - head - tail;
   return `${text.slice(0, head)}${marker(omitted)}${tail > 0 ? text.slice(text.length - tail) : ''}`;
+}
+
+/**
+ * The reference terminal's shape (config `overflowPreviewChars`): the first `preview` characters
+ * and a notice naming the whole size and the file, the whole within `maxChars`.
+ */
+function capHead(text: string, maxChars: number, preview: number, fullPath: string | undefined): string {
+  const notice = `\n… [output truncated: ${text.length} chars; full output: ${fullPath ?? '(not saved)'}]\n`;
+  const head = Math.max(0, Math.min(preview, maxChars - notice.length));
+  return `${text.slice(0, head)}${notice}`;
 }

@@ -969,7 +969,12 @@ export class SessionPool implements TerminalService {
       this.deps.logger.warn({ err: error, sessionId: session.id }, 'terminal output spill failed');
       outputFile = undefined;
     }
-    const shown = capTotal(note + text, maxOutputChars, outputFile ?? session.logPath);
+    const shown = capTotal(
+      note + text,
+      maxOutputChars,
+      outputFile ?? session.logPath,
+      this.deps.config.overflowPreviewChars,
+    );
     return outputFile === undefined ? { output: shown } : { output: shown, output_file: outputFile };
   }
 }

@@ -6,13 +6,18 @@ import {
   compileWaitFor,
   defineTool,
   oneLine,
+  PERMISSION_GATE,
+  PermissionGateMissingError,
+  type PermissionRequest,
   waitForPatternSchema,
   type ToolCallContext,
   type ToolDefinition,
   type ToolResult,
 } from '@conch/core';
 import { analyzeCommand, type CommandAnalysis } from './command-analysis.js';
-import type { TerminalConfig } from './config.js';
+import { describeTerminalCall } from './describe-terminal-call.js';
+import type { DownloadReview } from './download-review.js';
+import { DISABLED_IDLE_MS, type TerminalConfig } from './config.js';
 import { TerminalSessionError } from './errors/terminal-session-error.js';
 import { inspectInput, type JudgedInput } from './input-gate.js';
 import { judgedCommand } from './judged-command.js';
@@ -65,7 +70,7 @@ export const terminalInputSchema = z.strictObject({
     .min(0)
     .optional()
     .describe(
-      'Milliseconds of silence after which a running command is reported as waiting for input; 0 disables this (wait for the end, a prompt or the timeout).',
+      'Milliseconds of silence after which a running command is reported as waiting for input; 0 (or 10000000) disables this (wait for the end, a prompt or the timeout).',
     ),
   sandbox: z
     .boolean()
@@ -238,16 +243,18 @@ export function createTerminalTool(
   // call never comes back for it, so the map is bounded).
   const judgedInputs = new Map<string, JudgedInput>();
   const config = pool.config;
+  // The shared table (unless the host replaces it: defaultSlowPatterns: false) plus the host's own.
+  const base = config.defaultSlowPatterns ? DEFAULT_SLOW_PATTERNS : [];
   const slowPatterns: readonly SlowPattern[] = config.slowPatterns.length
     ? [
-        ...DEFAULT_SLOW_PATTERNS,
+        ...base,
         ...config.slowPatterns.map((p) =>
           typeof p === 'string'
             ? { pattern: p, seconds: config.slowCommandTimeout }
             : { pattern: p.pattern, seconds: p.seconds ?? config.slowCommandTimeout },
         ),
       ]
-    : DEFAULT_SLOW_PATTERNS;
+    : base;
   return defineTool<TerminalArgs, ToolResult, TerminalConfig, CommandAnalysis | undefined>({
     name: 'terminal',
     description: config.safeRm
@@ -255,6 +262,7 @@ export function createTerminalTool(
       : TERMINAL_DESCRIPTION,
     inputSchema: terminalInputSchema,
     annotations: { destructiveHint: true, openWorldHint: true },
+    describeCall: describeTerminalCall,
     // A new command is read once: whether it would exec over the session's shell, whether it is slow.
     async prepare(args) {
       const shape = classifyCall(args);
@@ -265,18 +273,10 @@ export function createTerminalTool(
       const shape = classifyCall(args);
       // Refused before it runs: no human is asked about a command that will not run.
       if (analysis?.replacesShell !== undefined) return undefined;
-      if (shape.kind === 'run') {
-        const escalation = outsideJustification(pool, shape.sessionId, args);
-        return {
-          kind: 'command',
-          tool: 'terminal',
-          command: judgedCommand(shape.command, args.env),
-          cwd: resolve(pool.expectedCwd(shape.sessionId, args.sandbox === false), args.cwd ?? '.'),
-          // The gate reads the command as the session's shell will.
-          dialect: pool.shellKind,
-          ...(escalation ? { escalation: { justification: escalation } } : {}),
-        };
-      }
+      // A download fed to an interpreter: execute asks the gate itself, so that its refusal can be
+      // answered with the download-and-review steps (core's denial carries no such fields).
+      if (analysis?.downloadReview !== undefined) return undefined;
+      if (shape.kind === 'run') return commandRequest(pool, shape, args);
       // Input typed into a shell (the model ran `bash` and types into it) is a command; input to
       // any other program, polls and kills reach a program the gate already allowed.
       if (shape.kind !== 'input') return undefined;
@@ -316,10 +316,88 @@ export function createTerminalTool(
           if (analysis?.replacesShell !== undefined) {
             return failure('EXEC_REPLACES_SHELL', execRefusal(analysis.replacesShell));
           }
+          if (analysis?.downloadReview !== undefined) {
+            const refused = await gateDownload(pool, shape, args, ctx, analysis.downloadReview);
+            if (refused) return refused;
+          }
           return run(pool, shape, args, ctx, analysis?.slow === true);
       }
     },
   });
+}
+
+/** The gate's request for a new command: the line as the session's shell will read it. */
+function commandRequest(
+  pool: SessionPool,
+  shape: Extract<CallShape, { kind: 'run' }>,
+  args: TerminalArgs,
+): PermissionRequest {
+  const escalation = outsideJustification(pool, shape.sessionId, args);
+  return {
+    kind: 'command',
+    tool: 'terminal',
+    command: judgedCommand(shape.command, args.env),
+    cwd: resolve(pool.expectedCwd(shape.sessionId, args.sandbox === false), args.cwd ?? '.'),
+    // The gate reads the command as the session's shell will.
+    dialect: pool.shellKind,
+    ...(escalation ? { escalation: { justification: escalation } } : {}),
+  };
+}
+
+/** The gate rules whose refusal the terminal answers with download-and-review steps. */
+const DOWNLOAD_RULES = new Set(['safety:downloadToInterpreter', 'safety:sourceDownloaded']);
+
+/**
+ * Asks the gate about a command that feeds a download to an interpreter (the permission hook left
+ * it to this call) and shapes a refusal: `DOWNLOAD_AND_REVIEW` with the commands to run instead
+ * when the gate's download rules refused it (nothing is run for the model; each step goes through
+ * the gate when the model runs it), the registry's `PERMISSION_DENIED` shape for any other refusal
+ * (`curl … | sudo bash`). Undefined when the gate allows the command (a host that turned the rule
+ * off): it runs as any other.
+ */
+async function gateDownload(
+  pool: SessionPool,
+  shape: Extract<CallShape, { kind: 'run' }>,
+  args: TerminalArgs,
+  ctx: ToolCallContext<TerminalConfig>,
+  review: DownloadReview,
+): Promise<ToolResult | undefined> {
+  const gate = ctx.resolveOptional(PERMISSION_GATE);
+  if (!gate) throw new PermissionGateMissingError('terminal');
+  const request = commandRequest(pool, shape, args);
+  const decision = await gate.check(request, {
+    signal: ctx.signal,
+    callId: ctx.callId,
+    ...(ctx.approve ? { approve: ctx.approve } : {}),
+  });
+  ctx.events.emit('tool.permission', { callId: ctx.callId, tool: 'terminal', request, decision });
+  if (decision.outcome === 'allow') return undefined;
+  const rule = decision.rule ? { rule: decision.rule } : {};
+  if (!decision.rule || !DOWNLOAD_RULES.has(decision.rule)) {
+    return {
+      error: `Permission denied: ${decision.reason}`,
+      error_code: 'PERMISSION_DENIED',
+      display: `[Blocked] ${oneLine(decision.reason)}`,
+      permission_denied: true,
+      ...rule,
+      ...(decision.suggestion ? { suggestion: decision.suggestion } : {}),
+    };
+  }
+  const { steps } = review;
+  return failure(
+    'DOWNLOAD_AND_REVIEW',
+    `refused: ${JSON.stringify(oneLine(review.download, 120))} would run downloaded code with ${review.interpreter} without review; nothing was run. ` +
+      `Download it and review it instead: 1) ${steps.download} 2) ${steps.review} and read it 3) only if it is fine: ${steps.run}`,
+    {
+      suggested_command: steps.download,
+      review_command: steps.review,
+      run_command: steps.run,
+      download_file: steps.file,
+      url: steps.url,
+      permission_denied: true,
+      ...rule,
+    },
+  );
 }
 
 /**
@@ -347,7 +425,7 @@ function sessionError(error: unknown): ToolResult {
 
 /** Milliseconds of silence that report 'waiting': 0 (or wait_for) means never. */
 function idleOf(idleMs: number): number {
-  return idleMs === 0 ? Infinity : idleMs;
+  return idleMs === 0 || idleMs >= DISABLED_IDLE_MS ? Infinity : idleMs;
 }
 
 async function run(
