@@ -37,8 +37,10 @@ providers (first match wins)
 
 /** Parses the command line; a bad option throws an Error whose message says what is wrong. */
 export function parseDemoArgs(argv: readonly string[]): DemoArgs {
+  // pnpm 10 passes the `--` of `pnpm demo -- --config x.json` on to the script: skip a leading one.
+  const args = argv[0] === '--' ? argv.slice(1) : argv;
   const { values } = parseArgs({
-    args: [...argv],
+    args: [...args],
     options: {
       config: { type: 'string' },
       yes: { type: 'boolean', short: 'y', default: false },

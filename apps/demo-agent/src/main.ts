@@ -11,6 +11,7 @@ import { ChatController } from './chat.js';
 import { runPlain } from './plain.js';
 import { ProcessTracker } from './processes.js';
 import { chooseModel } from './providers.js';
+import { rawModeGuard } from './raw-mode.js';
 import { createDemoEnvironment, DEMO_AUTO_BACKGROUND_THRESHOLD, SITE_DIR } from './setup.js';
 
 export const WALKTHROUGH_PROMPT = 'Walk me through what conch can do.';
@@ -161,7 +162,19 @@ async function main(): Promise<number> {
     },
   });
   requestExit = () => void shutdown().finally(() => app.unmount());
+  // Raw mode re-asserted after whatever may have reset the terminal (a tool's child reaching
+  // /dev/tty, an approval), and restored however the app exits.
+  const raw = rawModeGuard(process.stdin);
+  const reassert = () => setImmediate(() => raw.reassert());
+  const offResult = registry.events.on('tool.result', reassert);
+  const offExited = registry.events.on('process.exited', reassert);
+  const offApprovals = approvals.subscribe(reassert);
+  process.on('SIGCONT', reassert);
+  process.on('exit', () => raw.restore());
   await app.waitUntilExit();
+  for (const off of [offResult, offExited, offApprovals]) off();
+  process.off('SIGCONT', reassert);
+  raw.restore();
   await shutdown();
   process.stdout.write('bye: the registry is disposed and nothing it started is running.\n');
   return 0;

@@ -246,6 +246,9 @@ for (const key of [
 ]) {
   if (pkg[key] !== undefined) published[key] = pkg[key];
 }
+// In the workspace the bin is a committed shim (bin/conch-mcp.js, importing dist/bin.js, so a fresh
+// install can link it before the build); published, it is the bundled dist/bin.js itself.
+published.bin = { 'conch-mcp': './dist/bin.js' };
 published.dependencies = Object.fromEntries(
   Object.entries(dependencies).sort(([a], [b]) => a.localeCompare(b)),
 );

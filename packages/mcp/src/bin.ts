@@ -2,7 +2,7 @@
 import 'reflect-metadata';
 import { readFileSync } from 'node:fs';
 import { createDefaultLogger, type Logger, type PluginRegistry } from '@conch/core';
-import { parseCliArgs, USAGE } from './cli-args.js';
+import { chooseConfig, parseCliArgs, USAGE } from './cli-args.js';
 import { startStdioServer } from './start.js';
 
 // Most children die in dispose(); this bounds how long a stuck dispose can hold the exit.
@@ -44,7 +44,11 @@ async function main(): Promise<void> {
     process.stdout.write(`${pkg.version}\n`);
     return;
   }
-  const running = await startStdioServer(args.config === undefined ? {} : { config: args.config });
+  // --config, else CONCH_CONFIG (launchers such as the MCP Inspector take --config for themselves).
+  const chosen = chooseConfig(args);
+  const running = await startStdioServer(
+    chosen === undefined ? {} : { config: chosen.config, configSource: chosen.source },
+  );
   registry = running.registry;
   logger = running.registry.logger;
   let exiting = false;

@@ -121,6 +121,12 @@ describe('conch-mcp with the default config (cli + background + permission)', ()
     expect(existsSync(join(harness.cwd, 'nope.txt'))).toBe(false);
     const { result: sudo } = await call(harness, 'cli_based_tool', { command: 'sudo ls' });
     expect(sudo).toMatchObject({ isError: true, structuredContent: { permission_denied: true } });
+    // No allow rule lifts a safety denial: the advice says so and names the key that turns it off.
+    const sudoAdvice = (sudo.content[1] as { text: string }).text;
+    expect(sudoAdvice).toContain('no rules.allow entry overrides it');
+    expect(sudoAdvice).toContain(join(harness.cwd, 'conch.config.json'));
+    expect(sudoAdvice).toContain('"safety":{"privilegeEscalation":false}');
+    expect(sudoAdvice).not.toContain('add that rule');
     expect(questions).toHaveLength(1);
     await harness.close();
 

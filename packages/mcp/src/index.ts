@@ -4,12 +4,25 @@ export {
   DEFAULT_PROGRESS_INTERVAL_MS,
   type ConchMcpServerOptions,
 } from './server.js';
-export { startStdioServer, type RunningServer, type StartOptions } from './start.js';
+export {
+  MCP_DEFAULT_CONFIG,
+  outputDirs,
+  startStdioServer,
+  withOutputFilesReadable,
+  type RunningServer,
+  type StartOptions,
+} from './start.js';
 export {
   clientSupportsElicitation,
   elicitationApprover,
   elicitationMessage,
 } from './elicitation-approver.js';
 export { ProgressRelay, type ProgressNotification } from './progress-relay.js';
-export { errorToCallToolResult, toCallToolResult } from './to-call-tool-result.js';
-export { parseCliArgs, USAGE, type McpCliArgs } from './cli-args.js';
+export {
+  denialAdvice,
+  errorToCallToolResult,
+  toCallToolResult,
+  type DenialAdviceOptions,
+  type DenialConfigFile,
+} from './to-call-tool-result.js';
+export { chooseConfig, parseCliArgs, USAGE, type ConfigSource, type McpCliArgs } from './cli-args.js';

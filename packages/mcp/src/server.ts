@@ -11,7 +11,7 @@ import {
 } from '@modelcontextprotocol/sdk/types.js';
 import { clientSupportsElicitation, elicitationApprover } from './elicitation-approver.js';
 import { ProgressRelay } from './progress-relay.js';
-import { errorToCallToolResult, toCallToolResult } from './to-call-tool-result.js';
+import { type DenialConfigFile, errorToCallToolResult, toCallToolResult } from './to-call-tool-result.js';
 
 export interface ConchMcpServerOptions {
   /** Server name reported at initialize. Default 'conch'. */
@@ -23,8 +23,14 @@ export interface ConchMcpServerOptions {
   /** How long an approval question waits for the human before it counts as deny. Default 10 min. */
   elicitationTimeoutMs?: number;
   /**
-   * One sentence appended to a denial that suggests a rule, saying where rules go for this server
-   * (e.g. the config file path). Default: a generic conch.config.json hint.
+   * The config file this server's permission rules come from, named in denials (what to set or
+   * remove there); `exists: false` when the server runs on a built-in default and the file is the
+   * one to create. Default `{ path: 'conch.config.json', exists: true }`.
+   */
+  configFile?: DenialConfigFile;
+  /**
+   * Replaces the sentence appended to a denial an allow rule would lift (where that rule goes for
+   * this server). Default: said from `configFile`.
    */
   configHint?: string;
   /** Default: the registry's logger (child `{ plugin: 'mcp' }`). */
@@ -56,9 +62,10 @@ export function createConchMcpServer(registry: PluginRegistry, options: ConchMcp
   const logger = options.logger ?? registry.logger.child({ plugin: 'mcp' });
   const progressIntervalMs = options.progressIntervalMs ?? DEFAULT_PROGRESS_INTERVAL_MS;
   const elicitationTimeoutMs = options.elicitationTimeoutMs ?? DEFAULT_ELICITATION_TIMEOUT_MS;
-  const configHint =
-    options.configHint ??
-    'To allow it without asking, add that rule to plugins.permission.rules.allow in conch.config.json and restart conch-mcp.';
+  const denialOptions = {
+    ...(options.configFile ? { configFile: options.configFile } : {}),
+    ...(options.configHint ? { configHint: options.configHint } : {}),
+  };
   const instructions = registry.systemInstructions();
 
   const server = new Server(
@@ -122,7 +129,7 @@ export function createConchMcpServer(registry: PluginRegistry, options: ConchMcp
     };
     try {
       const result = await registry.execute(name, request.params.arguments ?? {}, executeOptions);
-      return toCallToolResult(result, { configHint });
+      return toCallToolResult(result, denialOptions);
     } catch (error) {
       // A cancelled request gets no response (the SDK drops it); still say so in the log.
       if (extra.signal.aborted)

@@ -1,5 +1,6 @@
 import { existsSync } from 'node:fs';
-import { dirname, resolve } from 'node:path';
+import { homedir, tmpdir } from 'node:os';
+import { dirname, isAbsolute, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import {
   type ConchConfig,
@@ -13,23 +14,30 @@ import { StdioServerTransport } from '@modelcontextprotocol/sdk/server/stdio.js'
 import { PACKAGE_REGISTRIES } from '@conch/permission';
 import { BUILTIN_PLUGINS } from './builtin-plugins.js';
 
+import type { ConfigSource } from './cli-args.js';
+import { createConchMcpServer, type ConchMcpServerOptions } from './server.js';
+
 /**
- * What conch-mcp serves without a config file: cli, background and the permission gate, whose
- * sandbox lets commands reach the common package registries and code hosts (npm, PyPI, crates.io,
- * Go modules, RubyGems, Maven Central, GitHub, GitLab) through its proxy, and nothing else.
+ * What conch-mcp serves without a config file: the permission gate, cli, background and files
+ * (read_file, write_file, edit_file, ...: the model reads a long command's `output_file` back with
+ * read_file). The gate's sandbox lets commands reach the common package registries and code hosts
+ * (npm, PyPI, crates.io, Go modules, RubyGems, Maven Central, GitHub, GitLab) through its proxy,
+ * and nothing else.
  */
 export const MCP_DEFAULT_CONFIG: ConchConfig = {
   ...DEFAULT_CONCH_CONFIG,
   plugins: {
     ...DEFAULT_CONCH_CONFIG.plugins,
     permission: { network: { allow: [...PACKAGE_REGISTRIES] } },
+    files: {},
   },
 };
-import { createConchMcpServer, type ConchMcpServerOptions } from './server.js';
 
-export interface StartOptions extends Omit<ConchMcpServerOptions, 'configHint'> {
-  /** Config file; default `<cwd>/conch.config.json` if it exists, else DEFAULT_CONCH_CONFIG. */
+export interface StartOptions extends Omit<ConchMcpServerOptions, 'configHint' | 'configFile'> {
+  /** Config file; default `<cwd>/conch.config.json` if it exists, else MCP_DEFAULT_CONFIG. */
   config?: string;
+  /** Where `config` came from (named in the start-up log line). Default `--config`. */
+  configSource?: ConfigSource;
   /** Default process.cwd(). */
   cwd?: string;
 }
@@ -39,6 +47,8 @@ export interface RunningServer {
   registry: PluginRegistry;
   /** The config file used, or undefined for the built-in default. */
   configFile: string | undefined;
+  /** How the config was chosen: the flag, the environment variable, ./conch.config.json, or the built-in default. */
+  configSource: ConfigSource | 'cwd' | 'default';
   /** Disposes the registry (killing every process it started) and closes the server. Idempotent. */
   close(): Promise<void>;
 }
@@ -54,6 +64,11 @@ export async function startStdioServer(options: StartOptions = {}): Promise<Runn
     : existsSync(defaultFile)
       ? defaultFile
       : undefined;
+  const configSource: RunningServer['configSource'] = options.config
+    ? (options.configSource ?? '--config')
+    : configFile
+      ? 'cwd'
+      : 'default';
   let config: ConchConfig = MCP_DEFAULT_CONFIG;
   let baseDir = cwd;
   if (configFile) {
@@ -62,6 +77,7 @@ export async function startStdioServer(options: StartOptions = {}): Promise<Runn
     config = rest;
     baseDir = dir;
   }
+  config = withOutputFilesReadable(config, resolve(baseDir, config.cwd ?? '.'));
   const registry = await createRegistryFromConfig(config, {
     baseDir,
     // executor, permission, cli, background, terminal, trash and files are bundled in: known without discovery
@@ -70,10 +86,11 @@ export async function startStdioServer(options: StartOptions = {}): Promise<Runn
     searchPaths: [PACKAGE_DIR],
     ...(options.logger ? { logger: options.logger } : {}),
   });
-  const configHint = configFile
-    ? `To allow it without asking, add that rule to plugins.permission.rules.allow in ${configFile} and restart conch-mcp.`
-    : `To allow it without asking, create ${defaultFile} with {"plugins":{"permission":{"rules":{"allow":["<rule>"]}},"cli":{},"background":{}}} and restart conch-mcp.`;
-  const server = createConchMcpServer(registry, { ...options, configHint });
+  // Denials name this file (and say to create it when conch-mcp runs on its built-in default).
+  const server = createConchMcpServer(registry, {
+    ...options,
+    configFile: configFile ? { path: configFile, exists: true } : { path: defaultFile, exists: false },
+  });
   let closing: Promise<void> | undefined;
   const close = () =>
     (closing ??= (async () => {
@@ -89,5 +106,68 @@ export async function startStdioServer(options: StartOptions = {}): Promise<Runn
     await registry.dispose();
     throw error;
   }
-  return { server, registry, configFile, close };
+  const tools = registry.tools().map((t) => t.name);
+  // One line at start-up, whatever CONCH_LOG_LEVEL says (unless it is 'silent'): which config
+  // is served and how it was chosen — the first thing to check when a client shows other tools.
+  const startup =
+    registry.logger.level === 'silent' ? registry.logger : registry.logger.child({}, { level: 'info' });
+  startup.info(
+    { config: configFile ?? 'built-in default', configSource, cwd: registry.cwd, tools },
+    `conch-mcp: serving ${tools.length} tools on stdio with ${
+      configFile
+        ? `config ${configFile} (from ${CONFIG_SOURCE_TEXT[configSource]})`
+        : 'the built-in default config (no --config, CONCH_CONFIG or ./conch.config.json)'
+    }`,
+  );
+  return { server, registry, configFile, configSource, close };
+}
+
+const CONFIG_SOURCE_TEXT: Record<RunningServer['configSource'], string> = {
+  '--config': '--config',
+  CONCH_CONFIG: 'the CONCH_CONFIG environment variable',
+  cwd: './conch.config.json in the working directory',
+  default: 'nothing',
+};
+
+/**
+ * Where the `output_file` of a long command can land on this machine: the cli and terminal
+ * plugins' `outputDir` when configured, else the per-user default (`$XDG_CACHE_HOME/conch/output`,
+ * else `~/.cache/conch/output`: @conch/process's defaultOutputDir), and the last-resort
+ * `<tmpdir>/conch-output-<uid>` used when that cannot be made.
+ */
+export function outputDirs(
+  config: ConchConfig,
+  toolsCwd: string,
+  env: NodeJS.ProcessEnv = process.env,
+): string[] {
+  const dirs = new Set<string>();
+  for (const plugin of ['cli', 'terminal']) {
+    const dir = config.plugins?.[plugin]?.outputDir;
+    if (typeof dir === 'string' && dir !== '') dirs.add(resolve(toolsCwd, dir));
+  }
+  const xdg = env.XDG_CACHE_HOME;
+  const cache = xdg && isAbsolute(xdg) ? xdg : join(env.HOME || homedir(), '.cache');
+  dirs.add(join(cache, 'conch', 'output'));
+  const uid = typeof process.getuid === 'function' ? process.getuid() : 'user';
+  dirs.add(join(tmpdir(), `conch-output-${uid}`));
+  return [...dirs];
+}
+
+/**
+ * The config with the output directories added to the files plugin's `allowedRoots`, so that the
+ * `output_file` a command's result names can always be read back with `read_file` (without this
+ * it lies outside the working directory and read_file refuses it). Writes there stay gated like
+ * any write. A config without `files`, or with `allowOutsideWorkingDir`, is returned as it is.
+ */
+export function withOutputFilesReadable(config: ConchConfig, toolsCwd: string): ConchConfig {
+  const files = config.plugins?.files;
+  if (!files || files.allowOutsideWorkingDir === true) return config;
+  // Not a list: left as written, for the files plugin's schema to name the mistake.
+  if (files.allowedRoots !== undefined && !Array.isArray(files.allowedRoots)) return config;
+  const own = (files.allowedRoots ?? []) as unknown[];
+  const extra = outputDirs(config, toolsCwd).filter((dir) => !own.includes(dir));
+  return {
+    ...config,
+    plugins: { ...config.plugins, files: { ...files, allowedRoots: [...own, ...extra] } },
+  };
 }

@@ -33,6 +33,8 @@ export async function startServer(options: {
   cwd?: string;
   elicit?: (request: ElicitRequest) => ElicitResult | Promise<ElicitResult>;
   args?: string[];
+  /** More environment for the server (e.g. CONCH_CONFIG). */
+  env?: Record<string, string>;
 }): Promise<Harness> {
   const cwd = options.cwd ?? tempDir('conch-mcp-');
   const args = [BIN, ...(options.args ?? [])];
@@ -44,7 +46,8 @@ export async function startServer(options: {
     command: process.execPath,
     args,
     cwd,
-    env: { ...(process.env as Record<string, string>), CONCH_LOG_LEVEL: 'warn' },
+    // A CONCH_CONFIG of the shell running the tests would replace every test's config.
+    env: { ...withoutConchConfig(), CONCH_LOG_LEVEL: 'warn', ...options.env },
     stderr: 'pipe',
   });
   let stderr = '';
@@ -62,4 +65,10 @@ export async function startServer(options: {
   const serverPid = transport.pid;
   if (serverPid === null) throw new Error('no server pid');
   return { client, transport, cwd, serverPid, stderr: () => stderr, close: () => client.close() };
+}
+
+/** The test runner's environment without CONCH_CONFIG. */
+export function withoutConchConfig(): Record<string, string> {
+  const { CONCH_CONFIG: _ignored, ...env } = process.env as Record<string, string>;
+  return env;
 }
