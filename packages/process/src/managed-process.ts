@@ -23,6 +23,12 @@ import type { SpillReport, SpillSink } from './spill-sink.js';
 import { cleanForModel, stripAnsi } from './strip-ansi.js';
 import { decodeUtf8 } from './utf8.js';
 
+/**
+ * How long an aborted process's tree gets between SIGTERM and SIGKILL: enough for a program that
+ * handles SIGTERM to clean up (git removes its index.lock), short enough that a cancel returns
+ * within 100 ms with the tree gone.
+ */
+export const ABORT_GRACE_MS = 50;
 /** What a ManagedProcess reports to whoever owns it (its ProcessManager). */
 export interface ProcessOwner {
   readonly events: EventBus | undefined;
@@ -109,7 +115,8 @@ export class ManagedProcess {
   private limitStopped = false;
   private drainTimer: NodeJS.Timeout | undefined;
   private signal: AbortSignal | undefined;
-  private readonly onAbort = () => void this.terminate('aborted');
+  /** An abort is the caller's cancel: SIGTERM, then SIGKILL after ABORT_GRACE_MS (not killGraceMs). */
+  private readonly onAbort = () => void this.terminate('aborted', ABORT_GRACE_MS);
   private listeners: Set<(event: OutputEvent) => void> | undefined;
   private decoders: { stdout?: TextDecoder; stderr?: TextDecoder } = {};
   private killing: Promise<void> | undefined;
@@ -261,7 +268,7 @@ export class ManagedProcess {
   attachSignal(signal: AbortSignal): void {
     this.detachSignal();
     if (signal.aborted) {
-      void this.terminate('aborted');
+      void this.terminate('aborted', ABORT_GRACE_MS);
       return;
     }
     this.signal = signal;

@@ -1,4 +1,4 @@
-import { readdirSync, readFileSync, readlinkSync } from 'node:fs';
+import { openSync, readdirSync, readFileSync, readlinkSync, readSync } from 'node:fs';
 
 /**
  * Host pids of processes that live in a sandbox's own pid namespace.
@@ -7,10 +7,16 @@ import { readdirSync, readFileSync, readlinkSync } from 'node:fs';
  * sweeps and inspects (/proc, terminal foreground detection) by host pids. The kernel gives each
  * process one pid per namespace level, listed in `/proc/<pid>/status` as `NSpid: <host> … <inner>`.
  * Node has no pidfd or SO_PEERCRED, and this kernel family may lack `/proc/<pid>/task/<tid>/children`,
- * so the host finds a child by scanning: a process forked a moment ago has one of the newest host
- * pids, so the scan walks down from `ns_last_pid` (the last pid the kernel handed out) through a
- * bounded window, then falls back to every pid in /proc. A hit must be in the sandbox's namespace
- * (`/proc/<pid>/ns/pid`), so equal inner pids of different sandboxes never mix.
+ * so the host finds a child by its pid number: the kernel hands out a namespace's pids in order
+ * (cyclically), so a child the supervisor forked after the host sent the request has a host pid
+ * above `ns_last_pid` as read before the send (`lastPid()`) and at most `ns_last_pid` as read when
+ * the reply arrives. The host reads that bracket — usually one or a few pids, and a pid that is
+ * gone costs one failed readlink — and a miss there means the child has ended already (a `true`
+ * is reaped before its reply is read), never a scan of /proc. Without a bracket (the supervisor
+ * itself; `ns_last_pid` unreadable; more than WINDOW pids handed out meanwhile) the scan walks down
+ * from `ns_last_pid` through a bounded window, then falls back to every pid in /proc. A hit must be
+ * in the sandbox's namespace (`/proc/<pid>/ns/pid`), so equal inner pids of different sandboxes
+ * never mix.
  */
 
 /** How far below ns_last_pid the fast scan looks before reading all of /proc. */
@@ -23,6 +29,27 @@ function readNumber(path: string): number | undefined {
     const n = Number(readFileSync(path, 'latin1').trim());
     return Number.isInteger(n) && n > 0 ? n : undefined;
   } catch {
+    return undefined;
+  }
+}
+
+let lastPidFd: number | null | undefined;
+const lastPidBuffer = Buffer.alloc(32);
+
+/**
+ * The last pid the kernel handed out in this process's pid namespace (`ns_last_pid`), or undefined
+ * when it cannot be read. The file stays open (a positional read at 0 re-reads it): one syscall.
+ */
+export function lastPid(): number | undefined {
+  if (lastPidFd === null) return undefined;
+  try {
+    lastPidFd ??= openSync('/proc/sys/kernel/ns_last_pid', 'r');
+    const n = Number(
+      lastPidBuffer.toString('latin1', 0, readSync(lastPidFd, lastPidBuffer, 0, 32, 0)).trim(),
+    );
+    return Number.isInteger(n) && n > 0 ? n : undefined;
+  } catch {
+    lastPidFd = null;
     return undefined;
   }
 }
@@ -80,24 +107,39 @@ function accepts(pid: number, ids: StatusIds, match: NamespaceMatch): boolean {
 }
 
 function candidate(pid: number, innerPid: number, match: NamespaceMatch): boolean {
+  // The namespace first: one readlink, failing at once for a pid nobody holds (most of a bracket).
+  if ('namespace' in match && pidNamespaceOf(pid) !== match.namespace) return false;
   const ids = statusIds(pid);
   if (!ids || ids.tgid !== pid || ids.nspid.length < 2 || ids.nspid[0] !== pid) return false;
   if (ids.nspid[ids.nspid.length - 1] !== innerPid) return false;
-  return accepts(pid, ids, match);
+  return 'namespace' in match || accepts(pid, ids, match);
 }
 
 /**
  * The host pid of the process whose pid in its (sandbox) namespace is `innerPid`, or undefined when
  * it is gone (a command that exits at once may be reaped before the host looks) or not readable.
- * Synchronous: a handful of small /proc reads in the common case.
+ * `since`: `lastPid()` read before the request that forked it was sent; then only the pids handed
+ * out since are looked at (a miss there: it is gone). Synchronous: a handful of small /proc reads.
  */
-export function hostPidOf(innerPid: number, match: NamespaceMatch): number | undefined {
-  const last = readNumber('/proc/sys/kernel/ns_last_pid');
+export function hostPidOf(innerPid: number, match: NamespaceMatch, since?: number): number | undefined {
+  const last = lastPid();
+  if (last !== undefined) pidMax ??= readNumber('/proc/sys/kernel/pid_max') ?? 4_194_304;
+  if (since !== undefined && last !== undefined && pidMax !== undefined) {
+    // Pids wrap from pid_max - 1 back to the bottom (300; counting from 1 only widens the bracket).
+    const span = last >= since ? last - since : pidMax - 1 - since + last;
+    if (span <= WINDOW) {
+      let pid = since;
+      for (let i = 0; i < span; i++) {
+        pid = pid + 1 >= pidMax ? 1 : pid + 1;
+        if (candidate(pid, innerPid, match)) return pid;
+      }
+      return undefined;
+    }
+  }
   if (last !== undefined) {
-    pidMax ??= readNumber('/proc/sys/kernel/pid_max') ?? 4_194_304;
     for (let i = 0; i < WINDOW; i++) {
       let pid = last - i;
-      if (pid < 2) pid += pidMax;
+      if (pid < 2) pid += pidMax!;
       if (candidate(pid, innerPid, match)) return pid;
     }
   }

@@ -416,12 +416,18 @@ export function profileFor(
   return { kind: 'protected', readOnlyPaths: policy.readOnlyPaths };
 }
 
+/** Compiled envFilter tests by their globs (a profile is rebuilt per spawn; its globs rarely change). */
+const envFilters = new Map<string, (name: string) => boolean>();
+
 /**
  * A test of variable names against a profile's `hiddenEnv` / `keptEnv` globs (one compiled regular
- * expression each), or undefined when nothing is hidden.
+ * expression each, cached by the globs), or undefined when nothing is hidden.
  */
 export function envFilter(profile: SandboxProfile): ((name: string) => boolean) | undefined {
   if (profile.kind !== 'workspace-write' || !profile.hiddenEnv?.length) return undefined;
+  const cacheKey = JSON.stringify([profile.hiddenEnv, profile.keptEnv ?? []]);
+  const cached = envFilters.get(cacheKey);
+  if (cached) return cached;
   const compile = (globs: readonly string[]) =>
     new RegExp(
       `^(?:${globs
@@ -436,5 +442,8 @@ export function envFilter(profile: SandboxProfile): ((name: string) => boolean) 
     );
   const hidden = compile(profile.hiddenEnv);
   const kept = profile.keptEnv?.length ? compile(profile.keptEnv) : undefined;
-  return (name) => hidden.test(name) && !kept?.test(name);
+  const test = (name: string) => hidden.test(name) && !kept?.test(name);
+  if (envFilters.size >= 64) envFilters.clear();
+  envFilters.set(cacheKey, test);
+  return test;
 }

@@ -62,20 +62,31 @@ export class SupervisorChildren {
   private readonly live = new Map<number, number>(); // request id -> pid
   private readonly send: Send;
   private readonly sandboxed: boolean;
+  /** The env spawn requests are sent against (see SpawnRequest). */
+  private envBase: Record<string, string> = {};
 
   constructor(send: Send, sandboxed: boolean) {
     this.send = send;
     this.sandboxed = sandboxed;
   }
 
+  /** The complete env of a request: the base (replaced first when it brings one) with its difference. */
+  env(request: SpawnRequest): Record<string, string> {
+    if (request.envBase) this.envBase = request.envBase;
+    const env = { ...this.envBase, ...request.env };
+    if (request.envUnset) for (const key of request.envUnset) delete env[key];
+    return env;
+  }
+
   spawn(request: SpawnRequest): void {
     const { id } = request;
     const out = request.capture ? 'pipe' : 'ignore';
+    const env = this.env(request);
     let child: ChildProcess;
     try {
       child = spawn(request.file, request.args as string[], {
         cwd: request.cwd,
-        env: request.env,
+        env,
         stdio: [request.stdin, out, out],
         detached: true,
       });

@@ -6,7 +6,7 @@ import { killGroupSync, sweepCookie } from './kill-tree.js';
 import { killTreeSync } from './process-tree.js';
 import { SupervisedPty, type BasePty } from './pty-process.js';
 import type { RoutedChild } from './routed-child.js';
-import { hostPidOf, pidNamespaceOf, type NamespaceMatch } from './ns-pid.js';
+import { hostPidOf, lastPid, pidNamespaceOf, type NamespaceMatch } from './ns-pid.js';
 import { SupervisorHealth } from './supervisor-health.js';
 import type { SandboxKind } from './sandbox-profile.js';
 import type {
@@ -103,6 +103,45 @@ function flattenEnv(env: Record<string, string | undefined>): Record<string, str
   return out;
 }
 
+/** What a spawn request carries of its env: the difference from the supervisor's base (see SpawnRequest). */
+type EnvFields = Pick<SpawnRequest, 'env' | 'envUnset' | 'envBase'>;
+
+/**
+ * The env of one spawn against the base the supervisor holds (the env it was last sent whole):
+ * the keys added or changed, and the base's keys this one lacks. `base` is what the supervisor will
+ * hold after this request (replaced when the difference grows past a quarter of the base).
+ */
+export function envDifference(
+  env: Record<string, string | undefined>,
+  base: ReadonlyMap<string, string> | undefined,
+): { fields: EnvFields; base: ReadonlyMap<string, string> } {
+  if (base) {
+    const set: Record<string, string> = {};
+    let changes = 0;
+    let shared = 0;
+    for (const key in env) {
+      const value = env[key];
+      if (value === undefined) continue;
+      const had = base.get(key);
+      if (had !== undefined) shared++;
+      if (had !== value) {
+        set[key] = value;
+        changes++;
+      }
+    }
+    let unset: string[] | undefined;
+    if (shared !== base.size) {
+      unset = [];
+      for (const key of base.keys()) if (env[key] === undefined) unset.push(key);
+      changes += unset.length;
+    }
+    if (changes <= 8 + (base.size >> 2))
+      return { fields: unset ? { env: set, envUnset: unset } : { env: set }, base };
+  }
+  const whole = flattenEnv(env);
+  return { fields: { env: {}, envBase: whole }, base: new Map(Object.entries(whole)) };
+}
+
 /**
  * The host's side of one supervisor process: starts it (optionally inside bwrap), queues requests
  * until it says `ready`, routes its replies to RoutedChild / SupervisedPty objects, and keeps the
@@ -146,6 +185,10 @@ export class SupervisorClient {
   /** Children whose call passed its limit before they started. */
   private readonly overdueChildren = new Set<RoutedChild>();
   private readonly health: SupervisorHealth;
+  /** The env the supervisor holds as its base (what spawn requests' envs are sent against). */
+  private envBase: ReadonlyMap<string, string> | undefined;
+  /** Isolated: `lastPid()` before each spawn / PTY spawn was sent (what bounds its host pid's lookup). */
+  private readonly pidFloors = new Map<number, number>();
 
   constructor(options: SupervisorClientOptions) {
     this.options = options;
@@ -299,6 +342,7 @@ export class SupervisorClient {
     if (!sync || (this.state !== 'starting' && this.state !== 'ready')) return undefined;
     const id = ++this.nextId;
     const full: PtySpawnRequest = { t: 'pty-spawn', id, ...request };
+    const floor = this.options.isolated ? lastPid() : undefined;
     let reply: PtySpawnReply | undefined;
     try {
       sync.writeLine(JSON.stringify(full), PTY_REPLY_TIMEOUT_MS);
@@ -311,7 +355,7 @@ export class SupervisorClient {
       return undefined;
     }
     if ('error' in reply) return reply.error;
-    const pid = this.hostPid(reply.pid);
+    const pid = this.hostPid(reply.pid, false, floor);
     if (pid === undefined) {
       // Its shell ended before the host could find it (an isolated sandbox): nothing to attach to.
       return { code: 'ESRCH', message: 'the PTY process ended as soon as it started' };
@@ -438,7 +482,7 @@ export class SupervisorClient {
    * A pid the supervisor reported, as the host sees it: itself outside a pid namespace, else
    * looked up (undefined when the process is already gone).
    */
-  private hostPid(reported: number, self = false): number | undefined {
+  private hostPid(reported: number, self = false, since?: number): number | undefined {
     if (!this.options.isolated) return reported;
     // Everything in the namespace descends from bwrap's monitor (the process started here); once
     // the supervisor said `ready`, its namespace is the cheaper test. (A PTY spawned while the
@@ -449,7 +493,7 @@ export class SupervisorClient {
         : this.proc?.pid !== undefined
           ? { descendantOf: this.proc.pid }
           : undefined;
-    return match ? hostPidOf(reported, match) : undefined;
+    return match ? hostPidOf(reported, match, since) : undefined;
   }
 
   private sendSpawn(child: RoutedChild): void {
@@ -457,7 +501,15 @@ export class SupervisorClient {
     this.children.set(id, child);
     this.awaitingStart.add(child);
     const { file, args, cwd, env, stdin, capture } = child.request;
-    const message: SpawnRequest = { t: 'spawn', id, file, args, cwd, env: flattenEnv(env), stdin, capture };
+    // Requests reach the supervisor in the order they are built here: each one's env is the
+    // difference from the base the supervisor holds by then.
+    const { fields, base } = envDifference(env, this.envBase);
+    this.envBase = base;
+    if (this.options.isolated) {
+      const floor = lastPid();
+      if (floor !== undefined) this.pidFloors.set(id, floor);
+    }
+    const message: SpawnRequest = { t: 'spawn', id, file, args, cwd, ...fields, stdin, capture };
     this.post(message);
   }
 
@@ -506,7 +558,9 @@ export class SupervisorClient {
         const child = this.children.get(message.id);
         if (child) {
           this.started(child);
-          child.onSpawned(this.hostPid(message.pid), message.fds, handle);
+          const floor = this.pidFloors.get(message.id);
+          this.pidFloors.delete(message.id);
+          child.onSpawned(this.hostPid(message.pid, false, floor), message.fds, handle);
         } else handle?.destroy();
         return;
       }
@@ -519,6 +573,7 @@ export class SupervisorClient {
       case 'spawn-error':
       case 'exit': {
         const child = this.children.get(message.id);
+        this.pidFloors.delete(message.id);
         if (!child) return;
         this.children.delete(message.id);
         this.started(child);
@@ -634,6 +689,7 @@ export class SupervisorClient {
     this.health.stop();
     this.awaitingStart.clear();
     this.overdueChildren.clear();
+    this.pidFloors.clear();
     let queued = this.queued;
     this.queued = [];
     this.pendingSends = [];

@@ -7,14 +7,25 @@
  * synchronously (see blocking-read.ts), so `spawnPty()` can return a pid like node-pty does.
  */
 
-/** One command to start. `env` is complete (the supervisor adds nothing but what it is given). */
+/**
+ * One command to start. Its environment travels as a difference: the supervisor holds a base env
+ * (the last `envBase` it was sent; empty before the first), and the child gets that base with
+ * `env` set over it and `envUnset` removed — nothing else (the supervisor's own env never leaks in).
+ * The host sends the whole env as `envBase` on its first spawn and again whenever the difference
+ * would grow past a quarter of the base; requests are applied in the order sent.
+ */
 export interface SpawnRequest {
   t: 'spawn';
   id: number;
   file: string;
   args: readonly string[];
   cwd: string;
+  /** Keys added to or changed from the base (all of them when `envBase` comes with it: none). */
   env: Record<string, string>;
+  /** Keys of the base this child does not get. */
+  envUnset?: string[];
+  /** Replaces the supervisor's base before this request is applied (and for every later one). */
+  envBase?: Record<string, string>;
   stdin: 'ignore' | 'pipe';
   /** false: stdout/stderr go to /dev/null and no handle is passed. */
   capture: boolean;

@@ -1,0 +1,205 @@
+// Invariant: what the supervisor protocol saves per spawn changes nothing a command sees — each child gets exactly its own env (the supervisor holds a base and each request carries only its difference: added, changed and removed keys, concurrent spawns each their own), and a sandboxed child's pid is its host pid.
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { findBwrap } from './bubblewrap-executor.js';
+import { ProcessManager } from './process-manager.js';
+import type { SandboxProfile } from './sandbox-profile.js';
+import { envDifference } from './supervisor-client.js';
+import { SupervisorChildren } from './supervisor-children.js';
+import type { SpawnRequest } from './supervisor-protocol.js';
+import { survivors } from './test-support/procs.js';
+
+const bwrap = findBwrap();
+const COOKIE = 'CONCH_PROC_COOKIE';
+
+describe('env difference (host and supervisor sides)', () => {
+  it('a sequence of envs, each reconstructed exactly from the base and its difference', () => {
+    const supervisor = new SupervisorChildren(() => {}, false);
+    let base: ReadonlyMap<string, string> | undefined;
+    let seed = 7;
+    // mulberry32: deterministic, and every bit random (unlike a bare LCG's low bits).
+    const rand = (n: number) => {
+      seed = (seed + 0x6d2b79f5) | 0;
+      let t = Math.imul(seed ^ (seed >>> 15), 1 | seed);
+      t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t;
+      return ((t ^ (t >>> 14)) >>> 0) % n;
+    };
+    let removals = 0;
+    let rebases = 0;
+    let current: Record<string, string> = {};
+    for (let i = 0; i < 60; i++) current[`K${i}`] = `v${i}`;
+    for (let step = 0; step < 300; step++) {
+      const next: Record<string, string> = { ...current };
+      // Mostly small changes (a per-call variable, one added or removed), sometimes a whole new env.
+      const kind = rand(10);
+      if (kind === 0) {
+        for (const key of Object.keys(next)) if (rand(2) === 0) delete next[key];
+        for (let j = 0; j < 40; j++) next[`N${step}_${j}`] = String(rand(1000));
+      } else {
+        next[`K${rand(80)}`] = `w${step}`;
+        if (rand(2) === 0) delete next[`K${rand(80)}`];
+        next[COOKIE] = `c${step}`;
+      }
+      // The host's env shape: inherited keys, shadowed with undefined where removed.
+      const env = Object.create(current) as Record<string, string | undefined>;
+      for (const key in current) if (!(key in next)) env[key] = undefined;
+      for (const key in next) if (current[key] !== next[key]) env[key] = next[key];
+      const { fields, base: after } = envDifference(env, base);
+      removals += fields.envUnset?.length ?? 0;
+      if (fields.envBase) rebases++;
+      else
+        expect(Object.keys(fields.env).length + (fields.envUnset?.length ?? 0)).toBeLessThanOrEqual(
+          8 + (base!.size >> 2),
+        );
+      base = after;
+      const request = {
+        t: 'spawn',
+        id: step,
+        file: 'x',
+        args: [],
+        cwd: '/',
+        stdin: 'ignore',
+        capture: false,
+        ...fields,
+      };
+      expect(supervisor.env(request as SpawnRequest)).toEqual(next);
+      if (fields.envBase) expect(Object.fromEntries(base)).toEqual(fields.envBase);
+      current = next;
+    }
+    expect(rebases).toBeGreaterThan(1);
+    expect(removals).toBeGreaterThan(20);
+    expect(rebases).toBeLessThan(100);
+  });
+});
+
+describe.each([
+  ['the unsandboxed supervisor', undefined],
+  ...(bwrap || process.env.CI ? [['a sandboxed supervisor', 'workspace-write'] as const] : []),
+] as [string, 'workspace-write' | undefined][])('spawns through %s', (_name, kind) => {
+  let ws: string;
+  let manager: ProcessManager;
+  beforeEach(() => {
+    ws = mkdtempSync(join(tmpdir(), 'conch-protocol-'));
+    manager = new ProcessManager({ cwd: ws, tempDir: () => ws, killGraceMs: 300, drainMs: 300 });
+  });
+  afterEach(async () => {
+    await manager.dispose();
+    expect(survivors(manager.cookiePrefix)).toEqual([]);
+    rmSync(ws, { recursive: true, force: true });
+  });
+  const sandbox = (): SandboxProfile | undefined =>
+    kind ? { kind, writableRoots: [ws], readOnlyPaths: [], hiddenEnv: ['*_SECRET'] } : undefined;
+
+  /** The env a child really got (no values with newlines here). */
+  async function envOf(
+    env: Record<string, string | undefined> | undefined,
+    extendEnv = true,
+    delay = 0,
+  ): Promise<Record<string, string>> {
+    const script = `${delay ? `sleep ${delay}; ` : ''}exec /usr/bin/env`;
+    const proc = manager.spawn('/bin/sh', ['-c', script], {
+      ...(env ? { env } : {}),
+      extendEnv,
+      ...(sandbox() ? { sandbox: sandbox()! } : {}),
+    });
+    const result = await proc.result;
+    expect(result.exitCode).toBe(0);
+    const seen: Record<string, string> = {};
+    for (const line of result.stdout.head.split('\n')) {
+      const eq = line.indexOf('=');
+      if (eq > 0) seen[line.slice(0, eq)] = line.slice(eq + 1);
+    }
+    expect(seen[COOKIE]).toBe(proc.cookie);
+    delete seen[COOKIE];
+    delete seen.PWD; // sh sets it
+    delete seen.SHLVL;
+    delete seen._;
+    return seen;
+  }
+
+  const inherited = () => {
+    const out: Record<string, string> = {};
+    for (const [key, value] of Object.entries(process.env)) {
+      if (value === undefined || key === 'NODE_OPTIONS' || key === 'PWD' || key === 'SHLVL' || key === '_')
+        continue;
+      out[key] = value;
+    }
+    return out;
+  };
+
+  it('each spawn sees exactly its env: added, changed and removed keys, after small and whole changes', async () => {
+    const host = inherited();
+    expect(await envOf({ CONCH_T_A: '1', CONCH_T_B: '2' })).toEqual({
+      ...host,
+      CONCH_T_A: '1',
+      CONCH_T_B: '2',
+    });
+    // Changed and removed against the base the first spawn left.
+    expect(await envOf({ CONCH_T_A: '3' })).toEqual({ ...host, CONCH_T_A: '3' });
+    const someKey = Object.keys(host).find((k) => k !== 'PATH' && k !== 'HOME')!;
+    const without = await envOf({ [someKey]: undefined, CONCH_T_C: 'x y=z' });
+    expect(without).toEqual({
+      ...Object.fromEntries(Object.entries(host).filter(([k]) => k !== someKey)),
+      CONCH_T_C: 'x y=z',
+    });
+    expect(someKey in without).toBe(false);
+    // A whole different env (a new base), then back to the inherited one.
+    expect(await envOf({ ONLY: 'this', PATH: '/usr/bin:/bin' }, false)).toEqual({
+      ONLY: 'this',
+      PATH: '/usr/bin:/bin',
+    });
+    expect(await envOf({ ONLY2: 'that' }, false)).toEqual({ ONLY2: 'that' });
+    expect(await envOf(undefined)).toEqual(host);
+    if (kind) {
+      // The sandbox's filter still applies to the base and to the difference alike.
+      expect(await envOf({ MY_SECRET: 'no', CONCH_T_D: 'yes' })).toEqual({ ...host, CONCH_T_D: 'yes' });
+    }
+  });
+
+  it('concurrent spawns with different envs each get theirs', async () => {
+    const host = inherited();
+    const dropped = Object.keys(host)[0]!;
+    // Sent in this order: differences against one base, a removal, a new base, back again.
+    const envs = [
+      { CONCH_T_P: 'first' },
+      { CONCH_T_P: 'second', CONCH_T_Q: 'q' },
+      { [dropped]: undefined },
+      { ONLY: 'alone', PATH: '/usr/bin:/bin' },
+      {},
+    ];
+    const seen = await Promise.all(envs.map((env, i) => envOf(env, i !== 3, 0.2)));
+    expect(seen[0]).toEqual({ ...host, CONCH_T_P: 'first' });
+    expect(seen[1]).toEqual({ ...host, CONCH_T_P: 'second', CONCH_T_Q: 'q' });
+    expect(seen[2]).toEqual(Object.fromEntries(Object.entries(host).filter(([k]) => k !== dropped)));
+    expect(seen[3]).toEqual({ ONLY: 'alone', PATH: '/usr/bin:/bin' });
+    expect(seen[4]).toEqual(host);
+  });
+
+  it("a child's pid is its host pid: signalable and /proc/<pid> is the command", async () => {
+    const procs = [1, 2, 3, 4].map((i) =>
+      manager.spawn('sleep', [`3${i}`], sandbox() ? { sandbox: sandbox()! } : {}),
+    );
+    // A burst of commands that end at once between them: their lookups must not mix pids up.
+    const quick = [1, 2, 3].map(() => manager.spawn('true', [], sandbox() ? { sandbox: sandbox()! } : {}));
+    const pids = await Promise.all(procs.map((p) => p.spawned));
+    expect(new Set(pids).size).toBe(pids.length);
+    pids.forEach((pid, i) => {
+      expect(pid).toBeDefined();
+      expect(() => process.kill(pid!, 0)).not.toThrow();
+      expect(readFileSync(`/proc/${pid}/cmdline`, 'latin1').split('\0')).toEqual(['sleep', `3${i + 1}`, '']);
+      const nspid = /\nNSpid:\s+([^\n]*)/
+        .exec(readFileSync(`/proc/${pid}/status`, 'latin1'))![1]!
+        .split(/\s+/);
+      expect(Number(nspid[0])).toBe(pid);
+      // Sandboxed: it has a pid of its own inside (the one the supervisor reported).
+      if (kind) expect(nspid.length).toBeGreaterThan(1);
+      expect(procs[i]!.pid).toBe(pid);
+    });
+    for (const q of quick) expect((await q.result).exitCode).toBe(0);
+    await Promise.all(procs.map((p) => p.kill()));
+    for (const p of procs) expect((await p.result).killed).toBe(true);
+    for (const pid of pids) expect(() => process.kill(pid!, 0)).toThrow();
+  });
+});
