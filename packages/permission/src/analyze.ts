@@ -9,6 +9,7 @@ import { ruleMatches } from './analyze/host-match.js';
 import { simple } from './analyze/simple-command.js';
 import { line as walkLine } from './analyze/walk.js';
 import { lineRules } from './rules/apply.js';
+import { snapshot } from './fs-snapshot.js';
 
 export { suggestRule } from './suggest-rule.js';
 export type { Part, Verdict } from './facts.js';
@@ -52,6 +53,15 @@ export class Analyzer {
     line: string,
     cwd: string,
     options: { dialect?: Dialect; parsed?: ParsedCommand; paths?: PathContext } = {},
+  ): Analysis {
+    // One view of the file system for the whole line (every path stat'ed once); nothing kept after.
+    return snapshot(() => this.analyzeNow(line, cwd, options));
+  }
+
+  private analyzeNow(
+    line: string,
+    cwd: string,
+    options: { dialect?: Dialect; parsed?: ParsedCommand; paths?: PathContext },
   ): Analysis {
     const ctx = options.paths ? this.contextWith(options.paths) : this.ctx;
     const walk: Walk = {

@@ -1,4 +1,5 @@
-import { readdirSync, readFileSync, statSync, type Stats } from 'node:fs';
+import { readdirSync, readFileSync, type Stats } from 'node:fs';
+import { statOf } from './fs-snapshot.js';
 import { homedir } from 'node:os';
 import { dirname, isAbsolute, join, resolve } from 'node:path';
 import { GIT_EXEC_KEYS } from './commands/git.js';
@@ -36,13 +37,8 @@ export function gitConfigRisk(
   return undefined;
 }
 
-const stat = (path: string): Stats | undefined => {
-  try {
-    return statSync(path, { throwIfNoEntry: false });
-  } catch {
-    return undefined;
-  }
-};
+/** stat, remembered for the rest of the decision (fs-snapshot.ts). */
+const stat = (path: string): Stats | undefined => statOf(path);
 
 /** git's is_git_directory: HEAD, and objects/ and refs/ (here or in the common dir). */
 function isGitDir(dir: string): boolean {

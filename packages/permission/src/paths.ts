@@ -1,6 +1,7 @@
-import { lstatSync, readdirSync, readlinkSync, realpathSync, statSync } from 'node:fs';
+import { lstatSync, readdirSync } from 'node:fs';
 import { basename, dirname, isAbsolute, posix, relative, resolve } from 'node:path';
 import picomatch from 'picomatch';
+import { linkAt, realpathOf, statOf } from './fs-snapshot.js';
 
 /** Shell start-up files (in any directory): writing one runs code in every later shell. */
 export const RC_FILES: ReadonlySet<string> = new Set([
@@ -205,15 +206,13 @@ function walk(path: string, cwd: string, followFinal: boolean, hops: number): st
       current = next;
       continue;
     }
-    let link: string | undefined;
-    try {
-      if (lstatSync(next).isSymbolicLink()) link = readlinkSync(next);
-    } catch {
+    const link = linkAt(next);
+    if (link === undefined) {
       missing = true;
       current = next;
       continue;
     }
-    if (link !== undefined && (!last || followFinal) && hops < 40) {
+    if (link !== null && (!last || followFinal) && hops < 40) {
       current = walk(link, current, true, hops + 1);
       continue;
     }
@@ -223,11 +222,7 @@ function walk(path: string, cwd: string, followFinal: boolean, hops: number): st
 }
 
 function realCwd(cwd: string): string {
-  try {
-    return realpathSync(cwd);
-  } catch {
-    return resolve(cwd);
-  }
+  return realpathOf(cwd) ?? resolve(cwd);
 }
 
 export type TargetCheck =
@@ -301,31 +296,30 @@ function stripPath(reason: string): string {
 
 /** An existing file with more than one link: is it the same inode as a protected file we know? */
 function hardLinkOfProtected(path: string, ctx: PathContext): string | undefined {
-  let st;
-  try {
-    st = statSync(path);
-  } catch {
-    return undefined;
-  }
-  if (!st.isFile() || st.nlink < 2) return undefined;
+  const st = statOf(path);
+  if (!st || !st.isFile() || st.nlink < 2) return undefined;
   for (const candidate of knownProtectedFiles(ctx)) {
-    try {
-      const other = statSync(candidate);
-      if (other.ino === st.ino && other.dev === st.dev) return candidate;
-    } catch {
-      // not there
-    }
+    const other = statOf(candidate);
+    if (other && other.ino === st.ino && other.dev === st.dev) return candidate;
   }
   return undefined;
 }
 
-function knownProtectedFiles(ctx: PathContext): string[] {
+/** knownProtectedFiles by home and workspace root: they depend on nothing else. */
+const protectedFilesCache = new Map<string, readonly string[]>();
+
+function knownProtectedFiles(ctx: PathContext): readonly string[] {
+  const key = `${ctx.home}\u0000${ctx.workspaceRoot}`;
+  const hit = protectedFilesCache.get(key);
+  if (hit) return hit;
   const out: string[] = [];
   for (const name of RC_FILES) out.push(resolve(ctx.home, name));
   for (const name of ['.env', '.env.local', '.envrc', '.git/config'])
     out.push(resolve(ctx.workspaceRoot, name));
   for (const name of ['authorized_keys', 'id_rsa', 'id_ed25519', 'config'])
     out.push(resolve(ctx.home, '.ssh', name));
+  if (protectedFilesCache.size > 64) protectedFilesCache.clear();
+  protectedFilesCache.set(key, out);
   return out;
 }
 
@@ -429,11 +423,9 @@ function isAncestor(dir: string, of: string): boolean {
 
 /** The path with symlinks resolved as far as it exists. */
 export function realish(abs: string): string {
-  try {
-    return realpathSync(abs);
-  } catch {
-    return resolveLikeKernel(abs, '/', true);
-  }
+  // When lstat fails (a missing component), realpath fails too: skip it (and its exception).
+  const real = linkAt(abs) === undefined ? undefined : realpathOf(abs);
+  return real ?? resolveLikeKernel(abs, '/', true);
 }
 
 export { HARMLESS as HARMLESS_TARGET };

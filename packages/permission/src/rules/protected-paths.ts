@@ -1,6 +1,6 @@
 import type { CommandFacts, Part, RuleContext } from '../facts.js';
-import { statSync } from 'node:fs';
 import { posix } from 'node:path';
+import { statOf } from '../fs-snapshot.js';
 import { checkPatternTarget, checkTarget, treeEntries, type TargetCheck } from '../paths.js';
 import { escapeGlob, type Arg } from '../words.js';
 
@@ -106,9 +106,5 @@ function copyIntoProtected(
 }
 
 function isDirectory(path: string): boolean {
-  try {
-    return statSync(path).isDirectory();
-  } catch {
-    return false;
-  }
+  return statOf(path)?.isDirectory() ?? false;
 }
