@@ -5,11 +5,14 @@ import {
   ConchError,
   definePlugin,
   defineTool,
+  PERMISSION_GATE,
   TRASH_SERVICE,
+  type PluginContext,
   type PluginScope,
+  type SandboxLevel,
 } from '@conch/core';
 import { defaultTrashDir } from '@conch/trash';
-import { ensureProcessManager, findBwrap } from '@conch/process';
+import { ensureProcessManager, findBwrap, profileFor, type ProcessManager } from '@conch/process';
 import { z } from 'zod';
 import { cliConfigSchema, timerSeconds, type CliConfig } from './config.js';
 import { cliInstructions } from './instructions.js';
@@ -155,9 +158,8 @@ export const cliPlugin = definePlugin<CliConfig>({
         { shell },
         'bash was not found: shell mode runs /bin/sh, and the permission gate reads commands as sh',
       );
-    // Warm the WASM parser so the first call does not pay for loading it.
-    void getShellParser().catch(() => undefined);
-    ctx.reportStatus('cli', () => ({ shell, dialect: fallback ? 'sh' : 'bash' }));
+    const warm = warmUp(ctx, config, manager);
+    ctx.reportStatus('cli', () => ({ shell, dialect: fallback ? 'sh' : 'bash', warmUp: warm.state() }));
     return {
       tools: [
         defineTool<CliToolInput, Record<string, unknown>, CliConfig, CliPlan>({
@@ -172,7 +174,10 @@ export const cliPlugin = definePlugin<CliConfig>({
           describeCall: describeCliCall,
           // One plan per call: the gate judges it and the runner runs it.
           // (Planned for where it runs: the executor plugin's target when one is exposed.)
-          prepare: (args, call) => planRequest(call, toRequest(args), config, processLayerFor(call, manager)),
+          prepare: (args, call) => (
+            warm.noteCall(),
+            planRequest(call, toRequest(args), config, processLayerFor(call, manager))
+          ),
           permission: (args, call, plan) => ({
             kind: 'command',
             tool: 'cli_based_tool',
@@ -197,6 +202,114 @@ export const cliPlugin = definePlugin<CliConfig>({
     };
   },
 });
+
+/** What the cli plugin's warm-up did (`registry.status().cli.warmUp`). */
+export interface CliWarmUpState {
+  /** The bash parser (tree-sitter WASM): loading, loaded, or failed (the first call retries). */
+  parser: 'loading' | 'ready' | 'failed';
+  /**
+   * The process supervisor of the sandbox the first command runs in: 'pending' until
+   * WARM_UP_DELAY_MS after expose (so a permission gate exposed right after cli is seen);
+   * 'started' once asked to start (`status().processes.supervisor` says 'running'); 'skipped' (no
+   * permission gate yet, a call came first and started what it needed, or the manager spawns
+   * in-process); 'failed' (logged; the first command starts it as before).
+   */
+  supervisor: 'pending' | 'started' | 'skipped' | 'failed';
+}
+
+/**
+ * Warm at expose: loads the bash parser and starts the process supervisor of the sandbox the gate
+ * will run commands in, in the background, so the first call costs about what the tenth does.
+ * Never blocks or fails the exposure: a failure is logged and the first call retries as it always
+ * did. The supervisor starts WARM_UP_DELAY_MS after expose (the gate may be exposed just after
+ * cli); a dispose before then cancels it, and one after it is killed by the process manager's
+ * dispose like any supervisor.
+ */
+function warmUp(
+  ctx: PluginContext<CliConfig>,
+  config: CliConfig,
+  manager: ProcessManager,
+): { state(): CliWarmUpState; noteCall(): void } {
+  const state: CliWarmUpState = { parser: 'loading', supervisor: 'pending' };
+  let disposed = false;
+  // A call made before the warm-up runs starts what it needs itself; a second start alongside it
+  // would only race it.
+  let called = false;
+  const parser = getShellParser().then(
+    (loaded) => {
+      state.parser = 'ready';
+      return loaded;
+    },
+    (error: unknown) => {
+      state.parser = 'failed';
+      ctx.logger.warn({ err: error }, 'cli: warm-up could not load the bash parser; the first call retries');
+      return undefined;
+    },
+  );
+  const startSupervisor = () => {
+    if (disposed) return;
+    if (called) {
+      state.supervisor = 'skipped';
+      return;
+    }
+    try {
+      const gate = ctx.resolveOptional(PERMISSION_GATE);
+      if (!gate) {
+        // Without a gate no command runs: nothing to warm (a gate exposed later starts it on first use).
+        state.supervisor = 'skipped';
+        return;
+      }
+      // The profile the gate's decisions map to (kernel-wall's sandboxFor): with a sandbox every
+      // command runs inside it; without one, commands run in the protected profile.
+      const policy = config.sandbox ? undefined : gate.kernelPolicy?.();
+      const level: SandboxLevel | undefined = policy
+        ? policy.mode === 'off'
+          ? 'outside'
+          : policy.mode === 'read-only'
+            ? 'read-only'
+            : 'workspace-write'
+        : undefined;
+      manager.warmUp(policy ? profileFor(policy, level) : undefined);
+      state.supervisor = manager.supervisorPids().length > 0 ? 'started' : 'skipped';
+    } catch (error) {
+      state.supervisor = 'failed';
+      ctx.logger.warn(
+        { err: error },
+        'cli: warm-up could not start the process supervisor; the first call retries',
+      );
+    }
+  };
+  // One throwaway parse compiles the parse and plan paths the first call takes.
+  const warmParse = () =>
+    void parser.then((loaded) => {
+      if (!disposed) loaded?.parse(WARM_UP_LINE);
+    });
+  // Each step on its own turn of the event loop, after a short delay: a host answering a request
+  // right after expose (conch-mcp's tools/list) is not kept waiting behind the warm-up.
+  let step: NodeJS.Immediate | undefined;
+  const timer = setTimeout(() => {
+    startSupervisor();
+    step = setImmediate(warmParse);
+  }, WARM_UP_DELAY_MS);
+  // Nothing else to do: the warm-up does not keep the host alive.
+  timer.unref();
+  ctx.onDispose(() => {
+    disposed = true;
+    clearTimeout(timer);
+    if (step) clearImmediate(step);
+  });
+  return {
+    state: () => ({ ...state }),
+    noteCall: () => {
+      called = true;
+    },
+  };
+}
+
+/** How long after expose the warm-up starts (the exposing host's own next steps go first). */
+export const WARM_UP_DELAY_MS = 200;
+/** A line that walks the usual paths of a parse (a pipeline, a redirect, a chain). */
+const WARM_UP_LINE = 'ls -la | grep -v x > /dev/null && cat README.md';
 
 /** The permission request's `target` for a plan made for a remote target. */
 function targetOfPlan(plan: CliPlan): { target?: { name: string; workspace: string; home?: string } } {

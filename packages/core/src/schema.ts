@@ -1,6 +1,14 @@
 import { ConchError } from './errors/conch-error.js';
+import { createRequire } from 'node:module';
 import { z } from 'zod';
-import { zodToJsonSchema } from 'zod-to-json-schema';
+import type * as ZodToJsonSchema from 'zod-to-json-schema';
+
+const require = createRequire(import.meta.url);
+/**
+ * zod-to-json-schema (about 40 modules, ~40 ms of CPU at import) only converts zod 3 schemas:
+ * loaded the first time one is converted, not with @conch/core.
+ */
+let zodToJsonSchema: typeof ZodToJsonSchema.zodToJsonSchema | undefined;
 
 export type JsonSchema = Record<string, unknown>;
 export type SchemaFormat = 'openai' | 'anthropic' | 'json-schema';
@@ -14,7 +22,10 @@ export function toJsonSchema(schema: z.ZodType): JsonSchema {
   const json = (
     '_zod' in schema
       ? z.toJSONSchema(schema, { target: 'draft-7', io: 'input', unrepresentable: 'any' })
-      : zodToJsonSchema(schema as never, { target: 'jsonSchema7', $refStrategy: 'none' })
+      : (zodToJsonSchema ??= (require('zod-to-json-schema') as typeof ZodToJsonSchema).zodToJsonSchema)(
+          schema as never,
+          { target: 'jsonSchema7', $refStrategy: 'none' },
+        )
   ) as JsonSchema;
   const { $schema: _ignored, ...rest } = json;
   if (rest.type !== 'object') {

@@ -18,7 +18,11 @@ import { compileHostPattern } from './network-rules.js';
  */
 const SUPERVISED = token<{ supervisorPids?(): readonly number[] }>('conch.process.ProcessManager');
 
-/** The tree-sitter WASM loads once, when this module is imported, so exposing stays synchronous. */
+/**
+ * The tree-sitter WASM loads once, when this module is imported (about 15 ms of CPU and 11 MiB),
+ * so exposing stays synchronous: `evaluate()` right after a synchronous expose and the config's
+ * rule examples (checked while the config is validated) need a parser at once.
+ */
 const parser = await loadShellParser();
 
 /** The engine itself (the same instance as the `PERMISSION_GATE` service), for hosts that read its audit. */
@@ -89,6 +93,11 @@ function chooseSandbox(config: PermissionConfig): { mode: PermissionEngine['sand
   return { mode: 'off', reason: status.reason ?? 'bubblewrap does not work here' };
 }
 
+/** A command that walks the usual paths of a judgement (a pipeline, a redirect, a read). */
+const WARM_UP_COMMAND = 'ls -la | grep -v x > /dev/null && cat README.md';
+/** How long after expose the warm-up runs (the exposing host's own next steps go first). */
+const WARM_UP_DELAY_MS = 200;
+
 /** The permission plugin: registers the gate every command tool call passes through. */
 export const permissionPlugin: PluginDefinition<PermissionConfig> = definePlugin<PermissionConfig>({
   name: 'permission',
@@ -124,7 +133,27 @@ export const permissionPlugin: PluginDefinition<PermissionConfig> = definePlugin
       ctx.logger.warn(
         'permission: acceptAll mode — every command the safety rules do not deny runs without asking',
       );
-    return { instructions: instructions(ctx.config, sandbox.mode), dispose: () => engine.dispose() };
+    // Warm at expose (the parser itself loads with this module): one throwaway judgement shortly
+    // after expose compiles the analyzer's code paths, so the first real check costs about what
+    // the tenth does. Never fails the exposure, never keeps the host alive, skipped once disposed.
+    let disposed = false;
+    const warm = setTimeout(() => {
+      if (disposed) return;
+      try {
+        engine.evaluate(WARM_UP_COMMAND);
+      } catch (error) {
+        ctx.logger.debug({ err: error }, 'permission: warm-up judgement failed');
+      }
+    }, WARM_UP_DELAY_MS);
+    warm.unref();
+    return {
+      instructions: instructions(ctx.config, sandbox.mode),
+      dispose: () => {
+        disposed = true;
+        clearTimeout(warm);
+        return engine.dispose();
+      },
+    };
   },
 });
 
