@@ -1,4 +1,5 @@
 import { randomBytes } from 'node:crypto';
+import { readFileSync } from 'node:fs';
 import type {
   BackgroundLogs,
   BackgroundRun,
@@ -10,7 +11,14 @@ import type {
   Logger,
 } from '@conch/core';
 import { ConchError } from '@conch/core';
-import { cleanForModel, completeUtf8Prefix, decodeUtf8, utf8StartOffset } from '@conch/process';
+import {
+  COOKIE_VAR,
+  cleanForModel,
+  completeUtf8Prefix,
+  decodeUtf8,
+  killTreeSync,
+  utf8StartOffset,
+} from '@conch/process';
 import './events.js';
 import { UnknownTaskError } from './unknown-task-error.js';
 
@@ -339,6 +347,9 @@ export class BackgroundTasks implements BackgroundService {
       });
       return;
     }
+    // A cancel asks for no grace: SIGKILL the task's tree at once, so the run's own (polite,
+    // SIGTERM-first) cancel below finds it gone and only confirms and sweeps escapees.
+    void killWhenPidKnown(task.run, task.settled);
     try {
       await task.run.cancel();
     } catch (error) {
@@ -399,6 +410,43 @@ export class BackgroundTasks implements BackgroundService {
     const events = this.options.events;
     if (events && events.listenerCount(event) > 0) events.emit(event, payload as never);
   }
+}
+
+/** How often a cancel looks for the pid of a run that has not reported it yet. */
+const PID_POLL_MS = 5;
+
+/**
+ * SIGKILLs a cancelled run's process tree (by parent links) as soon as its pid is known: a
+ * supervised process learns its pid a moment after it started, so a run cancelled in that moment
+ * is polled for it until the run settles.
+ */
+async function killWhenPidKnown(run: BackgroundRun, settled: Promise<void>): Promise<void> {
+  let done = false;
+  void settled.then(() => (done = true));
+  while (!done) {
+    const pid = run.pid;
+    if (pid !== undefined) {
+      if (pid > 1 && pid !== process.pid && isConchProcess(pid)) killTreeSync(pid);
+      return;
+    }
+    await new Promise((resolve) => setTimeout(resolve, PID_POLL_MS));
+  }
+}
+
+/**
+ * Whether `pid` still is a process the process layer started (its environment carries the
+ * process cookie): a task whose process exited while its output drains may name a pid the
+ * system gave to another program since. Where there is no /proc, the pid is trusted.
+ */
+function isConchProcess(pid: number): boolean {
+  let env: Buffer;
+  try {
+    env = readFileSync(`/proc/${pid}/environ`);
+  } catch (error) {
+    return (error as NodeJS.ErrnoException).code === 'ENOENT' && process.platform !== 'linux';
+  }
+  const at = env.indexOf(`${COOKIE_VAR}=`);
+  return at === 0 || (at > 0 && env[at - 1] === 0);
 }
 
 export function isFinal(status: BackgroundTaskInfo['status']): boolean {

@@ -1074,8 +1074,11 @@ export class PluginRegistry {
   }
 }
 
+/** How long an aborted call waits for its tool to stop (kill its tree) before it answers anyway. */
+const ABORT_WIND_DOWN_MS = 100;
+
 /**
- * `promise`, or an AbortedError as soon as `signal` fires. The tool's promise is always handled: a
+ * `promise`, or an AbortedError once `signal` fires and the tool has stopped (at most ABORT_WIND_DOWN_MS later). The tool's promise is always handled: a
  * rejection that comes after the abort already answered the call goes to `late` (logged with the
  * plugin's name), never to node as an unhandled rejection.
  */
@@ -1090,11 +1093,21 @@ function raceAbort<T>(
     return Promise.reject(new AbortedError(`Tool call '${toolName}'`, signal.reason));
   }
   return new Promise<T>((resolvePromise, reject) => {
-    const onAbort = () => reject(new AbortedError(`Tool call '${toolName}'`, signal.reason));
+    // An aborted call answers once the tool has wound down (its process tree killed: the caller
+    // can rely on nothing still running), or after ABORT_WIND_DOWN_MS, whichever comes first.
+    let windDown: NodeJS.Timeout | undefined;
+    const aborted = () => {
+      if (windDown) clearTimeout(windDown);
+      reject(new AbortedError(`Tool call '${toolName}'`, signal.reason));
+    };
+    const onAbort = () => {
+      windDown = setTimeout(aborted, ABORT_WIND_DOWN_MS);
+    };
     signal.addEventListener('abort', onAbort, { once: true });
     promise.then(
       (value) => {
         signal.removeEventListener('abort', onAbort);
+        if (signal.aborted) return aborted();
         resolvePromise(value);
       },
       (error: unknown) => {
@@ -1104,7 +1117,10 @@ function raceAbort<T>(
           error === signal.reason ||
           (error instanceof Error && error.name === 'AbortError') ||
           (ConchError.isInstance(error) && error.code === 'ABORTED');
-        if (signal.aborted && !stopped) late?.(error);
+        if (signal.aborted) {
+          if (!stopped) late?.(error);
+          return aborted();
+        }
         reject(error instanceof Error ? error : new Error(String(error)));
       },
     );

@@ -29,6 +29,85 @@ export function killSessionTreeSync(shellPid: number, cookie: string): void {
   sweepCookie(cookie);
 }
 
+/** How long `cancelSessionTree` waits, at most, for SIGKILLed processes to be gone. */
+const CANCEL_CONFIRM_MS = 100;
+
+/**
+ * Ends a session's tree for a cancel (an aborted call, `kill: true`): SIGKILL to the shell and
+ * every process of its tree and cookie at once, no SIGTERM grace (the user cancelled the command:
+ * nothing is asked to clean up), then waits, synchronously and at most CANCEL_CONFIRM_MS, until
+ * every process signalled is gone (dead or a zombie), so a caller that learns of the cancel finds
+ * no process of it running. Synchronous so it can run inside the abort event itself, before the
+ * aborted call is answered. Returns the pids signalled that are still alive (normally none).
+ */
+export function cancelSessionTree(shellPid: number, cookie: string): number[] {
+  const signalled = new Set<number>();
+  let left: number[] = [];
+  // A scan after the SIGKILLs catches what the tree forked between the first scan and them.
+  for (let round = 0; round < 5; round++) {
+    const fresh = scanSession(shellPid, cookie).filter((pid) => !signalled.has(pid) || live(pid));
+    if (fresh.length === 0) break;
+    for (const pid of fresh) {
+      signal(pid, 'SIGKILL');
+      signalled.add(pid);
+    }
+    left = [...signalled].filter(live);
+    const deadline = performance.now() + CANCEL_CONFIRM_MS;
+    // SIGKILL takes effect when the kernel next schedules the process: microseconds, rarely more.
+    while (left.length > 0 && performance.now() < deadline) left = left.filter(live);
+    if (left.length > 0) break;
+  }
+  return left;
+}
+
+/**
+ * Live pids of a session in one pass over /proc: the shell's tree by parent links, and every
+ * process carrying its cookie (escapees: setsid, nohup, reparented orphans).
+ */
+function scanSession(shellPid: number, cookie: string): number[] {
+  let names: string[];
+  try {
+    names = readdirSync('/proc');
+  } catch {
+    return [];
+  }
+  const needle = Buffer.from(`${COOKIE_VAR}=${cookie}\0`);
+  const children = new Map<number, number[]>();
+  const found = new Set<number>();
+  for (const name of names) {
+    const c = name.charCodeAt(0);
+    if (c < 48 || c > 57) continue;
+    const pid = Number(name);
+    if (pid === process.pid) continue;
+    let stat: string;
+    try {
+      stat = readFileSync(`/proc/${pid}/stat`, 'latin1');
+    } catch {
+      continue;
+    }
+    const close = stat.lastIndexOf(')');
+    const state = stat.charAt(close + 2);
+    if (state === 'Z' || state === 'X') continue;
+    const ppid = Number(stat.slice(close + 4, stat.indexOf(' ', close + 4)));
+    const list = children.get(ppid);
+    if (list) list.push(pid);
+    else children.set(ppid, [pid]);
+    if (pid === shellPid) continue;
+    try {
+      const env = readFileSync(`/proc/${pid}/environ`);
+      // Each entry ends in a NUL, the last one included; the variable must start an entry.
+      const at = env.indexOf(needle);
+      if (at === 0 || (at > 0 && env[at - 1] === 0)) found.add(pid);
+    } catch {
+      // not ours to read, or gone
+    }
+  }
+  const tree = [shellPid];
+  for (let i = 0; i < tree.length; i++) for (const child of children.get(tree[i]!) ?? []) tree.push(child);
+  for (const pid of tree) found.add(pid);
+  return [...found].filter(live);
+}
+
 function live(pid: number): boolean {
   try {
     const stat = readFileSync(`/proc/${pid}/stat`, 'latin1');

@@ -17,7 +17,12 @@ import type { Logger } from '@conch/core';
 import { commandReaderOf, foregroundReadsTty, imageOf, ttyOf, type ProcessImage } from './foreground.js';
 import { TerminalProtocolError } from './errors/terminal-protocol-error.js';
 import { MarkerParser } from './marker-parser.js';
-import { killSessionTree, killSessionTreeSync, sweepSessionCookie } from './process-tree.js';
+import {
+  cancelSessionTree,
+  killSessionTree,
+  killSessionTreeSync,
+  sweepSessionCookie,
+} from './process-tree.js';
 import { RcWatch } from './rc-files.js';
 import {
   commandScript,
@@ -163,6 +168,8 @@ export class PtySession {
   private cmdFd: number | undefined;
   private logBytes = 0;
   private killing: Promise<void> | undefined;
+  /** A cancel SIGKILLed the whole tree and saw it gone. */
+  private cancelled = false;
   private sweeping: Promise<void> | undefined;
   private exitWaiters: (() => void)[] = [];
   private readyWaiters: { resolve: () => void; reject: (error: Error) => void }[] = [];
@@ -446,13 +453,33 @@ export class PtySession {
     this.killing ??= (async () => {
       if (this.lifecycle.alive) {
         if (treeKill) this.sweeping ??= treeKill;
-        await (treeKill ?? killSessionTree(this.pty.pid, this.cookie, graceMs));
+        if (!this.cancelled || treeKill)
+          await (treeKill ?? killSessionTree(this.pty.pid, this.cookie, graceMs));
         this.pty.kill('SIGKILL');
         await this.waitExit(2000);
       }
       await this.sweeping;
     })();
     return this.killing;
+  }
+
+  /**
+   * A cancel (an aborted call, `kill: true`): SIGKILLs the shell and its whole tree at once, no
+   * grace, and returns once they are gone (synchronously: it may run inside the abort event). The
+   * kill that follows only waits for the shell's exit report and sweeps.
+   */
+  cancelNow(): void {
+    // Also during a kill already under way: its SIGTERM grace ends as soon as the tree is gone.
+    if (!this.lifecycle.alive) return;
+    const left = cancelSessionTree(this.pty.pid, this.cookie);
+    // Gone, cookie escapees included: the kill that follows need not look for the tree again.
+    this.cancelled = left.length === 0;
+    if (left.length > 0) {
+      this.options.logger.warn(
+        { sessionId: this.id, pids: left },
+        'terminal cancel: processes still alive after SIGKILL',
+      );
+    }
   }
 
   /** SIGKILLs the tree synchronously (host process exit). */

@@ -563,13 +563,33 @@ export class SessionPool implements TerminalService {
     };
   }
 
+  /**
+   * Cancels a session (an aborted call's command, `kill: true`): SIGKILLs its shell and whole tree
+   * at once, with no SIGTERM grace, and resolves once the shell's exit is reported and the cookie
+   * swept; the pool forgets it. Callable inside an abort event: the SIGKILLs are sent (and their
+   * effect confirmed) before it returns.
+   */
+  cancel(id: number, reason: SessionExitReason = 'killed'): Promise<boolean> {
+    const session = this.sessions.get(id);
+    if (!session) return Promise.resolve(false);
+    this.unwatch(id);
+    session.lifecycle.close(reason);
+    session.cancelNow();
+    return this.kill(id, reason, undefined, 0);
+  }
+
   /** Kills a session and its tree; the pool forgets it. */
-  async kill(id: number, reason: SessionExitReason = 'killed', treeKill?: Promise<void>): Promise<boolean> {
+  async kill(
+    id: number,
+    reason: SessionExitReason = 'killed',
+    treeKill?: Promise<void>,
+    graceMs = this.deps.config.killGraceMs,
+  ): Promise<boolean> {
     const session = this.sessions.get(id);
     if (!session) return false;
     this.unwatch(id);
     session.lifecycle.close(reason);
-    await session.kill(this.deps.config.killGraceMs, treeKill);
+    await session.kill(graceMs, treeKill);
     this.forget(session);
     return true;
   }

@@ -21,7 +21,13 @@ import { DISABLED_IDLE_MS, type TerminalConfig } from './config.js';
 import { TerminalSessionError } from './errors/terminal-session-error.js';
 import { inspectInput, type JudgedInput } from './input-gate.js';
 import { judgedCommand } from './judged-command.js';
-import { execRefusal, type CollectMode, type SessionLease, type SessionPool } from './session-pool.js';
+import {
+  execRefusal,
+  type CollectMode,
+  type CollectOutcome,
+  type SessionLease,
+  type SessionPool,
+} from './session-pool.js';
 import { ENV_NAME, GATE_BYTE } from './shell-scripts.js';
 
 export { judgedCommand };
@@ -488,10 +494,21 @@ async function run(
           ...(waitFor ? { waitFor } : {}),
         };
     if (shape.background) session.lifecycle.report('background');
-    const outcome = await pool.collect(session, mode, ctx.signal);
+    // The caller gave up on a command this call started: nothing of it may keep running. Killed in
+    // the abort event itself (SIGKILL, no grace), so the tree is gone when the caller hears of it.
+    const cancel = () => {
+      // Errors surface from the awaited cancel below.
+      pool.cancel(session.id, 'killed').catch(() => undefined);
+    };
+    ctx.signal.addEventListener('abort', cancel, { once: true });
+    let outcome: CollectOutcome;
+    try {
+      outcome = await pool.collect(session, mode, ctx.signal);
+    } finally {
+      ctx.signal.removeEventListener('abort', cancel);
+    }
     if (outcome === 'aborted') {
-      // The caller gave up on a command this call started: nothing of it may keep running.
-      await pool.kill(session.id, 'killed');
+      await pool.cancel(session.id, 'killed');
       return failure('ABORTED', 'aborted; the session and its processes were killed');
     }
     if (outcome === 'broken') return await broken(pool, session.id);
@@ -594,7 +611,8 @@ async function killSession(pool: SessionPool, sessionId: number): Promise<ToolRe
   const session = pool.get(sessionId);
   if (!session) return failure('UNKNOWN_SESSION', pool.unknownSession(sessionId));
   const reader = pool.isLeased(sessionId);
-  await pool.kill(sessionId, 'killed');
+  // SIGKILL at once, no grace: ending a session is a cancel of whatever it runs.
+  await pool.cancel(sessionId, 'killed');
   if (reader) {
     // Another call is reading it and returns the output; this one just confirms.
     return {

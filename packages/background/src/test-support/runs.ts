@@ -4,7 +4,10 @@ import type { ManagedProcess, ProcessManager } from '@conch/process';
 
 export function toRun(proc: ManagedProcess): BackgroundRun {
   return {
-    pid: proc.pid,
+    // Through the supervisor the pid arrives a moment after spawn (as cli's runs read it).
+    get pid() {
+      return proc.pid;
+    },
     done: proc.result.then((r) => ({
       status: r.killed ? 'cancelled' : r.exitCode === 0 ? 'completed' : 'failed',
       result: { stdout: r.stdout.head, stderr: r.stderr.head, returncode: r.exitCode },

@@ -312,6 +312,36 @@ describe('same process layer as cli_based_tool', () => {
     await expect(call).rejects.toThrow(/abort/i);
     await waitFor(() => !pidAlive(pid), { what: 'the sleep to die', timeoutMs: 30_000 });
   });
+
+  test('an aborted call: its whole tree is gone when the call rejects, SIGTERM ignored or not', async () => {
+    const plugin = definePluginFromTemplates({
+      name: 'deaf',
+      version: '0.0.0',
+      tools: [
+        {
+          name: 'deaf',
+          description: 'sleeps, deaf to SIGTERM',
+          inputSchema: z.strictObject({ pidfile: z.string() }),
+          commands: [
+            { command: 'trap "" TERM; sh -c \'sleep 300 & echo $$ $!; wait\' > UTCP_ARG_pidfile_UTCP_END' },
+          ],
+        },
+      ],
+    });
+    const { run } = setup(plugin, { cli: { autoBackgroundThreshold: 120 } });
+    const pidfile = join(dir, 'tree.pid');
+    const controller = new AbortController();
+    const call = run('deaf', { pidfile }, { signal: controller.signal });
+    await waitFor(() => existsSync(pidfile) && readFileSync(pidfile, 'utf8').includes('\n'), {
+      what: 'the step to start',
+      timeoutMs: 30_000,
+    });
+    const pids = readFileSync(pidfile, 'utf8').trim().split(/\s+/).map(Number);
+    expect(pids.filter((pid) => pidAlive(pid))).toHaveLength(2);
+    controller.abort();
+    await expect(call).rejects.toThrow(/abort/i);
+    expect(pids.filter((pid) => pidAlive(pid))).toEqual([]);
+  });
 });
 
 describe('UTCP manuals load unchanged', () => {

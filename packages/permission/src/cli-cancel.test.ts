@@ -1,0 +1,62 @@
+// Invariant: an aborted cli_based_tool call answers only once the command's whole tree is gone —
+// SIGTERM first (a program that handles it cleans up), SIGKILL soon after for one that ignores it
+// — in the default sandbox and outside it, foreground and before a background handoff.
+import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { PluginRegistry, TOKENS } from '@conch/core';
+import { cliPlugin } from '@conch/cli';
+import { findCookiePids, pidAlive, type ProcessManager } from '@conch/process';
+import { afterEach, beforeEach, describe, expect, test } from 'vitest';
+import { permissionPlugin } from './plugin.js';
+
+let dir: string;
+let registry: PluginRegistry;
+beforeEach(() => {
+  dir = mkdtempSync(join(tmpdir(), 'conch-cli-cancel-'));
+});
+afterEach(async () => {
+  const prefix = registry.resolve<ProcessManager>(TOKENS.ProcessManager).cookiePrefix;
+  await registry.dispose();
+  expect(findCookiePids({ prefix }).filter((pid) => pidAlive(pid))).toEqual([]);
+  rmSync(dir, { recursive: true, force: true });
+});
+
+async function pidsIn(file: string): Promise<number[]> {
+  while (!(existsSync(file) && readFileSync(file, 'utf8').includes('\n')))
+    await new Promise((r) => setTimeout(r, 20));
+  return readFileSync(file, 'utf8').trim().split(/\s+/).map(Number);
+}
+
+describe.each([
+  ['in the workspace sandbox', {}],
+  ['with the sandbox off', { sandbox: 'off' }],
+] as const)('an aborted call, %s', (_name, permission) => {
+  test.each([
+    ['a tree that ignores SIGTERM', `trap "" TERM; sleep 300 & echo $$ $! > pids; wait`],
+    ['a plain sleep and its shell', `sleep 301 & echo $$ $! > pids; wait`],
+    ['a pipeline of two', `echo $$ $$ > pids; sleep 302 | cat; true`],
+  ])('%s: nothing of it is alive when the call rejects', async (_case, command) => {
+    registry = new PluginRegistry({ cwd: dir, plugins: [permissionPlugin, cliPlugin] });
+    await registry.exposeTool('permission', { mode: 'acceptAll', ...permission });
+    await registry.exposeTool('cli', { autoBackgroundThreshold: 600, background: false });
+    const controller = new AbortController();
+    const call = registry.execute(
+      'cli_based_tool',
+      { command, background: false, timeout: 600 },
+      { signal: controller.signal },
+    );
+    call.catch(() => undefined);
+    await pidsIn(join(dir, 'pids'));
+    // Host pids of the command's tree (in the sandbox, $$ is a pid of its own namespace): the
+    // processes carrying the manager's cookie that are not the registry's own (the supervisor).
+    const prefix = registry.resolve<ProcessManager>(TOKENS.ProcessManager).cookiePrefix;
+    const tree = findCookiePids({ prefix })
+      .filter((pid) => pidAlive(pid))
+      .filter((pid) => !/supervisor/.test(readFileSync(`/proc/${pid}/cmdline`, 'utf8')));
+    expect(tree.length).toBeGreaterThan(1);
+    controller.abort();
+    await expect(call).rejects.toMatchObject({ code: 'ABORTED' });
+    expect(tree.filter((pid) => pidAlive(pid))).toEqual([]);
+  });
+});
