@@ -56,3 +56,32 @@ export async function alternate(conchFn, baselineFn, { runs = 300, warmup = 20 }
   }
   return { conch: median(conch), baseline: median(baseline) };
 }
+
+/**
+ * Like `alternate`, for more than two contenders and in blocks: each round runs every contender's
+ * block of `block` calls in turn (`blocks` maps a name to `async (n) => times`, the n durations in
+ * ms; `timedBlock(fn)` makes one from a single call), after one unmeasured round. A contender that
+ * times itself (a helper process reporting its own per-call times) takes its turn the same way.
+ * Returns each contender's times, `block * rounds` of them.
+ */
+export async function alternateBlocks(blocks, { block = 20, rounds = 15 } = {}) {
+  const times = Object.fromEntries(Object.keys(blocks).map((name) => [name, []]));
+  for (const run of Object.values(blocks)) await run(block);
+  for (let round = 0; round < rounds; round++) {
+    for (const [name, run] of Object.entries(blocks)) times[name].push(...(await run(block)));
+  }
+  return times;
+}
+
+/** A block runner for `alternateBlocks`: n sequential calls of fn, each timed. */
+export function timedBlock(fn) {
+  return async (n) => {
+    const out = [];
+    for (let i = 0; i < n; i++) {
+      const t0 = performance.now();
+      await fn();
+      out.push(performance.now() - t0);
+    }
+    return out;
+  };
+}

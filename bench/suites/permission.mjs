@@ -62,8 +62,8 @@ export default async function ({ median, time }) {
       baseline: typicalBase,
       unit: 'ms',
       ratio: ms / typicalBase,
-      goal: 'conch < 0.5 ms',
-      pass: ms < 0.5,
+      goal: 'conch <= 0.5 ms',
+      pass: ms <= 0.5,
     })),
     {
       name: `permission decision, 1 MB command (median, fails closed: ${outcome}; baseline: regex deny-list)`,

@@ -1,0 +1,562 @@
+// What one call costs, against floors measured in the same run (issue 24 item 4):
+// - cli_based_tool `true` (the default config, and sandbox 'off' with no wall) against posix_spawn +
+//   waitpid of /bin/true from a small C helper (helpers/spawn-true.c, built with the system
+//   compiler), alternating in blocks; and the host CPU one cli `true` call takes;
+// - a fresh registry's first cli call against its tenth;
+// - `import('@conch/core')` (CPU, RSS) and conch-mcp's start to answering tools/list against
+//   `node -e 0`;
+// - the 2 GiB host's worst event-loop stall over 100 cli calls against the same host idle;
+// - cancel latency (the call settled and its process tree gone) of cli_based_tool, a background
+//   task, a terminal command and a command template against killing a raw spawned `sleep 60`.
+// Each section that fails gives a FAILED row and the others still run.
+import 'reflect-metadata';
+import { fork, spawn } from 'node:child_process';
+import { existsSync, mkdirSync, mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { PluginRegistry } from '@conch/core';
+import { backgroundPlugin } from '@conch/background';
+import { cliPlugin, definePluginFromTemplates } from '@conch/cli';
+import { permissionPlugin } from '@conch/permission';
+import { findBwrap } from '@conch/process';
+import { terminalPlugin } from '@conch/terminal';
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
+import { z } from 'zod';
+import { alternateBlocks, median, rawRun, timedBlock } from '../lib.mjs';
+import { buildCHelper } from './helpers/cc.mjs';
+import { alive, killAll, waitForPids, whenGone } from './helpers/proc.mjs';
+
+const here = dirname(fileURLToPath(import.meta.url));
+const BENCH = join(here, '..');
+const MCP_BIN = join(BENCH, '..', 'packages', 'mcp', 'dist', 'bin.js');
+const HOST = join(here, 'helpers', 'process-host.mjs');
+// The program the C helper spawns (a path: posix_spawn does not search PATH).
+const TRUE = ['/bin/true', '/usr/bin/true'].find((p) => existsSync(p)) ?? '/bin/true';
+
+const mib = (bytes) => `${Math.round(bytes / 2 ** 20)} MiB`;
+const hostRss = () => `host RSS ${mib(process.memoryUsage().rss)}`;
+const ms = (n) => `${n.toFixed(2)} ms`;
+const signed = (n) => `${n < 0 ? '-' : '+'}${ms(Math.abs(n))}`;
+
+async function cliRegistry(permission) {
+  const registry = new PluginRegistry({ plugins: [permissionPlugin, cliPlugin, backgroundPlugin] });
+  await registry.expose('permission', permission);
+  await registry.expose('cli', {});
+  return registry;
+}
+
+async function cliTrue(registry) {
+  const r = await registry.execute('cli_based_tool', { command: 'true' });
+  if (r.returncode !== 0 || r.mode !== 'direct') throw new Error(`unexpected result ${JSON.stringify(r)}`);
+}
+
+// ---------------------------------------------------------------------------------------------
+// cli `true` vs posix_spawn from C, and host CPU per call
+
+/** The C helper as a long-lived child: block(n) spawns /bin/true n times, resolving n times in ms. */
+function startSpawnHelper(path) {
+  const child = spawn(path, [TRUE], { stdio: ['pipe', 'pipe', 'inherit'] });
+  let buffered = '';
+  let waiting;
+  child.stdout.setEncoding('utf8');
+  child.stdout.on('data', (chunk) => {
+    buffered += chunk;
+    const nl = buffered.indexOf('\n');
+    if (nl < 0 || !waiting) return;
+    const line = buffered.slice(0, nl);
+    buffered = buffered.slice(nl + 1);
+    const w = waiting;
+    waiting = undefined;
+    if (line.startsWith('error')) w.reject(new Error(`spawn-true: ${line}`));
+    else {
+      const times = line.trim().split(' ').map(Number);
+      if (times.length === w.n && times.every(Number.isFinite)) w.resolve(times);
+      else w.reject(new Error(`spawn-true answered ${JSON.stringify(line.slice(0, 200))} for ${w.n}`));
+    }
+  });
+  let failed;
+  const fail = (error) => {
+    failed ??= error;
+    waiting?.reject(error);
+  };
+  child.on('exit', (code) => fail(new Error(`spawn-true exited (${code})`)));
+  child.on('error', fail);
+  child.stdin.on('error', fail);
+  return {
+    block: (n) =>
+      new Promise((resolve, reject) => {
+        if (failed) return reject(failed);
+        waiting = { resolve, reject, n };
+        child.stdin.write(`${n}\n`);
+      }),
+    close: () => child.stdin.end(),
+  };
+}
+
+/** Host CPU (user + system, all of the process's threads) per call of fn, over n calls, in ms. */
+async function cpuPerCall(fn, n) {
+  const before = process.cpuUsage();
+  for (let i = 0; i < n; i++) await fn();
+  const used = process.cpuUsage(before);
+  return (used.user + used.system) / 1000 / n;
+}
+
+async function spawnRows() {
+  const rows = [];
+  const sandboxed = await cliRegistry({});
+  const open = await cliRegistry({ sandbox: 'off', kernelWall: false });
+  try {
+    await cliTrue(sandboxed);
+    await cliTrue(open);
+    const bwrap = findBwrap()
+      ? 'workspace-write sandbox, bwrap'
+      : 'no bwrap: workspace-write without the wall';
+    const helper = buildCHelper('spawn-true');
+    if (!helper.path) {
+      rows.push({
+        name: `per-call: cli \`true\` ÷ posix_spawn of ${TRUE} from C skipped: ${helper.reason}`,
+        conch: NaN,
+        baseline: NaN,
+        unit: 'ms',
+        ratio: NaN,
+        goal: 'ratio <= 3',
+      });
+    } else {
+      const c = startSpawnHelper(helper.path);
+      try {
+        // Blocks of 20, alternating C / default config / sandbox off, so load hits all three alike.
+        const BLOCK = 20;
+        const ROUNDS = 15;
+        const times = await alternateBlocks(
+          {
+            c: c.block,
+            sandboxed: timedBlock(() => cliTrue(sandboxed)),
+            open: timedBlock(() => cliTrue(open)),
+          },
+          { block: BLOCK, rounds: ROUNDS },
+        );
+        const floor = median(times.c);
+        const s = median(times.sandboxed);
+        const o = median(times.open);
+        const n = BLOCK * ROUNDS;
+        rows.push({
+          name: `per-call: cli_based_tool \`true\`, default config (permission {}, cli {}: ${bwrap}) ${ms(s)} ÷ posix_spawn+waitpid of ${TRUE} from C ${ms(floor)} (medians of ${n}, blocks of ${BLOCK} alternating; ${hostRss()})`,
+          conch: s,
+          baseline: floor,
+          unit: 'ms',
+          ratio: s / floor,
+          goal: 'ratio <= 3',
+          pass: s / floor <= 3,
+        });
+        rows.push({
+          name: `per-call: cli_based_tool \`true\`, sandbox 'off' and no wall ${ms(o)} ÷ posix_spawn+waitpid of ${TRUE} from C ${ms(floor)} (medians of ${n}, same blocks; ${hostRss()})`,
+          conch: o,
+          baseline: floor,
+          unit: 'ms',
+          ratio: o / floor,
+          goal: 'ratio <= 3',
+          pass: o / floor <= 3,
+        });
+      } finally {
+        c.close();
+      }
+    }
+    // Host CPU: the default config's call against a raw node:child_process spawn of `true`.
+    const N = 200;
+    const raw = await cpuPerCall(() => rawRun('true', []), N);
+    const cpu = await cpuPerCall(() => cliTrue(sandboxed), N);
+    rows.push({
+      name: `per-call: host CPU per cli_based_tool \`true\` call, default config, ${ms(cpu)} (process.cpuUsage over ${N} calls ÷ ${N}; baseline: a raw node spawn of \`true\` ${ms(raw)}; ${hostRss()})`,
+      conch: cpu,
+      baseline: raw,
+      unit: 'ms CPU',
+      ratio: cpu / raw,
+      goal: 'conch <= 2 ms',
+      pass: cpu <= 2,
+    });
+  } finally {
+    await Promise.all([sandboxed.dispose(), open.dispose()]);
+  }
+  return rows;
+}
+
+// ---------------------------------------------------------------------------------------------
+// A fresh registry's first call vs its tenth
+
+async function firstCallRows() {
+  const REGISTRIES = 7;
+  const first = [];
+  const tenth = [];
+  const expose = [];
+  for (let r = 0; r < REGISTRIES; r++) {
+    const t0 = performance.now();
+    const registry = await cliRegistry({});
+    expose.push(performance.now() - t0);
+    try {
+      const times = await timedBlock(() => cliTrue(registry))(10);
+      first.push(times[0]);
+      tenth.push(times[9]);
+    } finally {
+      await registry.dispose();
+    }
+  }
+  const f = median(first);
+  const t = median(tenth);
+  return [
+    {
+      name: `per-call: fresh registry (permission {}, cli {}), first cli \`true\` ${ms(f)} ÷ tenth ${ms(t)} (medians of ${REGISTRIES} registries; expose took ${ms(median(expose))}; ${hostRss()})`,
+      conch: f,
+      baseline: t,
+      unit: 'ms',
+      ratio: f / t,
+      goal: 'ratio <= 2',
+      pass: f / t <= 2,
+    },
+  ];
+}
+
+// ---------------------------------------------------------------------------------------------
+// import('@conch/core') and conch-mcp start vs `node -e 0`
+
+const REPORT = `const u = process.cpuUsage(); process.stdout.write(JSON.stringify({ cpu: (u.user + u.system) / 1000, rss: process.memoryUsage().rss }))`;
+
+/** Runs `node -e script` in the bench package (which resolves @conch/*), returning its report. */
+function nodeReport(script) {
+  return new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, ['-e', script], {
+      cwd: BENCH,
+      stdio: ['ignore', 'pipe', 'inherit'],
+    });
+    let out = '';
+    child.stdout.on('data', (d) => (out += d));
+    child.on('error', reject);
+    child.on('close', (code) => {
+      if (code !== 0) reject(new Error(`node -e exited ${code}: ${out}`));
+      else resolve(JSON.parse(out));
+    });
+  });
+}
+
+/** Spawn of conch-mcp (default config, in an empty directory) to its answer to tools/list, in ms. */
+async function mcpStart(cwd) {
+  const transport = new StdioClientTransport({
+    command: process.execPath,
+    args: [MCP_BIN],
+    cwd,
+    stderr: 'pipe',
+    env: { PATH: process.env.PATH, HOME: process.env.HOME ?? cwd },
+  });
+  // Its log (pino on stderr) is kept, its tail named if it fails to start.
+  let log = '';
+  transport.stderr?.on('data', (d) => (log = (log + d).slice(-2000)));
+  const client = new Client({ name: 'bench', version: '0' });
+  const t0 = performance.now();
+  let tools;
+  try {
+    await client.connect(transport);
+    ({ tools } = await client.listTools());
+  } catch (error) {
+    await client.close().catch(() => {});
+    throw new Error(
+      `conch-mcp did not answer tools/list: ${error?.message ?? error}; its log: ${log.trim().split('\n').slice(-3).join(' | ')}`,
+    );
+  }
+  const elapsed = performance.now() - t0;
+  const pid = transport.pid;
+  await client.close();
+  // The next round starts once this server is gone, so it does not compete for the CPU.
+  const deadline = performance.now() + 10_000;
+  while (pid && alive(pid) && performance.now() < deadline) await new Promise((r) => setTimeout(r, 5));
+  if (!tools.some((t) => t.name === 'cli_based_tool'))
+    throw new Error(`conch-mcp listed ${tools.map((t) => t.name).join(', ')}`);
+  return elapsed;
+}
+
+async function startupRows() {
+  const N = 9;
+  const bare = [];
+  const core = [];
+  const nodeWall = [];
+  const mcp = [];
+  const cwd = mkdtempSync(join(tmpdir(), 'conch-bench-mcp-start-'));
+  try {
+    await nodeReport(REPORT);
+    await nodeReport(`import('@conch/core').then(() => { ${REPORT} })`);
+    await mcpStart(cwd);
+    for (let i = 0; i < N; i++) {
+      bare.push(await nodeReport(REPORT));
+      core.push(await nodeReport(`import('@conch/core').then(() => { ${REPORT} })`));
+      const t0 = performance.now();
+      await rawRun(process.execPath, ['-e', '0']);
+      nodeWall.push(performance.now() - t0);
+      mcp.push(await mcpStart(cwd));
+    }
+  } finally {
+    rmSync(cwd, { recursive: true, force: true });
+  }
+  const cpu = { conch: median(core.map((r) => r.cpu)), base: median(bare.map((r) => r.cpu)) };
+  const rss = { conch: median(core.map((r) => r.rss)), base: median(bare.map((r) => r.rss)) };
+  const m = median(mcp);
+  const w = median(nodeWall);
+  return [
+    {
+      name: `per-call: CPU of \`node -e "import('@conch/core')"\` ${ms(cpu.conch)} ÷ \`node -e 0\` ${ms(cpu.base)} (process.cpuUsage at exit, medians of ${N})`,
+      conch: cpu.conch,
+      baseline: cpu.base,
+      unit: 'ms CPU',
+      ratio: cpu.conch / cpu.base,
+      goal: 'info (what importing conch costs a host)',
+      pass: true,
+    },
+    {
+      name: `per-call: RSS of \`node -e "import('@conch/core')"\` ${mib(rss.conch)} ÷ \`node -e 0\` ${mib(rss.base)} (at exit, medians of ${N})`,
+      conch: rss.conch / 2 ** 20,
+      baseline: rss.base / 2 ** 20,
+      unit: 'MiB',
+      ratio: rss.conch / rss.base,
+      goal: 'info (what importing conch costs a host)',
+      pass: true,
+    },
+    {
+      name: `per-call: conch-mcp (default config) spawn to its tools/list answer ${ms(m)} ÷ \`node -e 0\` spawn to exit ${ms(w)} (MCP SDK client over stdio, medians of ${N})`,
+      conch: m,
+      baseline: w,
+      unit: 'ms',
+      ratio: m / w,
+      goal: 'ratio <= 3',
+      pass: m / w <= 3,
+    },
+  ];
+}
+
+// ---------------------------------------------------------------------------------------------
+// The 2 GiB host's event-loop stall over 100 cli calls vs the same host idle
+
+async function stallRows() {
+  const child = fork(HOST, ['2048'], { stdio: ['ignore', 'ignore', 'inherit', 'ipc'] });
+  await new Promise((resolve, reject) => {
+    child.once('message', resolve);
+    child.once('exit', (code) => reject(new Error(`process-host 2048 MiB exited (${code})`)));
+  });
+  const send = (request) => {
+    const reply = new Promise((resolve) => child.once('message', resolve));
+    child.send(request);
+    return reply;
+  };
+  const ROUNDS = 5;
+  const cli = [];
+  const idle = [];
+  let rss = 0;
+  try {
+    await send({ mode: 'cli', runs: 10 });
+    // Rounds of 20 cli calls, each followed by the same host idle for as long as the round took: a
+    // stall of the machine (a busy CI host) shows in both, one conch causes only in the first.
+    for (let round = 0; round < ROUNDS; round++) {
+      const r = await send({ mode: 'cli', runs: 20 });
+      const i = await send({ mode: 'idle', idleMs: r.times.reduce((a, b) => a + b, 0) });
+      cli.push(r.maxStallMs);
+      idle.push(i.maxStallMs);
+      rss = r.rssMiB;
+    }
+  } finally {
+    child.disconnect();
+  }
+  const worst = Math.max(...cli);
+  const base = Math.max(...idle);
+  const perRound = median(cli.map((c, i) => c - idle[i]));
+  return [
+    {
+      name: `per-call: worst event-loop stall over ${ROUNDS * 20} cli_based_tool \`true\` calls from a 2 GiB host (RSS ${Math.round(rss)} MiB) ${ms(worst)} vs the same host idle as long ${ms(base)}, ${signed(worst - base)} (median per-round excess ${signed(perRound)})`,
+      conch: worst,
+      baseline: base,
+      unit: 'ms',
+      ratio: worst / base,
+      goal: 'conch <= baseline + 5 ms',
+      pass: worst - base <= 5,
+    },
+  ];
+}
+
+// ---------------------------------------------------------------------------------------------
+// Cancel latency: from the abort (or cancel_background_task) until the call settled and no
+// process of its command runs
+
+let nonce = 0;
+/** A `sleep 60.<unique>` command: its argument finds its processes in /proc. */
+function sleeper() {
+  const arg = `60.${process.pid}${String(++nonce).padStart(4, '0')}`;
+  return { arg, command: `sleep ${arg}` };
+}
+
+/**
+ * One cancel: start(command, signal) begins the call and returns its promise; once the command's
+ * processes run, cancel(signal controller, started promise) is fired. Returns ms to settled-and-gone.
+ */
+async function cancelOnce(start, cancel) {
+  const { arg, command } = sleeper();
+  const controller = new AbortController();
+  let settledWith;
+  const call = Promise.resolve(start(command, controller.signal)).then(
+    (r) => (settledWith = `result ${JSON.stringify(r).slice(0, 300)}`),
+    (e) => (settledWith = `error ${e?.message ?? e}`),
+  );
+  let pids = [];
+  try {
+    pids = await waitForPids(arg, 10_000, () => settledWith);
+    const t0 = performance.now();
+    let settledAt;
+    let cancelError;
+    const cancelled = Promise.resolve(cancel(controller, call)).then(
+      () => (settledAt = performance.now()),
+      (error) => (cancelError = error),
+    );
+    const goneAt = await whenGone(pids, arg, 5_000);
+    let timer;
+    await Promise.race([cancelled, new Promise((resolve) => (timer = setTimeout(resolve, 5_000)))]);
+    clearTimeout(timer);
+    if (cancelError) throw cancelError;
+    if (settledAt === undefined) throw new Error('the call had not settled 5 s after the cancel');
+    return Math.max(settledAt, goneAt) - t0;
+  } finally {
+    killAll(pids.filter(alive));
+  }
+}
+
+async function rawCancel() {
+  const { arg } = sleeper();
+  const child = spawn('sleep', [arg], { stdio: 'ignore' });
+  await new Promise((resolve, reject) => {
+    child.once('spawn', resolve);
+    child.once('error', reject);
+  });
+  const t0 = performance.now();
+  const exited = new Promise((resolve) => child.once('exit', resolve));
+  child.kill();
+  await exited;
+  return performance.now() - t0;
+}
+
+const templates = definePluginFromTemplates({
+  name: 'bench-cancel-templates',
+  version: '0',
+  tools: [
+    {
+      name: 'sleep_for',
+      description: 'sleeps',
+      inputSchema: z.object({ seconds: z.string() }),
+      commands: [{ command: 'sleep UTCP_ARG_seconds_UTCP_END' }],
+    },
+  ],
+});
+
+async function cancelRows() {
+  const TRIALS = 7;
+  const root = mkdtempSync(join(tmpdir(), 'conch-bench-cancel-'));
+  const savedDataHome = process.env.XDG_DATA_HOME;
+  process.env.XDG_DATA_HOME = join(root, 'xdg-data');
+  mkdirSync(join(root, 'work'));
+  const registry = new PluginRegistry({
+    cwd: join(root, 'work'),
+    tempRoot: root,
+    plugins: [permissionPlugin, cliPlugin, backgroundPlugin, terminalPlugin, templates],
+  });
+  const rows = [];
+  try {
+    await registry.expose('permission', {});
+    await registry.expose('cli', {});
+    await registry.expose('terminal', {});
+    await registry.expose('bench-cancel-templates', {});
+    const abort = (controller, call) => {
+      controller.abort();
+      return call;
+    };
+    const trials = {
+      cli_based_tool: () =>
+        cancelOnce((command, signal) => registry.execute('cli_based_tool', { command }, { signal }), abort),
+      'background task (cancel_background_task)': cancelBackground,
+      'terminal command': () =>
+        cancelOnce((command, signal) => registry.execute('terminal', { command }, { signal }), abort),
+      'command template': () =>
+        cancelOnce(
+          (command, signal) =>
+            registry.execute('sleep_for', { seconds: command.slice('sleep '.length) }, { signal }),
+          abort,
+        ),
+    };
+    const measured = Object.fromEntries(Object.keys(trials).map((tool) => [tool, []]));
+    const raw = [];
+    for (let t = 0; t < TRIALS; t++) {
+      raw.push(await rawCancel());
+      for (const [tool, trial] of Object.entries(trials)) measured[tool].push(await trial());
+    }
+    const base = median(raw);
+    for (const [tool, times] of Object.entries(measured)) {
+      const c = median(times);
+      rows.push({
+        name: `per-call: cancel ${tool} running \`sleep 60\` ${ms(c)} (abort to the call settled and its processes gone, median of ${TRIALS}; baseline: child.kill() of a raw spawned \`sleep 60\` to 'exit' ${ms(base)}; ${hostRss()})`,
+        conch: c,
+        baseline: base,
+        unit: 'ms',
+        ratio: c / base,
+        goal: 'conch <= 100 ms',
+        pass: c <= 100,
+      });
+    }
+  } finally {
+    await registry.dispose();
+    if (savedDataHome === undefined) delete process.env.XDG_DATA_HOME;
+    else process.env.XDG_DATA_HOME = savedDataHome;
+    rmSync(root, { recursive: true, force: true });
+  }
+  return rows;
+
+  /** A background task: started by cli_based_tool, cancelled with cancel_background_task. */
+  async function cancelBackground() {
+    let task;
+    return cancelOnce(
+      async (command) => {
+        const r = await registry.execute('cli_based_tool', { command, background: true });
+        if (!r.background_task_id) throw new Error(`no task id: ${JSON.stringify(r)}`);
+        task = r.background_task_id;
+        return new Promise(() => {}); // the task runs on; only its cancel settles (below)
+      },
+      async () => {
+        const r = await registry.execute('cancel_background_task', { task_id: task });
+        if (r.status !== 'cancelled' && r.status !== 'killed')
+          throw new Error(`cancel_background_task answered ${JSON.stringify(r)}`);
+      },
+    );
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+
+async function section(name, fn) {
+  try {
+    return await fn();
+  } catch (error) {
+    return [
+      {
+        name: `per-call: ${name} FAILED: ${error?.message ?? error}`,
+        conch: NaN,
+        baseline: NaN,
+        unit: '',
+        ratio: NaN,
+        goal: '',
+        pass: false,
+      },
+    ];
+  }
+}
+
+export default async function () {
+  return [
+    ...(await section('cli vs posix_spawn', spawnRows)),
+    ...(await section('first vs tenth call', firstCallRows)),
+    ...(await section('start-up', startupRows)),
+    ...(await section('event-loop stall', stallRows)),
+    ...(await section('cancel latency', cancelRows)),
+  ];
+}
