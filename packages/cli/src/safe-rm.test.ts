@@ -76,7 +76,10 @@ describe('cli safeRm', () => {
     // A child script's rm is the real one (the function is not inherited).
     expect(await run({ command: 'bash script.sh' })).toMatchObject({ returncode: 0 });
     expect(existsSync(join(dir, 'gone.txt'))).toBe(false);
-    expect(await registry.execute('trash', { action: 'list' })).toMatchObject({ total: 0 });
+    const listed = (await registry.execute('trash', { action: 'list' })) as {
+      entries: { original_path: string }[];
+    };
+    expect(listed.entries.map((e) => e.original_path)).not.toContain(join(dir, 'gone.txt'));
   });
 
   it('without safeRm, rm runs directly and deletes', async () => {

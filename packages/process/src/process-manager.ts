@@ -207,6 +207,10 @@ export class ProcessManager implements ProcessManagerService {
   private readonly cwd: string;
   private readonly processes = new Map<string, ManagedProcess>();
   private readonly live = new Set<ManagedProcess>();
+  /** Set only while spawnHidden() runs spawn(): the process is neither listed nor announced. */
+  private hiddenSpawn = false;
+  /** Profiles whose supervisor already ran its hidden warm-up spawn (see warmUp). */
+  private readonly warmedUp = new Set<string>();
   private readonly ptys = new Set<BasePty>();
   private readonly clients = new Map<string, SupervisorClient>();
   /** The newest supervisor key of each sandbox kind (one sandbox of a kind at a time, see clientFor). */
@@ -226,6 +230,9 @@ export class ProcessManager implements ProcessManagerService {
   private readonly skipped = new Set<string>();
   private readonly leftoverHandles = new WeakMap<ManagedProcess, LeftoverHandle>();
   private readonly owner: ProcessOwner;
+  /** The owner of hidden processes (warm-up): no events, no listing; still killed at dispose. */
+  private readonly hiddenOwner: ProcessOwner;
+  private hiddenCounter = 0;
   private readonly removeExitHook: () => void;
   /** Why there is no supervisor (spawning in the host), once that is so. */
   private fallbackReason: string | undefined;
@@ -260,6 +267,12 @@ export class ProcessManager implements ProcessManagerService {
       logger: this.logger,
       started: (proc) => this.onStarted(proc),
       finished: (proc, result) => this.onFinished(proc, result),
+    };
+    this.hiddenOwner = {
+      events: undefined,
+      logger: this.logger,
+      started: () => undefined,
+      finished: (proc) => void this.live.delete(proc),
     };
     this.removeExitHook = onHostExit(() => this.killAllSync());
   }
@@ -326,7 +339,10 @@ export class ProcessManager implements ProcessManagerService {
   spawn(command: string, args: readonly string[] = [], options: SpawnOptions = {}): ManagedProcess {
     if (this.disposing) throw new ProcessManagerDisposedError();
     validateSpawnArguments(command, args, options);
-    const { id, cookie } = this.newProcessId(options);
+    const isHidden = this.hiddenSpawn;
+    const { id, cookie } = isHidden
+      ? { id: 'warm-up', cookie: `${this.id}-w${++this.hiddenCounter}` }
+      : this.newProcessId(options);
     const profile = this.withShared(normalizeSandboxProfile(options.sandbox, this.cwd));
     const cwd = resolve(this.cwd, options.cwd ?? '.');
     if (hasNul(cwd)) throw new InvalidSpawnOptionError('cwd', 'a path without NUL bytes', cwd);
@@ -427,7 +443,7 @@ export class ProcessManager implements ProcessManagerService {
     const { child, sandbox } = this.start(options.executor ?? this.executor, request, profile, cookie);
     const label = options.label ?? (args.length ? `${command} ${args.join(' ')}` : command);
     const proc = new ManagedProcess({
-      owner: this.owner,
+      owner: isHidden ? this.hiddenOwner : this.owner,
       id,
       command,
       args,
@@ -445,7 +461,7 @@ export class ProcessManager implements ProcessManagerService {
       forceFile: capture && captureOpt !== undefined && captureOpt.spillFile === 'always',
       sandbox,
     });
-    this.processes.set(id, proc);
+    if (!isHidden) this.processes.set(id, proc);
     this.live.add(proc);
     proc.start({
       ...(options.timeoutMs !== undefined ? { timeoutMs: options.timeoutMs } : {}),
@@ -528,7 +544,29 @@ export class ProcessManager implements ProcessManagerService {
     if (this.disposing || this.fallbackReason !== undefined) return;
     const profile = this.withShared(normalizeSandboxProfile(sandbox, this.cwd));
     if (profile.kind !== 'none' && this.sandboxBroken(profile)) return;
-    this.clientFor(profile);
+    if (!this.clientFor(profile)) return;
+    // One hidden `true` through that supervisor, once per profile: the first spawn pays for code
+    // paths no later one does (the host's capture and handle setup, the supervisor's spawn and
+    // pid lookups), so the first real command costs about what the tenth does.
+    const key = sandboxKey(profile);
+    if (this.warmedUp.has(key)) return;
+    this.warmedUp.add(key);
+    try {
+      const proc = this.spawnHidden('true', [], { sandbox, capture: { spill: 'none' } });
+      void proc.result.catch(() => undefined);
+    } catch (error) {
+      this.logger?.debug({ err: error }, 'process manager: the warm-up spawn could not start');
+    }
+  }
+
+  /** spawn() for the manager's own plumbing: not listed, no events, killed at dispose like any. */
+  private spawnHidden(command: string, args: readonly string[], options: SpawnOptions): ManagedProcess {
+    this.hiddenSpawn = true;
+    try {
+      return this.spawn(command, args, options);
+    } finally {
+      this.hiddenSpawn = false;
+    }
   }
 
   /**

@@ -2,6 +2,7 @@
 import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { EventBus } from '@conch/core';
 import { waitFor } from '@conch/test-support';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { procEntry } from './kill-tree.js';
@@ -113,6 +114,27 @@ describe('supervisor', () => {
     expect((await m.status()).supervisor).toBe('running');
     const result = await m.spawn('sh', ['-c', 'echo $PPID']).result;
     expect(result.stdout.head).not.toBe(`${process.pid}\n`);
+  });
+
+  it("warmUp()'s hidden spawn is neither listed nor announced, and the first real process is still p1", async () => {
+    const events = new EventBus();
+    const seen: string[] = [];
+    events.on('process.started', (e) => seen.push(`start ${e.id}`));
+    events.on('process.exited', (e) => seen.push(`exit ${e.id}`));
+    const m = manager({ events });
+    m.warmUp();
+    m.warmUp(); // once per profile
+    expect(m.list()).toEqual([]);
+    // Submitted after the hidden `true`, to the same supervisor.
+    const first = m.spawn('true');
+    expect(first.id).toBe('p1');
+    await first.result;
+    await waitFor(
+      () => survivors(m.cookiePrefix).filter((pid) => !cmdline(pid).includes('supervisor-main')).length === 0,
+      { what: 'the warm-up spawn to end', timeoutMs: 10_000 },
+    );
+    expect(m.list().map((p) => p.id)).toEqual(['p1']);
+    expect(seen).toEqual(['start p1', 'exit p1']);
   });
 
   it('a manager disposed while its supervisor is still starting leaves no supervisor behind', async () => {
