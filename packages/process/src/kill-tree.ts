@@ -201,6 +201,28 @@ export function findCookiePids(match: { cookie: string } | { prefix: string }): 
  * group (`setsid`, `nohup`, `disown`, double fork). Rescans until a scan finds none (at most 5
  * rounds) so processes forked during the sweep are caught. Returns the pids killed.
  */
+/**
+ * sweepCookie, then waits (polling, at most `timeoutMs`) until no process with the cookie is
+ * alive: a SIGKILLed process on a busy machine stays in /proc, not yet a zombie, for a moment.
+ * Resolves whether they are all gone.
+ */
+export async function sweepCookieUntilGone(
+  match: string | { cookie: string } | { prefix: string },
+  timeoutMs = 1000,
+): Promise<boolean> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    sweepCookie(match);
+    const left = findCookiePids(typeof match === 'string' ? { cookie: match } : match).filter((pid) => {
+      const stat = procStat(pid);
+      return stat !== undefined && stat[0] !== 'Z';
+    });
+    if (left.length === 0) return true;
+    if (Date.now() >= deadline) return false;
+    await new Promise((resolve) => setTimeout(resolve, 10));
+  }
+}
+
 export function sweepCookie(match: string | { cookie: string } | { prefix: string }): number[] {
   const m = typeof match === 'string' ? { cookie: match } : match;
   const killed: number[] = [];

@@ -17,7 +17,7 @@ import {
 import { LocalExecutor, spawnDetached, type Executor, type ExecutorSpawnRequest } from './executor.js';
 import { onHostExit } from './host-exit.js';
 import { defaultOutputDir, outputFileName, prepareOutputDir } from './output-dir.js';
-import { COOKIE_VAR, sweepCookie } from './kill-tree.js';
+import { COOKIE_VAR, sweepCookie, sweepCookieUntilGone } from './kill-tree.js';
 import { ProcessLeftovers, type LeftoverHandle } from './leftover-handle.js';
 import { ManagedProcess, type ProcessOwner } from './managed-process.js';
 import { OutputCapture } from './output-capture.js';
@@ -1184,7 +1184,8 @@ export class ProcessManager implements ProcessManagerService {
         ...[...this.live].map((p) => p.terminate('killed')),
         ...[...this.ptys].map((pty) => killTree(pty.pid, pty.cookie, graceMs)),
       ]);
-      sweepCookie({ prefix: this.cookiePrefix });
+      // What finished processes left behind (escapees) is swept, and dispose waits until it is gone.
+      await sweepCookieUntilGone({ prefix: this.cookiePrefix });
       await Promise.all([...this.live].map((p) => p.result));
     } finally {
       await this.forwarder?.close();

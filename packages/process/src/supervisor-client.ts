@@ -118,25 +118,20 @@ export function envDifference(
   if (base) {
     const set: Record<string, string> = {};
     let changes = 0;
-    let shared = 0;
     for (const key in env) {
       const value = env[key];
-      if (value === undefined) continue;
-      const had = base.get(key);
-      if (had !== undefined) shared++;
-      if (had !== value) {
-        set[key] = value;
-        changes++;
-      }
+      if (value === undefined || base.get(key) === value || key in set) continue;
+      set[key] = value;
+      changes++;
     }
-    let unset: string[] | undefined;
-    if (shared !== base.size) {
-      unset = [];
-      for (const key of base.keys()) if (env[key] === undefined) unset.push(key);
-      changes += unset.length;
-    }
+    // Every key of the base is looked up (not inferred from a count of the keys enumerated above:
+    // for...in over an env whose prototype is an exotic process.env — vitest's, for one — can
+    // list a key twice, and a miscount once let a removed BASH_ENV reach the next command).
+    const unset: string[] = [];
+    for (const key of base.keys()) if (env[key] === undefined) unset.push(key);
+    changes += unset.length;
     if (changes <= 8 + (base.size >> 2))
-      return { fields: unset ? { env: set, envUnset: unset } : { env: set }, base };
+      return { fields: unset.length ? { env: set, envUnset: unset } : { env: set }, base };
   }
   const whole = flattenEnv(env);
   return { fields: { env: {}, envBase: whole }, base: new Map(Object.entries(whole)) };

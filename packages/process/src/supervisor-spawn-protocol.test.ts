@@ -14,6 +14,57 @@ import { survivors } from './test-support/procs.js';
 const bwrap = findBwrap();
 const COOKIE = 'CONCH_PROC_COOKIE';
 
+describe('envDifference over an env layered on process.env', () => {
+  // In a test worker (and wherever process.env is not node's own object) for...in lists a key the
+  // layer shadows twice: counting keys must not stand in for looking each one up.
+  it.each(['CI', 'CONCH_TEST_SHADOWED', 'PATH'])(
+    'a key removed since the base is unset, %s shadowed',
+    (shadowed) => {
+      const before = process.env[shadowed];
+      process.env[shadowed] ??= 'host';
+      try {
+        const first = Object.create(process.env) as Record<string, string | undefined>;
+        first[shadowed] = 'call';
+        first.BASH_ENV = '/tmp/safe-rm.sh';
+        first.ONLY_FIRST = '1';
+        const { base } = envDifference(first, undefined);
+        const second = Object.create(process.env) as Record<string, string | undefined>;
+        second[shadowed] = 'call';
+        const { fields } = envDifference(second, base);
+        expect(fields.envBase).toBeUndefined();
+        expect([...(fields.envUnset ?? [])].sort()).toEqual(['BASH_ENV', 'ONLY_FIRST']);
+        const children = new SupervisorChildren(() => undefined, false);
+        children.env({
+          t: 'spawn',
+          id: 1,
+          file: 'x',
+          args: [],
+          cwd: '/',
+          env: {},
+          envBase: Object.fromEntries(base),
+          stdin: 'ignore',
+          capture: false,
+        });
+        const rebuilt = children.env({
+          t: 'spawn',
+          id: 2,
+          file: 'x',
+          args: [],
+          cwd: '/',
+          ...fields,
+          stdin: 'ignore',
+          capture: false,
+        });
+        expect(rebuilt.BASH_ENV).toBeUndefined();
+        expect(rebuilt[shadowed]).toBe('call');
+      } finally {
+        if (before === undefined) delete process.env[shadowed];
+        else process.env[shadowed] = before;
+      }
+    },
+  );
+});
+
 describe('env difference (host and supervisor sides)', () => {
   it('a sequence of envs, each reconstructed exactly from the base and its difference', () => {
     const supervisor = new SupervisorChildren(() => {}, false);
