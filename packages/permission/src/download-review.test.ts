@@ -1,6 +1,7 @@
 // Invariant: the gate's refusal of a download fed to an interpreter names the commands to run instead (download the literal URL to a file, read it, run it) for every tool (cli_based_tool, terminal), and falls back to general advice when the line names no URL.
 import { describe, expect, it } from 'vitest';
-import { match, reviewSteps } from './rules/download-to-interpreter.js';
+import { downloadReviewSteps as reviewSteps } from '@conch/shell-syntax';
+import { match } from './rules/download-to-interpreter.js';
 
 describe('download & review advice', () => {
   it.each([

@@ -22,3 +22,4 @@ export type {
 export type * as Syntax from './syntax-types.js';
 export { hasBraceExpansion, hasGlob, literalValue } from './word-facts.js';
 export { shellJoin, shellQuote } from './shell-quote.js';
+export { downloadReviewSteps, type ReviewSteps } from './review-steps.js';

@@ -1,5 +1,10 @@
-import { createHash } from 'node:crypto';
-import { literalValue, shellQuote, type ParsedCommand, type Syntax } from '@conch/shell-syntax';
+import {
+  downloadReviewSteps,
+  literalValue,
+  type ParsedCommand,
+  type ReviewSteps,
+  type Syntax,
+} from '@conch/shell-syntax';
 
 /**
  * "Download & review" (the reference terminal's answer to `curl … | bash`): a new command that
@@ -18,19 +23,6 @@ export interface DownloadReview {
   steps: ReviewSteps;
 }
 
-/** The commands a download fed to an interpreter becomes: download to a file, read it, run it. */
-export interface ReviewSteps {
-  url: string;
-  /** Where the download goes (`/tmp/conch-review-<hash of the URL>-<name>`). */
-  file: string;
-  /** The download alone: curl (or wget when the line used wget). */
-  download: string;
-  /** Reading it: `cat FILE`. */
-  review: string;
-  /** Running it with the interpreter the line used, once it was read. */
-  run: string;
-}
-
 const DOWNLOADERS = new Set(['curl', 'wget']);
 const INTERPRETER = /^(?:bash|sh|zsh|dash|ksh|mksh|python[\d.]*|perl|ruby|node|php|eval|source|\.)$/;
 /** A line naming one of these is left to the gate's privilege rule (`curl … | sudo bash` stays denied). */
@@ -38,35 +30,12 @@ const PRIVILEGE = /(^|[^\w-])(sudo|doas|pkexec|su|run0)([^\w-]|$)/;
 /** A cheap look before the parse: only lines naming a downloader can be one. */
 export const MAY_DOWNLOAD = /(^|[^\w-])(curl|wget)([^\w-]|$)/;
 
-const URL_WORD = /(?:https?|ftp):\/\/[^\s'"`|;&<>(){}\\]+/i;
-const EXTENSIONS: Record<string, string> = { python: 'py', perl: 'pl', ruby: 'rb', node: 'js', php: 'php' };
-
 /**
- * The review steps for the download `shown` (its text, e.g. `curl -fsSL https://x/install.sh`) fed
- * to `interpreter`; undefined when the text names no literal URL. The same shape as the reason of
- * @conch/permission's rule, so the gate's words and these fields agree.
+ * The review steps for the download `shown` fed to `interpreter` (@conch/shell-syntax's, the same
+ * function the permission gate's reason is made from, so the gate's words and these fields agree).
  */
-export function reviewSteps(shown: string, interpreter: string): ReviewSteps | undefined {
-  const url = URL_WORD.exec(shown)?.[0];
-  if (!url) return undefined;
-  const kind = interpreter.replace(/[\d.]+$/, '');
-  const ext = EXTENSIONS[kind] ?? 'sh';
-  const last =
-    url
-      .replace(/[?#].*$/, '')
-      .replace(/\/+$/, '')
-      .split('/')
-      .pop() ?? '';
-  const name = /^[\w.-]+\.[A-Za-z0-9]+$/.test(last) && !url.endsWith('/') ? last : `install.${ext}`;
-  const hash = createHash('sha256').update(url).digest('hex').slice(0, 8);
-  const file = `/tmp/conch-review-${hash}-${name}`;
-  const wget = /(^|[\s/])wget(\s|$)/.test(shown) && !/(^|[\s/])curl(\s|$)/.test(shown);
-  const download = wget
-    ? `wget -qO ${shellQuote(file)} ${shellQuote(url)}`
-    : `curl -fsSL -o ${shellQuote(file)} ${shellQuote(url)}`;
-  const runner = interpreter === 'eval' || interpreter === '.' ? 'source' : interpreter;
-  return { url, file, download, review: `cat ${shellQuote(file)}`, run: `${runner} ${shellQuote(file)}` };
-}
+export const reviewSteps = downloadReviewSteps;
+export type { ReviewSteps };
 
 function nameOf(st: Syntax.SimpleCommand): string | undefined {
   const first = st.words[0];
