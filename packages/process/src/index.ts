@@ -10,7 +10,15 @@ export {
   type SpillSinkOptions,
 } from './spill-sink.js';
 export { OutputCapture, type CaptureSnapshot, type OutputCaptureOptions } from './output-capture.js';
-export { COOKIE_VAR, findCookiePids, pidAlive, procTable, type ProcEntry, sweepCookie } from './kill-tree.js';
+export {
+  COOKIE_VAR,
+  findCookiePids,
+  findEnvPids,
+  pidAlive,
+  procTable,
+  type ProcEntry,
+  sweepCookie,
+} from './kill-tree.js';
 export { killTree, killTreeSync, treePids } from './process-tree.js';
 export { LocalExecutor, type Executor, type ExecutorSpawnRequest } from './executor.js';
 export type { SpawnedChild } from './spawned-child.js';

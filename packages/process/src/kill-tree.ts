@@ -178,9 +178,17 @@ export function killGroupSync(pid: number): void {
  * environment is not found; its process group is killed separately.
  */
 export function findCookiePids(match: { cookie: string } | { prefix: string }): number[] {
-  const needle = Buffer.from(
-    'cookie' in match ? `${COOKIE_VAR}=${match.cookie}\0` : `${COOKIE_VAR}=${match.prefix}`,
-  );
+  return 'cookie' in match
+    ? findEnvPids(COOKIE_VAR, match.cookie)
+    : findEnvPids(COOKIE_VAR, match.prefix, { prefix: true });
+}
+
+/**
+ * Pids (not this process) whose environment has `name=value` as an entry — or, with `prefix`, an
+ * entry `name=` followed by `value` and anything. Linux only (reads /proc/<pid>/environ).
+ */
+export function findEnvPids(name: string, value: string, options: { prefix?: boolean } = {}): number[] {
+  const needle = Buffer.from(options.prefix ? `${name}=${value}` : `${name}=${value}\0`);
   const out: number[] = [];
   for (const pid of procPids()) {
     let env: Buffer;

@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
-import { readdirSync, readFileSync } from 'node:fs';
 import type { ToolCallContext } from '@conch/core';
+import { findEnvPids, pidAlive } from '@conch/process';
 import type { CliConfigInput } from '../config.js';
 import { runCommand } from '../run-command.js';
 import type { TemplateRunner } from './define-command-tool.js';
@@ -57,11 +57,12 @@ export const cliTemplateRunner: TemplateRunner = async (ctx: ToolCallContext, re
  * synchronously and at most CANCEL_CONFIRM_MS, until they are gone. Returns the pids still alive.
  */
 function killMarked(mark: string): number[] {
-  const needle = Buffer.from(`${TEMPLATE_CALL_VARIABLE}=${mark}\0`);
   const signalled = new Set<number>();
   let left: number[] = [];
   for (let round = 0; round < 5; round++) {
-    const fresh = markedPids(needle).filter((pid) => !signalled.has(pid));
+    const fresh = findEnvPids(TEMPLATE_CALL_VARIABLE, mark).filter(
+      (pid) => pidAlive(pid) && !signalled.has(pid),
+    );
     if (fresh.length === 0) break;
     for (const pid of fresh) {
       try {
@@ -71,48 +72,11 @@ function killMarked(mark: string): number[] {
         // gone already
       }
     }
-    left = [...signalled].filter(alive);
+    left = [...signalled].filter(pidAlive);
     const deadline = performance.now() + CANCEL_CONFIRM_MS;
     // SIGKILL takes effect when the kernel next schedules the process: microseconds, rarely more.
-    while (left.length > 0 && performance.now() < deadline) left = left.filter(alive);
+    while (left.length > 0 && performance.now() < deadline) left = left.filter(pidAlive);
     if (left.length > 0) break;
   }
   return left;
-}
-
-/** Live pids (not this process) whose environment holds `needle` as an entry (Linux /proc). */
-function markedPids(needle: Buffer): number[] {
-  let names: string[];
-  try {
-    names = readdirSync('/proc');
-  } catch {
-    return [];
-  }
-  const out: number[] = [];
-  for (const name of names) {
-    const c = name.charCodeAt(0);
-    if (c < 48 || c > 57) continue;
-    const pid = Number(name);
-    if (pid === process.pid) continue;
-    let env: Buffer;
-    try {
-      env = readFileSync(`/proc/${pid}/environ`);
-    } catch {
-      continue;
-    }
-    const at = env.indexOf(needle);
-    if ((at === 0 || (at > 0 && env[at - 1] === 0)) && alive(pid)) out.push(pid);
-  }
-  return out;
-}
-
-/** Not gone and not a zombie. */
-function alive(pid: number): boolean {
-  try {
-    const stat = readFileSync(`/proc/${pid}/stat`, 'latin1');
-    const state = stat.charAt(stat.lastIndexOf(')') + 2);
-    return state !== 'Z' && state !== 'X';
-  } catch {
-    return false;
-  }
 }
