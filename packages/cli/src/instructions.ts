@@ -1,12 +1,20 @@
 import type { CliConfig } from './config.js';
 
+/**
+ * 50000 -> '50,000'. Not toLocaleString: its first call loads ICU's number formatting, about 10 ms
+ * of a conch-mcp start spent on one comma.
+ */
+function thousands(n: number): string {
+  return String(Math.trunc(n)).replace(/\B(?=(\d{3})+(?!\d))/g, ',');
+}
+
 /** The cli plugin's guidance for the model: modes, truncation, the error table, task handles. */
 export function cliInstructions(config: CliConfig, backgroundAvailable: boolean): string {
   const lines = [
     'cli_based_tool runs a shell command on the local machine and returns { stdout, stderr, returncode, mode }.',
     '- A single simple command (e.g. `git status`) runs directly without a shell; pipes, redirections, &&/||/;, $(...), globs and variables run through bash. Pass `args` to give an executable its arguments without any shell interpretation.',
     '- stdin is closed: commands that wait for input fail instead of hanging. Use non-interactive flags (-y, --yes, --no-edit, -m "msg").',
-    `- Output over ${config.maxOutputChars.toLocaleString('en-US')} characters is truncated (truncated: true) to its start and end; the full output is in output_file. Narrow the command instead of repeating it: | grep PATTERN, | head -50, | tail -50, find -maxdepth 2, git log --oneline | head -20.`,
+    `- Output over ${thousands(config.maxOutputChars)} characters is truncated (truncated: true) to its start and end; the full output is in output_file. Narrow the command instead of repeating it: | grep PATTERN, | head -50, | tail -50, find -maxdepth 2, git log --oneline | head -20.`,
     'Errors:',
     '- non-zero returncode: read stderr for details.',
     '- "File exists": the goal is already achieved; continue.',

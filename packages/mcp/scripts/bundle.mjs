@@ -4,9 +4,13 @@
 //
 //   dist/package/package.json        this package.json, with `dependencies` = the union of the
 //                                    bundled packages' own npm dependencies (catalog ranges resolved)
-//   dist/package/dist/bin.js         the conch-mcp bin          } esbuild, ESM, code splitting: the
-//   dist/package/dist/index.js       the host API               } shared code sits in chunk-*.js
-//   dist/package/dist/chunk-*.js                                } beside them (same directory)
+//   dist/package/dist/bin.js         the conch-mcp bin: a launcher (turns on node's compile cache)
+//   dist/package/dist/main.js        the server, self-contained: every npm dependency bundled in
+//                                    but those that load native code or WASM files beside them
+//                                    (BIN_EXTERNALS); one file compiles and evaluates far faster
+//                                    than the hundreds of modules zod, the MCP SDK and ajv ship as
+//   dist/package/dist/index.js       the host API               } esbuild, ESM: npm dependencies
+//   dist/package/dist/chunk-*.js                                } stay imports, shared with the host
 //   dist/package/dist/supervisor-main.js  @conch/process's supervisor, self-contained (node built-ins
 //                                    only), beside the chunk that starts it: the process manager
 //                                    runs `<its own dir>/supervisor-main.js`
@@ -121,13 +125,44 @@ const common = {
   plugins: [externals],
 };
 
-// 2. bin + host API, sharing chunks. Everything stays in one directory: import.meta.url-relative
-// paths (../package.json, the supervisor script, discovery's start dir) resolve as in a package.
+// 2. The host API: @conch/* bundled, npm dependencies stay imports (a host shares its zod, MCP SDK
+// and pino with conch). Everything stays in one directory: import.meta.url-relative paths
+// (../package.json, the supervisor script, discovery's start dir) resolve as in a package.
 const main = await esbuild.build({
   ...common,
-  entryPoints: { bin: join(STAGE, 'bin.js'), index: join(STAGE, 'index.js') },
+  entryPoints: { index: join(STAGE, 'index.js') },
   splitting: true,
 });
+
+// 2b. The bin: the launcher as compiled (it imports ./main.js after turning on the compile cache),
+// and the server with its npm dependencies bundled in, except those that find files beside their
+// own code at run time (native addons, WASM, pino's worker transports): they stay imports of the
+// published dependencies. CommonJS dependencies inside the ESM bundle get a real `require`.
+const BIN_EXTERNALS = ['@lydell/node-pty', 'web-tree-sitter', 'tree-sitter-bash', 'pino'];
+const binExternals = {
+  name: 'bin-externals',
+  setup(build) {
+    build.onResolve({ filter: /^[^./]/ }, (args) =>
+      isBuiltin(args.path) || BIN_EXTERNALS.includes(packageName(args.path))
+        ? { path: args.path, external: true }
+        : undefined,
+    );
+  },
+};
+const server = await esbuild.build({
+  ...common,
+  entryPoints: { main: join(STAGE, 'main.js') },
+  plugins: [binExternals],
+  sourcemap: process.env.CONCH_BUNDLE_SOURCEMAP ? 'external' : false,
+  banner: {
+    js: "import { createRequire as __conchCreateRequire } from 'node:module'; const require = __conchCreateRequire(import.meta.url);",
+  },
+});
+writeFileSync(
+  join(OUT_DIST, 'bin.js'),
+  readFileSync(join(STAGE, 'bin.js'), 'utf8').replace(/\n\/\/# sourceMappingURL=.*\n?$/, '\n'),
+  { mode: 0o755 },
+);
 
 // The bundled workspace packages, found from the files esbuild actually read.
 const bundled = new Map(); // package root -> package.json
@@ -201,6 +236,13 @@ for (const [input, info] of Object.entries(main.metafile.inputs)) {
 for (const [file, output] of Object.entries(main.metafile.outputs)) {
   for (const imported of output.imports) {
     if (imported.path.startsWith('@conch/')) fail(`${file} still imports ${imported.path}`);
+  }
+}
+for (const [file, output] of Object.entries(server.metafile.outputs)) {
+  for (const imported of output.imports) {
+    if (!imported.external || isBuiltin(imported.path)) continue;
+    if (!dependencies[packageName(imported.path)])
+      fail(`${file} imports ${imported.path}, which the published dependencies do not list`);
   }
 }
 

@@ -24,26 +24,25 @@ async function probe(bwrap: string): Promise<SandboxStatus> {
   // its ergonomics (reject: false, timeout, stripped output) matter more than spawn cost. Loaded
   // here, not at the top: importing it takes ~150 ms, which every host would pay at startup.
   const { execa } = await import('execa');
+  const run = await execa(bwrap, probeArgs(bwrap), { reject: false, timeout: 10_000 });
+  if (!run.failed) return { available: true, bwrap, version: versionOf(run.stdout) };
+  // Why not: bwrap missing or broken (its --version fails too), or namespaces refused here.
   const version = await execa(bwrap, ['--version'], { reject: false, timeout: 10_000 });
   if (version.failed) {
     return { available: false, bwrap, reason: firstLine(version.stderr) || version.shortMessage };
   }
-  const v = version.stdout.replace(/^bubblewrap\s+/, '').trim();
-  // bwrap may exist where it cannot work (unprivileged user namespaces disabled, seccomp):
-  // only a real sandbox with the namespaces the profiles use tells.
-  const run = await execa(bwrap, PROBE_ARGS, {
-    reject: false,
-    timeout: 10_000,
-  });
-  if (run.failed) {
-    return { available: false, bwrap, version: v, reason: firstLine(run.stderr) || run.shortMessage };
-  }
-  return { available: true, bwrap, version: v };
+  return {
+    available: false,
+    bwrap,
+    version: versionOf(version.stdout),
+    reason: firstLine(run.stderr) || run.shortMessage,
+  };
 }
 
 /**
- * Probes bubblewrap once per process (per bwrap binary; cached): `bwrap --version`, then a real
- * read-only sandbox without network running `true`. Never rejects.
+ * Probes bubblewrap once per process (per bwrap binary; cached): a real read-only sandbox without
+ * network running `bwrap --version` (and, only when it fails, `bwrap --version` outside, to tell a
+ * broken bwrap from refused namespaces). Never rejects.
  */
 export function probeSandbox(options: { bwrap?: string } = {}): Promise<SandboxStatus> {
   const bwrap = options.bwrap ?? findBwrap();
@@ -71,49 +70,61 @@ export function settledSandboxStatus(bwrap: string): SandboxStatus | undefined {
   return settled.get(bwrap);
 }
 
-/** The arguments of the probe's real sandbox: the namespaces the isolated profiles use. */
-const PROBE_ARGS = [
-  '--ro-bind',
-  '/',
-  '/',
-  '--dev',
-  '/dev',
-  '--proc',
-  '/proc',
-  '--unshare-pid',
-  '--unshare-net',
-  '--',
-  'true',
-];
+/**
+ * The probe's real sandbox, with the namespaces the isolated profiles use, runs `bwrap --version`
+ * inside itself: one spawn both proves the sandbox works and names the version (a start of
+ * conch-mcp pays for the probe before it answers).
+ */
+function probeArgs(bwrap: string): string[] {
+  return [
+    '--ro-bind',
+    '/',
+    '/',
+    '--dev',
+    '/dev',
+    '--proc',
+    '/proc',
+    '--unshare-pid',
+    '--unshare-net',
+    '--',
+    bwrap,
+    '--version',
+  ];
+}
+
+function versionOf(stdout: string): string {
+  return firstLine(stdout)
+    .replace(/^bubblewrap\s+/, '')
+    .trim();
+}
 
 /**
  * The probe, synchronously (for a plugin's synchronous setup that must choose a default now): the
- * cached answer when a probe already ran, else `bwrap --version` and one real sandbox, blocking for
- * a few milliseconds once per process. Shares the cache with probeSandbox().
+ * cached answer when a probe already ran, else one real sandbox (as probeSandbox), blocking for a
+ * few milliseconds once per process. Shares the cache with probeSandbox().
  */
 export function probeSandboxSync(options: { bwrap?: string } = {}): SandboxStatus {
   const bwrap = options.bwrap ?? findBwrap();
   if (!bwrap) return { available: false, reason: 'bwrap was not found on PATH (apt-get install bubblewrap)' };
   const known = settled.get(bwrap);
   if (known) return known;
-  const version = spawnSync(bwrap, ['--version'], { encoding: 'utf8', timeout: 10_000 });
+  const run = spawnSync(bwrap, probeArgs(bwrap), { encoding: 'utf8', timeout: 10_000 });
   let status: SandboxStatus;
-  if (version.status !== 0) {
-    status = {
-      available: false,
-      bwrap,
-      reason: firstLine(version.stderr ?? '') || String(version.error ?? 'bwrap --version failed'),
-    };
+  if (run.status === 0) {
+    status = { available: true, bwrap, version: versionOf(run.stdout) };
   } else {
-    const v = version.stdout.replace(/^bubblewrap\s+/, '').trim();
-    const run = spawnSync(bwrap, PROBE_ARGS, { encoding: 'utf8', timeout: 10_000 });
+    const version = spawnSync(bwrap, ['--version'], { encoding: 'utf8', timeout: 10_000 });
     status =
-      run.status === 0
-        ? { available: true, bwrap, version: v }
+      version.status !== 0
+        ? {
+            available: false,
+            bwrap,
+            reason: firstLine(version.stderr ?? '') || String(version.error ?? 'bwrap --version failed'),
+          }
         : {
             available: false,
             bwrap,
-            version: v,
+            version: versionOf(version.stdout),
             reason: firstLine(run.stderr ?? '') || String(run.error ?? 'the probe sandbox failed'),
           };
   }

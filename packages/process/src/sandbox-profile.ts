@@ -347,7 +347,8 @@ export function sandboxArgs(
         (a, b) =>
           a.path.split('/').length - b.path.split('/').length ||
           a.order - b.order ||
-          a.path.localeCompare(b.path),
+          // Code-unit order, not localeCompare: the same on every locale, and no ICU collator to load.
+          (a.path < b.path ? -1 : a.path > b.path ? 1 : 0),
       );
       for (const m of mounts) bind(m.flag, m.path);
       // Secrets: a directory becomes an empty read-only tmpfs, a file reads as /dev/null.

@@ -1,0 +1,84 @@
+import 'reflect-metadata';
+import { readFileSync } from 'node:fs';
+import { createDefaultLogger, type Logger, type PluginRegistry } from '@conch/core';
+import { chooseConfig, parseCliArgs, USAGE } from './cli-args.js';
+import { startStdioServer } from './start.js';
+
+// Most children die in dispose(); this bounds how long a stuck dispose can hold the exit.
+const EXIT_GRACE_MS = 10_000;
+
+// What escapes the registry is logged like the registry logs (pino on stderr; stdout is the
+// protocol): with the default logger until the registry exists, then with the registry's.
+let logger: Logger = createDefaultLogger();
+let registry: PluginRegistry | undefined;
+
+/**
+ * A third-party plugin's own timer, or a promise nobody awaits, can throw where no conch code is on
+ * the stack (conch catches what it calls itself: tools, listeners, setup). Node would end the
+ * server with every process it runs; conch-mcp logs the error instead — naming the plugin when its
+ * stack runs through a discovered plugin's package — and keeps serving.
+ */
+function keepServing(kind: string): (error: unknown) => void {
+  return (error) => {
+    const plugin = registry?.pluginOfError(error);
+    logger.error(
+      { err: error, ...(plugin === undefined ? {} : { plugin }) },
+      `conch-mcp: ${kind}${plugin === undefined ? '' : ` from plugin '${plugin}'`}; logged, the server keeps serving`,
+    );
+  };
+}
+process.on('uncaughtException', keepServing('uncaught exception'));
+process.on('unhandledRejection', keepServing('unhandled promise rejection'));
+
+async function main(): Promise<void> {
+  const args = parseCliArgs(process.argv.slice(2));
+  if (args.help) {
+    process.stdout.write(USAGE);
+    return;
+  }
+  if (args.version) {
+    const pkg = JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8')) as {
+      version: string;
+    };
+    process.stdout.write(`${pkg.version}\n`);
+    return;
+  }
+  // --config, else CONCH_CONFIG (launchers such as the MCP Inspector take --config for themselves).
+  const chosen = chooseConfig(args);
+  const running = await startStdioServer(
+    chosen === undefined ? {} : { config: chosen.config, configSource: chosen.source },
+  );
+  registry = running.registry;
+  logger = running.registry.logger;
+  let exiting = false;
+  const shutdown = (why: string, code = 0) => {
+    if (exiting) return;
+    exiting = true;
+    running.registry.logger.info({ why }, 'conch-mcp shutting down');
+    const force = setTimeout(() => process.exit(code), EXIT_GRACE_MS);
+    force.unref();
+    running.close().then(
+      () => process.exit(code),
+      (error: unknown) => {
+        process.stderr.write(`conch-mcp: shutdown failed: ${String(error)}\n`);
+        process.exit(1);
+      },
+    );
+  };
+  process.stdin.once('end', () => shutdown('stdin closed'));
+  process.stdin.once('close', () => shutdown('stdin closed'));
+  process.once('SIGTERM', () => shutdown('SIGTERM'));
+  process.once('SIGINT', () => shutdown('SIGINT'));
+  process.once('SIGHUP', () => shutdown('SIGHUP'));
+  running.server.onclose = () => shutdown('transport closed');
+}
+
+main().catch((error: unknown) => {
+  const message = error instanceof Error ? error.message : String(error);
+  const hint =
+    (error as { code?: unknown }).code === 'NO_SUCH_PLUGIN'
+      ? '\nInstall the plugin package where conch-mcp can find it (node_modules next to the config) or list its folder in "pluginDirs".'
+      : '';
+  process.stderr.write(`conch-mcp: ${message}${hint}\n`);
+  process.exit(1);
+});
