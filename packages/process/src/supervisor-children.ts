@@ -14,16 +14,22 @@ interface PipeHandle {
 /**
  * Whether this node's child pipes expose the internals detachPipe relies on. The supervisor checks
  * it once at start and, when it fails (a node release changed them), reports `fatal` so the host
- * spawns in-process instead of losing output.
+ * spawns in-process instead of losing output. The probe child is `node --version` (it exits before
+ * any JavaScript starts), killed at once; `gone` settles once node has reaped it, and the supervisor
+ * says it is ready only then, so no command it runs ever sees the probe (as a `<defunct>` in `ps`
+ * inside the sandbox's own pid namespace).
  */
-export function canDetachPipes(): boolean {
-  const probe = spawn(process.execPath, ['-e', ''], { stdio: ['ignore', 'pipe', 'ignore'] });
-  probe.on('error', () => {});
+export function canDetachPipes(): { usable: boolean; gone: Promise<void> } {
+  const probe = spawn(process.execPath, ['--version'], { stdio: ['ignore', 'pipe', 'ignore'] });
+  const gone = new Promise<void>((resolve) => {
+    probe.once('exit', () => resolve());
+    probe.once('error', () => resolve());
+  });
   const handle = (probe.stdout as unknown as { _handle?: Partial<PipeHandle> } | null)?._handle;
-  const ok = typeof handle?.readStop === 'function' && Array.isArray(probe.stdio);
+  const usable = typeof handle?.readStop === 'function' && Array.isArray(probe.stdio);
   probe.kill('SIGKILL');
   probe.stdout?.destroy();
-  return ok;
+  return { usable, gone };
 }
 
 /**

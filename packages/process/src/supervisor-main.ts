@@ -97,7 +97,7 @@ process.on('message', (message: HostMessage) => {
   }
 });
 
-const usable = canDetachPipes();
+const { usable, gone: probeGone } = canDetachPipes();
 if (syncFd !== undefined && !usable) {
   // Close the PTY channel too, so a host blocked on it sees the end at once.
   closeSync(Number(syncFd));
@@ -120,6 +120,7 @@ if (syncFd !== undefined && !usable) {
   });
 }
 
+const ready = () => probeGone.then(() => send({ t: 'ready', pid: process.pid, node: process.version }));
 if (!usable) {
   send({ t: 'fatal', message: `node ${process.version}: child pipes cannot be detached for handle passing` });
 } else if (proxySocket && proxyPort) {
@@ -127,10 +128,10 @@ if (!usable) {
   startBridge(proxySocket, Number(proxyPort)).then(
     (server) => {
       server.unref();
-      send({ t: 'ready', pid: process.pid, node: process.version });
+      void ready();
     },
     (error: Error) => send({ t: 'fatal', message: `the network bridge could not start: ${error.message}` }),
   );
 } else {
-  send({ t: 'ready', pid: process.pid, node: process.version });
+  void ready();
 }
