@@ -113,3 +113,8 @@ export async function directoryState(
 export function transportLost(result: object): boolean {
   return (result as { errorCode?: string }).errorCode === 'TRANSPORT_LOST';
 }
+
+/** Whether a process result is a remote run whose exec server session expired (killed there past its grace period). */
+export function sessionExpired(result: object): boolean {
+  return (result as { errorCode?: string }).errorCode === 'SESSION_EXPIRED';
+}

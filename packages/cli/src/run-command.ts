@@ -55,6 +55,7 @@ import {
   remoteBaseCwd,
   remoteSafeRm,
   transportLost,
+  sessionExpired,
 } from './process-target.js';
 
 export interface RunCommandRequest {
@@ -542,6 +543,11 @@ async function runOn(
     if (transportLost(result)) {
       out.error = `The connection to ${where?.target ?? 'the target'} was lost while the command ran; its exec server killed what the command started when the connection closed. Run it again: the next call reconnects.`;
       out.error_code = 'TRANSPORT_LOST';
+    } else if (sessionExpired(result)) {
+      // The link dropped and no re-attach came within the target's grace period: the message
+      // names the session and what was lost with it.
+      out.error = `The connection to ${where?.target ?? 'the target'} was lost while the command ran and could not be re-attached in time: ${result.spawnError?.message ?? 'its exec server session expired'}`;
+      out.error_code = 'SESSION_EXPIRED';
     }
     // A background task's final result says where it ran, as the call's result does.
     if (where) (out as CliResult & { target?: string }).target = where.target;

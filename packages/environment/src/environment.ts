@@ -62,7 +62,8 @@ export interface LocalExecutorOption {
  * Where commands, terminal sessions and files are: @conch/exec-server's executor config —
  * `{ kind: 'local' }`, `{ kind: 'bubblewrap', writable?, network? }`, `{ kind: 'ssh', host, port?,
  * user?, identityFile?, cwd?, ... }`, `{ kind: 'container', engine, container, ... }`,
- * `{ kind: 'kubernetes', pod, namespace?, ... }` (snake_case keys accepted).
+ * `{ kind: 'kubernetes', pod, namespace?, ... }` or `{ kind: 'kubernetes', claim: { template | warmPool,
+ * namespace?, ... } }` (a kubernetes-sigs/agent-sandbox SandboxClaim); snake_case keys accepted.
  */
 export type ExecutorOption = LocalExecutorOption | ExecutorConfigInput;
 

@@ -1,6 +1,7 @@
 // Builds the server bundle that is copied into targets: dist/server-bundle/ holds
 //   exec-server.js         the server (esbuild: @conch/process, @conch/terminal, @conch/core, pino,
 //                          zod ... in one ESM file plus shared chunks beside it), needing only node >= 20
+//   attach-relay.js        the relay a re-attaching client runs (stdio <-> a detached server's socket)
 //   supervisor-main.js     @conch/process's supervisor (the server's ProcessManager starts it from
 //                          the directory its own code runs from)
 //   node_modules/@lydell/  node-pty's JS and the prebuilt pty.node of every platform installed here
@@ -46,6 +47,8 @@ const processDir = dirname(fileURLToPath(import.meta.resolve('@conch/process')))
 await build({
   entryPoints: {
     'exec-server': join(pkgDir, 'src', 'server', 'main.ts'),
+    // What a re-attaching client runs in the target: no dependencies, quick to start.
+    'attach-relay': join(pkgDir, 'src', 'server', 'attach-relay.ts'),
     'supervisor-main': join(processDir, 'supervisor-main.js'),
   },
   outdir: out,

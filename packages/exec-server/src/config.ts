@@ -29,14 +29,24 @@ const remote = {
     .int()
     .min(100)
     .optional()
-    .describe('ping interval; 3 silent intervals mean the link is lost. Default 10000'),
+    .describe(
+      'ping interval of the host; 3 silent intervals mean the link is lost (half-open links too). Default 2000',
+    ),
   idleTimeoutMs: z
     .number()
     .int()
     .min(1000)
     .optional()
     .describe(
-      'the server ends (killing what it runs) after this long without a message. Default max(60000, 6 heartbeats)',
+      'the server treats this long without a message as a dropped link: it detaches (or, with detachGraceMs 0, ends, killing what it runs). Default 4 heartbeats; max(60000, 6 heartbeats) with detachGraceMs 0',
+    ),
+  detachGraceMs: z
+    .number()
+    .int()
+    .min(0)
+    .optional()
+    .describe(
+      'how long the server keeps running what it started after its link drops, for the host to re-attach (processes, background tasks, terminal sessions, output by offset). 0 kills everything at once. Default 60000',
     ),
   connectTimeoutMs: z
     .number()
@@ -92,16 +102,109 @@ export const containerExecutorSchema = z.strictObject({
   ...remote,
 });
 
-export const kubernetesExecutorSchema = z.strictObject({
-  kind: z.literal('kubernetes'),
-  pod: z.string().min(1),
-  namespace: z.string().min(1).optional(),
-  container: z.string().min(1).optional(),
-  context: z.string().min(1).optional(),
-  kubeconfig: z.string().min(1).optional(),
-  kubectl: z.string().min(1).optional().describe("the kubectl binary. Default 'kubectl'"),
-  ...remote,
-});
+/**
+ * `claim`: a sandbox from kubernetes-sigs/agent-sandbox. A SandboxClaim is created on first use,
+ * its pod (named by the Sandbox it gets) is exec'd into once the claim is Ready, and the claim is
+ * deleted at dispose.
+ */
+export const sandboxClaimSchema = z
+  .strictObject({
+    template: z
+      .string()
+      .min(1)
+      .optional()
+      .describe(
+        'a SandboxTemplate name: an extensions.agents.x-k8s.io/v1alpha1 claim (spec.sandboxTemplateRef; agent-sandbox 0.4, deprecated but served in 0.5)',
+      ),
+    warmPool: z
+      .string()
+      .min(1)
+      .optional()
+      .describe(
+        'a SandboxWarmPool name: an extensions.agents.x-k8s.io/v1beta1 claim (spec.warmPoolRef; agent-sandbox 0.5 and later)',
+      ),
+    namespace: z
+      .string()
+      .min(1)
+      .optional()
+      .describe("where the claim (and so its pod) is. Default: the kubeconfig context's namespace"),
+    readyTimeoutMs: z
+      .number()
+      .int()
+      .min(1000)
+      .optional()
+      .describe('how long the claim may take to become Ready (a cold start pulls images). Default 300000'),
+    shutdownAfterSeconds: z
+      .number()
+      .int()
+      .min(1)
+      .optional()
+      .describe(
+        "sets the claim's spec.lifecycle.shutdownTime this long after its creation (shutdownPolicy Delete): agent-sandbox deletes it then, even when this host never does (killed, or `keep`)",
+      ),
+    keep: z
+      .boolean()
+      .optional()
+      .describe('leave the claim at dispose (to its shutdown time, or for good) instead of deleting it'),
+    labels: z
+      .record(z.string(), z.string())
+      .optional()
+      .describe('labels on the claim, besides app.kubernetes.io/managed-by: conch'),
+  })
+  .superRefine((claim, ctx) => {
+    if (claim.template === undefined && claim.warmPool === undefined) {
+      ctx.addIssue({
+        code: 'custom',
+        path: ['template'],
+        message: 'one of `template` (a SandboxTemplate name) or `warmPool` (a SandboxWarmPool name)',
+      });
+    } else if (claim.template !== undefined && claim.warmPool !== undefined) {
+      ctx.addIssue({
+        code: 'custom',
+        path: ['warmPool'],
+        message: 'either `template` or `warmPool`, not both (a claim refers to one of them)',
+      });
+    }
+  });
+
+export const kubernetesExecutorSchema = z
+  .strictObject({
+    kind: z.literal('kubernetes'),
+    pod: z.string().min(1).optional().describe('an existing pod to exec into (or `claim`)'),
+    claim: sandboxClaimSchema.optional().describe('a SandboxClaim to create for this target (or `pod`)'),
+    namespace: z
+      .string()
+      .min(1)
+      .optional()
+      .describe("the pod's namespace. Default: the kubeconfig context's namespace"),
+    container: z.string().min(1).optional(),
+    context: z.string().min(1).optional(),
+    kubeconfig: z.string().min(1).optional(),
+    kubectl: z.string().min(1).optional().describe("the kubectl binary. Default 'kubectl'"),
+    ...remote,
+  })
+  .superRefine((config, ctx) => {
+    if (config.pod === undefined && config.claim === undefined) {
+      ctx.addIssue({
+        code: 'custom',
+        path: ['pod'],
+        message: 'one of `pod` (an existing pod) or `claim` (a SandboxClaim to create, e.g. { template })',
+      });
+    } else if (config.pod !== undefined && config.claim !== undefined) {
+      ctx.addIssue({
+        code: 'custom',
+        path: ['claim'],
+        message: 'either `pod` or `claim`, not both',
+      });
+    }
+    if (config.claim !== undefined && config.namespace !== undefined) {
+      ctx.addIssue({
+        code: 'custom',
+        path: ['namespace'],
+        message: "no top-level namespace with `claim`: the claim's namespace is claim.namespace",
+      });
+    }
+  });
 
 /**
  * Where a registry's commands, terminal sessions and file operations run: `executor: { kind, … }`

@@ -16,6 +16,7 @@ import type { FilesPolicy } from './protocol.js';
 import type { ProcessLayer } from './process-layer.js';
 import { ContainerTransport } from './transport/container-transport.js';
 import { KubectlTransport } from './transport/kubectl-transport.js';
+import { SandboxClaimTransport, type SandboxClaimInfo } from './transport/sandbox-claim-transport.js';
 import { SshTransport } from './transport/ssh-transport.js';
 import type { Transport } from './transport/transport.js';
 
@@ -52,6 +53,8 @@ export interface TargetInfo {
   bundle?: string | null;
   /** Whether terminal sessions can run there. */
   pty?: { available: boolean; reason?: string };
+  /** `kubernetes` with `claim`: the SandboxClaim, its Sandbox and the pod commands run in. */
+  sandbox?: SandboxClaimInfo;
 }
 
 /**
@@ -102,8 +105,11 @@ export function parseExecutorConfig(config: unknown): ExecutorConfig {
   return parsed.data;
 }
 
-/** The transport of a remote config. */
-export function transportFor(config: RemoteExecutorConfig): Transport {
+/** The transport of a remote config (the logger hears a SandboxClaim's kubectl calls and cleanup). */
+export function transportFor(
+  config: RemoteExecutorConfig,
+  options: { logger?: Logger | undefined } = {},
+): Transport {
   switch (config.kind) {
     case 'ssh':
       return new SshTransport({
@@ -126,8 +132,28 @@ export function transportFor(config: RemoteExecutorConfig): Transport {
         ...(config.engineArgs !== undefined ? { engineArgs: config.engineArgs } : {}),
       });
     case 'kubernetes':
+      if (config.claim) {
+        const claim = config.claim;
+        return new SandboxClaimTransport({
+          ...(claim.template !== undefined ? { template: claim.template } : {}),
+          ...(claim.warmPool !== undefined ? { warmPool: claim.warmPool } : {}),
+          ...(claim.namespace !== undefined ? { namespace: claim.namespace } : {}),
+          ...(claim.readyTimeoutMs !== undefined ? { readyTimeoutMs: claim.readyTimeoutMs } : {}),
+          ...(claim.shutdownAfterSeconds !== undefined
+            ? { shutdownAfterSeconds: claim.shutdownAfterSeconds }
+            : {}),
+          ...(claim.keep !== undefined ? { keep: claim.keep } : {}),
+          ...(claim.labels !== undefined ? { labels: claim.labels } : {}),
+          ...(config.container !== undefined ? { container: config.container } : {}),
+          ...(config.context !== undefined ? { context: config.context } : {}),
+          ...(config.kubeconfig !== undefined ? { kubeconfig: config.kubeconfig } : {}),
+          ...(config.kubectl !== undefined ? { kubectl: config.kubectl } : {}),
+          logger: options.logger,
+        });
+      }
       return new KubectlTransport({
-        pod: config.pod,
+        // The schema admits a config without a claim only with a pod.
+        pod: config.pod!,
         ...(config.namespace !== undefined ? { namespace: config.namespace } : {}),
         ...(config.container !== undefined ? { container: config.container } : {}),
         ...(config.context !== undefined ? { context: config.context } : {}),
@@ -144,7 +170,7 @@ export function transportFor(config: RemoteExecutorConfig): Transport {
 export function executorFromConfig(config: unknown, ctx: ExecutorContext): ExecutionTarget {
   const parsed = parseExecutorConfig(config);
   if (parsed.kind === 'local' || parsed.kind === 'bubblewrap') return localTarget(parsed, ctx);
-  return remoteTarget(parsed, transportFor(parsed), ctx);
+  return remoteTarget(parsed, transportFor(parsed, { logger: ctx.logger }), ctx);
 }
 
 /** A remote target over any transport (the factory's remote kinds; tests and custom transports). */
@@ -164,6 +190,7 @@ export function remoteTarget(
     serverCommand: config.serverCommand,
     heartbeatMs: config.heartbeatMs,
     idleTimeoutMs: config.idleTimeoutMs,
+    detachGraceMs: config.detachGraceMs,
     connectTimeoutMs: config.connectTimeoutMs,
     serverLogLevel: config.serverLogLevel,
     keepTempFiles: config.keepTempFiles,
@@ -204,10 +231,14 @@ export function remoteTarget(
         node: hello.node,
         bundle: hello.bundle,
         pty: init.pty,
+        ...(transport instanceof SandboxClaimTransport && transport.info ? { sandbox: transport.info } : {}),
       };
     },
     dispose() {
       disposing ??= (async () => {
+        // A transport step still in progress (a SandboxClaim becoming Ready) is given up first:
+        // what waits on it (a spawn) then fails at once instead of holding dispose to its deadline.
+        transport.cancelPrepare?.();
         await processes
           .dispose()
           .catch((error: unknown) =>

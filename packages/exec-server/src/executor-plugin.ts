@@ -3,6 +3,7 @@ import { ensureProcessManager } from '@conch/process';
 import { executorConfigSchema, type ExecutorConfig } from './config.js';
 import { executorFromConfig } from './execution-target.js';
 import { remoteFileOperationsTarget } from './remote-file-operations.js';
+import { SandboxClaimTransport } from './transport/sandbox-claim-transport.js';
 import { EXECUTION_TARGET, FILE_OPERATIONS_TARGET, PROCESS_LAYER, TERMINAL_BACKEND } from './tokens.js';
 
 /** @conch/permission's engine, by its token name (this package does not depend on it). */
@@ -63,6 +64,10 @@ export const executorPlugin = definePlugin<ExecutorConfig>({
             bundle: target.client.lastConnection.hello.bundle,
             pty: target.client.lastConnection.init.pty,
           }
+        : {}),
+      // A SandboxClaim's target: the claim, its Sandbox and the pod (once Ready).
+      ...(target.client?.transport instanceof SandboxClaimTransport && target.client.transport.info
+        ? { sandbox: target.client.transport.info }
         : {}),
     }));
     return {

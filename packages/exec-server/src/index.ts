@@ -4,9 +4,12 @@ export {
   STREAM_WINDOW_BYTES,
   type ServerHello,
   type FilesPolicy,
+  type SessionInfo,
+  type AttachResult,
 } from './protocol.js';
 export {
   executorConfigSchema,
+  sandboxClaimSchema,
   type ExecutorConfig,
   type ExecutorConfigInput,
   type RemoteExecutorConfig,
@@ -23,7 +26,12 @@ export {
 export { executorPlugin } from './executor-plugin.js';
 export { EXECUTION_TARGET, FILE_OPERATIONS_TARGET, PROCESS_LAYER, TERMINAL_BACKEND } from './tokens.js';
 export type { OutputStore, ProcessHandle, ProcessLayer } from './process-layer.js';
-export { ExecClient, type ExecClientOptions, type ConnectionInfo } from './client/exec-client.js';
+export {
+  ExecClient,
+  type ExecClientOptions,
+  type ConnectionInfo,
+  type SessionParticipant,
+} from './client/exec-client.js';
 export { RemoteProcessManager, type RemoteProcessManagerOptions } from './client/remote-process-manager.js';
 export { RemoteProcess, type RemoteProcessResult } from './client/remote-process.js';
 export { RemoteLeftovers } from './client/remote-leftovers.js';
@@ -63,6 +71,7 @@ export {
 } from '@conch/files';
 export { remoteFileOperator, remoteFileOperationsTarget } from './remote-file-operations.js';
 export { TransportLostError } from './errors/transport-lost-error.js';
+export { SessionExpiredError } from './errors/session-expired-error.js';
 export { ExecServerStartError, type ExecServerStartStage } from './errors/exec-server-start-error.js';
 export { ProtocolVersionError } from './errors/protocol-version-error.js';
 export { RemoteCallError } from './errors/remote-call-error.js';
@@ -71,6 +80,12 @@ export { CommandTransport } from './transport/command-transport.js';
 export { SshTransport, type SshTransportOptions } from './transport/ssh-transport.js';
 export { ContainerTransport, type ContainerTransportOptions } from './transport/container-transport.js';
 export { KubectlTransport, type KubectlTransportOptions } from './transport/kubectl-transport.js';
+export {
+  SandboxClaimTransport,
+  type SandboxClaimTransportOptions,
+  type SandboxClaimInfo,
+} from './transport/sandbox-claim-transport.js';
+export { resolveKubectlContext, type ResolvedKubectlContext } from './transport/kubectl-context.js';
 export type { Transport } from './transport/transport.js';
 export { bundleDir, bundleManifest, type BundleManifest } from './bundle/bundle.js';
 export { BOOT_SCRIPT } from './bundle/boot-script.js';

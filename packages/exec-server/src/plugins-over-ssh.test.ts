@@ -1,7 +1,8 @@
 // The one switch, end to end over a real sshd: with the executor plugin exposed, cli_based_tool, its background tasks and the terminal tool run on the "remote" (its cwd, files, pids), the permission gate judging on the host, and nothing outlives the registry.
 import 'reflect-metadata';
 import { createHash } from 'node:crypto';
-import { existsSync } from 'node:fs';
+import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { createServer, type AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import { backgroundPlugin } from '@conch/background';
@@ -339,8 +340,42 @@ describe.skipIf(!sshdAvailable())('cli, background and terminal plugins on an ss
     }
   });
 
-  test('a killed connection is reported (TRANSPORT_LOST) and the next call reconnects', async () => {
+  test('a foreground command outlives a killed connection: the call re-attaches and returns its output', async () => {
     const own = await hostRegistry();
+    // Shared by the host and the target (/var/tmp is not the target's private /tmp).
+    const flagDir = mkdtempSync(join(existsSync('/var/tmp') ? '/var/tmp' : tmpdir(), 'conch-flag-'));
+    try {
+      const m = unique('survives');
+      const flag = join(flagDir, 'go');
+      await run(own, { command: 'true' }); // connected
+      const target = own.resolve(EXECUTION_TARGET);
+      const before = target.client!.lastConnection!;
+      const running = run(own, {
+        command: `echo waiting; while [ ! -e ${flag} ]; do sleep 0.05; done; echo survived ${m}`,
+        background: false,
+        timeout: 600,
+      });
+      await waitFor(() => processesMentioning(m).length > 0, { what: 'the remote loop' });
+      process.kill(target.client!.transportPid!, 'SIGKILL');
+      await waitFor(() => target.client!.lastConnection!.generation > before.generation, {
+        what: 'the client re-attached',
+        timeoutMs: 60_000,
+      });
+      writeFileSync(flag, '');
+      const result = await running;
+      expect(result).toMatchObject({ returncode: 0, target: targetName });
+      expect(String(result.stdout)).toBe(`waiting\nsurvived ${m}\n`);
+      const after = target.client!.lastConnection!;
+      expect(after).toMatchObject({ reattached: true, session: before.session });
+      expect(after.hello.pid).toBe(before.hello.pid);
+    } finally {
+      rmSync(flagDir, { recursive: true, force: true });
+      await dispose(own);
+    }
+  });
+
+  test('with detachGraceMs 0 a killed connection is reported (TRANSPORT_LOST), its work killed, and the next call reconnects', async () => {
+    const own = await hostRegistry({ executor: { detachGraceMs: 0 } });
     try {
       const m = unique('lost');
       await run(own, { command: 'true' }); // connected

@@ -193,8 +193,8 @@ describe('versions and start failures', () => {
 });
 
 describe('a server that dies or goes silent', () => {
-  test('the server killed mid-run: the run fails with TRANSPORT_LOST, its process dies, the next call reconnects', async () => {
-    const client = localClient();
+  test('the server killed mid-run (detachGraceMs 0): the run fails with TRANSPORT_LOST, its process dies, the next call reconnects', async () => {
+    const client = localClient({ detachGraceMs: 0 });
     const manager = new RemoteProcessManager({ client });
     try {
       const m = marker('server-killed');
@@ -224,9 +224,9 @@ describe('a server that dies or goes silent', () => {
     }
   });
 
-  test('a client that stops talking: the server ends after its idle timeout and kills what it ran', async () => {
+  test('a client that stops talking, detachGraceMs 0: the server ends after its idle timeout and kills what it ran', async () => {
     const { logger } = memoryLogger();
-    const client = localClient({ heartbeatMs: 600_000, idleTimeoutMs: 1500, logger });
+    const client = localClient({ heartbeatMs: 600_000, idleTimeoutMs: 1500, detachGraceMs: 0, logger });
     const manager = new RemoteProcessManager({ client });
     try {
       const m = marker('idle');
@@ -242,6 +242,65 @@ describe('a server that dies or goes silent', () => {
         'the connection closed by the server',
       );
       expect(pidsWithArg(m)).toEqual([]);
+    } finally {
+      await manager.dispose();
+      await client.dispose();
+    }
+  });
+});
+
+describe('a session that outlives its stream', () => {
+  // The transport is a shell that runs the server as its child (not exec'd): like ssh or podman
+  // exec, ending the transport process does not end the server.
+  const forking = ['sh', '-c', '"$@"; exit $?', 'sh'];
+
+  test('a client that stops talking: the server detaches (its work kept), the client re-attaches, and the work is there', async () => {
+    const client = localClient({ prefix: forking, heartbeatMs: 600_000, idleTimeoutMs: 1500 });
+    const manager = new RemoteProcessManager({ client });
+    try {
+      const m = marker('detach-idle');
+      const proc = manager.spawn(`echo started; sleep 300; : ${m}`, [], {
+        shell: true,
+        capture: { spill: 'combined' },
+      }) as RemoteProcess;
+      await proc.spawned;
+      const first = client.lastConnection!;
+      expect(first.init.session).toMatchObject({ graceMs: 60_000 });
+      // Silence detaches the server, which closes its stream; the waiting process re-attaches.
+      await waitFor(() => client.lastConnection!.reattached, 20_000, 'the client re-attached');
+      const again = client.lastConnection!;
+      expect(again.hello.pid).toBe(first.hello.pid);
+      expect(again.session).toBe(first.session);
+      expect(again.detachedMs).toBeGreaterThanOrEqual(0);
+      expect(proc.isRunning).toBe(true);
+      expect(pidsWithArg(m).length).toBeGreaterThan(0);
+      expect(Buffer.from(await proc.combined!.read(0, 100)).toString()).toBe('started\n');
+      const killed = await proc.kill();
+      expect(killed).toMatchObject({ killed: true });
+      expect(pidsWithArg(m)).toEqual([]);
+    } finally {
+      await manager.dispose();
+      await client.dispose();
+    }
+  });
+
+  test('a SIGKILLed server cannot be re-attached: the waiting run ends SESSION_EXPIRED naming it, the next call says so, the one after starts anew', async () => {
+    const client = localClient({ prefix: forking });
+    const manager = new RemoteProcessManager({ client });
+    try {
+      const m = marker('server-gone');
+      const proc = manager.spawn(`sleep 300; : ${m}`, [], { shell: true });
+      await proc.spawned;
+      process.kill(client.lastConnection!.hello.pid, 'SIGKILL');
+      const result = await proc.result;
+      expect(result.errorCode).toBe('SESSION_EXPIRED');
+      expect(result.spawnError?.message).toContain(`process ${proc.id} (sleep 300; : ${m})`);
+      await waitFor(() => pidsWithArg(m).length === 0, 20_000, "the dead server's process swept");
+      const next = manager.spawn('echo', ['next']);
+      const nextResult = await next.result;
+      expect(nextResult.errorCode).toBe('SESSION_EXPIRED');
+      const after = await manager.spawn('echo', ['after']).result;
+      expect(after.stdout.head).toBe('after\n');
     } finally {
       await manager.dispose();
       await client.dispose();

@@ -48,6 +48,8 @@ export interface ServerHello {
   user: string;
   hostname: string;
   tmpdir: string;
+  /** Set on a hello sent through the attach socket: the id of the session this server holds. */
+  session?: string;
 }
 
 export interface InitializeParams {
@@ -61,6 +63,24 @@ export interface InitializeParams {
   logLevel?: string;
   /** Keep the server's temp dir (spill files, session logs) when it shuts down. */
   keepTempFiles?: boolean;
+  /**
+   * How long the server keeps running what it started after its stream closes (or goes silent for
+   * `idleTimeoutMs`), waiting for a client to re-attach (`session.attach`). 0 or absent: it kills
+   * everything at once, as a server without sessions does.
+   */
+  detachGraceMs?: number;
+}
+
+/** A detachable session: what a client needs to re-attach after its stream dropped. */
+export interface SessionInfo {
+  /** Random id naming the session (and its attach socket). */
+  id: string;
+  /** The secret a re-attaching client proves (hex, 256 bits). Never logged. */
+  key: string;
+  /** The unix socket in the target the attach relay connects to (in the server's 0700 temp dir). */
+  socket: string;
+  /** The grace period the server applies (ms). */
+  graceMs: number;
 }
 
 export interface InitializeResult {
@@ -72,6 +92,36 @@ export interface InitializeResult {
   pty: { available: boolean; reason?: string };
   /** The server's PATH: what commands get there (a host's extra PATH entries go in front of it). */
   path?: string;
+  /** Present when the server keeps its work across a dropped stream (`detachGraceMs` > 0). */
+  session?: SessionInfo;
+}
+
+/** `session.attach`: sent instead of `initialize` on a stream reaching a detached server. */
+export interface AttachParams {
+  version: number;
+  client: string;
+  session: string;
+  key: string;
+  /**
+   * Processes the client still waits on (running, or leftovers being watched): the server sends
+   * their state again (`proc.started`, `proc.progress`, `proc.exited`, `leftovers.*`) before it
+   * answers, and names the ids it never saw (a spawn lost with the old stream).
+   */
+  processes: string[];
+  /**
+   * Per streamed process, the output bytes the client has accounted for (chunks received plus
+   * `skipped` counts): what the old stream carried off and never delivered is counted as skipped,
+   * so streamed plus skipped still adds up to every byte (the spill file has them all).
+   */
+  streamed?: Record<string, number>;
+}
+
+export interface AttachResult {
+  init: InitializeResult;
+  /** Ids of `processes` the server does not know. */
+  unknown: string[];
+  /** How long the server had been without a client (0: it had not noticed the old stream drop). */
+  detachedMs: number;
 }
 
 /** `proc.spawn`: ProcessManager.spawn's options as data. `env` null values unset a variable. */
@@ -149,6 +199,7 @@ export interface FsParams {
 export interface ClientRequests {
   initialize: [InitializeParams, InitializeResult];
   ping: [Record<string, never>, { now: number }];
+  'session.attach': [AttachParams, AttachResult];
   'server.status': [Record<string, never>, { processes: ProcessManagerStatus; running: number }];
   'server.shutdown': [Record<string, never>, Record<string, never>];
   'proc.spawn': [SpawnParams, Record<string, never>];
@@ -201,7 +252,10 @@ export interface ClientRequests {
   ];
   'terminal.abort': [{ callId: string }, Record<string, never>];
   'terminal.list': [Record<string, never>, { sessions: TerminalSessionInfo[] }];
-  'terminal.readLog': [{ id: number; clean?: boolean }, { text: string }];
+  /** From `offset` (bytes of the raw log) when given; `size` is the raw log's size (the next offset). */
+  'terminal.readLog': [{ id: number; clean?: boolean; offset?: number }, { text: string; size: number }];
+  /** The result of a terminal call whose connection dropped while it ran (waits for it to finish). */
+  'terminal.result': [{ callId: string }, { result: Record<string, unknown> }];
   'terminal.kill': [{ id: number }, { killed: boolean }];
 }
 
@@ -239,6 +293,8 @@ export type RemoteErrorCode =
   | FileErrorCode
   | 'INVALID_FILE_ARGUMENT'
   | 'SHUTTING_DOWN'
+  | 'ATTACH_REFUSED'
+  | 'UNKNOWN_CALL'
   | 'INTERNAL';
 
 /** Output bytes the server streams ahead of the client's acks before it stops streaming a process. */

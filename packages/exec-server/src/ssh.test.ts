@@ -149,7 +149,7 @@ describeTarget('ssh target (real sshd on 127.0.0.1)', {
       await waitFor(() => !masters().includes(mine[0]!), 10_000, 'the control master ended by dispose');
     });
 
-    test('a SIGKILLed host leaves nothing: the target kills its processes, the control master ends after ControlPersist', async () => {
+    test('a SIGKILLed host leaves nothing: the target kills its processes when the grace period ends, the control master ends after ControlPersist', async () => {
       const dir = mkdtempSync(join(tmpdir(), 'conch-host-'));
       const m = marker('host-death');
       const script = join(dir, 'host.mjs');
@@ -157,7 +157,7 @@ describeTarget('ssh target (real sshd on 127.0.0.1)', {
       writeFileSync(
         script,
         `import { executorFromConfig } from ${JSON.stringify(entry)};
-         const target = executorFromConfig(${JSON.stringify({ ...harness().config, controlPersistSeconds: 2 })}, { cwd: process.cwd() });
+         const target = executorFromConfig(${JSON.stringify({ ...harness().config, controlPersistSeconds: 2, detachGraceMs: 2000 })}, { cwd: process.cwd() });
          const proc = target.processes.spawn(${JSON.stringify(`sleep 300; : ${m}`)}, [], { shell: true });
          await proc.spawned;
          process.stdout.write('running\\n');

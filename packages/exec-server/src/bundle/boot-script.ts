@@ -11,12 +11,17 @@
  * cacheRoot defaults to `$XDG_CACHE_HOME/conch/exec-server`, else `~/.cache/conch/exec-server`, else
  * (no writable home, as for a container's nobody user) `<tmpdir>/conch-exec-server-<uid>`.
  *
+ * With `--attach <socket>` after those, it starts the bundle's attach relay instead (a client
+ * re-attaching to a detached server of that bundle); a bundle that is not there any more means the
+ * session is gone (`SESSION_GONE`).
+ *
  * Plain CommonJS for `node -e`, node >= 20, no dependencies. Its lines on stdout are JSON objects
  * with a `conchBoot` field (the client tells them from rc-file noise and from the server's hello).
  */
 export const BOOT_SCRIPT = String.raw`'use strict';
 const fs = require('fs'), path = require('path'), os = require('os'), crypto = require('crypto'), url = require('url');
-const hash = process.argv[1] || '', rootArg = process.argv[2] || '';
+const argv = process.argv.slice(1), attachAt = argv.indexOf('--attach');
+const hash = argv[0] || '', rootArg = (attachAt === 1 ? '' : argv[1]) || '', attachTo = attachAt > 0 ? argv[attachAt + 1] || '' : '';
 const say = (o) => process.stdout.write(JSON.stringify(o) + '\n');
 const fail = (code, message) => { say({ conchBoot: 'error', code, message }); process.exit(3); };
 if (!/^[0-9a-f]{16,64}$/.test(hash)) fail('BAD_ARGUMENTS', 'expected a bundle hash as the first argument; given ' + JSON.stringify(hash));
@@ -94,5 +99,12 @@ function receive() {
   process.stdin.on('data', onData);
   process.stdin.on('end', onEnd);
 }
-if (complete()) start(); else receive();
+function relay() {
+  import(url.pathToFileURL(path.join(dir, 'attach-relay.js')).href).then(
+    (m) => m.attach({ socket: attachTo }),
+    (e) => fail('BUNDLE_LOAD_FAILED', String((e && e.stack) || e)),
+  );
+}
+if (attachTo) { if (complete()) relay(); else fail('SESSION_GONE', 'the server bundle ' + hash + ' is not in ' + root + ' any more'); }
+else if (complete()) start(); else receive();
 `;

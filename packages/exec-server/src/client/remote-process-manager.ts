@@ -12,7 +12,6 @@ import {
   type SpawnOptions,
   validateSpawnArguments,
 } from '@conch/process';
-import type { TransportLostError } from '../errors/transport-lost-error.js';
 import type { ProcessHandle, ProcessLayer, ProcessTarget } from '../process-layer.js';
 import type { ExecClient } from './exec-client.js';
 import { RemoteLeftovers } from './remote-leftovers.js';
@@ -73,7 +72,28 @@ export class RemoteProcessManager implements ProcessLayer {
       this.client.on('proc.exited', (p) => mine(p.id)?.onExited(p.result)),
       this.client.on('leftovers.progress', (p) => this.leftovers.get(p.id)?.onProgress(p)),
       this.client.on('leftovers.done', (p) => this.leftovers.get(p.id)?.end()),
-      this.client.onLost((error, generation) => this.onLost(error, generation)),
+      this.client.onSessionEnded((error, session) => this.onSessionEnded(error, session)),
+      this.client.participate({
+        processes: (session) => [
+          ...[...this.live].filter((p) => p.session === session).map((p) => p.id),
+          ...[...this.leftovers.keys()].filter((id) => this.processes.get(id)?.session === session),
+        ],
+        streamed: (session) =>
+          Object.fromEntries(
+            [...this.live].filter((p) => p.session === session).map((p) => [p.id, p.streamedBytes]),
+          ),
+        attached: ({ unknown }) => {
+          for (const id of unknown) {
+            if (!id.startsWith(`${this.id}-`)) continue;
+            this.processes.get(id)?.onNeverArrived();
+            this.leftovers.get(id)?.end();
+          }
+        },
+        describe: (session) =>
+          [...this.live]
+            .filter((p) => p.session === session)
+            .map((p) => `process ${p.id} (${p.label.length > 80 ? `${p.label.slice(0, 77)}...` : p.label})`),
+      }),
     ];
   }
 
@@ -227,13 +247,14 @@ export class RemoteProcessManager implements ProcessLayer {
     );
   }
 
-  private onLost(error: TransportLostError, generation: number): void {
+  /** The server of `session` is gone, and with it what ran there (killed at once or at its grace period's end). */
+  private onSessionEnded(error: Error, session: number): void {
     for (const proc of [...this.live]) {
-      // A process whose spawn was never accepted fails through its spawn request.
-      if (proc.generation === generation) proc.onLost(error);
+      // A process whose spawn was never sent fails through its spawn request.
+      if (proc.session === session) proc.onSessionEnded(error);
     }
     for (const [id, handle] of [...this.leftovers]) {
-      if (this.processes.get(id)?.generation === generation) handle.end();
+      if (this.processes.get(id)?.session === session) handle.end();
     }
   }
 }

@@ -2,6 +2,7 @@ import { Writable } from 'node:stream';
 import { TextDecoder } from 'node:util';
 import type { EventBus, Logger } from '@conch/core';
 import type { CaptureSnapshot, OutputEvent, ProcessResult, SandboxKind, SpawnOptions } from '@conch/process';
+import { ConchError } from '@conch/core';
 import { stripAnsi } from '@conch/process';
 import { TransportLostError } from '../errors/transport-lost-error.js';
 import type { OutputStore, ProcessHandle } from '../process-layer.js';
@@ -26,8 +27,12 @@ import type { ExecClient } from './exec-client.js';
 export type RemoteProcessResult = ProcessResult & {
   /** 'ssh:user@host:port', 'podman:name', 'kubernetes:ns/pod' — paths in the result are there. */
   target: string;
-  /** Set when the run could not finish normally for a reason of the link: 'TRANSPORT_LOST'. */
-  errorCode?: 'TRANSPORT_LOST';
+  /**
+   * Set when the run could not finish normally for a reason of the link: 'TRANSPORT_LOST' (the
+   * connection dropped and the server, without a grace period, killed it; or its spawn never
+   * reached the target), 'SESSION_EXPIRED' (no re-attach within the grace period: killed there).
+   */
+  errorCode?: 'TRANSPORT_LOST' | 'SESSION_EXPIRED';
 };
 
 /** What a RemoteProcess reports to its manager. */
@@ -95,9 +100,15 @@ class RemoteStdin extends Writable {
  * combined output paged from the target's spill file, last line, leftovers). Capture, spill files,
  * process groups, cookies and the kill are the target's ProcessManager's; this object relays.
  *
- * Calls are bound to the connection the process was started on: when it drops, the result
- * resolves at once with `errorCode: 'TRANSPORT_LOST'` (the server killed the process when its
- * stream closed), and nothing is killed from here — the pid is the target's.
+ * Calls are bound to the server (session) the process was started on, never a newer one. When
+ * the connection drops and the session is detachable, the process keeps running there and this
+ * handle stays as it is: the client re-attaches (by itself while the result is awaited, else with
+ * the next call), the state that changed meanwhile arrives, and output is read on by offset from
+ * the target's spill file (`combined.read`; streamed listeners get what follows, `skippedBytes`
+ * counts what was not streamed). Without a session the result resolves at once with
+ * `errorCode: 'TRANSPORT_LOST'` (the server killed the process when its stream closed); past the
+ * grace period with `errorCode: 'SESSION_EXPIRED'`. Nothing is killed from here: the pid is the
+ * target's.
  */
 export class RemoteProcess implements ProcessHandle {
   readonly id: string;
@@ -113,8 +124,10 @@ export class RemoteProcess implements ProcessHandle {
   readonly combined: RemoteOutput | undefined;
   pid: number | undefined;
   cookie = '';
-  /** The connection it runs on (known once the server accepted it). */
+  /** The connection that accepted it. */
   generation: number | undefined;
+  /** The server (session) it runs in, known once its spawn was sent. */
+  session: number | undefined;
 
   private readonly owner: RemoteProcessOwner;
   private readonly t0 = performance.now();
@@ -134,6 +147,7 @@ export class RemoteProcess implements ProcessHandle {
   private releaseHold: () => void;
   private unacked = 0;
   private skipped = 0;
+  private accounted = 0;
 
   /** @internal created by RemoteProcessManager.spawn */
   constructor(init: {
@@ -187,17 +201,27 @@ export class RemoteProcess implements ProcessHandle {
       // Always abortable: a signal attached later (attachSignal) must reach the process too.
       abortable: true,
     };
-    this.accepted = owner.client.requestTracked('proc.spawn', params).then(
-      ({ generation }) => {
-        this.generation = generation;
-        return generation;
-      },
-      (error: unknown) => {
-        const code = (error as { code?: string }).code ?? 'ESPAWN';
-        this.finish(this.failed(code, (error as Error).message ?? String(error)));
-        return undefined;
-      },
-    );
+    this.accepted = owner.client
+      .requestTracked('proc.spawn', params, (session) => {
+        this.session = session;
+      })
+      .then(
+        ({ generation, session }) => {
+          this.generation = generation;
+          this.session = session;
+          return session;
+        },
+        (error: unknown) => {
+          // Sent, and its answer lost with a stream whose session is kept: it may run there. The
+          // re-attach says (the server names the ids it never saw); requests wait for it.
+          if (error instanceof TransportLostError && error.keptMs > 0 && this.session !== undefined) {
+            return this.session;
+          }
+          const code = (error as { code?: string }).code ?? 'ESPAWN';
+          this.finish(this.failed(code, (error as Error).message ?? String(error)));
+          return undefined;
+        },
+      );
   }
 
   /**
@@ -206,6 +230,11 @@ export class RemoteProcess implements ProcessHandle {
    */
   get skippedBytes(): number {
     return this.skipped;
+  }
+
+  /** @internal output bytes accounted for by the stream (chunks received plus skipped counts). */
+  get streamedBytes(): number {
+    return this.accounted;
   }
 
   /** The result, once there is one. */
@@ -280,9 +309,9 @@ export class RemoteProcess implements ProcessHandle {
     method: M,
     params: ClientRequests[M][0],
   ): Promise<ClientRequests[M][1]> {
-    const generation = this.generation ?? (await this.accepted);
-    if (generation === undefined) throw new TransportLostError(this.target, 'the process never started');
-    return this.owner.client.requestOn(generation, method, params);
+    const session = this.generation !== undefined ? this.session : await this.accepted;
+    if (session === undefined) throw new TransportLostError(this.target, 'the process never started');
+    return this.owner.client.requestIn(session, method, params);
   }
 
   // ---- from the manager (notifications of its connection) ----
@@ -307,6 +336,7 @@ export class RemoteProcess implements ProcessHandle {
       );
     }
     const chunk = Buffer.from(data, 'base64');
+    this.accounted += chunk.length + (skipped ?? 0);
     // Credit back what was taken, in batches (one ack per 256 KiB, and at the end of a burst).
     this.unacked += chunk.length;
     if (this.unacked >= 256 * 1024) this.ack();
@@ -348,15 +378,31 @@ export class RemoteProcess implements ProcessHandle {
     this.finish({ ...result, id: this.id, target: this.target });
   }
 
-  /** @internal the connection it ran on dropped. */
-  onLost(error: TransportLostError): void {
+  /**
+   * @internal the server it ran in is gone: killed at once without a grace period
+   * (TRANSPORT_LOST), or when the grace period ended with no re-attach (SESSION_EXPIRED).
+   */
+  onSessionEnded(error: Error): void {
     if (!this.isRunning) return;
-    this.finish(this.failed('TRANSPORT_LOST', error.message));
+    const code =
+      ConchError.isInstance(error) && error.code === 'SESSION_EXPIRED' ? 'SESSION_EXPIRED' : 'TRANSPORT_LOST';
+    this.finish(this.failed(code, error.message));
+  }
+
+  /** @internal a re-attached server never saw its spawn: it was lost with the old stream. */
+  onNeverArrived(): void {
+    if (!this.isRunning) return;
+    this.finish(
+      this.failed(
+        'TRANSPORT_LOST',
+        `the connection to ${this.target} was lost before the target received this command; it never ran there. Run it again`,
+      ),
+    );
   }
 
   private ack(): void {
-    if (this.unacked === 0 || this.generation === undefined) return;
-    this.owner.client.notifyOn(this.generation, 'proc.ack', { id: this.id, bytes: this.unacked });
+    if (this.unacked === 0 || this.session === undefined) return;
+    this.owner.client.notifyIn(this.session, 'proc.ack', { id: this.id, bytes: this.unacked });
     this.unacked = 0;
   }
 
@@ -379,7 +425,7 @@ export class RemoteProcess implements ProcessHandle {
       leftRunning: [],
       sandbox: this.sandboxKind,
       target: this.target,
-      ...(code === 'TRANSPORT_LOST' ? { errorCode: 'TRANSPORT_LOST' as const } : {}),
+      ...(code === 'TRANSPORT_LOST' || code === 'SESSION_EXPIRED' ? { errorCode: code } : {}),
     };
   }
 

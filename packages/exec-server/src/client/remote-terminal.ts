@@ -41,9 +41,11 @@ export class RemoteTerminal {
   readonly target: string;
   private readonly client: ExecClient;
   private readonly options: RemoteTerminalOptions & { config?: Record<string, unknown> };
-  private opened: { generation: number; info: RemoteTerminalInfo } | undefined;
-  private opening: Promise<{ generation: number; info: RemoteTerminalInfo }> | undefined;
+  private opened: { session: number; info: RemoteTerminalInfo } | undefined;
+  private opening: Promise<{ session: number; info: RemoteTerminalInfo }> | undefined;
   private sessions: TerminalSessionInfo[] = [];
+  /** Calls whose permission step found the session expired: their execute reports it, running nothing. */
+  private readonly expiredCalls = new Map<string, Error>();
   private readonly unsubscribe: (() => void)[] = [];
 
   constructor(options: RemoteTerminalOptions) {
@@ -66,11 +68,20 @@ export class RemoteTerminal {
           void this.refresh();
         }
       }),
-      this.client.onLost((_error, generation) => {
-        if (this.opened?.generation === generation) {
+      // The sessions belong to the server: a dropped connection with a detachable session keeps
+      // them (the next call re-attaches); they end only with the server.
+      this.client.onSessionEnded((_error, session) => {
+        if (this.opened?.session === session) {
           this.opened = undefined;
           this.sessions = [];
         }
+      }),
+      this.client.participate({
+        describe: (session) =>
+          this.opened?.session === session ? this.sessions.map((s) => `terminal session ${s.id}`) : [],
+        attached: (_result, session) => {
+          if (this.opened?.session === session) void this.refresh();
+        },
       }),
     );
   }
@@ -93,9 +104,18 @@ export class RemoteTerminal {
     // Side-effect free, so a connection found dead here is replaced once: the call runs on the
     // new one (whose sessions are new: a session_id from before is reported unknown).
     for (let attempt = 0; ; attempt++) {
-      const { generation } = await this.ensureOpen();
+      let session: number;
       try {
-        const { request } = await this.client.requestOn(generation, 'terminal.permission', {
+        ({ session } = await this.ensureOpen());
+      } catch (error) {
+        if (!isExpired(error)) throw error;
+        // Reported by this call's execute as a result (nothing runs: there is nothing to judge).
+        this.expiredCalls.set(ctx.callId, error as Error);
+        if (this.expiredCalls.size > 16) this.expiredCalls.delete(this.expiredCalls.keys().next().value!);
+        return undefined;
+      }
+      try {
+        const { request } = await this.client.requestIn(session, 'terminal.permission', {
           callId: ctx.callId,
           args,
         });
@@ -111,40 +131,68 @@ export class RemoteTerminal {
           target: { name: this.target, workspace: init.cwd, ...(hello.home ? { home: hello.home } : {}) },
         };
       } catch (error) {
+        if (isExpired(error)) {
+          // Reported by this call's execute, not papered over by a new server.
+          this.expiredCalls.set(ctx.callId, error as Error);
+          return undefined;
+        }
         if (attempt > 0 || !(error instanceof TransportLostError)) throw error;
       }
     }
   }
 
-  /** Runs a call in the target with the host gate's decision; link failures are results the model can act on. */
+  /**
+   * Runs a call in the target with the host gate's decision; link failures are results the model
+   * can act on. A call whose connection drops while it runs keeps running in the target when the
+   * session is detachable: the call re-attaches and returns its result as if nothing happened.
+   */
   async execute(args: TerminalArgs, ctx: ToolCallContext): Promise<ToolResult> {
     const release = this.client.hold();
     const onAbort = () => {
-      const generation = this.opened?.generation;
-      if (generation !== undefined) {
-        void this.client
-          .requestOn(generation, 'terminal.abort', { callId: ctx.callId })
-          .catch(() => undefined);
+      const session = this.opened?.session;
+      if (session !== undefined) {
+        void this.client.requestIn(session, 'terminal.abort', { callId: ctx.callId }).catch(() => undefined);
       }
     };
     ctx.signal.addEventListener('abort', onAbort, { once: true });
+    let sent: number | undefined;
     try {
-      const { generation } = await this.ensureOpen();
+      const expired = this.expiredCalls.get(ctx.callId);
+      if (expired) {
+        this.expiredCalls.delete(ctx.callId);
+        throw expired;
+      }
+      const { session } = await this.ensureOpen();
       const policy = ctx.resolveOptional(PERMISSION_GATE)?.kernelPolicy?.();
       // Judged as sandbox off (see permission): the session runs with the wall of 'off'.
       const kernelPolicy = policy ? { ...policy, mode: 'off' as const } : null;
-      const { result } = await this.client.requestOn(generation, 'terminal.execute', {
-        callId: ctx.callId,
-        args,
-        ...(ctx.decision ? { decision: ctx.decision } : {}),
-        kernelPolicy,
-      });
+      sent = session;
+      const { result } = await this.client
+        .requestIn(session, 'terminal.execute', {
+          callId: ctx.callId,
+          args,
+          ...(ctx.decision ? { decision: ctx.decision } : {}),
+          kernelPolicy,
+        })
+        .catch((error: unknown) => {
+          // The call runs on in the target: its result is asked for there after the re-attach.
+          if (error instanceof TransportLostError && error.keptMs > 0 && !ctx.signal.aborted) {
+            return this.client.requestIn(session, 'terminal.result', { callId: ctx.callId });
+          }
+          throw error;
+        });
       // Where it ran: paths in it (cwd, output_file) are the target's.
       return { ...result, target: this.target };
     } catch (error) {
+      if (isExpired(error)) {
+        return { error: (error as Error).message, error_code: 'SESSION_EXPIRED', target: this.target };
+      }
       if (error instanceof TransportLostError) {
         return {
-          error: `${error.message}. Terminal sessions there were ended; start the command again`,
+          error:
+            error.keptMs > 0 && sent !== undefined
+              ? `${error.message}. The terminal sessions there keep running meanwhile: call again (with session_id to see a session's output)`
+              : `${error.message}. Terminal sessions there were ended; start the command again`,
           error_code: 'TRANSPORT_LOST',
           target: this.target,
         };
@@ -166,26 +214,45 @@ export class RemoteTerminal {
 
   /** The target's sessions now. */
   async refresh(): Promise<TerminalSessionInfo[]> {
-    const generation = this.opened?.generation;
-    if (generation === undefined) return [];
+    const session = this.opened?.session;
+    // Only on a live connection: a refresh never re-attaches by itself.
+    if (session === undefined || this.client.currentGeneration === undefined) return this.list();
     try {
-      this.sessions = (await this.client.requestOn(generation, 'terminal.list', {})).sessions;
+      this.sessions = (await this.client.requestIn(session, 'terminal.list', {})).sessions;
     } catch {
-      // the connection went: onLost clears the list
+      // the connection went: a session end clears the list
     }
     return this.list();
   }
 
   async readLog(id: number, options: { clean?: boolean } = {}): Promise<string> {
-    const { generation } = await this.ensureOpen();
-    const { text } = await this.client.requestOn(generation, 'terminal.readLog', { id, ...options });
+    const { session } = await this.ensureOpen();
+    const { text } = await this.client.requestIn(session, 'terminal.readLog', { id, ...options });
     return text;
   }
 
+  /**
+   * A session's raw log from a byte offset (0: the start) and the offset to read on from: a host
+   * that lost its connection reads what the session printed meanwhile, not its screen again.
+   */
+  async readLogFrom(
+    id: number,
+    offset: number,
+    options: { clean?: boolean } = {},
+  ): Promise<{ text: string; nextOffset: number }> {
+    const { session } = await this.ensureOpen();
+    const { text, size } = await this.client.requestIn(session, 'terminal.readLog', {
+      id,
+      offset,
+      ...options,
+    });
+    return { text, nextOffset: size };
+  }
+
   async kill(id: number): Promise<boolean> {
-    const generation = this.opened?.generation;
-    if (generation === undefined) return false;
-    const { killed } = await this.client.requestOn(generation, 'terminal.kill', { id });
+    const session = this.opened?.session;
+    if (session === undefined) return false;
+    const { killed } = await this.client.requestIn(session, 'terminal.kill', { id });
     void this.refresh();
     return killed;
   }
@@ -195,22 +262,28 @@ export class RemoteTerminal {
     for (const off of this.unsubscribe) off();
   }
 
-  private ensureOpen(): Promise<{ generation: number; info: RemoteTerminalInfo }> {
-    const generation = this.client.currentGeneration;
-    if (this.opened && this.opened.generation === generation) return Promise.resolve(this.opened);
+  /** The terminal open in the current server (a re-attached one keeps it; a new one opens it again). */
+  private ensureOpen(): Promise<{ session: number; info: RemoteTerminalInfo }> {
+    const current = this.client.currentSession;
+    if (this.opened && this.opened.session === current) return Promise.resolve(this.opened);
     this.opening ??= (async () => {
-      const { generation: live } = await this.client.connect();
-      const info = await this.client.requestOn(live, 'terminal.open', {
+      // Connects, re-attaches, or finds the session expired (thrown: the call reports it).
+      const { session } = await this.client.connect();
+      const info = await this.client.requestIn(session, 'terminal.open', {
         config: this.options.config ?? {},
         forwardOutput: (this.options.events?.listenerCount('terminal.session.output') ?? 0) > 0,
       });
-      this.opened = { generation: live, info };
+      this.opened = { session, info };
       return this.opened;
     })().finally(() => {
       this.opening = undefined;
     });
     return this.opening;
   }
+}
+
+function isExpired(error: unknown): boolean {
+  return ConchError.isInstance(error) && error.code === 'SESSION_EXPIRED';
 }
 
 /**

@@ -4,6 +4,8 @@ import { ConchError } from '@conch/core';
 export type ExecServerStartStage =
   /** The transport command itself failed (ssh could not connect, no such container/pod). */
   | 'transport'
+  /** The SandboxClaim could not be created, or did not become Ready with a pod (`kind: 'kubernetes'` with `claim`). */
+  | 'claim'
   /** `node` is not on the target's PATH (set the executor's `node` to its absolute path). */
   | 'node-missing'
   /** The target's node is older than 20. */

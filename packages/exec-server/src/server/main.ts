@@ -26,10 +26,11 @@ export function main(options: MainOptions = {}): ExecServer {
   // programs that want to know the session is remote.
   delete process.env.SSH_CLIENT;
   delete process.env.SSH2_CLIENT;
-  const logger = pino(
-    { name: 'conch-exec-server', level: process.env.CONCH_LOG_LEVEL ?? 'warn' },
-    destination({ fd: 2, sync: true }),
-  );
+  const stderr = destination({ fd: 2, sync: true });
+  // A detached server outlives the transport that gave it its stderr: a write to that closed pipe
+  // (EPIPE) loses the log line, never the server and the work it keeps.
+  stderr.on('error', () => {});
+  const logger = pino({ name: 'conch-exec-server', level: process.env.CONCH_LOG_LEVEL ?? 'warn' }, stderr);
   let exiting = false;
   const server = new ExecServer({
     input: process.stdin,
@@ -42,11 +43,14 @@ export function main(options: MainOptions = {}): ExecServer {
       process.exit(0);
     },
   });
-  for (const signal of ['SIGTERM', 'SIGINT', 'SIGHUP'] as const) {
+  for (const signal of ['SIGTERM', 'SIGINT'] as const) {
     process.on(signal, () => void server.shutdown(`signal ${signal}`));
   }
-  // A broken pipe on stdout means the client is gone: the stream's close ends the server.
-  process.stdout.on('error', () => void server.shutdown('stdout closed'));
+  // A hangup is the transport going away: like its stream closing, it detaches a server with a
+  // session (or ends one without), and means nothing once a client re-attached elsewhere.
+  process.on('SIGHUP', () => server.stdioHangup('signal SIGHUP'));
+  // A broken pipe on stdout means the client is gone: the stream's peer sees the error and closes.
+  process.stdout.on('error', () => {});
   // The work belongs to the target: an exception nothing caught (a bug in one request's code, a
   // dependency's timer) is logged and the server keeps serving, rather than killing every process
   // and background task it runs. A server that cannot go on ends through its stream instead.

@@ -7,8 +7,9 @@ import {
   type ProcessManager,
   type SpawnOptions,
 } from '@conch/process';
-import type { RpcPeer } from '../json-rpc.js';
+import type { ProcessResult } from '@conch/process';
 import { PROGRESS_MS, STREAM_WINDOW_BYTES, type LeftoverProgress, type SpawnParams } from '../protocol.js';
+import type { ClientLink } from './exec-server.js';
 import { ServerError } from './server-error.js';
 
 /** Finished processes kept addressable per connection. */
@@ -26,9 +27,13 @@ interface Entry {
   inFlight: number;
   /** Bytes not streamed because the window was full (sent with the next chunk). */
   skipped: number;
+  /** Bytes accounted for to the client: chunks sent plus skipped counts sent. */
+  accounted: number;
   lastBytes: number;
   lastFile: string | undefined;
   exited: boolean;
+  /** The result, once it ended (re-sent to a client that re-attaches). */
+  result: ProcessResult | undefined;
   leftovers: { handle: LeftoverHandle; last: string; done: boolean } | undefined;
 }
 
@@ -38,15 +43,19 @@ interface Entry {
  * back as notifications — started, output (only for processes the client streams, within a
  * window of unacknowledged bytes: a slow link never slows a command, the spill file keeps every
  * byte), progress (bytes, last line, spill path; throttled), exited (the ProcessResult).
+ *
+ * While the server is detached nothing is sent: output is counted as skipped (the spill file has
+ * it, the client reads it by offset), and a re-attaching client gets the state of the processes it
+ * waits on again (`resend`).
  */
 export class ProcessService {
   private readonly manager: ProcessManager;
-  private readonly peer: RpcPeer;
+  private readonly peer: ClientLink;
   private readonly logger: Logger;
   private readonly entries = new Map<string, Entry>();
   private progressTimer: NodeJS.Timeout | undefined;
 
-  constructor(manager: ProcessManager, peer: RpcPeer, logger: Logger) {
+  constructor(manager: ProcessManager, peer: ClientLink, logger: Logger) {
     this.manager = manager;
     this.peer = peer;
     this.logger = logger;
@@ -103,9 +112,11 @@ export class ProcessService {
       started: false,
       inFlight: 0,
       skipped: 0,
+      accounted: 0,
       lastBytes: 0,
       lastFile: undefined,
       exited: false,
+      result: undefined,
       leftovers: undefined,
     };
     this.entries.set(params.id, entry);
@@ -115,13 +126,10 @@ export class ProcessService {
     });
     void proc.result.then((result) => {
       entry.exited = true;
+      entry.result = result;
       this.prune();
       this.notifyStarted(entry);
-      if (entry.skipped > 0) {
-        // The count of what was not streamed at the end (no later chunk carries it).
-        this.peer.notify('proc.output', { id: entry.id, stream: 'stdout', data: '', skipped: entry.skipped });
-        entry.skipped = 0;
-      }
+      this.sendSkipped(entry);
       this.sendProgress(entry, true);
       this.peer.notify('proc.exited', { id: entry.id, result });
       // The stream is over; what a leftover writes later is read through leftovers.read.
@@ -239,6 +247,48 @@ export class ProcessService {
     return {};
   }
 
+  /**
+   * A client re-attached: what the old stream had not acknowledged is moot (a fresh window), and
+   * what it carried off without delivering (the client says what it got) is counted as skipped.
+   */
+  reattached(streamed: Record<string, number>): void {
+    for (const entry of this.entries.values()) {
+      entry.inFlight = 0;
+      const got = streamed[entry.id];
+      if (typeof got === 'number' && got >= 0 && got < entry.accounted) {
+        entry.skipped += entry.accounted - got;
+        entry.accounted = got;
+      }
+    }
+  }
+
+  /**
+   * Sends the state of these processes again (started, progress, skipped output, exited, leftovers)
+   * to a client that re-attached; returns the ids this server never saw.
+   */
+  resend(ids: readonly string[]): string[] {
+    const unknown: string[] = [];
+    for (const id of ids) {
+      const entry = typeof id === 'string' ? this.entries.get(id) : undefined;
+      if (!entry) {
+        unknown.push(String(id));
+        continue;
+      }
+      entry.started = false;
+      this.notifyStarted(entry);
+      this.sendProgress(entry, true);
+      if (entry.exited && entry.result) {
+        this.sendSkipped(entry);
+        this.peer.notify('proc.exited', { id: entry.id, result: entry.result });
+      }
+      if (entry.leftovers) {
+        this.sendLeftoverProgress(entry, true);
+        if (entry.leftovers.done) this.peer.notify('leftovers.done', { id });
+      }
+    }
+    return unknown;
+  }
+
   /** Stops notifying (the connection is going away). */
   close(): void {
     if (this.progressTimer) clearInterval(this.progressTimer);
@@ -269,6 +319,14 @@ export class ProcessService {
     return entry;
   }
 
+  /** The count of what was not streamed, at the end (no later chunk carries it); kept while detached. */
+  private sendSkipped(entry: Entry): void {
+    if (entry.skipped === 0 || !this.peer.attached) return;
+    this.peer.notify('proc.output', { id: entry.id, stream: 'stdout', data: '', skipped: entry.skipped });
+    entry.accounted += entry.skipped;
+    entry.skipped = 0;
+  }
+
   private notifyStarted(entry: Entry): void {
     if (entry.started || entry.proc.pid === undefined) return;
     entry.started = true;
@@ -294,13 +352,15 @@ export class ProcessService {
   private forward(entry: Entry, event: OutputEvent): void {
     this.notifyStarted(entry);
     const size = event.chunk.length;
-    if (entry.inFlight + size > STREAM_WINDOW_BYTES) {
+    // Detached: nobody to send to; the next chunk after a re-attach says how much was skipped.
+    if (!this.peer.attached || entry.inFlight + size > STREAM_WINDOW_BYTES) {
       entry.skipped += size;
       return;
     }
     entry.inFlight += size;
     const skipped = entry.skipped;
     entry.skipped = 0;
+    entry.accounted += size + skipped;
     this.peer.notify('proc.output', {
       id: entry.id,
       stream: event.stream,

@@ -16,7 +16,7 @@ import { PROCESS_MANAGER, type ProcessManager } from '@conch/process';
 import type * as TerminalModule from '@conch/terminal';
 import type { TerminalService, TerminalSessionInfo } from '@conch/terminal';
 import { z } from 'zod';
-import type { RpcPeer } from '../json-rpc.js';
+import type { ClientLink } from './exec-server.js';
 import { ServerError } from './server-error.js';
 
 /** Terminal events re-emitted on the host's bus (`terminal.session.output` only when asked). */
@@ -28,6 +28,9 @@ const FORWARDED_EVENTS = [
   'terminal.command.finished',
   'terminal.input',
 ] as const;
+
+/** Results of recent calls kept for a client whose stream dropped while they ran (`terminal.result`). */
+const KEPT_RESULTS = 32;
 
 /**
  * The terminal plugin, running in the target: its session pool (PTYs through the target's
@@ -41,7 +44,7 @@ const FORWARDED_EVENTS = [
  * run on one tool instance, as in a local registry.
  */
 export class TerminalHost {
-  private readonly peer: RpcPeer;
+  private readonly peer: ClientLink;
   private readonly logger: Logger;
   private readonly cwd: string;
   private readonly tempRoot: string;
@@ -52,13 +55,19 @@ export class TerminalHost {
   private ctx: PluginContext | undefined;
   private kernelPolicy: KernelPolicy | undefined;
   private readonly calls = new Map<string, AbortController>();
+  /**
+   * Recent calls' results by call id: a call whose stream dropped while it ran keeps running (its
+   * session belongs to the target); a client that re-attaches asks for its result here.
+   */
+  private readonly results = new Map<string, Promise<{ result: ToolResult }>>();
+  private terminalModule: typeof TerminalModule | undefined;
   /** What each call's prepare made, by call id, from its permission step to its execute (bounded). */
   private readonly preparedCalls = new Map<string, unknown>();
   private serviceToken: (typeof TerminalModule)['TERMINAL_SERVICE'] | undefined;
   private readonly pty: { available: boolean; reason?: string };
 
   constructor(options: {
-    peer: RpcPeer;
+    link: ClientLink;
     logger: Logger;
     cwd: string;
     tempRoot: string;
@@ -67,7 +76,7 @@ export class TerminalHost {
     pty?: { available: boolean; reason?: string };
   }) {
     this.pty = options.pty ?? { available: true };
-    this.peer = options.peer;
+    this.peer = options.link;
     this.logger = options.logger;
     this.cwd = options.cwd;
     this.tempRoot = options.tempRoot;
@@ -98,7 +107,33 @@ export class TerminalHost {
     return { request: request ?? null };
   }
 
-  async execute(
+  execute(
+    callId: string,
+    args: unknown,
+    decision: PermissionDecision | undefined,
+    kernelPolicy: KernelPolicy | null | undefined,
+  ): Promise<{ result: ToolResult }> {
+    const running = this.run(callId, args, decision, kernelPolicy);
+    this.results.set(callId, running);
+    if (this.results.size > KEPT_RESULTS) this.results.delete(this.results.keys().next().value!);
+    // Kept for `terminal.result`; a failure is also reported to the caller that is still there.
+    running.catch(() => undefined);
+    return running;
+  }
+
+  /** The result of a call started on a stream that dropped (waits for the call to finish). */
+  result(callId: string): Promise<{ result: ToolResult }> {
+    const running = this.results.get(callId);
+    if (!running) {
+      throw new ServerError(
+        'UNKNOWN_CALL',
+        `terminal.result 'callId': expected a recent terminal call of this server; '${callId}' is none (it never arrived, or is too old)`,
+      );
+    }
+    return running;
+  }
+
+  private async run(
     callId: string,
     args: unknown,
     decision: PermissionDecision | undefined,
@@ -133,14 +168,34 @@ export class TerminalHost {
     return { sessions: this.service()?.list() ?? [] };
   }
 
-  async readLog(id: number, clean: boolean | undefined): Promise<{ text: string }> {
+  /**
+   * A session's log, whole or from a byte offset of the raw log (a client that lost its stream
+   * reads on from where it was); `size` is the offset to read on from next time.
+   */
+  async readLog(
+    id: number,
+    clean: boolean | undefined,
+    offset: number | undefined,
+  ): Promise<{ text: string; size: number }> {
     const service = this.service();
     if (!service)
       throw new ServerError(
         'TERMINAL_NOT_OPEN',
         'terminal.readLog: expected an open terminal (terminal.open first); none is',
       );
-    return { text: await service.readLog(id, clean === undefined ? {} : { clean }) };
+    if (offset !== undefined && !(Number.isInteger(offset) && offset >= 0)) {
+      throw new ServerError(
+        'INVALID_PARAMS',
+        `terminal.readLog 'offset': expected a byte offset (an integer >= 0); given ${JSON.stringify(offset)}`,
+      );
+    }
+    const raw = Buffer.from(await service.readLog(id));
+    const slice = raw.subarray(Math.min(offset ?? 0, raw.length)).toString('utf8');
+    const text =
+      clean && this.terminalModule
+        ? this.terminalModule.cleanOutput(slice, { maxLineChars: Number.MAX_SAFE_INTEGER }).full
+        : slice;
+    return { text, size: raw.length };
   }
 
   async kill(id: number): Promise<{ killed: boolean }> {
@@ -227,6 +282,7 @@ export class TerminalHost {
         error,
       );
     }
+    this.terminalModule = terminal;
     const registry = new PluginRegistry({ cwd: this.cwd, logger: this.logger, tempRoot: this.tempRoot });
     this.registry = registry;
     this.serviceToken = terminal.TERMINAL_SERVICE;

@@ -189,9 +189,11 @@ export function describeTarget(
       await waitFor(() => pidsWithArg(m).length === 0, 20_000, 'the escapee swept');
     });
 
-    test('a killed connection fails the running call with TRANSPORT_LOST, kills nothing locally, and the next call reconnects', async () => {
-      const own = newTarget();
+    test('with detachGraceMs 0 a killed connection fails the running call with TRANSPORT_LOST, the server kills its work, and the next call reconnects', async () => {
+      const own = newTarget({ detachGraceMs: 0 });
       try {
+        // No session: nothing to re-attach to.
+        expect((await own.client!.connect()).init.session).toBeUndefined();
         const m = marker('lost');
         const proc = own.processes.spawn(`sleep 300; : ${m}`, [], { shell: '/bin/bash' }) as RemoteProcess;
         await proc.spawned;

@@ -1,3 +1,4 @@
+import { resolveKubectlContext } from './kubectl-context.js';
 import type { Transport } from './transport.js';
 
 export interface KubectlTransportOptions {
@@ -11,9 +12,10 @@ export interface KubectlTransportOptions {
 }
 
 /**
- * `kubectl exec -i` into a pod's container. Untested against a real cluster here (see the README):
- * the protocol runs over it exactly as over the other transports, and a dropped stream that
- * kubectl does not propagate as stdin EOF is caught by the server's idle timeout.
+ * `kubectl exec -i` into a pod's container. Tested against the real kubectl and a stand-in API
+ * server, not a real cluster (see the README): the protocol runs over it exactly as over the other
+ * transports, and a dropped stream that kubectl does not propagate as stdin EOF is caught by the
+ * server's idle timeout.
  */
 export class KubectlTransport implements Transport {
   readonly kind = 'kubernetes' as const;
@@ -21,9 +23,12 @@ export class KubectlTransport implements Transport {
   private readonly options: KubectlTransportOptions;
 
   constructor(options: KubectlTransportOptions) {
-    this.options = options;
-    const o = options;
-    this.target = `kubernetes:${o.context ? `${o.context}/` : ''}${o.namespace ?? 'default'}/${o.pod}${o.container ? `/${o.container}` : ''}`;
+    // Without a namespace, kubectl takes the kubeconfig context's: pin it (and that context), so
+    // the label names where commands run and every exec goes there.
+    this.options =
+      options.namespace === undefined ? { ...options, ...resolveKubectlContext(options) } : options;
+    const o = this.options;
+    this.target = `kubernetes:${o.context ? `${o.context}/` : ''}${o.namespace}/${o.pod}${o.container ? `/${o.container}` : ''}`;
   }
 
   command(argv: readonly string[]): { file: string; args: string[] } {

@@ -3,7 +3,6 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { shellJoin } from '@conch/shell-syntax';
-import { execa } from 'execa';
 import type { Transport } from './transport.js';
 
 export interface SshTransportOptions {
@@ -34,6 +33,8 @@ export class SshTransport implements Transport {
   readonly target: string;
   private readonly options: SshTransportOptions;
   private controlDir: string | undefined;
+  /** Control dirs of masters given up by `reset` that are still being ended. */
+  private readonly retired = new Set<Promise<void>>();
 
   constructor(options: SshTransportOptions) {
     this.options = options;
@@ -89,10 +90,29 @@ export class SshTransport implements Transport {
     return undefined;
   }
 
-  async dispose(): Promise<void> {
+  /**
+   * A session through the master went silent: the master may sit on a dead network path (it
+   * notices only after ServerAliveInterval x ServerAliveCountMax), and every reconnect through it
+   * would hang. The next connection gets a master of its own (a new control dir); the old one is
+   * asked to exit (bounded: a master that cannot answer is killed by ssh's own keepalive later).
+   */
+  reset(): void {
     const dir = this.controlDir;
     if (!dir) return;
     this.controlDir = undefined;
+    const ending = this.endMaster(dir).finally(() => this.retired.delete(ending));
+    this.retired.add(ending);
+  }
+
+  async dispose(): Promise<void> {
+    const dir = this.controlDir;
+    this.controlDir = undefined;
+    await Promise.all([...this.retired, ...(dir ? [this.endMaster(dir)] : [])]);
+  }
+
+  private async endMaster(dir: string): Promise<void> {
+    // Loaded on first use, not at import (see ExecClient.start).
+    const { execa } = await import('execa');
     await execa(this.options.ssh ?? 'ssh', [...this.exitArgs(dir)], {
       reject: false,
       timeout: 5000,
