@@ -1,15 +1,17 @@
-// @conch/exec-server against the commands it replaces, on a loopback sshd started here: `echo hi`
-// over the persistent ssh transport (one connection, one server, each run a request) against a
-// fresh `ssh host echo hi`; 50 MB of output run in the target (captured there, every byte in its
-// spill file) and streamed back to the host, against the same run on this machine; and what a
-// first connection (deploy) and a reconnection cost. Needs /usr/sbin/sshd and ssh-keygen.
-import { execFileSync, spawn, spawnSync } from 'node:child_process';
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { createServer } from 'node:net';
+// @conch/exec-server against the commands it replaces, on a loopback sshd in its own mount namespace
+// (test-support): `echo hi` over the persistent ssh transport (one connection, one server, each run
+// a request) against a fresh `ssh host echo hi`, with the remote ~/.bashrc empty and realistic (a
+// fresh ssh pays the rc on every command, the persistent transport once); 50 MB of output run in
+// the target (captured there, every byte in its spill file) and streamed back to the host, against
+// the same run on this machine; and what a first connection (the bundle copied into an empty
+// cache) and a reconnection cost. Needs /usr/sbin/sshd, ssh-keygen, root and util-linux unshare.
+import { spawn, spawnSync } from 'node:child_process';
+import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { ProcessManager } from '@conch/process';
+import { sshdAvailable, startSshd } from '@conch/test-support/sshd';
 import { alternate, median } from '../lib.mjs';
 
 const here = dirname(fileURLToPath(import.meta.url));
@@ -20,76 +22,53 @@ const { executorFromConfig } = await import(
 const MB50 = 50 * 1024 * 1024;
 const FLOOD = `yes 'the quick brown fox jumps over the lazy dog 0123456789' | head -c ${MB50}`;
 
-async function freePort() {
-  return new Promise((resolve, reject) => {
-    const server = createServer();
-    server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      const { port } = server.address();
-      server.close(() => resolve(port));
-    });
-  });
+/**
+ * What a developer's ~/.bashrc commonly does for every command ssh runs (bash sources it for sshd
+ * even without a terminal): PATH entries; a version manager's function library sourced (nvm.sh is
+ * about 4,500 lines) whose start-up picks a default version in a subshell; init hooks evaluated
+ * from programs' output (pyenv's is a shell program, conda's a python one); dircolors. Written by
+ * the bench so that every machine measures the same rc; what it costs alone is measured beside.
+ */
+function realisticRc(dir) {
+  const lib = join(dir, 'version-manager.sh');
+  const fns = [];
+  for (let i = 0; i < 1500; i++) {
+    fns.push(`vm_fn_${i}() {\n  local v="\${1:-default}"; [ -n "$v" ] && printf '%s\\n' "\${v#lts/}"\n}`);
+  }
+  fns.push('vm_default() { ( cd "$VM_DIR" && ls >/dev/null && printf "v20\\n" ); }');
+  writeFileSync(lib, `export VM_DIR=${dir}\n${fns.join('\n')}\nVM_CURRENT="$(vm_default)"\n`);
+  const hook = join(dir, 'init-hook.sh');
+  writeFileSync(
+    hook,
+    '#!/bin/bash\nfor d in shims bin; do printf \'export PATH="%s:$PATH"\\n\' "$HOME/.tool/$d"; done\nprintf \'tool() { command tool "$@"; }\\n\'\n',
+    { mode: 0o755 },
+  );
+  return [
+    '# a realistic rc: PATH, a version manager sourced, init hooks evaluated, colours',
+    'export PATH="$HOME/.local/bin:$HOME/bin:$PATH"',
+    `[ -s ${lib} ] && . ${lib}`,
+    `eval "$(${hook})"`,
+    'eval "$(python3 -c \'print("export CONDA_SHLVL=0 CONDA_PROMPT_MODIFIER=")\')"',
+    'command -v dircolors >/dev/null && eval "$(dircolors -b)"',
+    'alias ll="ls -l"',
+    '',
+  ].join('\n');
 }
 
-/** A throwaway sshd on 127.0.0.1 (host key, user key, authorized_keys in a temp dir). */
-async function startSshd() {
-  const dir = mkdtempSync(join(tmpdir(), 'conch-bench-sshd-'));
-  for (const key of ['host_key', 'user_key']) {
-    execFileSync('ssh-keygen', ['-q', '-t', 'ed25519', '-N', '', '-f', join(dir, key)]);
+/** What sourcing an rc costs in a fresh bash here (median of 9): the rc alone, no handshake. */
+function rcCost(rc) {
+  const times = [];
+  for (let i = 0; i < 9; i++) {
+    const t0 = performance.now();
+    // sshd's default PATH, as the ssh session has it (a version manager's shims on this PATH
+    // would make python3 itself slower here than there)
+    spawnSync('bash', ['-c', `. ${rc}`], {
+      stdio: 'ignore',
+      env: { HOME: process.env.HOME, PATH: '/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin' },
+    });
+    times.push(performance.now() - t0);
   }
-  writeFileSync(join(dir, 'authorized_keys'), readFileSync(join(dir, 'user_key.pub')), { mode: 0o600 });
-  const port = await freePort();
-  writeFileSync(
-    join(dir, 'sshd_config'),
-    [
-      `Port ${port}`,
-      'ListenAddress 127.0.0.1',
-      `HostKey ${join(dir, 'host_key')}`,
-      `AuthorizedKeysFile ${join(dir, 'authorized_keys')}`,
-      'PidFile none',
-      'PermitRootLogin prohibit-password',
-      'PasswordAuthentication no',
-      'UsePAM no',
-      'StrictModes no',
-      'LogLevel ERROR',
-      'MaxStartups 100',
-    ].join('\n') + '\n',
-  );
-  let madeRunDir = false;
-  if (process.getuid?.() === 0 && !existsSync('/run/sshd')) {
-    mkdirSync('/run/sshd', { mode: 0o755 });
-    madeRunDir = true;
-  }
-  const child = spawn('/usr/sbin/sshd', ['-D', '-e', '-f', join(dir, 'sshd_config')], { stdio: 'ignore' });
-  const user = process.env.USER || 'root';
-  const options = ['StrictHostKeyChecking=no', 'UserKnownHostsFile=/dev/null', 'LogLevel=ERROR'];
-  const sshArgs = [
-    '-T',
-    '-p',
-    String(port),
-    '-i',
-    join(dir, 'user_key'),
-    '-o',
-    'BatchMode=yes',
-    '-o',
-    'IdentitiesOnly=yes',
-  ];
-  for (const o of options) sshArgs.push('-o', o);
-  sshArgs.push(`${user}@127.0.0.1`);
-  for (let i = 0; ; i++) {
-    if (spawnSync('ssh', [...sshArgs, 'true'], { stdio: 'ignore', timeout: 10_000 }).status === 0) break;
-    if (i > 100) throw new Error('bench sshd did not start');
-    await new Promise((r) => setTimeout(r, 100));
-  }
-  return {
-    config: { kind: 'ssh', host: '127.0.0.1', port, user, identityFile: join(dir, 'user_key'), options },
-    sshArgs,
-    stop() {
-      child.kill('SIGTERM');
-      rmSync(dir, { recursive: true, force: true });
-      if (madeRunDir) rmSync('/run/sshd', { recursive: true, force: true });
-    },
-  };
+  return median(times);
 }
 
 /** Runs `argv` once over a fresh ssh connection (a handshake each time), output drained. */
@@ -103,7 +82,7 @@ function freshSsh(sshArgs, command) {
 }
 
 export default async function exec() {
-  if (!existsSync('/usr/sbin/sshd')) {
+  if (!existsSync('/usr/sbin/sshd') || !sshdAvailable()) {
     return [
       {
         name: 'exec-server: skipped (no /usr/sbin/sshd: apt-get install openssh-server)',
@@ -114,39 +93,79 @@ export default async function exec() {
       },
     ];
   }
-  const sshd = await startSshd();
-  const cacheDir = mkdtempSync(join(tmpdir(), 'conch-bench-cache-'));
+  // sshd in its own mount namespace (test-support): a private /tmp and ~/.cache (so the first
+  // connection really copies the bundle) and the remote ~/.bashrc replaced by rc, which the bench
+  // rewrites in place: empty, then realistic.
+  const rcDir = mkdtempSync(join(existsSync('/var/tmp') ? '/var/tmp' : tmpdir(), 'conch-bench-rc-'));
+  const rc = join(rcDir, 'bashrc');
+  writeFileSync(rc, '');
+  const sshd = await startSshd({ rcFile: rc });
+  const config = {
+    kind: 'ssh',
+    host: sshd.host,
+    port: sshd.port,
+    user: sshd.user,
+    identityFile: sshd.identityFile,
+    options: sshd.options,
+  };
+  const sshArgs = [
+    '-T',
+    '-p',
+    String(sshd.port),
+    '-i',
+    sshd.identityFile,
+    '-o',
+    'BatchMode=yes',
+    '-o',
+    'IdentitiesOnly=yes',
+  ];
+  for (const o of sshd.options) sshArgs.push('-o', o);
+  sshArgs.push(`${sshd.user}@${sshd.host}`);
   const rows = [];
-  const target = executorFromConfig({ ...sshd.config, cacheDir }, { cwd: process.cwd() });
+  const target = executorFromConfig(config, { cwd: process.cwd() });
   const local = new ProcessManager({ cwd: process.cwd() });
   try {
-    // First connection: the bundle is copied into the (empty) cache, then the server starts.
+    // First connection: the bundle is copied into the target's empty ~/.cache, then the server starts.
     let t0 = performance.now();
     const first = await target.client.connect();
     const deployMs = performance.now() - t0;
 
-    const { median: echoMs, baseline } = await (async () => {
+    const persistentVsFresh = async () => {
       const r = await alternate(
         async () => {
           const result = await target.processes.spawn('echo', ['hi']).result;
           if (result.stdout.head !== 'hi\n')
             throw new Error(`echo over ssh: ${JSON.stringify(result.stdout)}`);
         },
-        () => freshSsh(sshd.sshArgs, 'echo hi'),
+        () => freshSsh(sshArgs, 'echo hi'),
         { runs: 30, warmup: 3 },
       );
-      return { median: r.conch, baseline: r.baseline };
-    })();
+      return { echoMs: r.conch, baseline: r.baseline };
+    };
+    const empty = await persistentVsFresh();
+    writeFileSync(rc, realisticRc(rcDir));
+    const realistic = await persistentVsFresh();
+    const realisticCost = rcCost(rc);
+    writeFileSync(rc, '');
+    const emptyCost = rcCost(rc);
     rows.push({
-      name: 'exec-server: `echo hi` over the persistent ssh transport vs a fresh `ssh host echo hi` (loopback sshd, median of 30)',
-      conch: echoMs,
-      baseline,
+      name: 'exec-server: `echo hi` over the persistent ssh transport vs a fresh `ssh host echo hi`, the remote ~/.bashrc empty (loopback sshd, median of 30)',
+      conch: empty.echoMs,
+      baseline: empty.baseline,
       unit: 'ms',
-      ratio: echoMs / baseline,
+      ratio: empty.echoMs / empty.baseline,
       goal: 'ratio <= 0.1',
-      pass: echoMs / baseline <= 0.1,
+      pass: empty.echoMs / empty.baseline <= 0.1,
     });
-
+    rows.push({
+      name: `exec-server: the same with a realistic ~/.bashrc (a 1,500-function version-manager library sourced, two init hooks evaluated (shell, python3), dircolors: \`bash -c '. rc'\` ${realisticCost.toFixed(0)} ms vs ${emptyCost.toFixed(0)} ms empty; loopback sshd, median of 30)`,
+      conch: realistic.echoMs,
+      baseline: realistic.baseline,
+      unit: 'ms',
+      ratio: realistic.echoMs / realistic.baseline,
+      goal: 'ratio <= 0.1',
+      pass: realistic.echoMs / realistic.baseline <= 0.1,
+    });
     // 50 MB: captured in the target (head + tail in the result, every byte in the target's spill file).
     const runRemote = async () => {
       const result = await target.processes.spawn(FLOOD, [], { shell: true, capture: { spill: 'combined' } })
@@ -213,7 +232,7 @@ export default async function exec() {
     await target.processes.spawn('true').result;
     const reconnectMs = performance.now() - t0;
     rows.push({
-      name: `exec-server: first connection with the bundle copy (${Math.round(first.connectMs)} ms to a running server) vs reconnecting through the control master + \`true\``,
+      name: `exec-server: first connection, the bundle copied into an empty cache (${Math.round(first.connectMs)} ms to a running server), vs reconnecting through the control master + \`true\``,
       conch: deployMs,
       baseline: reconnectMs,
       unit: 'ms',
@@ -223,8 +242,8 @@ export default async function exec() {
   } finally {
     await local.dispose();
     await target.dispose();
-    rmSync(cacheDir, { recursive: true, force: true });
-    sshd.stop();
+    await sshd.stop();
+    rmSync(rcDir, { recursive: true, force: true });
   }
   return rows;
 }

@@ -53,7 +53,17 @@ function canUnshare(): boolean {
   return r.status === 0;
 }
 
-export async function startSshd(): Promise<TestSshd> {
+export interface StartSshdOptions {
+  /**
+   * A file that stands for the remote user's `~/.bashrc` (bind-mounted over it in sshd's mount
+   * namespace; needs `isolated`, and an existing ~/.bashrc to mount over). bash sources it for
+   * every command sshd runs, so it is what a fresh `ssh host cmd` pays besides the handshake;
+   * rewrite it in place (same inode) to change it between runs.
+   */
+  rcFile?: string;
+}
+
+export async function startSshd(start: StartSshdOptions = {}): Promise<TestSshd> {
   // Outside /tmp: the namespace mounts its own /tmp, and sshd must still read its config there.
   const base = existsSync('/var/tmp') ? '/var/tmp' : homedir();
   const dir = mkdtempSync(join(base, 'conch-sshd-'));
@@ -88,6 +98,12 @@ export async function startSshd(): Promise<TestSshd> {
   }
   const isolated = canUnshare();
   const home = homedir();
+  if (start.rcFile && !(isolated && existsSync(join(home, '.bashrc')))) {
+    rmSync(dir, { recursive: true, force: true });
+    throw new Error(
+      `startSshd({ rcFile }) needs root, util-linux unshare and an existing ${join(home, '.bashrc')} to mount over`,
+    );
+  }
   const sshdArgs = ['-D', '-e', '-f', join(dir, 'sshd_config')];
   let child: ChildProcess;
   if (isolated) {
@@ -97,6 +113,7 @@ export async function startSshd(): Promise<TestSshd> {
       'set -e',
       'mount -t tmpfs -o mode=1777 conch-remote-tmp /tmp',
       `mount -t tmpfs -o mode=0700 conch-remote-cache ${cache}`,
+      ...(start.rcFile ? [`mount --bind ${start.rcFile} ${join(home, '.bashrc')}`] : []),
       `exec ${SSHD} ${sshdArgs.join(' ')}`,
     ].join('\n');
     child = spawn(
