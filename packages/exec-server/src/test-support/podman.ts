@@ -9,6 +9,7 @@
 //   - --rootfs on a bind mount of / (pivot_root refuses the real root) with the :O overlay.
 import { spawnSync } from 'node:child_process';
 import { mkdtempSync, rmdirSync, rmSync, writeFileSync } from 'node:fs';
+import { homedir } from 'node:os';
 import { join } from 'node:path';
 
 export const PODMAN_ARGS = ['--cgroup-manager', 'cgroupfs', '--runtime', 'runc'];
@@ -62,6 +63,12 @@ export async function startContainer(): Promise<TestContainer> {
       'none',
       '--mount',
       'type=tmpfs,dst=/sys/fs/cgroup',
+      // The container's own /tmp and ~/.cache, empty: the overlaid rootfs would otherwise show this
+      // machine's, bundle cache included, and the first connection would never really copy.
+      '--mount',
+      'type=tmpfs,dst=/tmp,notmpcopyup',
+      '--mount',
+      `type=tmpfs,dst=${join(homedir(), '.cache')},notmpcopyup`,
       '--rootfs',
       `${root}:O`,
       'sleep',
