@@ -338,4 +338,57 @@ describe('output streaming', () => {
       await client.dispose();
     }
   });
+
+  test('a listener added in the same tick as spawn (no event listener) gets the output from its first byte', async () => {
+    const client = localClient();
+    const manager = new RemoteProcessManager({ client });
+    try {
+      for (let round = 0; round < 5; round++) {
+        let streamed = '';
+        const proc = manager.spawn("printf 'first line\\n'; yes 0123456789abcdef | head -c 2000000", [], {
+          shell: true,
+          capture: { spill: 'combined' },
+        }) as RemoteProcess;
+        proc.onOutput((e) => (streamed += e.text));
+        const result = await proc.result;
+        expect(streamed.length + proc.skippedBytes).toBe(result.stdout.totalBytes);
+        expect(streamed.startsWith('first line\n0123456789abcdef\n')).toBe(true);
+      }
+    } finally {
+      await manager.dispose();
+      await client.dispose();
+    }
+  });
+
+  for (const [what, before] of [
+    ['100 KB', 100_000],
+    ['3 MB (more than the stream window)', 3_000_000],
+  ] as const) {
+    test(`a listener added once ${what} was written: what came before is skipped, streamed plus skipped is every byte`, async () => {
+      const client = localClient();
+      const manager = new RemoteProcessManager({ client });
+      const dir = mkdtempSync(join(tmpdir(), 'conch-late-listener-'));
+      const flag = join(dir, 'go');
+      try {
+        const proc = manager.spawn(
+          `head -c ${before} /dev/zero | tr '\\0' a; while [ ! -e ${flag} ]; do sleep 0.02; done; head -c 50000 /dev/zero | tr '\\0' b`,
+          [],
+          { shell: true, capture: { spill: 'combined' } },
+        ) as RemoteProcess;
+        await waitFor(() => (proc.combined?.totalBytes ?? 0) >= before, 60_000, 'the first output');
+        let streamed = '';
+        proc.onOutput((e) => (streamed += e.text));
+        writeFileSync(flag, '');
+        const result = await proc.result;
+        expect(result.stdout.totalBytes).toBe(before + 50_000);
+        expect(streamed.length + proc.skippedBytes).toBe(before + 50_000);
+        expect(proc.skippedBytes).toBeGreaterThanOrEqual(before);
+        expect(streamed.endsWith('b'.repeat(1000))).toBe(true);
+      } finally {
+        await manager.dispose();
+        await client.dispose();
+        rmSync(dir, { recursive: true, force: true });
+      }
+    });
+  }
 });

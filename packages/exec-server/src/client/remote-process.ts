@@ -197,10 +197,16 @@ export class RemoteProcess implements ProcessHandle {
       ...(options.keepLeftoverOutput !== undefined ? { keepLeftoverOutput: options.keepLeftoverOutput } : {}),
       ...(options.sandbox !== undefined ? { sandbox: options.sandbox } : {}),
       ...(options.label !== undefined ? { label: options.label } : {}),
-      ...(wantsStream ? { stream: true } : {}),
       // Always abortable: a signal attached later (attachSignal) must reach the process too.
       abortable: true,
     };
+    // Whether to stream is read when the request is written, not now: a listener added in the
+    // same tick as spawn() (the usual `spawn(...).onOutput(...)`) then gets every byte from the
+    // first, as a local process's would, instead of a proc.stream request racing the output.
+    Object.defineProperty(params, 'stream', {
+      enumerable: true,
+      get: () => (this.streaming ? true : undefined),
+    });
     this.accepted = owner.client
       .requestTracked('proc.spawn', params, (session) => {
         this.session = session;
@@ -262,7 +268,11 @@ export class RemoteProcess implements ProcessHandle {
     (this.listeners ??= new Set()).add(listener);
     if (!this.streaming && this.isRunning) {
       this.streaming = true;
-      void this.request('proc.stream', { id: this.id, on: true }).catch(() => undefined);
+      // Not yet sent: the spawn request carries it. Sent: the server counts what came before
+      // this as skipped, so streamed plus skippedBytes is still every byte.
+      if (this.session !== undefined) {
+        void this.request('proc.stream', { id: this.id, on: true }).catch(() => undefined);
+      }
     }
     return () => this.listeners?.delete(listener);
   }

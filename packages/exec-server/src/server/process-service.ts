@@ -341,6 +341,9 @@ export class ProcessService {
   private setStream(entry: Entry, on: boolean): void {
     if (on === entry.stream) return;
     entry.stream = on;
+    // What the process wrote while nobody streamed it (before a late `proc.stream`, or between an
+    // off and an on) is skipped like a full window's: streamed plus skipped stays every byte.
+    if (on) entry.skipped += Math.max(0, this.bytesOf(entry) - entry.accounted - entry.skipped);
     entry.removeOutput?.();
     entry.removeOutput = on ? entry.proc.onOutput((event) => this.forward(entry, event)) : undefined;
   }
