@@ -12,7 +12,7 @@
 // Each section that fails gives a FAILED row and the others still run.
 import 'reflect-metadata';
 import { execFileSync, fork, spawn } from 'node:child_process';
-import { existsSync, mkdirSync, mkdtempSync, rmSync, symlinkSync } from 'node:fs';
+import { cpSync, existsSync, mkdirSync, mkdtempSync, realpathSync, rmSync, symlinkSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -261,13 +261,17 @@ function nodeReport(script) {
 }
 
 /**
- * The published conch-mcp, built as `pnpm pack` builds it (dist/package), with the few npm
- * packages its bin leaves outside the bundle (native code, WASM, pino) linked beside it from the
- * workspace packages that depend on them, as npm would install them. Returns its bin.
+ * The published conch-mcp, built as `pnpm pack` builds it (dist/package) and laid out in `app` as
+ * npm installs it: the package in node_modules/@conch/mcp, and beside it the few npm packages its
+ * bin leaves outside the bundle (native code, WASM, pino), linked from the workspace packages that
+ * depend on them. (Run in place inside the workspace, its plugin discovery would find and load the
+ * workspace's own @conch/* packages too.) Returns its bin.
  */
-function publishedBin() {
+function publishedBin(app) {
   execFileSync(process.execPath, [join(MCP_DIR, 'scripts', 'bundle.mjs')], { cwd: MCP_DIR, stdio: 'ignore' });
-  const pkgDir = join(MCP_DIR, 'dist', 'package');
+  const modules = join(app, 'node_modules');
+  const installed = join(modules, '@conch', 'mcp');
+  cpSync(join(MCP_DIR, 'dist', 'package'), installed, { recursive: true });
   const from = {
     pino: 'core',
     'web-tree-sitter': 'shell-syntax',
@@ -275,11 +279,11 @@ function publishedBin() {
     '@lydell/node-pty': 'process',
   };
   for (const [name, owner] of Object.entries(from)) {
-    const link = join(pkgDir, 'node_modules', name);
+    const link = join(modules, name);
     mkdirSync(dirname(link), { recursive: true });
-    symlinkSync(join(MCP_DIR, '..', owner, 'node_modules', name), link);
+    symlinkSync(realpathSync(join(MCP_DIR, '..', owner, 'node_modules', name)), link);
   }
-  return join(pkgDir, 'dist', 'bin.js');
+  return join(installed, 'dist', 'bin.js');
 }
 
 /** Spawn of conch-mcp (default config, in an empty directory) to its answer to tools/list, in ms. */
@@ -327,8 +331,9 @@ async function startupRows() {
   const workspaceMcp = [];
   const cwd = mkdtempSync(join(tmpdir(), 'conch-bench-mcp-start-'));
   const compileCache = mkdtempSync(join(tmpdir(), 'conch-bench-compile-cache-'));
+  const app = mkdtempSync(join(tmpdir(), 'conch-bench-mcp-app-'));
   try {
-    const published = publishedBin();
+    const published = publishedBin(app);
     await nodeReport(REPORT);
     await nodeReport(`import('@conch/core').then(() => { ${REPORT} })`);
     await mcpStart(published, cwd, compileCache);
@@ -345,6 +350,7 @@ async function startupRows() {
   } finally {
     rmSync(cwd, { recursive: true, force: true });
     rmSync(compileCache, { recursive: true, force: true });
+    rmSync(app, { recursive: true, force: true });
   }
   const cpu = { conch: median(core.map((r) => r.cpu)), base: median(bare.map((r) => r.cpu)) };
   const rss = { conch: median(core.map((r) => r.rss)), base: median(bare.map((r) => r.rss)) };
