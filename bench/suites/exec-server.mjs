@@ -11,7 +11,7 @@ import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { ProcessManager } from '@conch/process';
-import { sshdAvailable, startSshd } from '@conch/test-support/sshd';
+import { sshdAvailable, sshExecutorConfig, startSshd } from '@conch/test-support/sshd';
 import { alternate, median } from '../lib.mjs';
 
 const here = dirname(fileURLToPath(import.meta.url));
@@ -100,14 +100,7 @@ export default async function exec() {
   const rc = join(rcDir, 'bashrc');
   writeFileSync(rc, '');
   const sshd = await startSshd({ rcFile: rc });
-  const config = {
-    kind: 'ssh',
-    host: sshd.host,
-    port: sshd.port,
-    user: sshd.user,
-    identityFile: sshd.identityFile,
-    options: sshd.options,
-  };
+  const config = sshExecutorConfig(sshd);
   const sshArgs = [
     '-T',
     '-p',

@@ -1,7 +1,7 @@
 // createEnvironment({ executor: { kind: 'ssh', ... } }) over a real sshd: the shell, the processes, the files and the model's tools all work in the target, and close() leaves nothing running there.
 import { existsSync } from 'node:fs';
 import { processesMentioning, removeTempDirs, tempDir, waitFor } from '@conch/test-support';
-import { sshdAvailable, startSshd, type TestSshd } from '@conch/test-support/sshd';
+import { sshdAvailable, sshExecutorConfig, startSshd, type TestSshd } from '@conch/test-support/sshd';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createEnvironment, type Environment } from './environment.js';
 
@@ -17,12 +17,7 @@ describe.skipIf(!sshdAvailable())('an environment whose executor is an ssh host 
       workingDir: tempDir('conch-env-host-'),
       tmpRoot: tempDir('conch-env-tmp-'),
       executor: {
-        kind: 'ssh',
-        host: sshd.host,
-        port: sshd.port,
-        user: sshd.user,
-        identityFile: sshd.identityFile,
-        options: sshd.options,
+        ...sshExecutorConfig(sshd),
       },
       plugins: { permission: { mode: 'acceptAll' }, cli: {}, background: {}, terminal: {} },
       files: true,

@@ -14,7 +14,7 @@ import { processesMentioning, removeTempDirs, tempDir, waitFor } from '@conch/te
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { executorPlugin } from './executor-plugin.js';
 import { EXECUTION_TARGET } from './tokens.js';
-import { sshdAvailable, startSshd, type TestSshd } from './test-support/sshd.js';
+import { sshdAvailable, sshExecutorConfig, startSshd, type TestSshd } from './test-support/sshd.js';
 
 let sshd: TestSshd;
 /** Where the host's registry works: a directory the target does not have (its /tmp is its own). */
@@ -27,12 +27,7 @@ function unique(name: string): string {
 
 function executorConfig(extra: Record<string, unknown> = {}): Record<string, unknown> {
   return {
-    kind: 'ssh',
-    host: sshd.host,
-    port: sshd.port,
-    user: sshd.user,
-    identityFile: sshd.identityFile,
-    options: sshd.options,
+    ...sshExecutorConfig(sshd),
     ...extra,
   };
 }

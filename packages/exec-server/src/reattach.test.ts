@@ -25,7 +25,7 @@ import { executorFromConfig, type ExecutionTarget } from './execution-target.js'
 import { RpcError, RpcPeer } from './json-rpc.js';
 import { PROTOCOL_VERSION } from './protocol.js';
 import { marker, memoryLogger, pidsWithArg, waitFor } from './test-support/helpers.js';
-import { sshdAvailable, startSshd, type TestSshd } from './test-support/sshd.js';
+import { sshdAvailable, sshExecutorConfig, startSshd, type TestSshd } from './test-support/sshd.js';
 import { SshTransport } from './transport/ssh-transport.js';
 
 let sshd: TestSshd;
@@ -41,12 +41,7 @@ const owned = new Set<ExecutionTarget>();
 
 function config(extra: Record<string, unknown> = {}): Record<string, unknown> {
   return {
-    kind: 'ssh',
-    host: sshd.host,
-    port: sshd.port,
-    user: sshd.user,
-    identityFile: sshd.identityFile,
-    options: sshd.options,
+    ...sshExecutorConfig(sshd),
     ...(cacheDir ? { cacheDir } : {}),
     ...extra,
   };

@@ -13,7 +13,7 @@ import { z } from 'zod';
 import { bundleManifest } from './bundle/bundle.js';
 import { ExecServerStartError } from './errors/exec-server-start-error.js';
 import { marker, pidsWithArg, waitFor } from './test-support/helpers.js';
-import { sshdAvailable, startSshd, type TestSshd } from './test-support/sshd.js';
+import { sshdAvailable, sshExecutorConfig, startSshd, type TestSshd } from './test-support/sshd.js';
 import { describeTarget } from './test-support/target-suite.js';
 
 let sshd: TestSshd;
@@ -37,12 +37,7 @@ describeTarget('ssh target (real sshd on 127.0.0.1)', {
     cacheDir = sshd.isolated ? undefined : mkdtempSync(join(tmpdir(), 'conch-ssh-cache-'));
     return {
       config: {
-        kind: 'ssh',
-        host: sshd.host,
-        port: sshd.port,
-        user: sshd.user,
-        identityFile: sshd.identityFile,
-        options: sshd.options,
+        ...sshExecutorConfig(sshd),
         ...(cacheDir ? { cacheDir } : {}),
       },
       target: `ssh:${sshd.user}@127.0.0.1:${sshd.port}`,

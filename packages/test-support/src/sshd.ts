@@ -25,6 +25,19 @@ export interface TestSshd {
   stop(): Promise<void>;
 }
 
+/** The @conch/exec-server executor config that reaches this sshd: `{ kind: 'ssh', host, port, … }`. */
+export function sshExecutorConfig(sshd: TestSshd): {
+  kind: 'ssh';
+  host: string;
+  port: number;
+  user: string;
+  identityFile: string;
+  options: string[];
+} {
+  const { host, port, user, identityFile, options } = sshd;
+  return { kind: 'ssh', host, port, user, identityFile, options };
+}
+
 /** Whether the ssh suites can run here; under CI a missing sshd is a failure, not a skip. */
 export function sshdAvailable(): boolean {
   const ok = existsSync(SSHD) && spawnSync('ssh-keygen', ['-?'], { stdio: 'ignore' }).error === undefined;

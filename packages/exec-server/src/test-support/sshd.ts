@@ -1,2 +1,2 @@
 // The test sshd lives in @conch/test-support (shared with @conch/environment's suite).
-export { SSHD, sshdAvailable, startSshd, type TestSshd } from '@conch/test-support/sshd';
+export { SSHD, sshdAvailable, sshExecutorConfig, startSshd, type TestSshd } from '@conch/test-support/sshd';
