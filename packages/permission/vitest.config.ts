@@ -4,5 +4,6 @@ export default defineConfig({
   test: {
     include: ['src/**/*.test.ts'],
     testTimeout: 30_000,
+    setupFiles: ['./src/test-support/parser-loaded.ts'],
   },
 });

@@ -31,7 +31,7 @@ let registry: PluginRegistry;
 let asked: ApprovalRequest[];
 let answer: ApprovalAnswer;
 
-beforeEach(() => {
+beforeEach(async () => {
   dir = mkdtempSync(join(tmpdir(), 'conch-browser-plugin-'));
   asked = [];
   answer = 'deny';
@@ -40,7 +40,7 @@ beforeEach(() => {
     tempRoot: dir,
     plugins: [permissionPlugin, cliPlugin, backgroundPlugin, browserPlugin],
   });
-  registry.exposeSync('permission', {
+  await registry.expose('permission', {
     rules: { allow: ['python3 -u -m http.server *'] },
     approve: (request: ApprovalRequest) => {
       asked.push(request);

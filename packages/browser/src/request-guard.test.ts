@@ -200,7 +200,7 @@ describe.skipIf(!hasChrome).each(modes)('with an allowlist ($mode browser)', ({ 
     answer = 'deny';
     asked = [];
     registry = new PluginRegistry({ cwd: dir, tempRoot: dir, plugins: [permissionPlugin, browserPlugin] });
-    registry.exposeSync('permission', {
+    await registry.expose('permission', {
       approve: (request: ApprovalRequest) => {
         asked.push(request);
         return Promise.resolve(answer);

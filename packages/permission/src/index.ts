@@ -1,5 +1,5 @@
 import './events.js';
-export { permissionPlugin, getPermissionEngine, PERMISSION_ENGINE } from './plugin.js';
+export { permissionPlugin, permissionReady, getPermissionEngine, PERMISSION_ENGINE } from './plugin.js';
 export { PermissionEngine, type AuditEntry, type PermissionEngineOptions, type RuleProblem } from './gate.js';
 export type { Analysis, Part, Verdict } from './analyze.js';
 export {

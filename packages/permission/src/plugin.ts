@@ -1,12 +1,16 @@
 import {
   definePlugin,
+  describeValue,
+  InvalidConfigError,
   PERMISSION_GATE,
   token,
+  type PluginContext,
   type PluginDefinition,
   type PluginRegistry,
+  type PluginSetup,
 } from '@conch/core';
 import { probeSandboxSync } from '@conch/process';
-import { loadShellParser } from '@conch/shell-syntax';
+import { loadShellParser, type ShellParser } from '@conch/shell-syntax';
 import type { z } from 'zod';
 import { permissionConfigSchema, type PermissionConfig } from './config.js';
 import { compileRules, PermissionEngine } from './gate.js';
@@ -19,11 +23,24 @@ import { compileHostPattern } from './network-rules.js';
 const SUPERVISED = token<{ supervisorPids?(): readonly number[] }>('conch.process.ProcessManager');
 
 /**
- * The tree-sitter WASM loads once, when this module is imported (about 15 ms of CPU and 11 MiB),
- * so exposing stays synchronous: `evaluate()` right after a synchronous expose and the config's
- * rule examples (checked while the config is validated) need a parser at once.
+ * The bash parser (tree-sitter WASM, about 15 ms of CPU and 11 MiB, once per process) loads when
+ * the plugin is first exposed, not when this module is imported: importing costs nothing, and the
+ * module has no top-level await, so it also bundles into CommonJS (conch-mcp's published server).
+ * Until it is there, a setup is asynchronous (`await registry.exposeTool('permission')`); once it
+ * is, setup and config validation are synchronous, as `exposeSync` needs.
  */
-const parser = await loadShellParser();
+let parser: ShellParser | undefined;
+
+/**
+ * Loads the parser the gate judges commands with; resolves once exposing the permission plugin is
+ * synchronous (for hosts and tests that call `registry.exposeSync('permission', …)`). Exposing the
+ * plugin starts the same load. A failed load rejects and is retried by the next call.
+ */
+export function permissionReady(): Promise<void> {
+  return loadShellParser().then((loaded) => {
+    parser = loaded;
+  });
+}
 
 /** The engine itself (the same instance as the `PERMISSION_GATE` service), for hosts that read its audit. */
 export const PERMISSION_ENGINE = token<PermissionEngine>('conch.permission.PermissionEngine');
@@ -42,9 +59,30 @@ const configSchema = permissionConfigSchema.superRefine((config, ctx) => {
         ctx.addIssue({ code: 'custom', path: ['network', list, i], message: compiled });
     });
   }
-  const probe = new PermissionEngine({ parser, config, cwd: process.cwd() });
-  for (const p of probe.checkExamples()) ctx.addIssue({ code: 'custom', path: p.path, message: p.message });
+  // Without the parser yet, the examples are checked by setup once it has loaded (same issues).
+  if (!parser) return;
+  for (const p of exampleProblems(parser, config))
+    ctx.addIssue({ code: 'custom', path: p.path, message: p.message });
 }) as unknown as z.ZodType<PermissionConfig>;
+
+/** Rule examples that their rule does not match (or matches when it should not). */
+function exampleProblems(shellParser: ShellParser, config: PermissionConfig) {
+  return new PermissionEngine({ parser: shellParser, config, cwd: process.cwd() }).checkExamples();
+}
+
+/** A config's rule examples, checked once the parser has loaded: INVALID_CONFIG as validation gives. */
+function assertExamples(shellParser: ShellParser, config: PermissionConfig): void {
+  const problems = exampleProblems(shellParser, config);
+  if (problems.length === 0) return;
+  throw new InvalidConfigError(
+    'permission',
+    problems.map((p) => ({
+      path: p.path.join('.'),
+      expected: p.message,
+      received: describeValue(p.path.reduce<unknown>((value, key) => (value as never)?.[key], config)),
+    })),
+  );
+}
 
 function instructions(config: PermissionConfig, sandbox: PermissionEngine['sandbox']): string {
   const lines = [
@@ -106,56 +144,66 @@ export const permissionPlugin: PluginDefinition<PermissionConfig> = definePlugin
     'Decides allow / ask / deny for each command on its parse: safety rules, host rules, approvals, audit log',
   configSchema,
   setup(ctx) {
-    const sandbox = chooseSandbox(ctx.config);
-    const engine = new PermissionEngine({
-      parser,
-      config: ctx.config,
-      cwd: ctx.env.cwd,
-      logger: ctx.logger,
-      events: ctx.events,
-      // The registry's process supervisors, read when a kill is judged (the manager is created lazily).
-      supervisorPids: () => ctx.resolveOptional(SUPERVISED)?.supervisorPids?.() ?? [],
-      sandbox: sandbox.mode,
+    if (parser) return setupWith(parser, ctx);
+    // First exposure in this process: the parser loads (asynchronously), then the examples the
+    // config validation could not check yet are checked.
+    return permissionReady().then(() => {
+      assertExamples(parser!, ctx.config);
+      return setupWith(parser!, ctx);
     });
-    ctx.provide(PERMISSION_GATE, engine);
-    ctx.provide(PERMISSION_ENGINE, engine);
-    if (sandbox.mode === 'off' && ctx.config.sandbox !== 'off')
-      ctx.logger.warn(
-        { reason: sandbox.reason },
-        "permission: no sandbox (sandbox: 'off'): commands that are not provably read-only ask for approval",
-      );
-    ctx.reportStatus('permission', () => ({
-      sandbox: sandbox.mode,
-      ...(sandbox.reason ? { sandboxReason: sandbox.reason } : {}),
-      mode: ctx.config.mode,
-    }));
-    if (ctx.config.mode === 'acceptAll')
-      ctx.logger.warn(
-        'permission: acceptAll mode — every command the safety rules do not deny runs without asking',
-      );
-    // Warm at expose (the parser itself loads with this module): one throwaway judgement shortly
-    // after expose compiles the analyzer's code paths, so the first real check costs about what
-    // the tenth does. Never fails the exposure, never keeps the host alive, skipped once disposed.
-    let disposed = false;
-    const warm = setTimeout(() => {
-      if (disposed) return;
-      try {
-        engine.evaluate(WARM_UP_COMMAND);
-      } catch (error) {
-        ctx.logger.debug({ err: error }, 'permission: warm-up judgement failed');
-      }
-    }, WARM_UP_DELAY_MS);
-    warm.unref();
-    return {
-      instructions: instructions(ctx.config, sandbox.mode),
-      dispose: () => {
-        disposed = true;
-        clearTimeout(warm);
-        return engine.dispose();
-      },
-    };
   },
 });
+
+function setupWith(shellParser: ShellParser, ctx: PluginContext<PermissionConfig>): PluginSetup {
+  const sandbox = chooseSandbox(ctx.config);
+  const engine = new PermissionEngine({
+    parser: shellParser,
+    config: ctx.config,
+    cwd: ctx.env.cwd,
+    logger: ctx.logger,
+    events: ctx.events,
+    // The registry's process supervisors, read when a kill is judged (the manager is created lazily).
+    supervisorPids: () => ctx.resolveOptional(SUPERVISED)?.supervisorPids?.() ?? [],
+    sandbox: sandbox.mode,
+  });
+  ctx.provide(PERMISSION_GATE, engine);
+  ctx.provide(PERMISSION_ENGINE, engine);
+  if (sandbox.mode === 'off' && ctx.config.sandbox !== 'off')
+    ctx.logger.warn(
+      { reason: sandbox.reason },
+      "permission: no sandbox (sandbox: 'off'): commands that are not provably read-only ask for approval",
+    );
+  ctx.reportStatus('permission', () => ({
+    sandbox: sandbox.mode,
+    ...(sandbox.reason ? { sandboxReason: sandbox.reason } : {}),
+    mode: ctx.config.mode,
+  }));
+  if (ctx.config.mode === 'acceptAll')
+    ctx.logger.warn(
+      'permission: acceptAll mode — every command the safety rules do not deny runs without asking',
+    );
+  // Warm at expose (the parser has loaded by now): one throwaway judgement shortly
+  // after expose compiles the analyzer's code paths, so the first real check costs about what
+  // the tenth does. Never fails the exposure, never keeps the host alive, skipped once disposed.
+  let disposed = false;
+  const warm = setTimeout(() => {
+    if (disposed) return;
+    try {
+      engine.evaluate(WARM_UP_COMMAND);
+    } catch (error) {
+      ctx.logger.debug({ err: error }, 'permission: warm-up judgement failed');
+    }
+  }, WARM_UP_DELAY_MS);
+  warm.unref();
+  return {
+    instructions: instructions(ctx.config, sandbox.mode),
+    dispose: () => {
+      disposed = true;
+      clearTimeout(warm);
+      return engine.dispose();
+    },
+  };
+}
 
 /** The permission engine of a registry (exposed with `exposeTool('permission')`), or undefined. */
 export function getPermissionEngine(
