@@ -42,7 +42,8 @@ const STDOUT_EROFS =
  * resource busy`.
  */
 function refusedPath(line: string): string | undefined {
-  const quoted = /['‘"]([^'’"]+)['’"]/.exec(line);
+  // ‘ and ’ (GNU coreutils' quotes in a UTF-8 locale) written as escapes: bundles stay ASCII.
+  const quoted = /['\u2018"]([^'\u2019"]+)['\u2019"]/.exec(line);
   if (quoted) return quoted[1];
   const colon =
     /(?:^|\s)(\/[^\s:]+|\.{0,2}\/?[^\s:]+):\s*(?:Read-only file system|EROFS|Device or resource busy|EBUSY)/i.exec(

@@ -6,7 +6,7 @@ import {
   type ServerResponse,
 } from 'node:http';
 import { lookup } from 'node:dns/promises';
-import { connect, isIP, type Socket } from 'node:net';
+import { connect, isIP, isIPv4, type Socket } from 'node:net';
 import { domainToASCII } from 'node:url';
 import type { Logger } from '@conch/core';
 
@@ -55,7 +55,9 @@ export function normalizeHost(raw: string): string | undefined {
   let host = raw.trim();
   if (host.startsWith('[') && host.endsWith(']')) host = host.slice(1, -1);
   if (host === '' || /[\s/@\\?#%]/.test(host)) return undefined;
-  if (isIP(host) === 6) {
+  // isIP only where a ':' says IPv6: node compiles its large IPv6 pattern on first use (~4 ms, at
+  // every conch-mcp start, where the allow-list's names are normalised).
+  if (host.includes(':') && isIP(host) === 6) {
     let v6: string;
     try {
       v6 = new URL(`http://[${host}]/`).hostname.slice(1, -1);
@@ -80,7 +82,7 @@ export function normalizeHost(raw: string): string | undefined {
     return undefined;
   }
   parsed = parsed.replace(/\.$/, '');
-  const ascii = isIP(parsed) ? parsed : domainToASCII(parsed);
+  const ascii = isIPv4(parsed) ? parsed : domainToASCII(parsed);
   return ascii === '' ? undefined : ascii.toLowerCase();
 }
 
