@@ -1,9 +1,10 @@
 // Discovery finds plugin packages by manifest (node_modules walk-up and named dirs) and skips broken ones without failing the rest.
-import { mkdirSync, mkdtempSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, realpathSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { fileURLToPath, pathToFileURL } from 'node:url';
 import { afterEach, describe, expect, test } from 'vitest';
+import { IMPORT_MODULE_HOOK } from './discovery.js';
 import { PluginRegistry } from './registry.js';
 
 const here = dirname(fileURLToPath(import.meta.url));
@@ -101,5 +102,44 @@ describe('discover', () => {
     expect(registry.loadErrors).toHaveLength(4);
     registry.exposeSync('good');
     expect(await registry.execute('good_tool', {})).toEqual({ from: 'good', display: '✓' });
+  });
+});
+
+describe('IMPORT_MODULE_HOOK', () => {
+  afterEach(() => {
+    delete (globalThis as Record<symbol, unknown>)[IMPORT_MODULE_HOOK];
+  });
+
+  test("a host's loader imports discovered plugins when set; import() does otherwise", async () => {
+    const root = mkdtempSync(join(tmpdir(), 'conch-disc-hook-'));
+    const dir = writePackage(
+      join(root, 'node_modules'),
+      'conch-hooked',
+      { plugin: './plugin.js' },
+      goodPlugin('hooked', 'hooked_tool'),
+    );
+    const seen: string[] = [];
+    (globalThis as Record<symbol, unknown>)[IMPORT_MODULE_HOOK] = (specifier: string) => {
+      seen.push(specifier);
+      return import(specifier);
+    };
+    const hooked = new PluginRegistry({ cwd: root });
+    registries.push(hooked);
+    expect((await hooked.discover()).loaded).toContain('hooked');
+    expect(seen).toEqual([pathToFileURL(join(realpathSync(dir), 'plugin.js')).href]);
+    // A loader that refuses: the plugin is reported as failed to load, naming what the loader said.
+    (globalThis as Record<symbol, unknown>)[IMPORT_MODULE_HOOK] = () =>
+      Promise.reject(new Error('loader says no'));
+    const refused = new PluginRegistry({ cwd: root });
+    registries.push(refused);
+    const report = await refused.discover();
+    expect(report.loaded).not.toContain('hooked');
+    expect(JSON.stringify(report.errors)).toContain('loader says no');
+    // No hook: node's own import().
+    delete (globalThis as Record<symbol, unknown>)[IMPORT_MODULE_HOOK];
+    const plain = new PluginRegistry({ cwd: root });
+    registries.push(plain);
+    expect((await plain.discover()).loaded).toContain('hooked');
+    expect(seen).toHaveLength(1);
   });
 });

@@ -5,6 +5,21 @@ import type { PluginDefinition } from './define.js';
 import { PluginLoadError } from './errors/plugin-load-error.js';
 import { checkPluginShape } from './plugin-shape.js';
 
+/**
+ * The key under which a host that runs conch's code where `import()` cannot load modules provides
+ * node's loader: conch-mcp's launcher runs its bundled server from a V8 code cache, and on node 20
+ * an `import()` inside cached code fails (ERR_VM_DYNAMIC_IMPORT_CALLBACK_MISSING).
+ */
+export const IMPORT_MODULE_HOOK = Symbol.for('conch.importModule');
+
+/** `import(specifier)`, through the host's loader when it provides one (IMPORT_MODULE_HOOK). */
+function importModule(specifier: string): Promise<unknown> {
+  const hook = (globalThis as Record<symbol, unknown>)[IMPORT_MODULE_HOOK];
+  return typeof hook === 'function'
+    ? (hook as (s: string) => Promise<unknown>)(specifier)
+    : import(specifier);
+}
+
 /** A package that declares a conch plugin: `"conch": { "plugin": "./dist/plugin.js" }`. */
 export interface PluginCandidate {
   /** Real path of the package directory. */
@@ -135,7 +150,7 @@ export async function loadCandidate(
   const entry = resolve(candidate.dir, (manifest as { plugin: string }).plugin);
   let mod: Record<string, unknown>;
   try {
-    mod = (await import(pathToFileURL(entry).href)) as Record<string, unknown>;
+    mod = (await importModule(pathToFileURL(entry).href)) as Record<string, unknown>;
   } catch (error) {
     return {
       plugins: [],

@@ -54,6 +54,7 @@ export {
 } from './results.js';
 export { EventBus, type ConchEventName, type ConchEvents, type ConchListener } from './events.js';
 export { createDefaultLogger, type Logger } from './logger.js';
+export { IMPORT_MODULE_HOOK } from './discovery.js';
 export type {
   ApprovalAnswer,
   ApprovalRequest,

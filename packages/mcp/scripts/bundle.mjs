@@ -4,11 +4,17 @@
 //
 //   dist/package/package.json        this package.json, with `dependencies` = the union of the
 //                                    bundled packages' own npm dependencies (catalog ranges resolved)
-//   dist/package/dist/bin.js         the conch-mcp bin: a launcher (turns on node's compile cache)
-//   dist/package/dist/main.js        the server, self-contained: every npm dependency bundled in
+//   dist/package/dist/bin.cjs        the conch-mcp bin: a launcher (src/published-bin.ts) that runs
+//                                    main.cjs from V8's code cache kept on disk (compile-cache.ts)
+//   dist/package/dist/main.cjs       the server, self-contained: every npm dependency bundled in
 //                                    but those that load native code or WASM files beside them
 //                                    (BIN_EXTERNALS); one file compiles and evaluates far faster
-//                                    than the hundreds of modules zod, the MCP SDK and ajv ship as
+//                                    than the hundreds of modules zod, the MCP SDK and ajv ship as.
+//                                    CommonJS, so that it can run from a code cache on every node
+//                                    (node 20 caches no ES module) and node's built-ins load as
+//                                    plain objects, without the ES module facades that read every
+//                                    lazy export (node:http's loads undici); ASCII and without
+//                                    whitespace, so it reads and scans faster.
 //   dist/package/dist/index.js       the host API               } esbuild, ESM: npm dependencies
 //   dist/package/dist/chunk-*.js                                } stay imports, shared with the host
 //   dist/package/dist/supervisor-main.js  @conch/process's supervisor, self-contained (node built-ins
@@ -21,7 +27,8 @@
 // `pnpm build` first). Fails when bundled code imports a package that the @conch/* package it
 // belongs to does not declare, or when two of them declare one with different ranges.
 import { execFileSync } from 'node:child_process';
-import { cpSync, existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { isAscii } from 'node:buffer';
+import { chmodSync, cpSync, existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { builtinModules, createRequire } from 'node:module';
 import { dirname, isAbsolute, join, relative, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -134,11 +141,12 @@ const main = await esbuild.build({
   splitting: true,
 });
 
-// 2b. The bin: the launcher as compiled (it imports ./main.js after turning on the compile cache),
-// and the server with its npm dependencies bundled in, except those that find files beside their
-// own code at run time (native addons, WASM, pino's worker transports): they stay imports of the
-// published dependencies. CommonJS dependencies inside the ESM bundle get a real `require`.
-const BIN_EXTERNALS = ['@lydell/node-pty', 'web-tree-sitter', 'tree-sitter-bash', 'pino'];
+// 2b. The bin: the launcher (src/published-bin.ts with the code-cache runner bundled in), and the
+// server with its npm dependencies bundled in, except those that find files beside their own code
+// at run time (native addons, WASM, pino's worker transports): they stay requires of the published
+// dependencies. The server's sources are ES modules: `import.meta.url` and `import.meta.resolve`
+// become their CommonJS equivalents, and a top-level await fails the build (esbuild refuses it).
+const BIN_EXTERNALS = ['@lydell/node-pty', 'web-tree-sitter', 'tree-sitter-bash'];
 const binExternals = {
   name: 'bin-externals',
   setup(build) {
@@ -152,17 +160,40 @@ const binExternals = {
 const server = await esbuild.build({
   ...common,
   entryPoints: { main: join(STAGE, 'main.js') },
+  format: 'cjs',
+  outExtension: { '.js': '.cjs' },
   plugins: [binExternals],
   sourcemap: process.env.CONCH_BUNDLE_SOURCEMAP ? 'external' : false,
+  // Identifiers stay as written: stack traces in the log read as the sources do.
+  minifyWhitespace: true,
+  minifySyntax: true,
+  charset: 'ascii',
+  define: { 'import.meta.url': '__conchImportMetaUrl', 'import.meta.resolve': '__conchImportMetaResolve' },
   banner: {
-    js: "import { createRequire as __conchCreateRequire } from 'node:module'; const require = __conchCreateRequire(import.meta.url);",
+    js: "var __conchImportMetaUrl = require('node:url').pathToFileURL(__filename).href; var __conchImportMetaResolve = (specifier) => require('node:url').pathToFileURL(require.resolve(specifier)).href;",
   },
 });
-writeFileSync(
-  join(OUT_DIST, 'bin.js'),
-  readFileSync(join(STAGE, 'bin.js'), 'utf8').replace(/\n\/\/# sourceMappingURL=.*\n?$/, '\n'),
-  { mode: 0o755 },
-);
+const serverFile = join(OUT_DIST, 'main.cjs');
+// esbuild escapes non-ASCII characters everywhere but in regular expression literals.
+if (!isAscii(readFileSync(serverFile)))
+  console.warn(
+    `@conch/mcp bundle: ${serverFile} is not ASCII (a regular expression literal?): the launcher decodes it as UTF-8, slower than latin1`,
+  );
+if (/\bimport\.meta\b/.test(readFileSync(serverFile, 'latin1').replace(/"(?:[^"\\\n]|\\.)*"/g, '""')))
+  fail(`${serverFile} still uses import.meta outside a string`);
+// The launcher is CommonJS too: an ES module entry costs node's ES module loader and a facade
+// for each built-in it imports (~8 ms of a start on node 24).
+await esbuild.build({
+  ...common,
+  entryPoints: { bin: join(STAGE, 'published-bin.js') },
+  format: 'cjs',
+  outExtension: { '.js': '.cjs' },
+  plugins: [binExternals],
+  metafile: false,
+  define: { 'import.meta.url': '__conchImportMetaUrl' },
+  banner: { js: "var __conchImportMetaUrl = require('node:url').pathToFileURL(__filename).href;" },
+});
+chmodSync(join(OUT_DIST, 'bin.cjs'), 0o755);
 
 // The bundled workspace packages, found from the files esbuild actually read.
 const bundled = new Map(); // package root -> package.json
@@ -289,8 +320,8 @@ for (const key of [
   if (pkg[key] !== undefined) published[key] = pkg[key];
 }
 // In the workspace the bin is a committed shim (bin/conch-mcp.js, importing dist/bin.js, so a fresh
-// install can link it before the build); published, it is the bundled dist/bin.js itself.
-published.bin = { 'conch-mcp': './dist/bin.js' };
+// install can link it before the build); published, it is the bundled dist/bin.cjs itself.
+published.bin = { 'conch-mcp': './dist/bin.cjs' };
 published.dependencies = Object.fromEntries(
   Object.entries(dependencies).sort(([a], [b]) => a.localeCompare(b)),
 );

@@ -1,6 +1,8 @@
 import 'reflect-metadata';
 import { readFileSync } from 'node:fs';
 import { createDefaultLogger, type Logger, type PluginRegistry } from '@conch/core';
+// Imported here, not required by @conch/core at run time: the published server bundles it.
+import * as pinoModule from 'pino';
 import { chooseConfig, parseCliArgs, USAGE } from './cli-args.js';
 import { startStdioServer } from './start.js';
 
@@ -9,7 +11,7 @@ const EXIT_GRACE_MS = 10_000;
 
 // What escapes the registry is logged like the registry logs (pino on stderr; stdout is the
 // protocol): with the default logger until the registry exists, then with the registry's.
-let logger: Logger = createDefaultLogger();
+let logger: Logger = createDefaultLogger(pinoModule);
 let registry: PluginRegistry | undefined;
 
 /**
@@ -45,9 +47,10 @@ async function main(): Promise<void> {
   }
   // --config, else CONCH_CONFIG (launchers such as the MCP Inspector take --config for themselves).
   const chosen = chooseConfig(args);
-  const running = await startStdioServer(
-    chosen === undefined ? {} : { config: chosen.config, configSource: chosen.source },
-  );
+  const running = await startStdioServer({
+    ...(chosen === undefined ? {} : { config: chosen.config, configSource: chosen.source }),
+    logger,
+  });
   registry = running.registry;
   logger = running.registry.logger;
   let exiting = false;

@@ -1,7 +1,17 @@
 // The tarball `pnpm pack` makes of @conch/mcp installs from the npm registry into an empty directory and serves MCP there: no @conch/* dependency, the bundled built-in plugins (files included), its own supervisor, the WASM parser and node-pty.
 import { execFile } from 'node:child_process';
-import { readdirSync, readFileSync, realpathSync, rmSync, writeFileSync } from 'node:fs';
+import {
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  realpathSync,
+  rmSync,
+  statSync,
+  writeFileSync,
+} from 'node:fs';
 import { createRequire } from 'node:module';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { isAlive, tempDir, waitFor } from '@conch/test-support';
@@ -15,10 +25,13 @@ const run = promisify(execFile);
 const version = (JSON.parse(readFileSync(join(PACKAGE_DIR, 'package.json'), 'utf8')) as { version: string })
   .version;
 
+// The bin's code cache (os.tmpdir() by default) goes in a directory of this test's.
+const compileCache = mkdtempSync(join(tmpdir(), 'conch-mcp-packed-cache-'));
 // npm and pnpm as a new user runs them: none of the npm_* variables of the `pnpm test` around us.
-const cleanEnv = Object.fromEntries(
-  Object.entries(process.env).filter(([key]) => !key.toLowerCase().startsWith('npm_')),
-) as Record<string, string>;
+const cleanEnv = {
+  ...Object.fromEntries(Object.entries(process.env).filter(([key]) => !key.toLowerCase().startsWith('npm_'))),
+  CONCH_COMPILE_CACHE: compileCache,
+} as Record<string, string>;
 // stdin is closed at once: a step that would wait for input (an npm prompt) fails instead of hanging.
 const sh = (file: string, args: string[], cwd: string, timeout = 300_000) => {
   const running = run(file, args, { cwd, env: cleanEnv, timeout, maxBuffer: 16 * 1024 * 1024 });
@@ -42,7 +55,7 @@ beforeAll(async () => {
 }, 600_000);
 
 afterAll(() => {
-  for (const dir of [packDir, appDir]) if (dir) rmSync(dir, { recursive: true, force: true });
+  for (const dir of [packDir, appDir, compileCache]) if (dir) rmSync(dir, { recursive: true, force: true });
 });
 
 describe('the packed @conch/mcp', () => {
@@ -53,7 +66,8 @@ describe('the packed @conch/mcp', () => {
       expect.arrayContaining([
         'package/package.json',
         'package/README.md',
-        'package/dist/bin.js',
+        'package/dist/bin.cjs',
+        'package/dist/main.cjs',
         'package/dist/index.js',
         'package/dist/index.d.ts',
         'package/dist/supervisor-main.js',
@@ -72,11 +86,12 @@ describe('the packed @conch/mcp', () => {
     expect(manifest.devDependencies).toBeUndefined();
     expect(manifest.publishConfig).toBeUndefined();
     const code = readdirSync(join(appDir, 'node_modules/@conch/mcp/dist'))
-      .filter((f) => f.endsWith('.js') || f.endsWith('.d.ts'))
+      .filter((f) => f.endsWith('.js') || f.endsWith('.cjs') || f.endsWith('.d.ts'))
       .map((f) => readFileSync(join(appDir, 'node_modules/@conch/mcp/dist', f), 'utf8'))
       .join('\n');
     expect(code).not.toMatch(/from\s+["']@conch\//);
     expect(code).not.toMatch(/import\(\s*["']@conch\//);
+    expect(code).not.toMatch(/require\(\s*["']@conch\//);
   });
 
   test('`npx conch-mcp --help` and `--version` run in the directory it was installed into', async () => {
@@ -120,6 +135,81 @@ describe('the packed @conch/mcp', () => {
     });
   });
 
+  test('starts from its code cache after the first start, and still imports discovered plugins', async () => {
+    // A plugin package beside it in node_modules (found by discovery, imported at run time).
+    const pluginDir = join(appDir, 'node_modules', 'conch-packed-echo');
+    mkdirSync(pluginDir, { recursive: true });
+    writeFileSync(
+      join(pluginDir, 'package.json'),
+      JSON.stringify({
+        name: 'conch-packed-echo',
+        version: '0.0.0',
+        type: 'module',
+        conch: { plugin: './plugin.js' },
+      }),
+    );
+    writeFileSync(
+      join(pluginDir, 'plugin.js'),
+      [
+        "import { z } from 'zod';",
+        'export default {',
+        "  name: 'packed-echo', version: '0.0.0', configSchema: z.strictObject({}),",
+        "  tools: [{ name: 'packed_echo', description: 'Echoes text back.', inputSchema: z.strictObject({ text: z.string() }),",
+        '    execute: (args) => ({ echoed: args.text }) }],',
+        '};',
+        '',
+      ].join('\n'),
+    );
+    const work = tempDir('conch-mcp-cache-work-');
+    writeFileSync(join(work, 'conch.config.json'), JSON.stringify({ plugins: { 'packed-echo': {} } }));
+    const cache = tempDir('conch-mcp-compile-cache-');
+    const cacheFiles = () =>
+      readdirSync(cache).filter((f) => f.startsWith('main.cjs-') && f.endsWith('.v8cache'));
+    const bin = join(appDir, 'node_modules/@conch/mcp/dist/bin.cjs');
+    const serve = async (text: string) => {
+      const transport = new StdioClientTransport({
+        command: process.execPath,
+        args: [bin, '--config', 'conch.config.json'],
+        cwd: work,
+        env: { ...cleanEnv, CONCH_LOG_LEVEL: 'warn', CONCH_COMPILE_CACHE: cache },
+        stderr: 'pipe',
+      });
+      let stderr = '';
+      transport.stderr?.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
+      const client = new Client({ name: 'packed-cache-test', version: '0.0.0' });
+      try {
+        await client.connect(transport);
+        const echoed = (await client.callTool({
+          name: 'packed_echo',
+          arguments: { text },
+        })) as CallToolResult;
+        expect(echoed.isError, stderr).toBeFalsy();
+        expect(echoed.structuredContent).toMatchObject({ echoed: text });
+      } finally {
+        const pid = transport.pid;
+        await client.close();
+        if (pid) await waitFor(() => !isAlive(pid), { what: `conch-mcp ${pid} to exit`, timeoutMs: 30_000 });
+      }
+      expect(stderr).not.toMatch(/ExperimentalWarning|PluginLoadError|load-failed/);
+    };
+    try {
+      // First start: compiled from source, the cache written as the server exits.
+      await serve('from source');
+      expect(cacheFiles()).toHaveLength(1);
+      const made = statSync(join(cache, cacheFiles()[0]!));
+      // Second start: from the cache (a refused cache would be rewritten: a new file), and the
+      // plugin is still imported.
+      await serve('from the cache');
+      expect(cacheFiles()).toHaveLength(1);
+      const after = statSync(join(cache, cacheFiles()[0]!));
+      expect({ ino: after.ino, mtimeMs: after.mtimeMs }).toEqual({ ino: made.ino, mtimeMs: made.mtimeMs });
+    } finally {
+      rmSync(pluginDir, { recursive: true, force: true });
+      rmSync(work, { recursive: true, force: true });
+      rmSync(cache, { recursive: true, force: true });
+    }
+  });
+
   test('serves initialize, tools/list and real tool calls over stdio, then leaves nothing running', async () => {
     const work = tempDir('conch-mcp-work-');
     writeFileSync(
@@ -127,7 +217,7 @@ describe('the packed @conch/mcp', () => {
       JSON.stringify({ plugins: { permission: {}, cli: {}, background: {}, terminal: {}, files: {} } }),
     );
     writeFileSync(join(work, 'notes.md'), 'first\nsecond\n');
-    const bin = join(appDir, 'node_modules/@conch/mcp/dist/bin.js');
+    const bin = join(appDir, 'node_modules/@conch/mcp/dist/bin.cjs');
     const transport = new StdioClientTransport({
       command: process.execPath,
       args: [bin, '--config', 'conch.config.json'],

@@ -1,0 +1,15 @@
+#!/usr/bin/env node
+// The published conch-mcp bin (scripts/bundle.mjs bundles it as dist/package/dist/bin.js; the
+// workspace's bin is bin.ts). It runs the self-contained server, main.cjs beside it, from V8's code
+// cache (compile-cache.ts): every start after the first skips compiling it. Node >= 22.1 also
+// caches, with its own compile cache, what the server loads from outside itself (pino, node-pty's
+// JavaScript, web-tree-sitter, discovered plugins).
+import module from 'node:module';
+import { fileURLToPath } from 'node:url';
+import { IMPORT_MODULE_HOOK } from '@conch/core';
+import { runWithCompileCache } from './compile-cache.js';
+
+(module as { enableCompileCache?: () => unknown }).enableCompileCache?.();
+// Code run from the cache cannot import() (compile-cache.ts): plugin discovery imports through this.
+(globalThis as Record<symbol, unknown>)[IMPORT_MODULE_HOOK] = (specifier: string) => import(specifier);
+runWithCompileCache(fileURLToPath(new URL('./main.cjs', import.meta.url)));
