@@ -12,7 +12,16 @@
 // Each section that fails gives a FAILED row and the others still run.
 import 'reflect-metadata';
 import { execFileSync, fork, spawn } from 'node:child_process';
-import { cpSync, existsSync, mkdirSync, mkdtempSync, realpathSync, rmSync, symlinkSync } from 'node:fs';
+import {
+  cpSync,
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readFileSync,
+  realpathSync,
+  rmSync,
+  symlinkSync,
+} from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -58,8 +67,8 @@ async function cliTrue(registry) {
 // cli `true` vs posix_spawn from C, and host CPU per call
 
 /** The C helper as a long-lived child: block(n) spawns /bin/true n times, resolving n times in ms. */
-function startSpawnHelper(path) {
-  const child = spawn(path, [TRUE], { stdio: ['pipe', 'pipe', 'inherit'] });
+function startSpawnHelper(path, args = []) {
+  const child = spawn(path, [...args, TRUE], { stdio: ['pipe', 'pipe', 'inherit'] });
   let buffered = '';
   let waiting;
   child.stdout.setEncoding('utf8');
@@ -127,13 +136,15 @@ async function spawnRows() {
       });
     } else {
       const c = startSpawnHelper(helper.path);
+      const nodeFloor = startSpawnHelper(process.execPath, [join(here, 'helpers', 'spawn-true.mjs')]);
       try {
-        // Blocks of 20, alternating C / default config / sandbox off, so load hits all three alike.
+        // Blocks of 20, alternating C / node / default config / sandbox off, so load hits all alike.
         const BLOCK = 20;
         const ROUNDS = 15;
         const times = await alternateBlocks(
           {
             c: c.block,
+            node: nodeFloor.block,
             sandboxed: timedBlock(() => cliTrue(sandboxed)),
             open: timedBlock(() => cliTrue(open)),
           },
@@ -161,8 +172,19 @@ async function spawnRows() {
           goal: 'ratio <= 3',
           pass: o / floor <= 3,
         });
+        const nf = median(times.node);
+        rows.push({
+          name: `per-call: node's own child_process.spawn of ${TRUE} (stdio piped) from a small node process (helpers/spawn-true.mjs, the supervisor's size) ${ms(nf)} ÷ posix_spawn+waitpid from C ${ms(floor)} (medians of ${n}, same blocks): the floor under any node supervisor`,
+          conch: nf,
+          baseline: floor,
+          unit: 'ms',
+          ratio: nf / floor,
+          goal: 'info (node spawns with fork, posix_spawn with vfork semantics)',
+          pass: true,
+        });
       } finally {
         c.close();
+        nodeFloor.close();
       }
     }
     // Host CPU: the default config's call against a raw node:child_process spawn of `true`.
@@ -263,7 +285,7 @@ function nodeReport(script) {
 /**
  * The published conch-mcp, built as `pnpm pack` builds it (dist/package) and laid out in `app` as
  * npm installs it: the package in node_modules/@conch/mcp, and beside it the few npm packages its
- * bin leaves outside the bundle (native code, WASM, pino), linked from the workspace packages that
+ * bin leaves outside the bundle (native code, WASM), linked from the workspace packages that
  * depend on them. (Run in place inside the workspace, its plugin discovery would find and load the
  * workspace's own @conch/* packages too.) Returns its bin.
  */
@@ -273,7 +295,6 @@ function publishedBin(app) {
   const installed = join(modules, '@conch', 'mcp');
   cpSync(join(MCP_DIR, 'dist', 'package'), installed, { recursive: true });
   const from = {
-    pino: 'core',
     'web-tree-sitter': 'shell-syntax',
     'tree-sitter-bash': 'shell-syntax',
     '@lydell/node-pty': 'process',
@@ -283,7 +304,7 @@ function publishedBin(app) {
     mkdirSync(dirname(link), { recursive: true });
     symlinkSync(realpathSync(join(MCP_DIR, '..', owner, 'node_modules', name)), link);
   }
-  return join(installed, 'dist', 'bin.js');
+  return join(installed, JSON.parse(readFileSync(join(installed, 'package.json'), 'utf8')).bin['conch-mcp']);
 }
 
 /** Spawn of conch-mcp (default config, in an empty directory) to its answer to tools/list, in ms. */
@@ -293,8 +314,14 @@ async function mcpStart(bin, cwd, compileCache) {
     args: [bin],
     cwd,
     stderr: 'pipe',
-    // node >= 22.1 keeps compiled code here (the bin turns the cache on); the warm-up run fills it
-    env: { PATH: process.env.PATH, HOME: process.env.HOME ?? cwd, NODE_COMPILE_CACHE: compileCache },
+    // The published bin keeps V8's code cache of its server here (node >= 22.1 also its own
+    // compile cache of the rest); the warm-up run fills them
+    env: {
+      PATH: process.env.PATH,
+      HOME: process.env.HOME ?? cwd,
+      NODE_COMPILE_CACHE: compileCache,
+      CONCH_COMPILE_CACHE: compileCache,
+    },
   });
   // Its log (pino on stderr) is kept, its tail named if it fails to start.
   let log = '';
@@ -357,10 +384,7 @@ async function startupRows() {
   const m = median(mcp);
   const wm = median(workspaceMcp);
   const w = median(nodeWall);
-  const cache =
-    Number(process.versions.node.split('.')[0]) >= 22
-      ? 'compile cache on'
-      : 'no compile cache before node 22';
+  const cache = 'its server from its code cache';
   return [
     {
       name: `per-call: CPU of \`node -e "import('@conch/core')"\` ${ms(cpu.conch)} ÷ \`node -e 0\` ${ms(cpu.base)} (process.cpuUsage at exit, medians of ${N})`,
