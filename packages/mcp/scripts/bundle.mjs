@@ -157,6 +157,8 @@ const binExternals = {
     );
   },
 };
+// `import.meta.url` of a CommonJS file, for sources written as ES modules.
+const IMPORT_META_URL = "var __conchImportMetaUrl = require('node:url').pathToFileURL(__filename).href;";
 const server = await esbuild.build({
   ...common,
   entryPoints: { main: join(STAGE, 'main.js') },
@@ -170,7 +172,7 @@ const server = await esbuild.build({
   charset: 'ascii',
   define: { 'import.meta.url': '__conchImportMetaUrl', 'import.meta.resolve': '__conchImportMetaResolve' },
   banner: {
-    js: "var __conchImportMetaUrl = require('node:url').pathToFileURL(__filename).href; var __conchImportMetaResolve = (specifier) => require('node:url').pathToFileURL(require.resolve(specifier)).href;",
+    js: `${IMPORT_META_URL} var __conchImportMetaResolve = (specifier) => require('node:url').pathToFileURL(require.resolve(specifier)).href;`,
   },
 });
 const serverFile = join(OUT_DIST, 'main.cjs');
@@ -191,7 +193,7 @@ await esbuild.build({
   plugins: [binExternals],
   metafile: false,
   define: { 'import.meta.url': '__conchImportMetaUrl' },
-  banner: { js: "var __conchImportMetaUrl = require('node:url').pathToFileURL(__filename).href;" },
+  banner: { js: IMPORT_META_URL },
 });
 chmodSync(join(OUT_DIST, 'bin.cjs'), 0o755);
 

@@ -112,8 +112,11 @@ function readOwned(file: string): Buffer | undefined {
   }
 }
 
-/** Writes `data` to `file` atomically (0600), then removes stale caches of the same source. */
-function writeCache(file: string, data: Buffer): void {
+/**
+ * Writes `data` to `file` atomically (0600), then removes stale caches of the same source: the
+ * other files of the directory named `<prefix><key>.v8cache`.
+ */
+function writeCache(file: string, prefix: string, data: Buffer): void {
   const temp = `${file}.${process.pid}.tmp`;
   try {
     writeFileSync(temp, data, { mode: 0o600 });
@@ -128,7 +131,6 @@ function writeCache(file: string, data: Buffer): void {
     return;
   }
   const dir = dirname(file);
-  const prefix = `${basename(file).split('-').slice(0, -1).join('-')}-`;
   try {
     for (const name of readdirSync(dir)) {
       const other = join(dir, name);
@@ -151,6 +153,7 @@ export function runWithCompileCache(file: string, options: CompileCacheOptions =
   // An ASCII file (esbuild's output is) decodes as latin1, a copy: utf8 would validate 2 MB.
   const source = bytes.toString(isAscii(bytes) ? 'latin1' : 'utf8');
   const where = compileCacheDir(options.env);
+  const prefix = `${basename(file)}-`;
   let cacheFile: string | undefined;
   let cachedData: Buffer | undefined;
   if ('dir' in where) {
@@ -159,7 +162,7 @@ export function runWithCompileCache(file: string, options: CompileCacheOptions =
       .update(`\0${process.version}\0${process.arch}`)
       .digest('hex')
       .slice(0, 32);
-    cacheFile = join(where.dir, `${basename(file)}-${key}${SUFFIX}`);
+    cacheFile = join(where.dir, `${prefix}${key}${SUFFIX}`);
     cachedData = readOwned(cacheFile);
   }
   // The module wrapper on the first line keeps line numbers in stack traces as in the file.
@@ -177,7 +180,7 @@ export function runWithCompileCache(file: string, options: CompileCacheOptions =
       written = true;
       process.off('exit', write);
       clearTimeout(timer);
-      writeCache(target, script.createCachedData());
+      writeCache(target, prefix, script.createCachedData());
     };
     const timer = setTimeout(write, options.writeAfterMs ?? 10_000);
     timer.unref();

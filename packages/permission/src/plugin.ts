@@ -37,9 +37,12 @@ let parser: ShellParser | undefined;
  * plugin starts the same load. A failed load rejects and is retried by the next call.
  */
 export function permissionReady(): Promise<void> {
-  return loadShellParser().then((loaded) => {
-    parser = loaded;
-  });
+  return loadParser().then(() => undefined);
+}
+
+/** The parser, kept for the synchronous paths once loaded. */
+function loadParser(): Promise<ShellParser> {
+  return loadShellParser().then((loaded) => (parser = loaded));
 }
 
 /** The engine itself (the same instance as the `PERMISSION_GATE` service), for hosts that read its audit. */
@@ -147,9 +150,9 @@ export const permissionPlugin: PluginDefinition<PermissionConfig> = definePlugin
     if (parser) return setupWith(parser, ctx);
     // First exposure in this process: the parser loads (asynchronously), then the examples the
     // config validation could not check yet are checked.
-    return permissionReady().then(() => {
-      assertExamples(parser!, ctx.config);
-      return setupWith(parser!, ctx);
+    return loadParser().then((loaded) => {
+      assertExamples(loaded, ctx.config);
+      return setupWith(loaded, ctx);
     });
   },
 });
