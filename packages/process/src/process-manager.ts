@@ -179,6 +179,22 @@ const DEFAULT_PTY_MODULE = (() => {
 
 const localExecutor = new LocalExecutor();
 
+/** How many distinct `sandbox` options profileOf remembers (a registry uses two or three). */
+const PROFILE_MEMO_SIZE = 8;
+
+/** Whether two `sandbox` options have the same fields with identical (===) values. */
+function sameShape(a: SandboxProfile, b: SandboxProfile): boolean {
+  const x = a as unknown as Record<string, unknown>;
+  const y = b as unknown as Record<string, unknown>;
+  let n = 0;
+  for (const key in y) {
+    if (x[key] !== y[key]) return false;
+    n++;
+  }
+  for (const key in x) if (--n < 0 || !(key in y)) return false;
+  return n === 0;
+}
+
 function hasNul(value: string): boolean {
   return value.includes('\0');
 }
@@ -219,6 +235,8 @@ export class ProcessManager implements ProcessManagerService {
   private readonly profiles = new Map<string, SandboxProfile>();
   /** Paths every isolated sandbox gives the runners (shareWithSandbox). */
   private readonly shared = { writable: new Set<string>(), visible: new Set<string>() };
+  /** Recent `sandbox` options and what they became, most recent first (see profileOf). */
+  private readonly profileMemo: { input: SandboxProfile; profile: SandboxProfile }[] = [];
   private proxy: NetworkProxy | undefined;
   private proxySocketPath: string | undefined;
   /** Forwards servers listening in isolated sandboxes to the host's loopback (undefined: off). */
@@ -343,19 +361,23 @@ export class ProcessManager implements ProcessManagerService {
     const { id, cookie } = isHidden
       ? { id: 'warm-up', cookie: `${this.id}-w${++this.hiddenCounter}` }
       : this.newProcessId(options);
-    const profile = this.withShared(normalizeSandboxProfile(options.sandbox, this.cwd));
+    const profile = this.profileOf(options.sandbox);
     const cwd = resolve(this.cwd, options.cwd ?? '.');
     if (hasNul(cwd)) throw new InvalidSpawnOptionError('cwd', 'a path without NUL bytes', cwd);
-    // Node's spawn enumerates the env with for...in, prototype included, and skips undefined
-    // values: layering the additions over the live process.env avoids copying it on every spawn.
-    const env: Record<string, string | undefined> =
-      options.extendEnv === false ? {} : (Object.create(process.env) as Record<string, string | undefined>);
+    // One read of the host's environment per spawn, into a plain object: every later pass (the
+    // credential filter, the command-line size check, the difference sent to the supervisor)
+    // walks ordinary properties instead of reading process.env (a call into node per name) again.
+    const env: Record<string, string | undefined> = {};
+    if (options.extendEnv !== false) {
+      const host = process.env;
+      for (const key in host) env[key] = host[key];
+    }
     // The sandbox's own variables (cache locations, TMPDIR) over the host's, under the caller's.
     if (profile.kind === 'workspace-write' && profile.env) Object.assign(env, profile.env);
     if (options.env) {
       for (const key in options.env) env[key] = options.env[key];
     }
-    // Credentials never enter a sandbox that hides them (shadowing the inherited value).
+    // Credentials never enter a sandbox that hides them.
     const hidden = envFilter(profile);
     if (hidden) for (const key in env) if (hidden(key)) env[key] = undefined;
     env[COOKIE_VAR] = cookie;
@@ -503,7 +525,7 @@ export class ProcessManager implements ProcessManagerService {
         ptyModule,
       );
     }
-    const requested = this.withShared(normalizeSandboxProfile(options.sandbox, this.cwd));
+    const requested = this.profileOf(options.sandbox);
     const cookie = `${this.id}-t${++this.counter}`;
     const env: Record<string, string> = {};
     for (const key in options.env) {
@@ -542,7 +564,7 @@ export class ProcessManager implements ProcessManagerService {
    */
   warmUp(sandbox?: SandboxProfile): void {
     if (this.disposing || this.fallbackReason !== undefined) return;
-    const profile = this.withShared(normalizeSandboxProfile(sandbox, this.cwd));
+    const profile = this.profileOf(sandbox);
     if (profile.kind !== 'none' && this.sandboxBroken(profile)) return;
     if (!this.clientFor(profile)) return;
     // One hidden `true` through that supervisor, once per profile: the first spawn pays for code
@@ -579,6 +601,34 @@ export class ProcessManager implements ProcessManagerService {
   shareWithSandbox(paths: { writable?: readonly string[]; visible?: readonly string[] }): void {
     for (const p of paths.writable ?? []) this.shared.writable.add(resolve(this.cwd, p));
     for (const p of paths.visible ?? []) this.shared.visible.add(resolve(this.cwd, p));
+    this.profileMemo.length = 0;
+  }
+
+  /**
+   * A spawn's `sandbox` option checked, its relative paths resolved and the shared paths added: the
+   * same object for an option of the same shape (each field the same value or the same array
+   * object) as a recent call's, so its key, its supervisor and its env filter are found without
+   * rebuilding path lists or JSON on every spawn. Callers pass profiles as immutable values (the
+   * gate builds a new policy when its paths change); an array changed in place after a spawn is
+   * not seen by later ones.
+   */
+  private profileOf(sandbox: SandboxProfile | undefined): SandboxProfile {
+    if (sandbox === undefined || sandbox === null || typeof sandbox !== 'object') {
+      return this.withShared(normalizeSandboxProfile(sandbox, this.cwd));
+    }
+    const memo = this.profileMemo;
+    for (let i = 0; i < memo.length; i++) {
+      const entry = memo[i]!;
+      if (sameShape(entry.input, sandbox)) {
+        if (i > 0) memo.unshift(...memo.splice(i, 1));
+        return entry.profile;
+      }
+    }
+    const profile = this.withShared(normalizeSandboxProfile(sandbox, this.cwd));
+    // A copy of the input's fields (the caller may reuse its object with other values).
+    memo.unshift({ input: { ...sandbox }, profile });
+    if (memo.length > PROFILE_MEMO_SIZE) memo.pop();
+    return profile;
   }
 
   /** A requested profile with the shared paths added (isolated kinds only). */
@@ -609,7 +659,7 @@ export class ProcessManager implements ProcessManagerService {
    * ESANDBOX rather than touching the files from the host.
    */
   fileSystem(sandbox?: SandboxProfile): SandboxFileSystem {
-    const profile = this.withShared(normalizeSandboxProfile(sandbox, this.cwd));
+    const profile = this.profileOf(sandbox);
     const fail = (why: string) =>
       Promise.reject(
         Object.assign(new Error(`file operations in the ${profile.kind} sandbox are unavailable: ${why}`), {

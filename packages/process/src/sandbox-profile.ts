@@ -176,8 +176,20 @@ export function normalizeSandboxProfile(value: unknown, cwd: string, field = 'sa
   }
 }
 
+/** sandboxKey's answers by profile object (a profile is an immutable value; see ProcessManager's profileOf). */
+const sandboxKeys = new WeakMap<SandboxProfile, string>();
+
 /** One string per distinct profile (the manager keeps one supervisor per key). */
 export function sandboxKey(profile: SandboxProfile): string {
+  let key = sandboxKeys.get(profile);
+  if (key === undefined) {
+    key = computeSandboxKey(profile);
+    sandboxKeys.set(profile, key);
+  }
+  return key;
+}
+
+function computeSandboxKey(profile: SandboxProfile): string {
   switch (profile.kind) {
     case 'none':
       return 'none';
@@ -417,8 +429,10 @@ export function profileFor(
   return { kind: 'protected', readOnlyPaths: policy.readOnlyPaths };
 }
 
-/** Compiled envFilter tests by their globs (a profile is rebuilt per spawn; its globs rarely change). */
+/** Compiled envFilter tests by their globs (a profile may be rebuilt; its globs rarely change). */
 const envFilters = new Map<string, (name: string) => boolean>();
+/** The same by profile object (see sandboxKey). */
+const filtersByProfile = new WeakMap<SandboxProfile, (name: string) => boolean>();
 
 /**
  * A test of variable names against a profile's `hiddenEnv` / `keptEnv` globs (one compiled regular
@@ -426,7 +440,18 @@ const envFilters = new Map<string, (name: string) => boolean>();
  */
 export function envFilter(profile: SandboxProfile): ((name: string) => boolean) | undefined {
   if (profile.kind !== 'workspace-write' || !profile.hiddenEnv?.length) return undefined;
-  const cacheKey = JSON.stringify([profile.hiddenEnv, profile.keptEnv ?? []]);
+  const known = filtersByProfile.get(profile);
+  if (known) return known;
+  const filter = compileEnvFilter(profile.hiddenEnv, profile.keptEnv);
+  filtersByProfile.set(profile, filter);
+  return filter;
+}
+
+function compileEnvFilter(
+  hiddenEnv: readonly string[],
+  keptEnv: readonly string[] | undefined,
+): (name: string) => boolean {
+  const cacheKey = JSON.stringify([hiddenEnv, keptEnv ?? []]);
   const cached = envFilters.get(cacheKey);
   if (cached) return cached;
   const compile = (globs: readonly string[]) =>
@@ -441,9 +466,19 @@ export function envFilter(profile: SandboxProfile): ((name: string) => boolean) 
         .join('|')})$`,
       'i',
     );
-  const hidden = compile(profile.hiddenEnv);
-  const kept = profile.keptEnv?.length ? compile(profile.keptEnv) : undefined;
-  const test = (name: string) => hidden.test(name) && !kept?.test(name);
+  const hidden = compile(hiddenEnv);
+  const kept = keptEnv?.length ? compile(keptEnv) : undefined;
+  // Answers by name: every spawn tests every variable of the host's environment, the same names.
+  const answers = new Map<string, boolean>();
+  const test = (name: string) => {
+    let answer = answers.get(name);
+    if (answer === undefined) {
+      answer = hidden.test(name) && !kept?.test(name);
+      if (answers.size >= 4096) answers.clear();
+      answers.set(name, answer);
+    }
+    return answer;
+  };
   if (envFilters.size >= 64) envFilters.clear();
   envFilters.set(cacheKey, test);
   return test;

@@ -217,6 +217,64 @@ describe.runIf(bwrap || process.env.CI).each([
       expect(readFileSync(join(ws, '.git', 'objects-ok'), 'utf8')).toBe('obj\n');
     });
 
+    it('each spawn reads its profile: a new protected path, the same object given new fields, a shared directory', async () => {
+      for (const f of ['a', 'b', 'c']) writeFileSync(join(ws, f), 'orig\n');
+      const write = 'for f in a b c; do echo new > $f && echo "wrote $f"; done; true';
+      const wrote = (result: { stdout: { head: string } }) =>
+        result.stdout.head
+          .split('\n')
+          .filter(Boolean)
+          .map((line) => line.slice('wrote '.length));
+      const profile = wsw({ readOnlyPaths: [join(ws, 'a')] });
+      expect(wrote(await run(write, profile))).toEqual(['b', 'c']);
+      // A new profile with the same writable roots and one more protected path.
+      expect(wrote(await run(write, { ...profile, readOnlyPaths: [join(ws, 'a'), join(ws, 'b')] }))).toEqual(['c']);
+      // The first object again, unchanged, then with a field replaced in place.
+      expect(wrote(await run(write, profile))).toEqual(['b', 'c']);
+      (profile as { readOnlyPaths: string[] }).readOnlyPaths = [join(ws, 'c')];
+      expect(wrote(await run(write, profile))).toEqual(['a', 'b']);
+      // A directory shared after the first spawns is writable in the next one.
+      const shared = mkdtempSync(join(homedir(), '.conch-shared-'));
+      try {
+        const touch = `echo x > ${shared}/f && echo ok`;
+        if (mode.supervisor !== false) {
+          expect((await run(touch, profile)).stderr.head).toMatch(/Read-only file system/);
+        }
+        manager.shareWithSandbox({ writable: [shared] });
+        expect((await run(touch, profile)).stdout.head).toBe('ok\n');
+        expect(readFileSync(join(shared, 'f'), 'utf8')).toBe('x\n');
+      } finally {
+        rmSync(shared, { recursive: true, force: true });
+      }
+    });
+
+    it('hidden variables stay hidden on every spawn, one set after the first spawn included', async () => {
+      const names = ['CONCH_T_SECRET_A', 'CONCH_T_SECRET_B', 'CONCH_T_SECRET_KEEP', 'CONCH_T_PLAIN'];
+      const profile = wsw({ hiddenEnv: ['CONCH_T_SECRET_*'], keptEnv: ['*_KEEP'] });
+      const show = `for v in ${names.join(' ')}; do echo "$v=\${!v-unset}"; done`;
+      process.env.CONCH_T_SECRET_A = 'a';
+      process.env.CONCH_T_PLAIN = 'p';
+      try {
+        expect((await run(show, profile)).stdout.head).toBe(
+          'CONCH_T_SECRET_A=unset\nCONCH_T_SECRET_B=unset\nCONCH_T_SECRET_KEEP=unset\nCONCH_T_PLAIN=p\n',
+        );
+        process.env.CONCH_T_SECRET_B = 'b';
+        process.env.CONCH_T_SECRET_KEEP = 'k';
+        expect((await run(show, profile)).stdout.head).toBe(
+          'CONCH_T_SECRET_A=unset\nCONCH_T_SECRET_B=unset\nCONCH_T_SECRET_KEEP=k\nCONCH_T_PLAIN=p\n',
+        );
+        // Given by the caller for this spawn: hidden too.
+        const result = await manager.spawn(show, [], {
+          shell: '/bin/bash',
+          sandbox: profile,
+          env: { CONCH_T_SECRET_A: 'given' },
+        }).result;
+        expect(result.stdout.head).toContain('CONCH_T_SECRET_A=unset\n');
+      } finally {
+        for (const name of names) delete process.env[name];
+      }
+    });
+
     it('/tmp is private and writable; the environment gets the profile variables', async () => {
       const name = `/tmp/conch-wsw-${randomBytes(4).toString('hex')}`;
       const result = await run(
