@@ -1,4 +1,4 @@
-import { spawnSync } from 'node:child_process';
+import { execFile, spawnSync } from 'node:child_process';
 import { findBwrap } from './bubblewrap-executor.js';
 
 /** Whether bubblewrap can sandbox commands here. */
@@ -19,24 +19,93 @@ function firstLine(text: string): string {
   return text.trim().split('\n')[0] ?? '';
 }
 
-async function probe(bwrap: string): Promise<SandboxStatus> {
-  // execa, as the design names it for one-off helper processes: a few ms once per process, where
-  // its ergonomics (reject: false, timeout, stripped output) matter more than spawn cost. Loaded
-  // here, not at the top: importing it takes ~150 ms, which every host would pay at startup.
-  const { execa } = await import('execa');
-  const run = await execa(bwrap, probeArgs(bwrap), { reject: false, timeout: 10_000 });
-  if (!run.failed) return { available: true, bwrap, version: versionOf(run.stdout) };
-  // Why not: bwrap missing or broken (its --version fails too), or namespaces refused here.
-  const version = await execa(bwrap, ['--version'], { reject: false, timeout: 10_000 });
-  if (version.failed) {
-    return { available: false, bwrap, reason: firstLine(version.stderr) || version.shortMessage };
-  }
+interface ProbeRun {
+  ok: boolean;
+  stdout: string;
+  stderr: string;
+  /** Why it failed (exit code, signal, timeout, spawn error), for a reason with no stderr. */
+  failure?: string;
+}
+
+/** How long a probe command may take. */
+const PROBE_TIMEOUT_MS = 10_000;
+
+/** Why a probe command failed, in the same words for the synchronous and the asynchronous probe. */
+function failureOf(
+  file: string,
+  end: { code?: number | null; signal?: string | null; timedOut?: boolean; error?: Error },
+): string {
+  if (end.timedOut) return `${file} did not finish within ${PROBE_TIMEOUT_MS / 1000} s`;
+  if (typeof end.code === 'number') return `${file} exited with code ${end.code}`;
+  if (end.signal) return `${file} was killed (${end.signal})`;
+  return firstLine(end.error?.message ?? '') || `${file} failed`;
+}
+
+/**
+ * Runs one probe command to its end; never rejects. node's execFile, not execa (which the design
+ * names for one-off helpers): the probe sits on every conch-mcp start's path, where importing
+ * execa alone costs ~60 ms (node 24, unbundled) against the probe's own ~10 ms.
+ */
+function runProbe(file: string, args: string[]): Promise<ProbeRun> {
+  return new Promise((resolve) => {
+    execFile(
+      file,
+      args,
+      { encoding: 'utf8', timeout: PROBE_TIMEOUT_MS, killSignal: 'SIGKILL', maxBuffer: 1024 * 1024 },
+      (error, stdout, stderr) => {
+        if (!error) return resolve({ ok: true, stdout, stderr });
+        const e = error as Error & { code?: unknown; killed?: boolean; signal?: string | null };
+        const failure = failureOf(file, {
+          code: typeof e.code === 'number' ? e.code : null,
+          signal: e.signal ?? null,
+          timedOut: e.killed === true && e.signal === 'SIGKILL',
+          error: e,
+        });
+        resolve({ ok: false, stdout, stderr, failure });
+      },
+    );
+  });
+}
+
+/** The same, synchronously (the first exposure of a gate set up without awaiting). */
+function runProbeSync(file: string, args: string[]): ProbeRun {
+  const run = spawnSync(file, args, { encoding: 'utf8', timeout: PROBE_TIMEOUT_MS, killSignal: 'SIGKILL' });
+  const stdout = run.stdout ?? '';
+  const stderr = run.stderr ?? '';
+  if (run.status === 0 && !run.error) return { ok: true, stdout, stderr };
+  const timedOut = (run.error as NodeJS.ErrnoException | undefined)?.code === 'ETIMEDOUT';
+  return {
+    ok: false,
+    stdout,
+    stderr,
+    failure: failureOf(file, {
+      code: timedOut ? null : run.status,
+      signal: timedOut ? null : run.signal,
+      timedOut,
+      ...(run.error ? { error: run.error } : {}),
+    }),
+  };
+}
+
+/**
+ * What a probe found: the sandbox ran, or why not — `version` (`bwrap --version` outside, run only
+ * when the sandbox failed) tells a broken or missing bwrap from namespaces refused here.
+ */
+function statusFrom(bwrap: string, run: ProbeRun, version?: ProbeRun): SandboxStatus {
+  if (run.ok) return { available: true, bwrap, version: versionOf(run.stdout) };
+  if (!version?.ok)
+    return { available: false, bwrap, reason: firstLine(version?.stderr ?? '') || version?.failure };
   return {
     available: false,
     bwrap,
     version: versionOf(version.stdout),
-    reason: firstLine(run.stderr) || run.shortMessage,
+    reason: firstLine(run.stderr) || run.failure,
   };
+}
+
+async function probe(bwrap: string): Promise<SandboxStatus> {
+  const run = await runProbe(bwrap, probeArgs(bwrap));
+  return statusFrom(bwrap, run, run.ok ? undefined : await runProbe(bwrap, ['--version']));
 }
 
 /**
@@ -108,26 +177,8 @@ export function probeSandboxSync(options: { bwrap?: string } = {}): SandboxStatu
   if (!bwrap) return { available: false, reason: 'bwrap was not found on PATH (apt-get install bubblewrap)' };
   const known = settled.get(bwrap);
   if (known) return known;
-  const run = spawnSync(bwrap, probeArgs(bwrap), { encoding: 'utf8', timeout: 10_000 });
-  let status: SandboxStatus;
-  if (run.status === 0) {
-    status = { available: true, bwrap, version: versionOf(run.stdout) };
-  } else {
-    const version = spawnSync(bwrap, ['--version'], { encoding: 'utf8', timeout: 10_000 });
-    status =
-      version.status !== 0
-        ? {
-            available: false,
-            bwrap,
-            reason: firstLine(version.stderr ?? '') || String(version.error ?? 'bwrap --version failed'),
-          }
-        : {
-            available: false,
-            bwrap,
-            version: versionOf(version.stdout),
-            reason: firstLine(run.stderr ?? '') || String(run.error ?? 'the probe sandbox failed'),
-          };
-  }
+  const run = runProbeSync(bwrap, probeArgs(bwrap));
+  const status = statusFrom(bwrap, run, run.ok ? undefined : runProbeSync(bwrap, ['--version']));
   settled.set(bwrap, status);
   if (!probes.has(bwrap)) probes.set(bwrap, Promise.resolve(status));
   return status;

@@ -19,6 +19,8 @@ import { findBwrap } from './bubblewrap-executor.js';
 import { procEntry } from './kill-tree.js';
 import { ProcessManager, type ProcessManagerOptions } from './process-manager.js';
 import type { SandboxProfile } from './sandbox-profile.js';
+
+type WorkspaceWrite = Extract<SandboxProfile, { kind: 'workspace-write' }>;
 import { survivors } from './test-support/procs.js';
 
 const bwrap = findBwrap();
@@ -225,13 +227,13 @@ describe.runIf(bwrap || process.env.CI).each([
           .split('\n')
           .filter(Boolean)
           .map((line) => line.slice('wrote '.length));
-      const profile = wsw({ readOnlyPaths: [join(ws, 'a')] });
+      const profile = wsw({ readOnlyPaths: [join(ws, 'a')] }) as WorkspaceWrite;
       expect(wrote(await run(write, profile))).toEqual(['b', 'c']);
       // A new profile with the same writable roots and one more protected path.
       expect(wrote(await run(write, { ...profile, readOnlyPaths: [join(ws, 'a'), join(ws, 'b')] }))).toEqual(['c']);
       // The first object again, unchanged, then with a field replaced in place.
       expect(wrote(await run(write, profile))).toEqual(['b', 'c']);
-      (profile as { readOnlyPaths: string[] }).readOnlyPaths = [join(ws, 'c')];
+      (profile as { readOnlyPaths: readonly string[] }).readOnlyPaths = [join(ws, 'c')];
       expect(wrote(await run(write, profile))).toEqual(['a', 'b']);
       // A directory shared after the first spawns is writable in the next one.
       const shared = mkdtempSync(join(homedir(), '.conch-shared-'));
