@@ -230,7 +230,9 @@ describe.runIf(bwrap || process.env.CI).each([
       const profile = wsw({ readOnlyPaths: [join(ws, 'a')] }) as WorkspaceWrite;
       expect(wrote(await run(write, profile))).toEqual(['b', 'c']);
       // A new profile with the same writable roots and one more protected path.
-      expect(wrote(await run(write, { ...profile, readOnlyPaths: [join(ws, 'a'), join(ws, 'b')] }))).toEqual(['c']);
+      expect(wrote(await run(write, { ...profile, readOnlyPaths: [join(ws, 'a'), join(ws, 'b')] }))).toEqual([
+        'c',
+      ]);
       // The first object again, unchanged, then with a field replaced in place.
       expect(wrote(await run(write, profile))).toEqual(['b', 'c']);
       (profile as { readOnlyPaths: readonly string[] }).readOnlyPaths = [join(ws, 'c')];
