@@ -110,6 +110,10 @@ describe('IMPORT_MODULE_HOOK', () => {
     delete (globalThis as Record<symbol, unknown>)[IMPORT_MODULE_HOOK];
   });
 
+  test("is the global registry's symbol for 'conch.importModule' (a host sets it without importing core)", () => {
+    expect(IMPORT_MODULE_HOOK).toBe(Symbol.for('conch.importModule'));
+  });
+
   test("a host's loader imports discovered plugins when set; import() does otherwise", async () => {
     const root = mkdtempSync(join(tmpdir(), 'conch-disc-hook-'));
     const dir = writePackage(

@@ -6,8 +6,14 @@
 // JavaScript, web-tree-sitter, discovered plugins).
 import module from 'node:module';
 import { fileURLToPath } from 'node:url';
-import { IMPORT_MODULE_HOOK } from '@conch/core';
 import { runWithCompileCache } from './compile-cache.js';
+
+/**
+ * `@conch/core`'s IMPORT_MODULE_HOOK, by its registry key: importing it from the package would
+ * bundle core's index (reflect-metadata and all, ~45 KB) into this launcher. core's tests pin the
+ * key; packed.test.ts's discovered plugin loads only through this hook.
+ */
+const IMPORT_MODULE_HOOK = Symbol.for('conch.importModule');
 
 (module as { enableCompileCache?: () => unknown }).enableCompileCache?.();
 // Code run from the cache cannot import() (compile-cache.ts): plugin discovery imports through this.
