@@ -1,6 +1,7 @@
 // Invariant: the permission plugin validates its config strictly — a bad field, a rule that does not compile or a rule whose examples fail is a load error naming that rule.
 import 'reflect-metadata';
 import { InvalidConfigError, PluginRegistry, TOKENS } from '@conch/core';
+import { waitFor } from '@conch/test-support';
 import { describe, expect, it } from 'vitest';
 import { PermissionEngine } from './gate.js';
 import { getPermissionEngine, permissionPlugin } from './plugin.js';
@@ -57,6 +58,41 @@ describe('permission plugin config', () => {
   it('a rule that does not compile is a load error naming it', () => {
     expect(loadError({ rules: { deny: ['git * push'] } }).message).toMatch(/only allowed at the end/);
     expect(loadError({ rules: { deny: [{ regex: '(' }] } }).message).toMatch(/invalid regex/);
+  });
+});
+
+describe('the warm-up judgement', () => {
+  /** The commands an engine is asked to evaluate from now on. */
+  const evaluated = (engine: PermissionEngine) => {
+    const seen: string[] = [];
+    const evaluate = engine.evaluate.bind(engine);
+    engine.evaluate = (command, ...rest) => {
+      seen.push(command);
+      return evaluate(command, ...rest);
+    };
+    return seen;
+  };
+
+  it("runs once after expose; registry.status() says 'pending', then 'done'", async () => {
+    const registry = expose({});
+    const seen = evaluated(getPermissionEngine(registry)!);
+    expect((await registry.status()).permission).toMatchObject({ warmUp: 'pending' });
+    const warmUp = async () =>
+      ((await registry.status()).permission as { warmUp?: string } | undefined)?.warmUp;
+    await waitFor(async () => (await warmUp()) === 'done', 'the warm-up');
+    expect(seen).toHaveLength(1);
+    // The warmed engine judges as a cold one does.
+    expect(getPermissionEngine(registry)!.evaluate('ls -la | grep -v x > /dev/null').verdict).toBe('allow');
+    await registry.dispose();
+  });
+
+  it('does not run once the registry is disposed', async () => {
+    const registry = expose({});
+    const seen = evaluated(getPermissionEngine(registry)!);
+    await registry.dispose();
+    // Five times the warm-up's delay.
+    await new Promise((resolve) => setTimeout(resolve, 1000));
+    expect(seen).toEqual([]);
   });
 });
 

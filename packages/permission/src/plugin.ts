@@ -176,10 +176,14 @@ function setupWith(shellParser: ShellParser, ctx: PluginContext<PermissionConfig
       { reason: sandbox.reason },
       "permission: no sandbox (sandbox: 'off'): commands that are not provably read-only ask for approval",
     );
+  // The warm-up judgement below: 'pending' until it ran, then 'done' (or 'failed': logged, and the
+  // first real check pays what it would have).
+  let warmUp: 'pending' | 'done' | 'failed' = 'pending';
   ctx.reportStatus('permission', () => ({
     sandbox: sandbox.mode,
     ...(sandbox.reason ? { sandboxReason: sandbox.reason } : {}),
     mode: ctx.config.mode,
+    warmUp,
   }));
   if (ctx.config.mode === 'acceptAll')
     ctx.logger.warn(
@@ -193,7 +197,9 @@ function setupWith(shellParser: ShellParser, ctx: PluginContext<PermissionConfig
     if (disposed) return;
     try {
       engine.evaluate(WARM_UP_COMMAND);
+      warmUp = 'done';
     } catch (error) {
+      warmUp = 'failed';
       ctx.logger.debug({ err: error }, 'permission: warm-up judgement failed');
     }
   }, WARM_UP_DELAY_MS);
