@@ -1,8 +1,9 @@
 // A long-lived host for the process suite's big-host rows: allocates (and touches) `allocMiB` of
-// memory, then answers { mode: 'conch' | 'cli' | 'raw' | 'idle', runs } requests over IPC by running
-// `runs` spawn-to-exit of `true` through a ProcessManager, through cli_based_tool (permission gate
-// included), or with a raw node:child_process spawn (or, for
-// 'idle', waiting as long), while a timer samples the event loop. The suite interleaves requests to
+// memory, then answers { mode: 'conch' | 'cli' | 'raw' | 'idle' | 'settle', runs } requests over IPC
+// by running `runs` spawn-to-exit of `true` through a ProcessManager, through cli_based_tool
+// (permission gate included), or with a raw node:child_process spawn (or, for 'idle', waiting as
+// long; for 'settle', until the registry's warm-up at expose has run), while a timer samples the
+// event loop. The suite interleaves requests to
 // several hosts so machine load hits all of them alike. Replies { times, maxStallMs, rssMiB }.
 import 'reflect-metadata';
 import { monitorEventLoopDelay } from 'node:perf_hooks';
@@ -12,6 +13,7 @@ import { PluginRegistry } from '@conch/core';
 import { permissionPlugin } from '@conch/permission';
 import { ProcessManager } from '@conch/process';
 import { rawRun } from '../../lib.mjs';
+import { warmedUp } from './warmed-up.mjs';
 
 const allocMiB = Number(process.argv[2]);
 // Buffer.alloc(size, 1) writes every page: resident memory, as a long-lived agent host has.
@@ -36,7 +38,9 @@ process.on('message', async ({ mode, runs, idleMs }) => {
   const histogram = monitorEventLoopDelay({ resolution: 1 });
   histogram.enable();
   const times = [];
-  if (mode === 'idle') {
+  if (mode === 'settle') {
+    await warmedUp(registry);
+  } else if (mode === 'idle') {
     await new Promise((resolve) => setTimeout(resolve, idleMs));
   } else {
     for (let i = 0; i < runs; i++) {
