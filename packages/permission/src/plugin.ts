@@ -1,8 +1,8 @@
 import {
   definePlugin,
-  describeValue,
   InvalidConfigError,
   PERMISSION_GATE,
+  toValidationIssues,
   token,
   type PluginContext,
   type PluginDefinition,
@@ -11,7 +11,7 @@ import {
 } from '@conch/core';
 import { probeSandboxSync } from '@conch/process';
 import { loadShellParser, type ShellParser } from '@conch/shell-syntax';
-import type { z } from 'zod';
+import { ZodError, type z } from 'zod';
 import { permissionConfigSchema, type PermissionConfig } from './config.js';
 import { compileRules, PermissionEngine } from './gate.js';
 import { compileHostPattern } from './network-rules.js';
@@ -73,18 +73,17 @@ function exampleProblems(shellParser: ShellParser, config: PermissionConfig) {
   return new PermissionEngine({ parser: shellParser, config, cwd: process.cwd() }).checkExamples();
 }
 
-/** A config's rule examples, checked once the parser has loaded: INVALID_CONFIG as validation gives. */
+/**
+ * A config's rule examples, checked once the parser has loaded: the same issues the config schema
+ * adds, shaped into INVALID_CONFIG by the registry's own toValidationIssues.
+ */
 function assertExamples(shellParser: ShellParser, config: PermissionConfig): void {
   const problems = exampleProblems(shellParser, config);
   if (problems.length === 0) return;
-  throw new InvalidConfigError(
-    'permission',
-    problems.map((p) => ({
-      path: p.path.join('.'),
-      expected: p.message,
-      received: describeValue(p.path.reduce<unknown>((value, key) => (value as never)?.[key], config)),
-    })),
+  const error = new ZodError(
+    problems.map((p) => ({ code: 'custom' as const, path: p.path, message: p.message })),
   );
+  throw new InvalidConfigError('permission', toValidationIssues(error, config));
 }
 
 function instructions(config: PermissionConfig, sandbox: PermissionEngine['sandbox']): string {
