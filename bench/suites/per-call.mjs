@@ -68,7 +68,10 @@ async function cliTrue(registry) {
 // ---------------------------------------------------------------------------------------------
 // cli `true` vs posix_spawn from C, and host CPU per call
 
-/** The C helper as a long-lived child: block(n) spawns /bin/true n times, resolving n times in ms. */
+/**
+ * A spawn-true helper (the C one, or node running helpers/spawn-true.mjs: `args` before the program)
+ * as a long-lived child: block(n) spawns /bin/true n times, resolving n times in ms.
+ */
 function startSpawnHelper(path, args = []) {
   const child = spawn(path, [...args, TRUE], { stdio: ['pipe', 'pipe', 'inherit'] });
   let buffered = '';

@@ -143,8 +143,8 @@ const main = await esbuild.build({
 
 // 2b. The bin: the launcher (src/published-bin.ts with the code-cache runner bundled in), and the
 // server with its npm dependencies bundled in, except those that find files beside their own code
-// at run time (native addons, WASM, pino's worker transports): they stay requires of the published
-// dependencies. The server's sources are ES modules: `import.meta.url` and `import.meta.resolve`
+// at run time (native addons, WASM): they stay requires of the published dependencies. (pino is
+// bundled: conch never starts its worker transports, the one part that loads files of its own.) The server's sources are ES modules: `import.meta.url` and `import.meta.resolve`
 // become their CommonJS equivalents, and a top-level await fails the build (esbuild refuses it).
 const BIN_EXTERNALS = ['@lydell/node-pty', 'web-tree-sitter', 'tree-sitter-bash'];
 const binExternals = {
@@ -176,12 +176,13 @@ const server = await esbuild.build({
   },
 });
 const serverFile = join(OUT_DIST, 'main.cjs');
+const serverBytes = readFileSync(serverFile);
 // esbuild escapes non-ASCII characters everywhere but in regular expression literals.
-if (!isAscii(readFileSync(serverFile)))
+if (!isAscii(serverBytes))
   console.warn(
     `@conch/mcp bundle: ${serverFile} is not ASCII (a regular expression literal?): the launcher decodes it as UTF-8, slower than latin1`,
   );
-if (/\bimport\.meta\b/.test(readFileSync(serverFile, 'latin1').replace(/"(?:[^"\\\n]|\\.)*"/g, '""')))
+if (/\bimport\.meta\b/.test(serverBytes.toString('latin1').replace(/"(?:[^"\\\n]|\\.)*"/g, '""')))
   fail(`${serverFile} still uses import.meta outside a string`);
 // The launcher is CommonJS too: an ES module entry costs node's ES module loader and a facade
 // for each built-in it imports (~8 ms of a start on node 24).

@@ -2,7 +2,7 @@
 // The published conch-mcp bin (scripts/bundle.mjs bundles it as dist/package/dist/bin.cjs; the
 // workspace's bin is bin.ts). It runs the self-contained server, main.cjs beside it, from V8's code
 // cache (compile-cache.ts): every start after the first skips compiling it. Node >= 22.1 also
-// caches, with its own compile cache, what the server loads from outside itself (pino, node-pty's
+// caches, with its own compile cache, what the server loads from outside itself (node-pty's
 // JavaScript, web-tree-sitter, discovered plugins).
 import module from 'node:module';
 import { fileURLToPath } from 'node:url';
