@@ -165,32 +165,22 @@ describe('the packed @conch/mcp', () => {
     const cache = tempDir('conch-mcp-compile-cache-');
     const cacheFiles = () =>
       readdirSync(cache).filter((f) => f.startsWith('main.cjs-') && f.endsWith('.v8cache'));
-    const bin = join(appDir, 'node_modules/@conch/mcp/dist/bin.cjs');
     const serve = async (text: string) => {
-      const transport = new StdioClientTransport({
-        command: process.execPath,
-        args: [bin, '--config', 'conch.config.json'],
-        cwd: work,
-        env: { ...cleanEnv, CONCH_LOG_LEVEL: 'warn', CONCH_COMPILE_CACHE: cache },
-        stderr: 'pipe',
-      });
-      let stderr = '';
-      transport.stderr?.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
-      const client = new Client({ name: 'packed-cache-test', version: '0.0.0' });
+      const { transport, client, stderr } = packedClient(work, { CONCH_COMPILE_CACHE: cache });
       try {
         await client.connect(transport);
         const echoed = (await client.callTool({
           name: 'packed_echo',
           arguments: { text },
         })) as CallToolResult;
-        expect(echoed.isError, stderr).toBeFalsy();
+        expect(echoed.isError, stderr()).toBeFalsy();
         expect(echoed.structuredContent).toMatchObject({ echoed: text });
       } finally {
         const pid = transport.pid;
         await client.close();
         if (pid) await waitFor(() => !isAlive(pid), { what: `conch-mcp ${pid} to exit`, timeoutMs: 30_000 });
       }
-      expect(stderr).not.toMatch(/ExperimentalWarning|PluginLoadError|load-failed/);
+      expect(stderr()).not.toMatch(/ExperimentalWarning|PluginLoadError|load-failed/);
     };
     try {
       // First start: compiled from source, the cache written as the server exits.
@@ -217,17 +207,7 @@ describe('the packed @conch/mcp', () => {
       JSON.stringify({ plugins: { permission: {}, cli: {}, background: {}, terminal: {}, files: {} } }),
     );
     writeFileSync(join(work, 'notes.md'), 'first\nsecond\n');
-    const bin = join(appDir, 'node_modules/@conch/mcp/dist/bin.cjs');
-    const transport = new StdioClientTransport({
-      command: process.execPath,
-      args: [bin, '--config', 'conch.config.json'],
-      cwd: work,
-      env: { ...cleanEnv, CONCH_LOG_LEVEL: 'warn' },
-      stderr: 'pipe',
-    });
-    let stderr = '';
-    transport.stderr?.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
-    const client = new Client({ name: 'packed-test', version: '0.0.0' });
+    const { transport, client, stderr } = packedClient(work);
     try {
       await client.connect(transport);
       expect(client.getServerVersion()).toMatchObject({ name: 'conch', version });
@@ -286,7 +266,7 @@ describe('the packed @conch/mcp', () => {
         output: expect.stringContaining('pty-ok'),
       });
 
-      expect(stderr).not.toMatch(/supervisor unavailable|PluginLoadError|duplicate-plugin/);
+      expect(stderr()).not.toMatch(/supervisor unavailable|PluginLoadError|duplicate-plugin/);
       await client.close();
       // stdin closed: the server disposes its registry, and its supervisors go with it.
       for (const pid of supervisors)
@@ -297,6 +277,23 @@ describe('the packed @conch/mcp', () => {
     }
   });
 });
+
+/**
+ * An MCP client of the installed conch-mcp bin, started in `work` with its conch.config.json (log
+ * level warn; `env` added), and everything it wrote on stderr so far.
+ */
+function packedClient(work: string, env: Record<string, string> = {}) {
+  const transport = new StdioClientTransport({
+    command: process.execPath,
+    args: [join(appDir, 'node_modules/@conch/mcp/dist/bin.cjs'), '--config', 'conch.config.json'],
+    cwd: work,
+    env: { ...cleanEnv, CONCH_LOG_LEVEL: 'warn', ...env },
+    stderr: 'pipe',
+  });
+  let stderr = '';
+  transport.stderr?.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
+  return { transport, client: new Client({ name: 'packed-test', version: '0.0.0' }), stderr: () => stderr };
+}
 
 /** Pids of the processes under `ancestor` (bubblewrap may stand between) whose command line runs `script`. */
 function descendantsRunning(ancestor: number, script: string): number[] {
