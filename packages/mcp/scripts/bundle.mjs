@@ -20,6 +20,9 @@
 //   dist/package/dist/supervisor-main.js  @conch/process's supervisor, self-contained (node built-ins
 //                                    only), beside the chunk that starts it: the process manager
 //                                    runs `<its own dir>/supervisor-main.js`
+//   dist/package/native/conch_spawn.c, scripts/build-native.mjs
+//                                    the supervisor's posix_spawn addon, built at install (the
+//                                    package's `install` script) into dist/conch_spawn.node
 //   dist/package/dist/index.d.ts     the host API's types with the @conch/* declarations inlined
 //   dist/package/dist/server-bundle/ @conch/exec-server's server, copied into remote targets
 //
@@ -222,6 +225,15 @@ for (const [file, output] of Object.entries(supervisor.metafile.outputs)) {
   // It runs inside bubblewrap with only its own directory visible under a private /tmp.
   if (foreign.length > 0) fail(`${file} must import only node built-ins; it imports ${foreign.join(', ')}`);
 }
+// Its posix_spawn addon is built on the user's machine at install (the `install` script below),
+// from the C source and script @conch/process builds it with, into dist/conch_spawn.node beside
+// the supervisor; none built here is shipped (it would fit only this machine's platform).
+for (const part of ['native/conch_spawn.c', 'scripts/build-native.mjs']) {
+  const from = join(processRoot, part);
+  if (!existsSync(from)) fail(`${from} is missing`);
+  mkdirSync(dirname(join(OUT, part)), { recursive: true });
+  cpSync(from, join(OUT, part));
+}
 
 // 3b. The exec server's deployable bundle (@conch/exec-server, the `executor` plugin), beside the
 // chunks: bundleDir() looks for `server-bundle` next to the running code. It is copied as built
@@ -325,6 +337,9 @@ for (const key of [
 // In the workspace the bin is a committed shim (bin/conch-mcp.js, importing dist/bin.js, so a fresh
 // install can link it before the build); published, it is the bundled dist/bin.cjs itself.
 published.bin = { 'conch-mcp': './dist/bin.cjs' };
+published.files = [...new Set([...(published.files ?? []), 'native', 'scripts'])];
+// Optional: where it cannot build, it says why and exits 0, and the supervisor uses node's spawn.
+published.scripts = { install: 'node scripts/build-native.mjs' };
 published.dependencies = Object.fromEntries(
   Object.entries(dependencies).sort(([a], [b]) => a.localeCompare(b)),
 );

@@ -71,8 +71,14 @@ describe('the packed @conch/mcp', () => {
         'package/dist/index.js',
         'package/dist/index.d.ts',
         'package/dist/supervisor-main.js',
+        'package/native/conch_spawn.c',
+        'package/scripts/build-native.mjs',
       ]),
     );
+    // The supervisor's posix_spawn addon is built by the package's install script on the machine
+    // it lands on (this one has a C compiler), never shipped.
+    expect(files.filter((f) => f.endsWith('/conch_spawn.node'))).toEqual([]);
+    expect(statSync(join(appDir, 'node_modules/@conch/mcp/dist/conch_spawn.node')).isFile()).toBe(true);
     const manifest = JSON.parse(
       readFileSync(join(appDir, 'node_modules/@conch/mcp/package.json'), 'utf8'),
     ) as {

@@ -74,6 +74,7 @@ export {
   type WorkspaceWriteProfile,
 } from './sandbox-profile.js';
 export { probeSandbox, probeSandboxSync, type SandboxStatus } from './probe-sandbox.js';
+export type { SpawnerStatus } from './supervisor-protocol.js';
 export { DEFAULT_FORWARD_POLL_MS, type ForwardedPort } from './port-forwarder.js';
 export { type SandboxFileHandle, type SandboxFileSystem } from './sandbox-file-system.js';
 export { onHostExit } from './host-exit.js';

@@ -54,6 +54,7 @@ import {
 import type { SpawnedChild } from './spawned-child.js';
 import { SpillBudget, SpillSink, type SpillDir } from './spill-sink.js';
 import { SupervisorClient } from './supervisor-client.js';
+import type { SpawnerStatus } from './supervisor-protocol.js';
 import {
   NetworkProxy,
   type BlockedConnection,
@@ -75,6 +76,13 @@ export interface SupervisorOptions {
    * supervisor on a loaded machine is never declared dead. Default 10000.
    */
   unresponsiveMs?: number;
+  /**
+   * Whether the supervisor starts commands with posix_spawn (default true): the native addon
+   * built at install (`dist/conch_spawn.node`, Linux with glibc 2.34+), which costs the same from
+   * any process size where node's spawn forks. false, or an addon that was not built or does not
+   * load: node's `child_process.spawn`. `status().spawner` says which, and why.
+   */
+  nativeSpawn?: boolean;
 }
 
 /** Caps on the bytes spill files take (see SpillBudget). */
@@ -157,6 +165,11 @@ export interface ProcessManagerStatus {
   sandbox: SandboxStatus;
   /** Workspace-profile readOnlyPaths that did not exist, so were not protected. */
   skippedReadOnlyPaths: string[];
+  /**
+   * How the supervisors start commands: posix_spawn (see SupervisorOptions.nativeSpawn), or node's
+   * spawn and why. Undefined until a supervisor is ready; `{ kind: 'node' }` without a supervisor.
+   */
+  spawner?: SpawnerStatus;
 }
 
 // Under vitest this module runs from src/*.ts, which node cannot execute: use the built script.
@@ -794,11 +807,16 @@ export class ProcessManager implements ProcessManagerService {
     const probed = await probeSandbox();
     const broken = [...this.brokenSandboxes.values()][0];
     const running = [...this.clients.values()].some((c) => c.status === 'ready' || c.status === 'starting');
+    const spawner =
+      this.fallbackReason !== undefined
+        ? { kind: 'node' as const, reason: `no supervisor: ${this.fallbackReason}` }
+        : [...this.clients.values()].find((c) => c.status === 'ready' && c.spawner)?.spawner;
     return {
       supervisor: this.fallbackReason !== undefined ? 'fallback' : running ? 'running' : 'not-started',
       sandbox:
         broken !== undefined && probed.available ? { ...probed, available: false, reason: broken } : probed,
       skippedReadOnlyPaths: [...this.skipped],
+      ...(spawner ? { spawner } : {}),
     };
   }
 
@@ -1064,6 +1082,7 @@ export class ProcessManager implements ProcessManagerService {
       ...(envFilter(profile) ? { envFilter: envFilter(profile)! } : {}),
       logger: this.logger,
       ...(supervisorOpt.unresponsiveMs !== undefined ? { unresponsiveMs: supervisorOpt.unresponsiveMs } : {}),
+      ...(supervisorOpt.nativeSpawn === false ? { nativeSpawn: false } : {}),
       onLost: (lost, reason, queued, started, unresponsive) =>
         this.onSupervisorLost(profile, lost, reason, queued, started, unresponsive),
       ...(forwarder

@@ -1,7 +1,9 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { existsSync } from 'node:fs';
-import type { Socket } from 'node:net';
+import { constants } from 'node:os';
+import { Socket } from 'node:net';
 import { groupExists } from './kill-tree.js';
+import type { NativeSpawnModule, Spawner } from './native-spawn.js';
 import type { SpawnRequest, SupervisorMessage } from './supervisor-protocol.js';
 
 type Send = (message: SupervisorMessage, handle?: Socket) => void;
@@ -59,21 +61,43 @@ function detachPipe(child: ChildProcess, fd: 0 | 1 | 2): Socket | undefined {
   return socket;
 }
 
+/** Signal numbers to node's names ('SIGKILL'), for exits the native spawner reports. */
+const SIGNAL_NAMES = new Map(Object.entries(constants.signals).map(([name, number]) => [number, name]));
+
+/**
+ * A pipe end the native spawner made, as a socket process.send can pass. The constructor of a
+ * readable net.Socket starts reading at the next poll: `readStop()` in the same tick stops it
+ * before any byte is read here (see detachPipe).
+ */
+function socketOf(fd: number, readable: boolean): Socket {
+  const socket = new Socket({ fd, readable, writable: !readable });
+  if (readable) (socket as unknown as { _handle: PipeHandle })._handle.readStop();
+  return socket;
+}
+
 /**
  * The children one supervisor started: each in its own session and process group (`detached`),
  * pipes handed to the host at once, exit reported by message. Kept until they exit, so the host's
- * death can kill their groups.
+ * death can kill their groups. Started by posix_spawn when the native spawner loaded (see
+ * native-spawn.ts), else by node's spawn; the host sees the same messages either way.
  */
 export class SupervisorChildren {
   private readonly live = new Map<number, number>(); // request id -> pid
+  /** pid -> request id, for the native spawner's exit reports. */
+  private readonly natives = new Map<number, number>();
   private readonly send: Send;
   private readonly sandboxed: boolean;
+  private readonly native: NativeSpawnModule | undefined;
   /** The env spawn requests are sent against (see SpawnRequest). */
   private envBase: Record<string, string> = {};
 
-  constructor(send: Send, sandboxed: boolean) {
+  constructor(send: Send, sandboxed: boolean, spawner?: Spawner) {
     this.send = send;
     this.sandboxed = sandboxed;
+    if (spawner?.kind === 'posix_spawn') {
+      this.native = spawner.module;
+      this.native.onExit((pid, code, signal) => this.nativeExit(pid, code, signal));
+    }
   }
 
   /** The complete env of a request: the base (replaced first when it brings one) with its difference. */
@@ -85,6 +109,10 @@ export class SupervisorChildren {
   }
 
   spawn(request: SpawnRequest): void {
+    if (this.native) {
+      this.spawnNative(request, this.native);
+      return;
+    }
     const { id } = request;
     const out = request.capture ? 'pipe' : 'ignore';
     const env = this.env(request);
@@ -104,13 +132,7 @@ export class SupervisorChildren {
     if (child.pid === undefined) {
       // ENOENT / EACCES: node emits 'error' on the next tick; the pipes it made are unused.
       for (const stream of child.stdio) (stream as Socket | null)?.destroy();
-      child.once('error', (error: NodeJS.ErrnoException) => {
-        let message = error.message;
-        if (error.code === 'ENOENT' && !existsSync(request.cwd)) {
-          message += ` (the working directory ${request.cwd} does not exist${this.sandboxed ? ' inside the sandbox' : ''})`;
-        }
-        this.send({ t: 'spawn-error', id, code: error.code ?? 'ESPAWN', message });
-      });
+      child.once('error', (error: NodeJS.ErrnoException) => this.spawnError(request, error));
       return;
     }
     const pid = child.pid;
@@ -130,6 +152,50 @@ export class SupervisorChildren {
     const [first, ...rest] = pipes;
     this.send({ t: 'spawned', id, pid, fds: pipes.map(([fd]) => fd) }, first?.[1]);
     for (const [fd, socket] of rest) this.send({ t: 'stream', id, fd }, socket);
+  }
+
+  private spawnError(request: SpawnRequest, error: NodeJS.ErrnoException): void {
+    let message = error.message;
+    if (error.code === 'ENOENT' && !existsSync(request.cwd)) {
+      message += ` (the working directory ${request.cwd} does not exist${this.sandboxed ? ' inside the sandbox' : ''})`;
+    }
+    this.send({ t: 'spawn-error', id: request.id, code: error.code ?? 'ESPAWN', message });
+  }
+
+  /** spawn() through posix_spawn: the same request, replies and order as node's path above. */
+  private spawnNative(request: SpawnRequest, native: NativeSpawnModule): void {
+    const { id, file, args, cwd } = request;
+    const env = this.env(request);
+    // No string here holds a NUL byte (C would cut it there): the host refused those at spawn()
+    // (spawn-options.ts), and the host's own environment cannot hold one.
+    const envp: string[] = [];
+    for (const key in env) envp.push(`${key}=${env[key]}`);
+    let started: [number, number, number, number];
+    try {
+      started = native.spawn(file, [file, ...args], cwd, envp, request.stdin === 'pipe', request.capture);
+    } catch (error) {
+      this.spawnError(request, error as NodeJS.ErrnoException);
+      return;
+    }
+    const [pid, stdinFd, stdoutFd, stderrFd] = started;
+    const pipes: [number, Socket][] = [];
+    if (stdoutFd >= 0) pipes.push([1, socketOf(stdoutFd, true)]);
+    if (stderrFd >= 0) pipes.push([2, socketOf(stderrFd, true)]);
+    if (stdinFd >= 0) pipes.push([0, socketOf(stdinFd, false)]);
+    this.live.set(id, pid);
+    this.natives.set(pid, id);
+    const [first, ...rest] = pipes;
+    this.send({ t: 'spawned', id, pid, fds: pipes.map(([fd]) => fd) }, first?.[1]);
+    for (const [fd, socket] of rest) this.send({ t: 'stream', id, fd }, socket);
+  }
+
+  private nativeExit(pid: number, code: number | null, signal: number | null): void {
+    const id = this.natives.get(pid);
+    if (id === undefined) return;
+    this.natives.delete(pid);
+    this.live.delete(id);
+    const name = signal === null ? null : (SIGNAL_NAMES.get(signal) ?? `SIG${signal}`);
+    this.send({ t: 'exit', id, code, signal: name, group: groupExists(pid) });
   }
 
   /** SIGKILLs the process group of every child still running. */

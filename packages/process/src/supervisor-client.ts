@@ -14,9 +14,11 @@ import type {
   HostMessage,
   PtySpawnReply,
   PtySpawnRequest,
+  SpawnerStatus,
   SpawnRequest,
   SupervisorMessage,
 } from './supervisor-protocol.js';
+import { NATIVE_SPAWN_VAR } from './native-spawn.js';
 
 export interface SupervisorClientOptions {
   /** node binary of the supervisor. */
@@ -40,6 +42,8 @@ export interface SupervisorClientOptions {
    * /proc/<pid>/environ is readable by the commands it runs.
    */
   envFilter?: (name: string) => boolean;
+  /** false: the supervisor spawns with node's child_process even where posix_spawn loads. */
+  nativeSpawn?: boolean;
   logger?: Logger | undefined;
   /**
    * Stalled milliseconds (see SupervisorHealth) after which a supervisor that does not answer is
@@ -147,6 +151,7 @@ export class SupervisorClient {
   readonly sandbox: SandboxKind;
   private readonly options: SupervisorClientOptions;
   private state: 'starting' | 'ready' | 'lost' | 'closed' = 'starting';
+  private spawnerStatus: SpawnerStatus | undefined;
   private proc: ChildProcess | undefined;
   private sync: BlockingLineChannel | undefined;
   private pendingSends: HostMessage[] = [];
@@ -214,6 +219,11 @@ export class SupervisorClient {
     return this.supervisorPid;
   }
 
+  /** How it starts commands, once it is ready. */
+  get spawner(): SpawnerStatus | undefined {
+    return this.spawnerStatus;
+  }
+
   /** The pid of the process started for the supervisor: bwrap's when sandboxed, else node's. */
   get wrapperPid(): number | undefined {
     return this.proc?.pid;
@@ -234,6 +244,7 @@ export class SupervisorClient {
     // them, since every spawn request carries its own complete env.
     const env = { ...process.env };
     delete env.NODE_OPTIONS;
+    if (this.options.nativeSpawn === false) env[NATIVE_SPAWN_VAR] = '0';
     const hidden = this.options.envFilter;
     if (hidden) for (const key of Object.keys(env)) if (hidden(key)) delete env[key];
     let proc: ChildProcess;
@@ -538,6 +549,7 @@ export class SupervisorClient {
         }
         this.state = 'ready';
         this.supervisorPid = pid;
+        this.spawnerStatus = message.spawner;
         const pending = this.pendingSends;
         this.pendingSends = [];
         for (const m of pending) this.post(m);

@@ -16,6 +16,7 @@ import { closeSync } from 'node:fs';
 import { Socket } from 'node:net';
 import { sweepCookie } from './kill-tree.js';
 import { canDetachPipes, SupervisorChildren } from './supervisor-children.js';
+import { loadSpawner } from './native-spawn.js';
 import { startBridge } from './supervisor-bridge.js';
 import { fsRequest } from './supervisor-fs.js';
 import { connectPort } from './supervisor-ports.js';
@@ -36,7 +37,13 @@ function send(message: SupervisorMessage, handle?: Socket, onSent?: () => void):
   process.send!(message, handle, {}, () => onSent?.());
 }
 
-const children = new SupervisorChildren((message, handle) => send(message, handle), sandbox !== 'none');
+// posix_spawn when the addon loads (native-spawn.ts), else node's spawn: told to the host in `ready`.
+const spawner = loadSpawner();
+const children = new SupervisorChildren(
+  (message, handle) => send(message, handle),
+  sandbox !== 'none',
+  spawner,
+);
 const ptys = new SupervisorPtys((message, onSent) => send(message, undefined, onSent));
 
 let closing = false;
@@ -97,7 +104,9 @@ process.on('message', (message: HostMessage) => {
   }
 });
 
-const { usable, gone: probeGone } = canDetachPipes();
+// Node's child pipes are only detached when node spawns: the native spawner makes its own.
+const { usable, gone: probeGone } =
+  spawner.kind === 'posix_spawn' ? { usable: true, gone: Promise.resolve() } : canDetachPipes();
 if (syncFd !== undefined && !usable) {
   // Close the PTY channel too, so a host blocked on it sees the end at once.
   closeSync(Number(syncFd));
@@ -120,7 +129,16 @@ if (syncFd !== undefined && !usable) {
   });
 }
 
-const ready = () => probeGone.then(() => send({ t: 'ready', pid: process.pid, node: process.version }));
+const ready = () =>
+  probeGone.then(() =>
+    send({
+      t: 'ready',
+      pid: process.pid,
+      node: process.version,
+      spawner:
+        spawner.kind === 'posix_spawn' ? { kind: 'posix_spawn' } : { kind: 'node', reason: spawner.reason },
+    }),
+  );
 if (!usable) {
   send({ t: 'fatal', message: `node ${process.version}: child pipes cannot be detached for handle passing` });
 } else if (proxySocket && proxyPort) {

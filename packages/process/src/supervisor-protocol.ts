@@ -91,6 +91,9 @@ export interface PortConnectRequest {
   port: number;
 }
 
+/** How a supervisor starts commands: posix_spawn (the native addon) or node's spawn, and why. */
+export type SpawnerStatus = { kind: 'posix_spawn' } | { kind: 'node'; reason: string };
+
 /**
  * Supervisor -> host over IPC. `spawned` carries the child's stdout (or, without capture, stdin)
  * as its handle; each further pipe follows in its own `stream` message (node passes one handle
@@ -98,7 +101,7 @@ export interface PortConnectRequest {
  * order below is the order the host sees).
  */
 export type SupervisorMessage =
-  | { t: 'ready'; pid: number; node: string }
+  | { t: 'ready'; pid: number; node: string; spawner: SpawnerStatus }
   | { t: 'spawned'; id: number; pid: number; fds: number[] }
   | { t: 'stream'; id: number; fd: number }
   | { t: 'spawn-error'; id: number; code: string; message: string }

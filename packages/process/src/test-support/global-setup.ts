@@ -1,5 +1,7 @@
 // Builds dist/ once before the tests: the supervisor runs as a separate node process from
-// dist/supervisor-main.js (node cannot run the .ts sources), and host scripts import dist/index.js.
+// dist/supervisor-main.js (node cannot run the .ts sources), and host scripts import dist/index.js;
+// the supervisor's posix_spawn addon is built into dist/ too (--require: a test run where it cannot
+// be built fails here rather than quietly testing node's spawn twice).
 import { execFileSync } from 'node:child_process';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -14,4 +16,8 @@ export default function setup(): void {
       stdio: 'inherit',
     },
   );
+  execFileSync(process.execPath, [join(pkg, 'scripts', 'build-native.mjs'), '--require'], {
+    cwd: pkg,
+    stdio: 'inherit',
+  });
 }

@@ -1,0 +1,392 @@
+/*
+ * conch_spawn: posix_spawn for the process supervisor (see src/native-spawn.ts for why).
+ *
+ * node's child_process.spawn forks (libuv calls fork(), a clone without CLONE_VM): the kernel
+ * copies the page tables of the whole node process, about half of a cheap command's cost. glibc's
+ * posix_spawn clones with CLONE_VM | CLONE_VFORK instead: the child borrows the parent's memory
+ * until it execs, so a spawn costs the same from any process size.
+ *
+ * What a child gets is what node's `spawn(file, args, { cwd, env, detached: true, stdio })` gives:
+ * its own session (setsid), every signal at its default action and none blocked, the working
+ * directory and environment asked for, `file` looked up on the PATH of that environment (not the
+ * supervisor's, as libuv does), a file without a #! line run by /bin/sh (as execvp does), stdio as
+ * /dev/null or one end of a unix socketpair (libuv's pipes are socketpairs too), and no other fd.
+ * One difference: glibc's posix_spawn leaves its two internal signals (32 and 33, below SIGRTMIN)
+ * ignored in the child; libuv's fork resets only 1..31, and no program meant to be run by an agent
+ * uses them.
+ *
+ * Exit: one small detached thread per child blocks in waitpid(pid) and hands the status to the
+ * JavaScript thread through a thread-safe function. libuv reaps only the pids it spawned
+ * (waitpid(pid), never -1), so the two never take each other's children.
+ *
+ * Built at install (scripts/build-native.mjs) against Node-API headers only, so one build loads
+ * in every node release (Node-API 8: node 12.22+). Linux with glibc 2.34+ only
+ * (posix_spawn_file_actions_addchdir_np / addclosefrom_np); elsewhere the build is skipped and the
+ * supervisor uses node's spawn.
+ */
+#define _GNU_SOURCE
+#define NAPI_VERSION 8
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <signal.h>
+#include <spawn.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+#include <node_api.h>
+
+#if !defined(__linux__) || !defined(__GLIBC__) || !__GLIBC_PREREQ(2, 34)
+#error "conch_spawn needs Linux with glibc 2.34 or later"
+#endif
+
+typedef struct {
+  napi_threadsafe_function on_exit;
+  uint32_t live; /* children not yet reported: the thread-safe function keeps the loop alive while > 0 */
+} state_t;
+
+typedef struct {
+  state_t *state;
+  pid_t pid;
+  int status;
+} exit_note_t;
+
+static void *reap(void *arg) {
+  exit_note_t *note = arg;
+  while (waitpid(note->pid, &note->status, 0) < 0 && errno == EINTR) {
+  }
+  napi_threadsafe_function on_exit = note->state->on_exit;
+  /* napi_closing once the environment is being torn down: then nobody is left to tell. */
+  if (napi_call_threadsafe_function(on_exit, note, napi_tsfn_blocking) != napi_ok) free(note);
+  napi_release_threadsafe_function(on_exit, napi_tsfn_release);
+  return NULL;
+}
+
+/* On the JavaScript thread: onExit(pid, code, signalNumber), one of the last two null. */
+static void deliver_exit(napi_env env, napi_value fn, void *context, void *data) {
+  exit_note_t *note = data;
+  (void)context;
+  if (env != NULL) {
+    napi_value argv[3], undefined;
+    napi_get_undefined(env, &undefined);
+    napi_create_int32(env, note->pid, &argv[0]);
+    if (WIFEXITED(note->status)) {
+      napi_create_int32(env, WEXITSTATUS(note->status), &argv[1]);
+      napi_get_null(env, &argv[2]);
+    } else {
+      napi_get_null(env, &argv[1]);
+      napi_create_int32(env, WTERMSIG(note->status), &argv[2]);
+    }
+    if (--note->state->live == 0) napi_unref_threadsafe_function(env, note->state->on_exit);
+    napi_call_function(env, undefined, fn, 3, argv, NULL);
+  }
+  free(note);
+}
+
+static napi_value throw_error(napi_env env, const char *code_name, const char *message) {
+  napi_value code, msg, error;
+  napi_create_string_utf8(env, code_name, NAPI_AUTO_LENGTH, &code);
+  napi_create_string_utf8(env, message, NAPI_AUTO_LENGTH, &msg);
+  napi_create_error(env, code, msg, &error);
+  napi_set_named_property(env, error, "code", code);
+  napi_throw(env, error);
+  return NULL;
+}
+
+/* node's wording for a failed spawn: `spawn <file> ENOENT`, with `code` and `errno` set. */
+static napi_value throw_errno(napi_env env, int err, const char *file) {
+  const char *name = strerrorname_np(err);
+  if (name == NULL) name = "ESPAWN";
+  size_t size = strlen(file) + strlen(name) + 16;
+  char *message = malloc(size);
+  if (message == NULL) return throw_error(env, name, "spawn failed");
+  snprintf(message, size, "spawn %s %s", file, name);
+  napi_value code, msg, error, errno_value, syscall;
+  napi_create_string_utf8(env, name, NAPI_AUTO_LENGTH, &code);
+  napi_create_string_utf8(env, message, NAPI_AUTO_LENGTH, &msg);
+  free(message);
+  napi_create_error(env, code, msg, &error);
+  napi_set_named_property(env, error, "code", code);
+  napi_create_int32(env, -err, &errno_value);
+  napi_set_named_property(env, error, "errno", errno_value);
+  napi_create_string_utf8(env, "spawn", NAPI_AUTO_LENGTH, &syscall);
+  napi_set_named_property(env, error, "syscall", syscall);
+  napi_throw(env, error);
+  return NULL;
+}
+
+static char *utf8(napi_env env, napi_value value) {
+  size_t length = 0;
+  if (napi_get_value_string_utf8(env, value, NULL, 0, &length) != napi_ok) return NULL;
+  char *text = malloc(length + 1);
+  if (text != NULL) napi_get_value_string_utf8(env, value, text, length + 1, &length);
+  return text;
+}
+
+/* A NULL-terminated copy of an array of strings; NULL when an element is not a string. */
+static char **utf8_array(napi_env env, napi_value array) {
+  uint32_t count = 0;
+  if (napi_get_array_length(env, array, &count) != napi_ok) return NULL;
+  char **out = calloc(count + 1, sizeof(char *));
+  if (out == NULL) return NULL;
+  for (uint32_t i = 0; i < count; i++) {
+    napi_value element;
+    napi_get_element(env, array, i, &element);
+    out[i] = utf8(env, element);
+    if (out[i] == NULL) {
+      for (uint32_t j = 0; j < i; j++) free(out[j]);
+      free(out);
+      return NULL;
+    }
+  }
+  return out;
+}
+
+static void free_array(char **array) {
+  if (array == NULL) return;
+  for (char **p = array; *p != NULL; p++) free(*p);
+  free(array);
+}
+
+/* posix_spawn, and for a file the kernel cannot exec (no #! line) /bin/sh <file> <args>, as execvp. */
+static int spawn_one(pid_t *pid, const char *path, const posix_spawn_file_actions_t *actions,
+                     const posix_spawnattr_t *attr, char **argv, char **envp) {
+  int err = posix_spawn(pid, path, actions, attr, argv, envp);
+  if (err != ENOEXEC) return err;
+  size_t count = 0;
+  while (argv[count] != NULL) count++;
+  char **shell_argv = calloc(count + 2, sizeof(char *));
+  if (shell_argv == NULL) return ENOMEM;
+  shell_argv[0] = "/bin/sh";
+  shell_argv[1] = (char *)path;
+  for (size_t i = 1; i < count; i++) shell_argv[i + 1] = argv[i];
+  err = posix_spawn(pid, "/bin/sh", actions, attr, shell_argv, envp);
+  free(shell_argv);
+  return err;
+}
+
+/*
+ * Whether `path` (relative ones taken from `cwd`, where the child will be) is a regular file this
+ * process may execute: 0, else the errno execve would give. Checked here, in the parent, so a PATH
+ * of eight directories costs eight stat calls rather than eight clones whose exec fails.
+ */
+static int runnable(const char *path, const char *cwd) {
+  char *full = NULL;
+  if (path[0] != '/') {
+    size_t cwd_length = strlen(cwd), path_length = strlen(path);
+    full = malloc(cwd_length + path_length + 2);
+    if (full == NULL) return ENOMEM;
+    memcpy(full, cwd, cwd_length);
+    full[cwd_length] = '/';
+    memcpy(full + cwd_length + 1, path, path_length + 1);
+  }
+  struct stat st;
+  int err = 0;
+  if (stat(full ? full : path, &st) != 0) err = errno;
+  else if (!S_ISREG(st.st_mode)) err = EACCES;
+  else if (access(full ? full : path, X_OK) != 0) err = errno;
+  free(full);
+  return err;
+}
+
+/*
+ * `file` as is when it holds a slash, else each directory of the child's PATH in turn, with
+ * execvp's rules: ENOENT and ENOTDIR go on to the next, EACCES too but is what fails at the end.
+ */
+static int spawn_on_path(pid_t *pid, const char *file, const char *cwd, const posix_spawn_file_actions_t *actions,
+                         const posix_spawnattr_t *attr, char **argv, char **envp) {
+  if (*file == '\0') return ENOENT;
+  if (strchr(file, '/') != NULL) return spawn_one(pid, file, actions, attr, argv, envp);
+  const char *path = "/usr/bin:/bin"; /* libuv's default when the env has no PATH */
+  for (char **p = envp; *p != NULL; p++) {
+    if (strncmp(*p, "PATH=", 5) == 0) {
+      path = *p + 5;
+      break;
+    }
+  }
+  size_t file_length = strlen(file);
+  int denied = 0, err = ENOENT;
+  for (const char *dir = path;;) {
+    const char *end = strchrnul(dir, ':');
+    size_t dir_length = (size_t)(end - dir);
+    /* Relative to the child's working directory, as its exec would see it (an empty entry is it). */
+    char *candidate = malloc(dir_length + file_length + 2);
+    if (candidate == NULL) return ENOMEM;
+    if (dir_length == 0) {
+      memcpy(candidate, file, file_length + 1);
+    } else {
+      memcpy(candidate, dir, dir_length);
+      candidate[dir_length] = '/';
+      memcpy(candidate + dir_length + 1, file, file_length + 1);
+    }
+    err = runnable(candidate, cwd);
+    if (err == 0) err = spawn_one(pid, candidate, actions, attr, argv, envp);
+    free(candidate);
+    if (err == 0) return 0;
+    if (err == EACCES) denied = 1;
+    else if (err != ENOENT && err != ENOTDIR) return err;
+    if (*end == '\0') return denied ? EACCES : err;
+    dir = end + 1;
+  }
+}
+
+static void close_pair(int pair[2]) {
+  if (pair[0] >= 0) close(pair[0]);
+  if (pair[1] >= 0) close(pair[1]);
+  pair[0] = pair[1] = -1;
+}
+
+/*
+ * spawn(file, argv, cwd, envp, stdinPipe, capture) -> [pid, stdinFd, stdoutFd, stderrFd]
+ * argv[0] is the program's own argv[0]; envp holds `KEY=value` strings; a missing pipe is -1.
+ * Throws node's spawn error (`code`: ENOENT, EACCES, ...) when the program could not be started.
+ */
+static napi_value spawn_child(napi_env env, napi_callback_info info) {
+  state_t *state;
+  size_t argc = 6;
+  napi_value args[6];
+  napi_get_cb_info(env, info, &argc, args, NULL, (void **)&state);
+  if (state->on_exit == NULL) return throw_error(env, "ERR_INVALID_STATE", "conch_spawn: onExit() was not called");
+  if (argc < 6) return throw_error(env, "ERR_INVALID_ARG_TYPE", "conch_spawn: spawn() takes 6 arguments");
+  char *file = utf8(env, args[0]);
+  char **argv = utf8_array(env, args[1]);
+  char *cwd = utf8(env, args[2]);
+  char **envp = utf8_array(env, args[3]);
+  bool stdin_pipe = false, capture = false;
+  napi_get_value_bool(env, args[4], &stdin_pipe);
+  napi_get_value_bool(env, args[5], &capture);
+  if (file == NULL || argv == NULL || argv[0] == NULL || cwd == NULL || envp == NULL) {
+    free(file);
+    free(cwd);
+    free_array(argv);
+    free_array(envp);
+    return throw_error(env, "ERR_INVALID_ARG_TYPE",
+                       "conch_spawn: expected spawn(file: string, argv: string[] (not empty), cwd: string, env: string[], stdinPipe, capture)");
+  }
+
+  int in[2] = {-1, -1}, out[2] = {-1, -1}, err_pair[2] = {-1, -1}, null_fd = -1, err = 0;
+  if (stdin_pipe && socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, in) < 0) err = errno;
+  if (!err && capture && socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, out) < 0) err = errno;
+  if (!err && capture && socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, err_pair) < 0) err = errno;
+  if (!err && (!stdin_pipe || !capture) && (null_fd = open("/dev/null", O_RDWR | O_CLOEXEC)) < 0) err = errno;
+
+  pid_t pid = -1;
+  if (!err) {
+    posix_spawn_file_actions_t actions;
+    posix_spawnattr_t attr;
+    sigset_t all, none;
+    posix_spawn_file_actions_init(&actions);
+    posix_spawnattr_init(&attr);
+    /* dup2 onto 0..2 clears FD_CLOEXEC there; every other fd is closed before exec. */
+    posix_spawn_file_actions_adddup2(&actions, stdin_pipe ? in[1] : null_fd, 0);
+    posix_spawn_file_actions_adddup2(&actions, capture ? out[1] : null_fd, 1);
+    posix_spawn_file_actions_adddup2(&actions, capture ? err_pair[1] : null_fd, 2);
+    posix_spawn_file_actions_addchdir_np(&actions, cwd);
+    posix_spawn_file_actions_addclosefrom_np(&actions, 3);
+    sigfillset(&all);
+    sigemptyset(&none);
+    posix_spawnattr_setsigdefault(&attr, &all);
+    posix_spawnattr_setsigmask(&attr, &none);
+    posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSID | POSIX_SPAWN_SETSIGDEF | POSIX_SPAWN_SETSIGMASK);
+    err = spawn_on_path(&pid, file, cwd, &actions, &attr, argv, envp);
+    posix_spawn_file_actions_destroy(&actions);
+    posix_spawnattr_destroy(&attr);
+  }
+  /* The child's ends are the child's alone now. */
+  if (in[1] >= 0) close(in[1]);
+  if (out[1] >= 0) close(out[1]);
+  if (err_pair[1] >= 0) close(err_pair[1]);
+  in[1] = out[1] = err_pair[1] = -1;
+  if (null_fd >= 0) close(null_fd);
+  free(cwd);
+  free_array(argv);
+  free_array(envp);
+
+  exit_note_t *note = NULL;
+  if (!err) {
+    note = malloc(sizeof *note);
+    pthread_attr_t thread_attr;
+    pthread_t thread;
+    pthread_attr_init(&thread_attr);
+    pthread_attr_setdetachstate(&thread_attr, PTHREAD_CREATE_DETACHED);
+    pthread_attr_setstacksize(&thread_attr, 64 * 1024);
+    if (note != NULL) {
+      note->state = state;
+      note->pid = pid;
+      note->status = 0;
+    }
+    /* Each reaper holds the thread-safe function until it has reported (acquired here). */
+    if (note != NULL) napi_acquire_threadsafe_function(state->on_exit);
+    if (note == NULL || (err = pthread_create(&thread, &thread_attr, reap, note)) != 0) {
+      if (note != NULL) napi_release_threadsafe_function(state->on_exit, napi_tsfn_release);
+      /* Nothing could report its exit: end it now rather than leave it unwatched. */
+      if (err == 0) err = ENOMEM;
+      kill(-pid, SIGKILL);
+      kill(pid, SIGKILL);
+      while (waitpid(pid, NULL, 0) < 0 && errno == EINTR) {
+      }
+      free(note);
+    }
+    pthread_attr_destroy(&thread_attr);
+  }
+  if (err) {
+    close_pair(in);
+    close_pair(out);
+    close_pair(err_pair);
+    napi_value thrown = throw_errno(env, err, file);
+    free(file);
+    return thrown;
+  }
+  free(file);
+  if (state->live++ == 0) napi_ref_threadsafe_function(env, state->on_exit);
+
+  napi_value result, value;
+  int values[4] = {pid, in[0], out[0], err_pair[0]};
+  napi_create_array_with_length(env, 4, &result);
+  for (uint32_t i = 0; i < 4; i++) {
+    napi_create_int32(env, values[i], &value);
+    napi_set_element(env, result, i, value);
+  }
+  return result;
+}
+
+/* onExit(callback): where every child's exit is reported; called once, before the first spawn. */
+static napi_value set_on_exit(napi_env env, napi_callback_info info) {
+  state_t *state;
+  size_t argc = 1;
+  napi_value callback, name;
+  napi_valuetype type = napi_undefined;
+  napi_get_cb_info(env, info, &argc, &callback, NULL, (void **)&state);
+  if (argc >= 1) napi_typeof(env, callback, &type);
+  if (type != napi_function) return throw_error(env, "ERR_INVALID_ARG_TYPE", "conch_spawn: onExit(callback) expects a function");
+  if (state->on_exit != NULL) return throw_error(env, "ERR_INVALID_STATE", "conch_spawn: onExit() was already called");
+  napi_create_string_utf8(env, "conch_spawn exit", NAPI_AUTO_LENGTH, &name);
+  if (napi_create_threadsafe_function(env, callback, NULL, name, 0, 1, NULL, NULL, NULL, deliver_exit,
+                                      &state->on_exit) != napi_ok) {
+    state->on_exit = NULL;
+    return throw_error(env, "ERR_NAPI", "conch_spawn: could not create the exit callback");
+  }
+  napi_unref_threadsafe_function(env, state->on_exit);
+  return NULL;
+}
+
+/*
+ * One state per environment (the main thread, each worker), never freed: a reaper thread may still
+ * hold it after its environment is gone (a worker ended while its children ran); the thread-safe
+ * function itself lives until the last reaper released it, and then answers napi_closing.
+ */
+NAPI_MODULE_INIT() {
+  state_t *state = calloc(1, sizeof *state);
+  if (state == NULL) return NULL;
+  napi_value fn;
+  napi_create_function(env, "spawn", NAPI_AUTO_LENGTH, spawn_child, state, &fn);
+  napi_set_named_property(env, exports, "spawn", fn);
+  napi_create_function(env, "onExit", NAPI_AUTO_LENGTH, set_on_exit, state, &fn);
+  napi_set_named_property(env, exports, "onExit", fn);
+  return exports;
+}

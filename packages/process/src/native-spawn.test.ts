@@ -1,0 +1,289 @@
+// Invariant: the supervisor's posix_spawn addon starts a child exactly as node's `spawn(file, args, { cwd, env, detached: true, stdio })` does (own session, default signals, the env's own PATH, only fds 0-2, exit and signal reported once), and a supervisor running it gives the host the same results as one running node's spawn.
+import { execFileSync } from 'node:child_process';
+import { chmodSync, mkdtempSync, readlinkSync, rmSync, writeFileSync } from 'node:fs';
+import { Socket } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { waitFor } from '@conch/test-support';
+import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { loadSpawner, NATIVE_SPAWN_ADDON, type NativeSpawnModule } from './native-spawn.js';
+import { ProcessManager } from './process-manager.js';
+
+let native: NativeSpawnModule;
+const exits = new Map<number, (exit: { code: number | null; signal: number | null }) => void>();
+const early = new Map<number, { code: number | null; signal: number | null }>();
+
+beforeAll(() => {
+  const spawner = loadSpawner({});
+  if (spawner.kind !== 'posix_spawn') throw new Error(`the addon did not load: ${spawner.reason}`);
+  native = spawner.module;
+  native.onExit((pid, code, signal) => {
+    const waiter = exits.get(pid);
+    if (waiter) waiter({ code, signal });
+    else early.set(pid, { code, signal });
+  });
+});
+
+let dir: string;
+beforeEach(() => {
+  dir = mkdtempSync(join(tmpdir(), 'conch-native-'));
+});
+afterEach(() => rmSync(dir, { recursive: true, force: true }));
+
+function exitOf(pid: number): Promise<{ code: number | null; signal: number | null }> {
+  const done = early.get(pid);
+  if (done) {
+    early.delete(pid);
+    return Promise.resolve(done);
+  }
+  return new Promise((resolve) => exits.set(pid, resolve));
+}
+
+function readAll(fd: number): Promise<string> {
+  if (fd < 0) return Promise.resolve('');
+  const socket = new Socket({ fd, readable: true, writable: false });
+  let text = '';
+  socket.setEncoding('utf8');
+  socket.on('data', (chunk: string) => (text += chunk));
+  return new Promise((resolve, reject) => {
+    socket.on('close', () => resolve(text));
+    socket.on('error', reject);
+  });
+}
+
+interface Run {
+  code: number | null;
+  signal: number | null;
+  stdout: string;
+  stderr: string;
+  pid: number;
+}
+
+const BASE_ENV = ['PATH=/usr/bin:/bin'];
+
+async function run(
+  file: string,
+  args: string[],
+  options: { cwd?: string; env?: string[]; stdin?: string; capture?: boolean } = {},
+): Promise<Run> {
+  const [pid, stdinFd, stdoutFd, stderrFd] = native.spawn(
+    file,
+    [file, ...args],
+    options.cwd ?? dir,
+    options.env ?? BASE_ENV,
+    options.stdin !== undefined,
+    options.capture ?? true,
+  );
+  if (options.stdin !== undefined) {
+    const stdin = new Socket({ fd: stdinFd, readable: false, writable: true });
+    stdin.end(options.stdin);
+  }
+  const [stdout, stderr, exit] = await Promise.all([readAll(stdoutFd), readAll(stderrFd), exitOf(pid)]);
+  return { ...exit, stdout, stderr, pid };
+}
+
+function spawnError(file: string, options: { cwd?: string; env?: string[] } = {}): NodeJS.ErrnoException {
+  try {
+    native.spawn(file, [file], options.cwd ?? dir, options.env ?? BASE_ENV, false, true);
+  } catch (error) {
+    return error as NodeJS.ErrnoException;
+  }
+  throw new Error(`${file} started`);
+}
+
+describe('the posix_spawn addon', () => {
+  it('passes argv exactly and reports exit codes and signals', async () => {
+    const args = ['a b', '', 'ünï ✓', '--flag=$HOME', '"quoted"', '*'];
+    const printed = await run('/bin/sh', [
+      '-c',
+      'for a in "$0" "$@"; do printf "[%s]" "$a"; done',
+      'zero',
+      ...args,
+    ]);
+    expect(printed.stdout).toBe(`[zero]${args.map((a) => `[${a}]`).join('')}`);
+    expect(await run('/bin/sh', ['-c', 'exit 7'])).toMatchObject({ code: 7, signal: null });
+    expect(await run('/bin/sh', ['-c', 'kill -TERM $$'])).toMatchObject({ code: null, signal: 15 });
+    expect(await run('/bin/sh', ['-c', 'kill -KILL $$'])).toMatchObject({ code: null, signal: 9 });
+    const split = await run('/bin/sh', ['-c', 'echo out; echo err >&2; exit 0']);
+    expect([split.stdout, split.stderr]).toEqual(['out\n', 'err\n']);
+  });
+
+  it("looks a bare name up on the child's PATH (not the parent's), skipping what it may not run", async () => {
+    const first = join(dir, 'first');
+    const second = join(dir, 'second');
+    for (const d of [first, second]) execFileSync('mkdir', ['-p', d]);
+    writeFileSync(join(first, 'conch-tool'), '#!/bin/sh\necho first\n');
+    chmodSync(join(first, 'conch-tool'), 0o644); // not executable: skipped
+    writeFileSync(join(second, 'conch-tool'), '#!/bin/sh\necho second "$0"\n');
+    chmodSync(join(second, 'conch-tool'), 0o755);
+    const found = await run('conch-tool', [], { env: [`PATH=${first}:${second}:/usr/bin:/bin`] });
+    expect(found.stdout).toBe(`second ${join(second, 'conch-tool')}\n`);
+    // only the one it may not run: EACCES, as execvp
+    expect(spawnError('conch-tool', { env: [`PATH=${first}`] }).code).toBe('EACCES');
+    // the parent's PATH does not count
+    expect(spawnError('sh', { env: [`PATH=${first}`] }).code).toBe('ENOENT');
+    // an empty entry is the working directory
+    const local = await run('conch-tool', [], { cwd: second, env: ['PATH=:/nowhere'] });
+    expect(local.stdout).toBe('second conch-tool\n');
+    // no PATH at all: /usr/bin:/bin, libuv's default
+    expect((await run('sh', ['-c', 'echo $0'], { env: [] })).stdout).toBe('sh\n');
+  });
+
+  it('runs a file without a #! line with /bin/sh, as execvp does', async () => {
+    const script = join(dir, 'plain');
+    writeFileSync(script, 'echo "plain ran with $# args: $1"\n');
+    chmodSync(script, 0o755);
+    expect((await run(script, ['x'])).stdout).toBe('plain ran with 1 args: x\n');
+  });
+
+  it('names what failed the way node does: code, errno, `spawn <file> <CODE>`', () => {
+    const missing = spawnError('/nonexistent/conch-xyz');
+    expect(missing).toMatchObject({
+      code: 'ENOENT',
+      errno: -2,
+      syscall: 'spawn',
+      message: 'spawn /nonexistent/conch-xyz ENOENT',
+    });
+    expect(spawnError('/bin/true', { cwd: join(dir, 'gone') }).code).toBe('ENOENT');
+    expect(spawnError(dir).code).toBe('EACCES'); // a directory
+    expect(() => native.spawn('/bin/true', [], dir, [], false, true)).toThrow(/argv/);
+    expect(() => native.spawn('/bin/true', ['true', 3 as unknown as string], dir, [], false, true)).toThrow(
+      /expected spawn\(file: string/,
+    );
+  });
+
+  it('starts the child in its own session and process group, in the cwd and env given', async () => {
+    const sub = join(dir, 'sub dir');
+    execFileSync('mkdir', ['-p', sub]);
+    const env = ['PATH=/usr/bin:/bin', 'ONLY_THIS=1', 'WITH_EQUALS=a=b', 'EMPTY='];
+    const { stdout, pid } = await run(
+      '/bin/sh',
+      ['-c', 'echo "$(ps -o sid=,pgid= -p $$ | tr -s " ")"; pwd; env | sort'],
+      { cwd: sub, env },
+    );
+    const [ids, cwd, ...vars] = stdout.trim().split('\n');
+    expect(ids!.trim()).toBe(`${pid} ${pid}`);
+    expect(cwd).toBe(sub);
+    // sh adds PWD (and may add OLDPWD/SHLVL/_ ); nothing of this process's env arrives
+    expect(vars.filter((v) => !/^(PWD|OLDPWD|SHLVL|_)=/.test(v))).toEqual([...env].sort());
+  });
+
+  it('gives the child every signal at its default and none blocked, and no fd beyond 0-2', async () => {
+    // This process handles SIGINT and ignores SIGPIPE (node does): neither reaches the child.
+    const onInt = () => {};
+    process.on('SIGINT', onInt);
+    try {
+      const { stdout } = await run('/bin/sh', [
+        '-c',
+        'grep -E "^Sig(Blk|Ign)" /proc/$$/status; ls /proc/$$/fd',
+      ]);
+      const [blocked, ignored, ...fds] = stdout.trim().split('\n');
+      expect(BigInt(`0x${blocked!.split('\t')[1]}`)).toBe(0n);
+      // glibc leaves its two internal signals (32, 33) ignored; 1..31 are all at their default
+      expect(BigInt(`0x${ignored!.split('\t')[1]}`) & 0x7fffffffn).toBe(0n); // bit n-1 is signal n
+      expect(fds.sort()).toEqual(['0', '1', '2']);
+    } finally {
+      process.off('SIGINT', onInt);
+    }
+  });
+
+  it('stdin as a pipe, and /dev/null for what is not captured', async () => {
+    expect((await run('/bin/cat', [], { stdin: 'through stdin ✓' })).stdout).toBe('through stdin ✓');
+    expect((await run('/bin/cat', [])).stdout).toBe(''); // stdin /dev/null: EOF at once
+    const [pid, stdinFd, stdoutFd, stderrFd] = native.spawn(
+      '/bin/sleep',
+      ['sleep', '30'],
+      dir,
+      BASE_ENV,
+      false,
+      false,
+    );
+    expect([stdinFd, stdoutFd, stderrFd]).toEqual([-1, -1, -1]);
+    const exited = exitOf(pid);
+    await waitFor(() => readlinkSync(`/proc/${pid}/exe`).endsWith('/sleep'), {
+      what: 'sleep exec',
+      timeoutMs: 10_000,
+    });
+    expect([0, 1, 2].map((fd) => readlinkSync(`/proc/${pid}/fd/${fd}`))).toEqual([
+      '/dev/null',
+      '/dev/null',
+      '/dev/null',
+    ]);
+    process.kill(pid, 'SIGKILL');
+    expect(await exited).toEqual({ code: null, signal: 9 });
+  });
+
+  it('reports every exit once under many concurrent spawns', async () => {
+    const runs = await Promise.all(
+      Array.from({ length: 120 }, (_, i) => run('/bin/sh', ['-c', `echo ${i}; exit ${i % 5}`])),
+    );
+    runs.forEach((r, i) => expect(r).toMatchObject({ code: i % 5, signal: null, stdout: `${i}\n` }));
+    expect(early.size).toBe(0);
+  });
+
+  it('keeps a process alive while a child runs, and lets it exit after the last exit was reported', () => {
+    const script = [
+      `const m = require(${JSON.stringify(NATIVE_SPAWN_ADDON)});`,
+      "m.onExit((pid, code) => console.log('exit', code));",
+      "m.spawn('/bin/sh', ['sh', '-c', 'sleep 0.3; exit 4'], '/', ['PATH=/usr/bin:/bin'], false, false);",
+    ].join('\n');
+    // Without the reference the process would end before the child and print nothing; with a
+    // reference kept after the exit it would never end (execFileSync's timeout would throw).
+    const printed = execFileSync(process.execPath, ['-e', script], { encoding: 'utf8', timeout: 30_000 });
+    expect(printed).toBe('exit 4\n');
+  });
+});
+
+describe('a supervisor with and without posix_spawn', () => {
+  const managers: ProcessManager[] = [];
+  afterAll(async () => {
+    await Promise.all(managers.map((m) => m.dispose()));
+  });
+  const results = async (nativeSpawn: boolean) => {
+    const m = new ProcessManager({
+      tempDir: () => dir,
+      cwd: dir,
+      killGraceMs: 300,
+      drainMs: 300,
+      supervisor: { nativeSpawn },
+    });
+    managers.push(m);
+    const shell = (cmd: string, opts = {}) => m.spawn(cmd, [], { shell: true, ...opts }).result;
+    const out = {
+      exit: await shell('echo out; echo err >&2; exit 3'),
+      signal: await shell('kill -INT $$'),
+      missing: await m.spawn('conch-definitely-missing').result,
+      denied: await m.spawn(dir).result,
+      gone: await m.spawn('true', [], { cwd: join(dir, 'gone') }).result,
+      stdin: await (async () => {
+        const p = m.spawn('cat', [], { stdin: 'pipe' });
+        p.stdin!.end('in');
+        return p.result;
+      })(),
+      status: (await m.status()).spawner,
+    };
+    return {
+      exit: [out.exit.exitCode, out.exit.signal, out.exit.stdout.head, out.exit.stderr.head],
+      signal: [out.signal.exitCode, out.signal.signal],
+      missing: [out.missing.reason, out.missing.spawnError?.code, out.missing.spawnError?.message],
+      gone: [out.gone.spawnError?.code, out.gone.spawnError?.message],
+      denied: [out.denied.spawnError?.code, out.denied.spawnError?.message],
+      stdin: out.stdin.stdout.head,
+      status: out.status,
+    };
+  };
+
+  it('the host sees the same results, errors and wording from both; status() names the spawner', async () => {
+    const withNative = await results(true);
+    const withNode = await results(false);
+    expect(withNative.status).toEqual({ kind: 'posix_spawn' });
+    expect(withNode.status).toEqual({ kind: 'node', reason: 'CONCH_NATIVE_SPAWN=0' });
+    expect({ ...withNative, status: undefined }).toEqual({ ...withNode, status: undefined });
+    expect(withNative.exit).toEqual([3, null, 'out\n', 'err\n']);
+    expect(withNative.signal).toEqual([null, 'SIGINT']);
+    expect(withNative.missing.slice(0, 2)).toEqual(['error', 'ENOENT']);
+    expect(withNative.gone[1]).toContain('does not exist');
+    expect(withNative.denied[0]).toBe('EACCES');
+    expect(withNative.stdin).toBe('in');
+  });
+});

@@ -1,0 +1,75 @@
+/**
+ * The supervisor's spawner: glibc's posix_spawn through a small Node-API addon
+ * (native/conch_spawn.c, built into dist/conch_spawn.node by scripts/build-native.mjs), else node's
+ * child_process.spawn.
+ *
+ * Why our own addon: node's spawn forks (libuv's fork(), a clone without CLONE_VM), so the kernel
+ * copies the page tables of the whole node process on every spawn, and it is most of what a cheap
+ * command costs: 41% of a small node process's CPU went to `_Fork` under perf, and `true` cost
+ * 2.6x a C `posix_spawn` when spawned by node. posix_spawn clones with CLONE_VM | CLONE_VFORK and
+ * costs the same from any process size. No npm package does posix_spawn with pipes that node can
+ * then pass as handles; node-pty and the like start PTYs, not pipes.
+ *
+ * The addon only starts processes and reports their exits; everything else (the env sent by the
+ * host, handle passing, the exit message) stays in supervisor-children.ts, the same for both.
+ */
+import { createRequire } from 'node:module';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+/** What dist/conch_spawn.node exports. */
+export interface NativeSpawnModule {
+  /**
+   * Starts `file` (looked up on `envp`'s PATH when it has no slash) with `argv` (argv[0] first),
+   * in its own session. Returns `[pid, stdinFd, stdoutFd, stderrFd]`: the host's ends of unix
+   * socketpairs, -1 for a stream not asked for (then /dev/null). Throws node's spawn error (`code`:
+   * ENOENT, EACCES, ...) when the program could not be started.
+   */
+  spawn(
+    file: string,
+    argv: readonly string[],
+    cwd: string,
+    envp: readonly string[],
+    stdinPipe: boolean,
+    capture: boolean,
+  ): [number, number, number, number];
+  /** Where every exit is reported: `signal` is the signal's number, `code` null then. Once. */
+  onExit(callback: (pid: number, code: number | null, signal: number | null) => void): void;
+}
+
+export type Spawner =
+  | { kind: 'posix_spawn'; module: NativeSpawnModule }
+  | { kind: 'node'; /** Why not posix_spawn. */ reason: string };
+
+/** Set to `0` in a supervisor's environment (ProcessManager's `nativeSpawn: false`): node's spawn. */
+export const NATIVE_SPAWN_VAR = 'CONCH_NATIVE_SPAWN';
+
+// Under vitest this module runs from src/*.ts; the addon is built into dist/.
+const here = fileURLToPath(import.meta.url);
+export const NATIVE_SPAWN_ADDON = here.endsWith('.ts')
+  ? join(dirname(here), '..', 'dist', 'conch_spawn.node')
+  : join(dirname(here), 'conch_spawn.node');
+
+/** Loads the addon beside this module, or says why node's spawn is used. */
+export function loadSpawner(env: NodeJS.ProcessEnv = process.env, addon = NATIVE_SPAWN_ADDON): Spawner {
+  if (env[NATIVE_SPAWN_VAR] === '0') return { kind: 'node', reason: `${NATIVE_SPAWN_VAR}=0` };
+  if (process.platform !== 'linux')
+    return { kind: 'node', reason: `${process.platform}: posix_spawn is used on Linux only` };
+  let module: Partial<NativeSpawnModule>;
+  try {
+    module = createRequire(import.meta.url)(addon) as Partial<NativeSpawnModule>;
+  } catch (error) {
+    const e = error as NodeJS.ErrnoException;
+    return {
+      kind: 'node',
+      reason:
+        e.code === 'MODULE_NOT_FOUND'
+          ? `${addon} was not built (see @conch/process's scripts/build-native.mjs)`
+          : `${addon} did not load: ${e.message.split('\n')[0]}`,
+    };
+  }
+  if (typeof module.spawn !== 'function' || typeof module.onExit !== 'function') {
+    return { kind: 'node', reason: `${addon} does not export spawn() and onExit()` };
+  }
+  return { kind: 'posix_spawn', module: module as NativeSpawnModule };
+}
