@@ -15,6 +15,10 @@
  * ignored in the child; libuv's fork resets only 1..31, and no program meant to be run by an agent
  * uses them.
  *
+ * sendFds / recvFds carry a child's pipes from the supervisor to the host over a unix socket
+ * (SCM_RIGHTS), one message per child, instead of node's handle passing (one message and one
+ * acknowledgement round trip per pipe).
+ *
  * Exit: one small detached thread per child blocks in waitpid(pid) and hands the status to the
  * JavaScript thread through a thread-safe function. libuv reaps only the pids it spawned
  * (waitpid(pid), never -1), so the two never take each other's children.
@@ -376,6 +380,101 @@ static napi_value set_on_exit(napi_env env, napi_callback_info info) {
 }
 
 /*
+ * sendFds(socketFd, id, fds): one message on a unix socket carrying `id` and `fds` (SCM_RIGHTS),
+ * then closes them here: they belong to the receiver now. Never blocks: false when the socket's
+ * buffer is full (the caller passes them another way and still owns them), true when sent.
+ * How the supervisor hands a child's pipes to the host without node's handle passing, whose
+ * acknowledgement round trip per handle is most of a cheap command's messaging.
+ */
+static napi_value send_fds(napi_env env, napi_callback_info info) {
+  size_t argc = 3;
+  napi_value args[3], result;
+  napi_get_cb_info(env, info, &argc, args, NULL, NULL);
+  int32_t socket_fd = -1;
+  uint32_t id = 0, count = 0;
+  if (argc < 3 || napi_get_value_int32(env, args[0], &socket_fd) != napi_ok ||
+      napi_get_value_uint32(env, args[1], &id) != napi_ok || napi_get_array_length(env, args[2], &count) != napi_ok ||
+      count == 0 || count > 3) {
+    return throw_error(env, "ERR_INVALID_ARG_TYPE", "conch_spawn: expected sendFds(socketFd: number, id: number, fds: number[1..3])");
+  }
+  int fds[3];
+  for (uint32_t i = 0; i < count; i++) {
+    napi_value element;
+    napi_get_element(env, args[2], i, &element);
+    if (napi_get_value_int32(env, element, &fds[i]) != napi_ok || fds[i] < 0) {
+      return throw_error(env, "ERR_INVALID_ARG_TYPE", "conch_spawn: sendFds() fds must be open file descriptors");
+    }
+  }
+  union {
+    char buffer[CMSG_SPACE(sizeof(int) * 3)];
+    struct cmsghdr align;
+  } control;
+  memset(&control, 0, sizeof control);
+  struct iovec iov = {.iov_base = &id, .iov_len = sizeof id};
+  struct msghdr msg = {.msg_iov = &iov, .msg_iovlen = 1, .msg_control = control.buffer,
+                       .msg_controllen = CMSG_SPACE(sizeof(int) * count)};
+  struct cmsghdr *cmsg = CMSG_FIRSTHDR(&msg);
+  cmsg->cmsg_level = SOL_SOCKET;
+  cmsg->cmsg_type = SCM_RIGHTS;
+  cmsg->cmsg_len = CMSG_LEN(sizeof(int) * count);
+  memcpy(CMSG_DATA(cmsg), fds, sizeof(int) * count);
+  ssize_t sent;
+  do {
+    sent = sendmsg(socket_fd, &msg, MSG_DONTWAIT | MSG_NOSIGNAL);
+  } while (sent < 0 && errno == EINTR);
+  if (sent == (ssize_t)sizeof id) {
+    for (uint32_t i = 0; i < count; i++) close(fds[i]);
+  }
+  napi_get_boolean(env, sent == (ssize_t)sizeof id, &result);
+  return result;
+}
+
+/*
+ * recvFds(socketFd) -> [id, ...fds] from the next sendFds message (the fds close-on-exec), or null
+ * when none is queued. Never blocks.
+ */
+static napi_value recv_fds(napi_env env, napi_callback_info info) {
+  size_t argc = 1;
+  napi_value arg, result, value;
+  napi_get_cb_info(env, info, &argc, &arg, NULL, NULL);
+  int32_t socket_fd = -1;
+  if (argc < 1 || napi_get_value_int32(env, arg, &socket_fd) != napi_ok) {
+    return throw_error(env, "ERR_INVALID_ARG_TYPE", "conch_spawn: expected recvFds(socketFd: number)");
+  }
+  uint32_t id = 0;
+  union {
+    char buffer[CMSG_SPACE(sizeof(int) * 3)];
+    struct cmsghdr align;
+  } control;
+  struct iovec iov = {.iov_base = &id, .iov_len = sizeof id};
+  struct msghdr msg = {.msg_iov = &iov, .msg_iovlen = 1, .msg_control = control.buffer,
+                       .msg_controllen = sizeof control.buffer};
+  ssize_t got;
+  do {
+    got = recvmsg(socket_fd, &msg, MSG_DONTWAIT | MSG_CMSG_CLOEXEC);
+  } while (got < 0 && errno == EINTR);
+  if (got != (ssize_t)sizeof id) {
+    napi_get_null(env, &result);
+    return result;
+  }
+  int fds[3];
+  uint32_t count = 0;
+  for (struct cmsghdr *cmsg = CMSG_FIRSTHDR(&msg); cmsg != NULL; cmsg = CMSG_NXTHDR(&msg, cmsg)) {
+    if (cmsg->cmsg_level != SOL_SOCKET || cmsg->cmsg_type != SCM_RIGHTS) continue;
+    uint32_t n = (uint32_t)((cmsg->cmsg_len - CMSG_LEN(0)) / sizeof(int));
+    for (uint32_t i = 0; i < n && count < 3; i++) memcpy(&fds[count++], CMSG_DATA(cmsg) + i * sizeof(int), sizeof(int));
+  }
+  napi_create_array_with_length(env, count + 1, &result);
+  napi_create_uint32(env, id, &value);
+  napi_set_element(env, result, 0, value);
+  for (uint32_t i = 0; i < count; i++) {
+    napi_create_int32(env, fds[i], &value);
+    napi_set_element(env, result, i + 1, value);
+  }
+  return result;
+}
+
+/*
  * One state per environment (the main thread, each worker), never freed: a reaper thread may still
  * hold it after its environment is gone (a worker ended while its children ran); the thread-safe
  * function itself lives until the last reaper released it, and then answers napi_closing.
@@ -388,5 +487,9 @@ NAPI_MODULE_INIT() {
   napi_set_named_property(env, exports, "spawn", fn);
   napi_create_function(env, "onExit", NAPI_AUTO_LENGTH, set_on_exit, state, &fn);
   napi_set_named_property(env, exports, "onExit", fn);
+  napi_create_function(env, "sendFds", NAPI_AUTO_LENGTH, send_fds, NULL, &fn);
+  napi_set_named_property(env, exports, "sendFds", fn);
+  napi_create_function(env, "recvFds", NAPI_AUTO_LENGTH, recv_fds, NULL, &fn);
+  napi_set_named_property(env, exports, "recvFds", fn);
   return exports;
 }

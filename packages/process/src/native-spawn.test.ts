@@ -1,7 +1,17 @@
 // Invariant: the supervisor's posix_spawn addon starts a child exactly as node's `spawn(file, args, { cwd, env, detached: true, stdio })` does (own session, default signals, the env's own PATH, only fds 0-2, exit and signal reported once), and a supervisor running it gives the host the same results as one running node's spawn.
 import { execFileSync } from 'node:child_process';
-import { chmodSync, mkdtempSync, readlinkSync, rmSync, writeFileSync } from 'node:fs';
-import { Socket } from 'node:net';
+import {
+  chmodSync,
+  closeSync,
+  fstatSync,
+  mkdtempSync,
+  openSync,
+  readFileSync,
+  readlinkSync,
+  rmSync,
+  writeFileSync,
+} from 'node:fs';
+import { connect, createServer, Socket } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { waitFor } from '@conch/test-support';
@@ -231,6 +241,98 @@ describe('the posix_spawn addon', () => {
     // reference kept after the exit it would never end (execFileSync's timeout would throw).
     const printed = execFileSync(process.execPath, ['-e', script], { encoding: 'utf8', timeout: 30_000 });
     expect(printed).toBe('exit 4\n');
+  });
+});
+
+describe('the fd channel (sendFds / recvFds)', () => {
+  /** Two connected unix sockets of this process, node never reading them (the addon does). */
+  async function socketPair(): Promise<{ a: number; b: number; close(): void }> {
+    const path = join(dir, 'pair.sock');
+    const server = createServer();
+    const accepted = new Promise<Socket>((resolve) => server.once('connection', resolve));
+    await new Promise<void>((resolve) => server.listen(path, resolve));
+    const client = connect(path);
+    await new Promise<void>((resolve) => client.once('connect', () => resolve()));
+    const peer = await accepted;
+    const fdOf = (socket: Socket) => {
+      const handle = (socket as unknown as { _handle: { fd: number; readStop(): number } })._handle;
+      handle.readStop();
+      return handle.fd;
+    };
+    return {
+      a: fdOf(client),
+      b: fdOf(peer),
+      close: () => {
+        client.destroy();
+        peer.destroy();
+        server.close();
+      },
+    };
+  }
+
+  it("carries a child's pipes to the other end, in order, and closes the sender's copies", async () => {
+    const pair = await socketPair();
+    try {
+      expect(native.recvFds(pair.b)).toBeNull(); // nothing queued: null at once, never a wait
+      const children = ['one', 'two'].map((word) => {
+        const [pid, , out, err] = native.spawn(
+          '/bin/sh',
+          ['sh', '-c', `echo ${word}; echo ${word}-err >&2`],
+          dir,
+          BASE_ENV,
+          false,
+          true,
+        );
+        expect(native.sendFds(pair.a, pid, [out, err])).toBe(true);
+        // sent: this end's copies are closed
+        expect(() => fstatSync(out)).toThrow(/EBADF/);
+        return { pid, exited: exitOf(pid) };
+      });
+      for (const { pid, exited } of children) {
+        const got = native.recvFds(pair.b)!;
+        expect(got).toHaveLength(3);
+        expect(got[0]).toBe(pid);
+        const [stdout, stderr] = await Promise.all([readAll(got[1]!), readAll(got[2]!)]);
+        const word = pid === children[0]!.pid ? 'one' : 'two';
+        expect([stdout, stderr]).toEqual([`${word}\n`, `${word}-err\n`]);
+        expect(await exited).toEqual({ code: 0, signal: null });
+      }
+      expect(native.recvFds(pair.b)).toBeNull();
+    } finally {
+      pair.close();
+    }
+  });
+
+  it('a full channel says so at once and leaves the fds with the sender', async () => {
+    const pair = await socketPair();
+    const file = join(dir, 'kept');
+    writeFileSync(file, 'still mine');
+    try {
+      let sent = 0;
+      // Nobody reads: the socket's buffer fills and sendFds returns false instead of blocking.
+      for (;;) {
+        const next = openSync(file, 'r');
+        if (!native.sendFds(pair.a, sent, [next])) {
+          closeSync(next);
+          break;
+        }
+        sent++;
+      }
+      expect(sent).toBeGreaterThan(0);
+      const last = openSync(file, 'r');
+      expect(native.sendFds(pair.a, sent, [last])).toBe(false);
+      expect(readFileSync(`/proc/self/fd/${last}`, 'utf8')).toBe('still mine');
+      closeSync(last);
+      // Everything sent arrives, in order.
+      for (let i = 0; i < sent; i++) {
+        const got = native.recvFds(pair.b)!;
+        expect(got[0]).toBe(i);
+        closeSync(got[1]!);
+      }
+      expect(native.recvFds(pair.b)).toBeNull();
+    } finally {
+      pair.close();
+    }
   });
 });
 

@@ -35,6 +35,13 @@ export interface NativeSpawnModule {
   ): [number, number, number, number];
   /** Where every exit is reported: `signal` is the signal's number, `code` null then. Once. */
   onExit(callback: (pid: number, code: number | null, signal: number | null) => void): void;
+  /**
+   * Sends `id` and `fds` (1 to 3) as one message on a unix socket (SCM_RIGHTS) and closes them
+   * here. Never blocks: false when the socket is full (nothing sent, the fds still ours).
+   */
+  sendFds(socketFd: number, id: number, fds: readonly number[]): boolean;
+  /** The next sendFds message on a unix socket, `[id, ...fds]`, or null when none is queued. */
+  recvFds(socketFd: number): number[] | null;
 }
 
 export type Spawner =
@@ -43,6 +50,13 @@ export type Spawner =
 
 /** Set to `0` in a supervisor's environment (ProcessManager's `nativeSpawn: false`): node's spawn. */
 export const NATIVE_SPAWN_VAR = 'CONCH_NATIVE_SPAWN';
+
+/**
+ * The supervisor's fd that is a unix socket to the host, set in its environment when the host
+ * loaded the addon too: children's pipes travel there by sendFds/recvFds, next to the IPC channel's
+ * `spawned` message, instead of one node handle pass (and its acknowledgement) per pipe.
+ */
+export const FD_CHANNEL_VAR = 'CONCH_FD_CHANNEL';
 
 // Under vitest this module runs from src/*.ts; the addon is built into dist/.
 const here = fileURLToPath(import.meta.url);
@@ -68,8 +82,9 @@ export function loadSpawner(env: NodeJS.ProcessEnv = process.env, addon = NATIVE
           : `${addon} did not load: ${e.message.split('\n')[0]}`,
     };
   }
-  if (typeof module.spawn !== 'function' || typeof module.onExit !== 'function') {
-    return { kind: 'node', reason: `${addon} does not export spawn() and onExit()` };
+  const exported = ['spawn', 'onExit', 'sendFds', 'recvFds'] as const;
+  if (exported.some((name) => typeof module[name] !== 'function')) {
+    return { kind: 'node', reason: `${addon} does not export ${exported.join(', ')}: rebuild it` };
   }
   return { kind: 'posix_spawn', module: module as NativeSpawnModule };
 }

@@ -91,9 +91,13 @@ export class SupervisorChildren {
   /** The env spawn requests are sent against (see SpawnRequest). */
   private envBase: Record<string, string> = {};
 
-  constructor(send: Send, sandboxed: boolean, spawner?: Spawner) {
+  /** The unix socket to the host that pipes travel on (see FD_CHANNEL_VAR), with posix_spawn only. */
+  private readonly fdChannel: number | undefined;
+
+  constructor(send: Send, sandboxed: boolean, spawner?: Spawner, fdChannel?: number) {
     this.send = send;
     this.sandboxed = sandboxed;
+    this.fdChannel = spawner?.kind === 'posix_spawn' ? fdChannel : undefined;
     if (spawner?.kind === 'posix_spawn') {
       this.native = spawner.module;
       this.native.onExit((pid, code, signal) => this.nativeExit(pid, code, signal));
@@ -178,12 +182,29 @@ export class SupervisorChildren {
       return;
     }
     const [pid, stdinFd, stdoutFd, stderrFd] = started;
+    this.live.set(id, pid);
+    this.natives.set(pid, id);
+    const fds: number[] = [];
+    const passed: number[] = [];
+    for (const [fd, own] of [
+      [1, stdoutFd],
+      [2, stderrFd],
+      [0, stdinFd],
+    ] as const) {
+      if (own < 0) continue;
+      fds.push(fd);
+      passed.push(own);
+    }
+    // The pipes go to the host in one message on the fd channel, sent before `spawned` so the host
+    // finds them queued when it reads it; a full channel falls back to handle passing.
+    if (passed.length > 0 && this.fdChannel !== undefined && native.sendFds(this.fdChannel, id, passed)) {
+      this.send({ t: 'spawned', id, pid, fds, channel: true });
+      return;
+    }
     const pipes: [number, Socket][] = [];
     if (stdoutFd >= 0) pipes.push([1, socketOf(stdoutFd, true)]);
     if (stderrFd >= 0) pipes.push([2, socketOf(stderrFd, true)]);
     if (stdinFd >= 0) pipes.push([0, socketOf(stdinFd, false)]);
-    this.live.set(id, pid);
-    this.natives.set(pid, id);
     const [first, ...rest] = pipes;
     this.send({ t: 'spawned', id, pid, fds: pipes.map(([fd]) => fd) }, first?.[1]);
     for (const [fd, socket] of rest) this.send({ t: 'stream', id, fd }, socket);

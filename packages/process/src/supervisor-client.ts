@@ -1,5 +1,6 @@
 import { spawn, type ChildProcess } from 'node:child_process';
-import type { Socket } from 'node:net';
+import { closeSync } from 'node:fs';
+import { Socket } from 'node:net';
 import type { Logger } from '@conch/core';
 import { BlockingLineChannel } from './blocking-read.js';
 import { killGroupSync, sweepCookie } from './kill-tree.js';
@@ -18,7 +19,20 @@ import type {
   SpawnRequest,
   SupervisorMessage,
 } from './supervisor-protocol.js';
-import { NATIVE_SPAWN_VAR } from './native-spawn.js';
+import { FD_CHANNEL_VAR, loadSpawner, NATIVE_SPAWN_VAR, type NativeSpawnModule } from './native-spawn.js';
+
+/** The addon in this process, for the fd channel's receiving end: loaded once, when first asked. */
+let hostAddon: NativeSpawnModule | null | undefined;
+function hostNative(): NativeSpawnModule | undefined {
+  if (hostAddon === undefined) {
+    const spawner = loadSpawner();
+    hostAddon = spawner.kind === 'posix_spawn' ? spawner.module : null;
+  }
+  return hostAddon ?? undefined;
+}
+
+/** The supervisor's stdio slot that is the fd channel (FD_CHANNEL_VAR). */
+const FD_CHANNEL_SLOT = 5;
 
 export interface SupervisorClientOptions {
   /** node binary of the supervisor. */
@@ -152,6 +166,8 @@ export class SupervisorClient {
   private readonly options: SupervisorClientOptions;
   private state: 'starting' | 'ready' | 'lost' | 'closed' = 'starting';
   private spawnerStatus: SpawnerStatus | undefined;
+  /** Where a supervisor spawning with posix_spawn sends children's pipes (see FD_CHANNEL_VAR). */
+  private fdChannel: { native: NativeSpawnModule; fd: number } | undefined;
   private proc: ChildProcess | undefined;
   private sync: BlockingLineChannel | undefined;
   private pendingSends: HostMessage[] = [];
@@ -247,12 +263,15 @@ export class SupervisorClient {
     if (this.options.nativeSpawn === false) env[NATIVE_SPAWN_VAR] = '0';
     const hidden = this.options.envFilter;
     if (hidden) for (const key of Object.keys(env)) if (hidden(key)) delete env[key];
+    const native = this.options.nativeSpawn === false ? undefined : hostNative();
+    if (native) env[FD_CHANNEL_VAR] = String(FD_CHANNEL_SLOT);
     let proc: ChildProcess;
     try {
       proc = spawn(file, args, {
-        // fd 3: node's IPC channel; fd 4: the synchronous PTY-spawn channel. `detached`: its own
-        // session and process group, so a Ctrl-C to the host's terminal never reaches it.
-        stdio: ['ignore', 'ignore', 'pipe', 'ipc', 'pipe'],
+        // fd 3: node's IPC channel; fd 4: the synchronous PTY-spawn channel; fd 5, with the addon
+        // here: the fd channel. `detached`: its own session and process group, so a Ctrl-C to the
+        // host's terminal never reaches it.
+        stdio: ['ignore', 'ignore', 'pipe', 'ipc', 'pipe', ...(native ? (['pipe'] as const) : [])],
         detached: true,
         env,
       });
@@ -298,6 +317,16 @@ export class SupervisorClient {
     });
     stderr.on('error', () => {});
     stderr.unref();
+    if (native) {
+      // Read by recvFds only: node must never read it (a plain read would drop the fds it carries),
+      // so reading stops in this tick, before any poll (as detachPipe does in the supervisor).
+      const channel = (proc.stdio as unknown as Socket[])[FD_CHANNEL_SLOT]!;
+      const handle = (channel as unknown as { _handle?: { fd?: number; readStop?(): number } })._handle;
+      handle?.readStop?.();
+      if (typeof handle?.fd === 'number' && handle.fd >= 0) this.fdChannel = { native, fd: handle.fd };
+      channel.on('error', () => {});
+      channel.unref();
+    }
     const syncSocket = proc.stdio[4] as Socket;
     syncSocket.setEncoding('utf8');
     // node's private `_handle.fd`: there is no public way to get the fd of a stdio pipe.
@@ -530,6 +559,27 @@ export class SupervisorClient {
     });
   }
 
+  /**
+   * The pipes of a `spawned` message that came on the fd channel, in `fds` order: the next message
+   * there is that child's (the supervisor sends it before `spawned`, and both keep their order).
+   * Anything else is a supervisor out of step with its host: it is lost, not trusted further.
+   */
+  private channelPipes(id: number, fds: readonly number[]): Socket[] | undefined {
+    const got = this.fdChannel ? this.fdChannel.native.recvFds(this.fdChannel.fd) : null;
+    if (got && got[0] === id && got.length === fds.length + 1) {
+      return got.slice(1).map((fd) => new Socket({ fd, readable: true, writable: true }));
+    }
+    for (const fd of got?.slice(1) ?? []) {
+      try {
+        closeSync(fd);
+      } catch {
+        // not ours after all
+      }
+    }
+    this.lose(`the pipes of command ${id} were not on the process supervisor's fd channel`);
+    return undefined;
+  }
+
   private onMessage(message: SupervisorMessage, handle: Socket | undefined): void {
     this.health.heard(message.t === 'pong' ? message.id : undefined);
     switch (message.t) {
@@ -563,12 +613,19 @@ export class SupervisorClient {
         return;
       case 'spawned': {
         const child = this.children.get(message.id);
+        const pipes = message.channel ? this.channelPipes(message.id, message.fds) : [];
+        if (!pipes) return; // lost
+        const first = message.channel ? pipes[0] : handle;
         if (child) {
           this.started(child);
           const floor = this.pidFloors.get(message.id);
           this.pidFloors.delete(message.id);
-          child.onSpawned(this.hostPid(message.pid, false, floor), message.fds, handle);
-        } else handle?.destroy();
+          child.onSpawned(this.hostPid(message.pid, false, floor), message.fds, first);
+          for (let i = 1; i < pipes.length; i++) child.onPipe(message.fds[i]!, pipes[i]!);
+        } else {
+          first?.destroy();
+          for (const socket of pipes) socket.destroy();
+        }
         return;
       }
       case 'stream': {

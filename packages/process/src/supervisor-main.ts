@@ -16,7 +16,7 @@ import { closeSync } from 'node:fs';
 import { Socket } from 'node:net';
 import { sweepCookie } from './kill-tree.js';
 import { canDetachPipes, SupervisorChildren } from './supervisor-children.js';
-import { loadSpawner } from './native-spawn.js';
+import { FD_CHANNEL_VAR, loadSpawner } from './native-spawn.js';
 import { startBridge } from './supervisor-bridge.js';
 import { fsRequest } from './supervisor-fs.js';
 import { connectPort } from './supervisor-ports.js';
@@ -39,10 +39,12 @@ function send(message: SupervisorMessage, handle?: Socket, onSent?: () => void):
 
 // posix_spawn when the addon loads (native-spawn.ts), else node's spawn: told to the host in `ready`.
 const spawner = loadSpawner();
+const fdChannel = process.env[FD_CHANNEL_VAR] ? Number(process.env[FD_CHANNEL_VAR]) : undefined;
 const children = new SupervisorChildren(
   (message, handle) => send(message, handle),
   sandbox !== 'none',
   spawner,
+  fdChannel,
 );
 const ptys = new SupervisorPtys((message, onSent) => send(message, undefined, onSent));
 

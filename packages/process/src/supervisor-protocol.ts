@@ -102,7 +102,8 @@ export type SpawnerStatus = { kind: 'posix_spawn' } | { kind: 'node'; reason: st
  */
 export type SupervisorMessage =
   | { t: 'ready'; pid: number; node: string; spawner: SpawnerStatus }
-  | { t: 'spawned'; id: number; pid: number; fds: number[] }
+  /** `channel`: the pipes (in `fds` order) came on the fd channel (FD_CHANNEL_VAR), not as handles. */
+  | { t: 'spawned'; id: number; pid: number; fds: number[]; channel?: true }
   | { t: 'stream'; id: number; fd: number }
   | { t: 'spawn-error'; id: number; code: string; message: string }
   /**
