@@ -326,6 +326,11 @@ export class SupervisorClient {
       if (typeof handle?.fd === 'number' && handle.fd >= 0) this.fdChannel = { native, fd: handle.fd };
       channel.on('error', () => {});
       channel.unref();
+      // Never read, so node never sees its end: closed here once the supervisor is gone.
+      proc.once('exit', () => {
+        this.fdChannel = undefined;
+        channel.destroy();
+      });
     }
     const syncSocket = proc.stdio[4] as Socket;
     syncSocket.setEncoding('utf8');

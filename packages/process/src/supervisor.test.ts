@@ -107,6 +107,28 @@ describe('supervisor', () => {
     expect((await m.status()).supervisor).toBe('running');
   });
 
+  it('supervisors killed and replaced leave no fd of theirs open in the host (channels, pipes)', async () => {
+    const fds = () => readdirSync('/proc/self/fd').length;
+    const m = manager();
+    expect((await m.spawn('true').result).exitCode).toBe(0);
+    const before = fds();
+    for (let round = 0; round < 4; round++) {
+      const [supervisor] = m.supervisorPids();
+      process.kill(supervisor!, 'SIGKILL');
+      await waitFor(() => !m.supervisorPids().includes(supervisor!), {
+        what: 'supervisor gone',
+        timeoutMs: 10_000,
+      });
+      const result = await m.spawn('sh', ['-c', 'echo out; echo err >&2']).result;
+      expect([result.stdout.head, result.stderr.head]).toEqual(['out\n', 'err\n']);
+    }
+    // the same number as with the first supervisor: each lost one's channels were closed
+    await waitFor(() => fds() <= before, {
+      what: `host fds back to ${before} (now ${fds()})`,
+      timeoutMs: 10_000,
+    });
+  });
+
   it('status() is not-started before the first spawn; warmUp() starts the supervisor early', async () => {
     const m = manager();
     expect((await m.status()).supervisor).toBe('not-started');
