@@ -19,9 +19,10 @@
  * (SCM_RIGHTS), one message per child, instead of node's handle passing (one message and one
  * acknowledgement round trip per pipe).
  *
- * Exit: one small detached thread per child blocks in waitpid(pid) and hands the status to the
- * JavaScript thread through a thread-safe function. libuv reaps only the pids it spawned
- * (waitpid(pid), never -1), so the two never take each other's children.
+ * Exit: the caller listens for SIGCHLD (libuv delivers it on the JavaScript thread) and asks
+ * tryWait(pid) for each child it still has: waitpid(pid, WNOHANG). No thread per child, and a child's
+ * exit wakes only the thread that reports it. libuv reaps only the pids it spawned (waitpid(pid),
+ * never -1), so the two never take each other's children.
  *
  * Built at install (scripts/build-native.mjs) against Node-API headers only, so one build loads
  * in every node release (Node-API 8: node 12.22+). Linux with glibc 2.34+ only
@@ -32,7 +33,6 @@
 #define NAPI_VERSION 8
 #include <errno.h>
 #include <fcntl.h>
-#include <pthread.h>
 #include <signal.h>
 #include <spawn.h>
 #include <stdint.h>
@@ -49,47 +49,35 @@
 #error "conch_spawn needs Linux with glibc 2.34 or later"
 #endif
 
-typedef struct {
-  napi_threadsafe_function on_exit;
-  uint32_t live; /* children not yet reported: the thread-safe function keeps the loop alive while > 0 */
-} state_t;
-
-typedef struct {
-  state_t *state;
-  pid_t pid;
-  int status;
-} exit_note_t;
-
-static void *reap(void *arg) {
-  exit_note_t *note = arg;
-  while (waitpid(note->pid, &note->status, 0) < 0 && errno == EINTR) {
+/* tryWait(pid) -> null while it runs, else [code, null] or [null, signalNumber] (reaped now). */
+static napi_value try_wait(napi_env env, napi_callback_info info) {
+  size_t argc = 1;
+  napi_value arg, result;
+  napi_get_cb_info(env, info, &argc, &arg, NULL, NULL);
+  int32_t pid = 0;
+  if (argc < 1 || napi_get_value_int32(env, arg, &pid) != napi_ok || pid <= 0) {
+    napi_throw_type_error(env, "ERR_INVALID_ARG_TYPE", "conch_spawn: expected tryWait(pid: number)");
+    return NULL;
   }
-  napi_threadsafe_function on_exit = note->state->on_exit;
-  /* napi_closing once the environment is being torn down: then nobody is left to tell. */
-  if (napi_call_threadsafe_function(on_exit, note, napi_tsfn_blocking) != napi_ok) free(note);
-  napi_release_threadsafe_function(on_exit, napi_tsfn_release);
-  return NULL;
-}
-
-/* On the JavaScript thread: onExit(pid, code, signalNumber), one of the last two null. */
-static void deliver_exit(napi_env env, napi_value fn, void *context, void *data) {
-  exit_note_t *note = data;
-  (void)context;
-  if (env != NULL) {
-    napi_value argv[3], undefined;
-    napi_get_undefined(env, &undefined);
-    napi_create_int32(env, note->pid, &argv[0]);
-    if (WIFEXITED(note->status)) {
-      napi_create_int32(env, WEXITSTATUS(note->status), &argv[1]);
-      napi_get_null(env, &argv[2]);
-    } else {
-      napi_get_null(env, &argv[1]);
-      napi_create_int32(env, WTERMSIG(note->status), &argv[2]);
-    }
-    if (--note->state->live == 0) napi_unref_threadsafe_function(env, note->state->on_exit);
-    napi_call_function(env, undefined, fn, 3, argv, NULL);
+  int status = 0;
+  pid_t got;
+  do {
+    got = waitpid(pid, &status, WNOHANG);
+  } while (got < 0 && errno == EINTR);
+  if (got == 0) {
+    napi_get_null(env, &result);
+    return result;
   }
-  free(note);
+  napi_create_array_with_length(env, 2, &result);
+  napi_value code, signal;
+  napi_get_null(env, &code);
+  napi_get_null(env, &signal);
+  if (got > 0 && WIFEXITED(status)) napi_create_int32(env, WEXITSTATUS(status), &code);
+  else if (got > 0 && WIFSIGNALED(status)) napi_create_int32(env, WTERMSIG(status), &signal);
+  /* got < 0 (ECHILD: not a child of this process, or reaped already): gone, how is unknown. */
+  napi_set_element(env, result, 0, code);
+  napi_set_element(env, result, 1, signal);
+  return result;
 }
 
 static napi_value throw_error(napi_env env, const char *code_name, const char *message) {
@@ -251,11 +239,9 @@ static void close_pair(int pair[2]) {
  * Throws node's spawn error (`code`: ENOENT, EACCES, ...) when the program could not be started.
  */
 static napi_value spawn_child(napi_env env, napi_callback_info info) {
-  state_t *state;
   size_t argc = 6;
   napi_value args[6];
-  napi_get_cb_info(env, info, &argc, args, NULL, (void **)&state);
-  if (state->on_exit == NULL) return throw_error(env, "ERR_INVALID_STATE", "conch_spawn: onExit() was not called");
+  napi_get_cb_info(env, info, &argc, args, NULL, NULL);
   if (argc < 6) return throw_error(env, "ERR_INVALID_ARG_TYPE", "conch_spawn: spawn() takes 6 arguments");
   char *file = utf8(env, args[0]);
   char **argv = utf8_array(env, args[1]);
@@ -311,33 +297,6 @@ static napi_value spawn_child(napi_env env, napi_callback_info info) {
   free_array(argv);
   free_array(envp);
 
-  exit_note_t *note = NULL;
-  if (!err) {
-    note = malloc(sizeof *note);
-    pthread_attr_t thread_attr;
-    pthread_t thread;
-    pthread_attr_init(&thread_attr);
-    pthread_attr_setdetachstate(&thread_attr, PTHREAD_CREATE_DETACHED);
-    pthread_attr_setstacksize(&thread_attr, 64 * 1024);
-    if (note != NULL) {
-      note->state = state;
-      note->pid = pid;
-      note->status = 0;
-    }
-    /* Each reaper holds the thread-safe function until it has reported (acquired here). */
-    if (note != NULL) napi_acquire_threadsafe_function(state->on_exit);
-    if (note == NULL || (err = pthread_create(&thread, &thread_attr, reap, note)) != 0) {
-      if (note != NULL) napi_release_threadsafe_function(state->on_exit, napi_tsfn_release);
-      /* Nothing could report its exit: end it now rather than leave it unwatched. */
-      if (err == 0) err = ENOMEM;
-      kill(-pid, SIGKILL);
-      kill(pid, SIGKILL);
-      while (waitpid(pid, NULL, 0) < 0 && errno == EINTR) {
-      }
-      free(note);
-    }
-    pthread_attr_destroy(&thread_attr);
-  }
   if (err) {
     close_pair(in);
     close_pair(out);
@@ -347,7 +306,6 @@ static napi_value spawn_child(napi_env env, napi_callback_info info) {
     return thrown;
   }
   free(file);
-  if (state->live++ == 0) napi_ref_threadsafe_function(env, state->on_exit);
 
   napi_value result, value;
   int values[4] = {pid, in[0], out[0], err_pair[0]};
@@ -357,26 +315,6 @@ static napi_value spawn_child(napi_env env, napi_callback_info info) {
     napi_set_element(env, result, i, value);
   }
   return result;
-}
-
-/* onExit(callback): where every child's exit is reported; called once, before the first spawn. */
-static napi_value set_on_exit(napi_env env, napi_callback_info info) {
-  state_t *state;
-  size_t argc = 1;
-  napi_value callback, name;
-  napi_valuetype type = napi_undefined;
-  napi_get_cb_info(env, info, &argc, &callback, NULL, (void **)&state);
-  if (argc >= 1) napi_typeof(env, callback, &type);
-  if (type != napi_function) return throw_error(env, "ERR_INVALID_ARG_TYPE", "conch_spawn: onExit(callback) expects a function");
-  if (state->on_exit != NULL) return throw_error(env, "ERR_INVALID_STATE", "conch_spawn: onExit() was already called");
-  napi_create_string_utf8(env, "conch_spawn exit", NAPI_AUTO_LENGTH, &name);
-  if (napi_create_threadsafe_function(env, callback, NULL, name, 0, 1, NULL, NULL, NULL, deliver_exit,
-                                      &state->on_exit) != napi_ok) {
-    state->on_exit = NULL;
-    return throw_error(env, "ERR_NAPI", "conch_spawn: could not create the exit callback");
-  }
-  napi_unref_threadsafe_function(env, state->on_exit);
-  return NULL;
 }
 
 /*
@@ -474,19 +412,12 @@ static napi_value recv_fds(napi_env env, napi_callback_info info) {
   return result;
 }
 
-/*
- * One state per environment (the main thread, each worker), never freed: a reaper thread may still
- * hold it after its environment is gone (a worker ended while its children ran); the thread-safe
- * function itself lives until the last reaper released it, and then answers napi_closing.
- */
 NAPI_MODULE_INIT() {
-  state_t *state = calloc(1, sizeof *state);
-  if (state == NULL) return NULL;
   napi_value fn;
-  napi_create_function(env, "spawn", NAPI_AUTO_LENGTH, spawn_child, state, &fn);
+  napi_create_function(env, "spawn", NAPI_AUTO_LENGTH, spawn_child, NULL, &fn);
   napi_set_named_property(env, exports, "spawn", fn);
-  napi_create_function(env, "onExit", NAPI_AUTO_LENGTH, set_on_exit, state, &fn);
-  napi_set_named_property(env, exports, "onExit", fn);
+  napi_create_function(env, "tryWait", NAPI_AUTO_LENGTH, try_wait, NULL, &fn);
+  napi_set_named_property(env, exports, "tryWait", fn);
   napi_create_function(env, "sendFds", NAPI_AUTO_LENGTH, send_fds, NULL, &fn);
   napi_set_named_property(env, exports, "sendFds", fn);
   napi_create_function(env, "recvFds", NAPI_AUTO_LENGTH, recv_fds, NULL, &fn);

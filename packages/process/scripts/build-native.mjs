@@ -46,7 +46,7 @@ const cc = process.env.CC || 'cc';
 const tmp = `${OUT}.${process.pid}.tmp`;
 mkdirSync(dirname(OUT), { recursive: true });
 try {
-  execFileSync(cc, ['-O2', '-shared', '-fPIC', '-pthread', '-I', include, SOURCE, '-o', tmp], {
+  execFileSync(cc, ['-O2', '-shared', '-fPIC', '-I', include, SOURCE, '-o', tmp], {
     stdio: ['ignore', 'ignore', 'pipe'],
   });
   renameSync(tmp, OUT);

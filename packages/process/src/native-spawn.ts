@@ -33,8 +33,12 @@ export interface NativeSpawnModule {
     stdinPipe: boolean,
     capture: boolean,
   ): [number, number, number, number];
-  /** Where every exit is reported: `signal` is the signal's number, `code` null then. Once. */
-  onExit(callback: (pid: number, code: number | null, signal: number | null) => void): void;
+  /**
+   * waitpid(pid, WNOHANG): null while it runs, else `[code, null]` or `[null, signalNumber]`, once
+   * (it is reaped then); `[null, null]` for a pid that is not (or no longer) a child. Ask it for each
+   * child on SIGCHLD, which libuv delivers on the JavaScript thread.
+   */
+  tryWait(pid: number): [number | null, number | null] | null;
   /**
    * Sends `id` and `fds` (1 to 3) as one message on a unix socket (SCM_RIGHTS) and closes them
    * here. Never blocks: false when the socket is full (nothing sent, the fds still ours).
@@ -82,7 +86,7 @@ export function loadSpawner(env: NodeJS.ProcessEnv = process.env, addon = NATIVE
           : `${addon} did not load: ${e.message.split('\n')[0]}`,
     };
   }
-  const exported = ['spawn', 'onExit', 'sendFds', 'recvFds'] as const;
+  const exported = ['spawn', 'tryWait', 'sendFds', 'recvFds'] as const;
   if (exported.some((name) => typeof module[name] !== 'function')) {
     return { kind: 'node', reason: `${addon} does not export ${exported.join(', ')}: rebuild it` };
   }

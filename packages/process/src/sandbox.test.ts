@@ -353,7 +353,12 @@ describe.runIf(bwrap || process.env.CI).each([
       expect(pid).toBeDefined();
       // alive: running, sleeping, or in disk sleep (a busy machine still paging `sleep` in)
       expect(procEntry(pid!)?.state).toMatch(/[RSD]/);
-      expect(readFileSync(`/proc/${pid}/cmdline`, 'utf8')).toContain('sleep');
+      // posix_spawn returns once the child's exec has replaced its memory, a moment before the
+      // kernel fills in the new image's command line (empty until then).
+      await waitFor(() => readFileSync(`/proc/${pid}/cmdline`, 'utf8').includes('sleep'), {
+        what: 'sleep in its command line',
+        timeoutMs: 10_000,
+      });
       await proc.kill();
       expect((await proc.result).killed).toBe(true);
       expect(procEntry(pid!)).toBeUndefined();

@@ -99,8 +99,15 @@ export class SupervisorChildren {
     this.sandboxed = sandboxed;
     this.fdChannel = spawner?.kind === 'posix_spawn' ? fdChannel : undefined;
     if (spawner?.kind === 'posix_spawn') {
-      this.native = spawner.module;
-      this.native.onExit((pid, code, signal) => this.nativeExit(pid, code, signal));
+      const native = spawner.module;
+      this.native = native;
+      // Signals coalesce: each one asks every child still running (usually a handful).
+      process.on('SIGCHLD', () => {
+        for (const pid of this.natives.keys()) {
+          const status = native.tryWait(pid);
+          if (status) this.nativeExit(pid, status[0], status[1]);
+        }
+      });
     }
   }
 

@@ -2,6 +2,7 @@
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { waitFor } from '@conch/test-support';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { findBwrap } from './bubblewrap-executor.js';
 import { ProcessManager } from './process-manager.js';
@@ -236,6 +237,12 @@ describe.each([
     const quick = [1, 2, 3].map(() => manager.spawn('true', [], sandbox() ? { sandbox: sandbox()! } : {}));
     const pids = await Promise.all(procs.map((p) => p.spawned));
     expect(new Set(pids).size).toBe(pids.length);
+    // A pid is known once the child's exec has replaced its memory, a moment before the kernel
+    // fills in the new image's command line (empty until then).
+    await waitFor(() => pids.every((pid) => readFileSync(`/proc/${pid}/cmdline`, 'latin1') !== ''), {
+      what: 'every command line filled in',
+      timeoutMs: 10_000,
+    });
     pids.forEach((pid, i) => {
       expect(pid).toBeDefined();
       expect(() => process.kill(pid!, 0)).not.toThrow();
