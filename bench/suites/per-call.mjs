@@ -290,8 +290,8 @@ function nodeReport(script) {
 /**
  * The published conch-mcp, built as `pnpm pack` builds it (dist/package) and laid out in `app` as
  * npm installs it: the package in node_modules/@conch/mcp, and beside it the few npm packages its
- * bin leaves outside the bundle (native code, WASM), linked from the workspace packages that
- * depend on them. (Run in place inside the workspace, its plugin discovery would find and load the
+ * bin leaves outside the bundle (native code, WASM, Node-API headers), linked from the workspace
+ * packages that depend on them, and its install script run. (Run in place inside the workspace, its plugin discovery would find and load the
  * workspace's own @conch/* packages too.) Returns its bin.
  */
 function publishedBin(app) {
@@ -303,12 +303,18 @@ function publishedBin(app) {
     'web-tree-sitter': 'shell-syntax',
     'tree-sitter-bash': 'shell-syntax',
     '@lydell/node-pty': 'process',
+    'node-api-headers': 'process',
   };
   for (const [name, owner] of Object.entries(from)) {
     const link = join(modules, name);
     mkdirSync(dirname(link), { recursive: true });
     symlinkSync(realpathSync(join(MCP_DIR, '..', owner, 'node_modules', name)), link);
   }
+  // Its install script, as npm runs it: builds the supervisor's posix_spawn addon in place.
+  const { scripts } = JSON.parse(readFileSync(join(installed, 'package.json'), 'utf8'));
+  execFileSync('sh', ['-c', scripts.install], { cwd: installed, stdio: 'ignore' });
+  if (!existsSync(join(installed, 'dist', 'conch_spawn.node')))
+    throw new Error('its install script built no addon');
   return join(installed, JSON.parse(readFileSync(join(installed, 'package.json'), 'utf8')).bin['conch-mcp']);
 }
 
