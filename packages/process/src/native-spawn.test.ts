@@ -18,6 +18,8 @@ import { waitFor } from '@conch/test-support';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { loadSpawner, type NativeSpawnModule } from './native-spawn.js';
 import { ProcessManager } from './process-manager.js';
+import { SupervisorChildren } from './supervisor-children.js';
+import type { SupervisorMessage } from './supervisor-protocol.js';
 
 let native: NativeSpawnModule;
 type Exit = { code: number | null; signal: number | null };
@@ -351,6 +353,42 @@ describe('the fd channel (sendFds / recvFds)', () => {
     } finally {
       pair.close();
     }
+  });
+});
+
+describe("the supervisor's side without an fd channel", () => {
+  it('passes the pipes as node handles, in the order the host expects, and reports the exit', async () => {
+    const sent: { message: SupervisorMessage; handle: Socket | undefined }[] = [];
+    const children = new SupervisorChildren((message, handle) => sent.push({ message, handle }), false, {
+      kind: 'posix_spawn',
+      module: native,
+    });
+    const base = { t: 'spawn' as const, args: [] as string[], cwd: dir, env: { PATH: '/usr/bin:/bin' } };
+    children.spawn({ ...base, id: 1, file: 'cat', stdin: 'pipe', capture: true });
+    const [spawned, ...streams] = sent.splice(0);
+    expect(spawned!.message).toMatchObject({ t: 'spawned', id: 1, fds: [1, 2, 0] });
+    expect((spawned!.message as { channel?: true }).channel).toBeUndefined();
+    expect(spawned!.handle).toBeInstanceOf(Socket);
+    expect(streams.map((s) => s.message)).toEqual([
+      { t: 'stream', id: 1, fd: 2 },
+      { t: 'stream', id: 1, fd: 0 },
+    ]);
+    expect(streams.every((s) => s.handle instanceof Socket)).toBe(true);
+    // cat ends when its stdin closes; the exit comes by message once SIGCHLD is seen
+    for (const s of [spawned!, ...streams]) s.handle!.destroy();
+    await waitFor(() => sent.some((s) => s.message.t === 'exit'), {
+      what: 'the exit message',
+      timeoutMs: 10_000,
+    });
+    expect(sent.find((s) => s.message.t === 'exit')!.message).toMatchObject({
+      t: 'exit',
+      id: 1,
+      code: 0,
+      signal: null,
+    });
+    // an error is a message too, with node's code
+    children.spawn({ ...base, id: 2, file: 'conch-missing-xyz', stdin: 'ignore', capture: true });
+    expect(sent.find((s) => s.message.t === 'spawn-error')!.message).toMatchObject({ id: 2, code: 'ENOENT' });
   });
 });
 
