@@ -264,6 +264,24 @@ describe('the posix_spawn addon', () => {
   });
 });
 
+describe('loadSpawner', () => {
+  it("says why node's spawn is used: switched off, not built, not loadable", () => {
+    expect(loadSpawner({ CONCH_NATIVE_SPAWN: '0' })).toEqual({
+      kind: 'node',
+      reason: 'CONCH_NATIVE_SPAWN=0',
+    });
+    const missing = loadSpawner({}, join(dir, 'conch_spawn.node'));
+    expect(missing).toMatchObject({ kind: 'node' });
+    expect((missing as { reason: string }).reason).toMatch(
+      /conch_spawn\.node was not built \(.*build-native\.mjs/,
+    );
+    const garbage = join(dir, 'garbage.node');
+    writeFileSync(garbage, 'not an ELF file');
+    expect((loadSpawner({}, garbage) as { reason: string }).reason).toMatch(/garbage\.node did not load: /);
+    expect(loadSpawner({}).kind).toBe('posix_spawn');
+  });
+});
+
 describe('the fd channel (sendFds / recvFds)', () => {
   /** Two connected unix sockets of this process, node never reading them (the addon does). */
   async function socketPair(): Promise<{ a: number; b: number; close(): void }> {

@@ -82,7 +82,7 @@ export function loadSpawner(env: NodeJS.ProcessEnv = process.env, addon = NATIVE
       kind: 'node',
       reason:
         e.code === 'MODULE_NOT_FOUND'
-          ? `${addon} was not built (see @conch/process's scripts/build-native.mjs)`
+          ? `${addon} was not built (the package's scripts/build-native.mjs builds it with a C compiler; it runs at install)`
           : `${addon} did not load: ${e.message.split('\n')[0]}`,
     };
   }
