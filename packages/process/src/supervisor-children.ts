@@ -83,8 +83,6 @@ function socketOf(fd: number, readable: boolean): Socket {
  */
 export class SupervisorChildren {
   private readonly live = new Map<number, number>(); // request id -> pid
-  /** pid -> request id, for the native spawner's exit reports. */
-  private readonly natives = new Map<number, number>();
   private readonly send: Send;
   private readonly sandboxed: boolean;
   private readonly native: NativeSpawnModule | undefined;
@@ -101,11 +99,12 @@ export class SupervisorChildren {
     if (spawner?.kind === 'posix_spawn') {
       const native = spawner.module;
       this.native = native;
-      // Signals coalesce: each one asks every child still running (usually a handful).
+      // Signals coalesce: each one asks every child still running (usually a handful). With the
+      // native spawner every child is one of its own.
       process.on('SIGCHLD', () => {
-        for (const pid of this.natives.keys()) {
+        for (const [id, pid] of this.live) {
           const status = native.tryWait(pid);
-          if (status) this.nativeExit(pid, status[0], status[1]);
+          if (status) this.nativeExit(id, pid, status[0], status[1]);
         }
       });
     }
@@ -190,37 +189,28 @@ export class SupervisorChildren {
     }
     const [pid, stdinFd, stdoutFd, stderrFd] = started;
     this.live.set(id, pid);
-    this.natives.set(pid, id);
-    const fds: number[] = [];
-    const passed: number[] = [];
-    for (const [fd, own] of [
-      [1, stdoutFd],
-      [2, stderrFd],
-      [0, stdinFd],
-    ] as const) {
-      if (own < 0) continue;
-      fds.push(fd);
-      passed.push(own);
-    }
+    // The child's fds and this process's ends of them, in the order the host expects (see `spawned`).
+    const ends = (
+      [
+        [1, stdoutFd],
+        [2, stderrFd],
+        [0, stdinFd],
+      ] as const
+    ).filter(([, own]) => own >= 0);
+    const fds = ends.map(([fd]) => fd);
+    const owned = ends.map(([, own]) => own);
     // The pipes go to the host in one message on the fd channel, sent before `spawned` so the host
     // finds them queued when it reads it; a full channel falls back to handle passing.
-    if (passed.length > 0 && this.fdChannel !== undefined && native.sendFds(this.fdChannel, id, passed)) {
+    if (owned.length > 0 && this.fdChannel !== undefined && native.sendFds(this.fdChannel, id, owned)) {
       this.send({ t: 'spawned', id, pid, fds, channel: true });
       return;
     }
-    const pipes: [number, Socket][] = [];
-    if (stdoutFd >= 0) pipes.push([1, socketOf(stdoutFd, true)]);
-    if (stderrFd >= 0) pipes.push([2, socketOf(stderrFd, true)]);
-    if (stdinFd >= 0) pipes.push([0, socketOf(stdinFd, false)]);
-    const [first, ...rest] = pipes;
-    this.send({ t: 'spawned', id, pid, fds: pipes.map(([fd]) => fd) }, first?.[1]);
+    const [first, ...rest] = ends.map(([fd, own]) => [fd, socketOf(own, fd !== 0)] as const);
+    this.send({ t: 'spawned', id, pid, fds }, first?.[1]);
     for (const [fd, socket] of rest) this.send({ t: 'stream', id, fd }, socket);
   }
 
-  private nativeExit(pid: number, code: number | null, signal: number | null): void {
-    const id = this.natives.get(pid);
-    if (id === undefined) return;
-    this.natives.delete(pid);
+  private nativeExit(id: number, pid: number, code: number | null, signal: number | null): void {
     this.live.delete(id);
     const name = signal === null ? null : (SIGNAL_NAMES.get(signal) ?? `SIG${signal}`);
     this.send({ t: 'exit', id, code, signal: name, group: groupExists(pid) });

@@ -618,19 +618,17 @@ export class SupervisorClient {
         return;
       case 'spawned': {
         const child = this.children.get(message.id);
-        const pipes = message.channel ? this.channelPipes(message.id, message.fds) : [];
+        // Every pipe at once from the fd channel, else the first as this message's handle (the
+        // others follow in `stream` messages).
+        const pipes = message.channel ? this.channelPipes(message.id, message.fds) : handle ? [handle] : [];
         if (!pipes) return; // lost
-        const first = message.channel ? pipes[0] : handle;
         if (child) {
           this.started(child);
           const floor = this.pidFloors.get(message.id);
           this.pidFloors.delete(message.id);
-          child.onSpawned(this.hostPid(message.pid, false, floor), message.fds, first);
+          child.onSpawned(this.hostPid(message.pid, false, floor), message.fds, pipes[0]);
           for (let i = 1; i < pipes.length; i++) child.onPipe(message.fds[i]!, pipes[i]!);
-        } else {
-          first?.destroy();
-          for (const socket of pipes) socket.destroy();
-        }
+        } else for (const socket of pipes) socket.destroy();
         return;
       }
       case 'stream': {
