@@ -291,8 +291,9 @@ function nodeReport(script) {
  * The published conch-mcp, built as `pnpm pack` builds it (dist/package) and laid out in `app` as
  * npm installs it: the package in node_modules/@conch/mcp, and beside it the few npm packages its
  * bin leaves outside the bundle (native code, WASM, Node-API headers), linked from the workspace
- * packages that depend on them, and its install script run. (Run in place inside the workspace, its plugin discovery would find and load the
- * workspace's own @conch/* packages too.) Returns its bin.
+ * packages that depend on them, and its install script run. (Run in place inside the workspace,
+ * its plugin discovery would find and load the workspace's own @conch/* packages too.) Returns its
+ * bin.
  */
 function publishedBin(app) {
   execFileSync(process.execPath, [join(MCP_DIR, 'scripts', 'bundle.mjs')], { cwd: MCP_DIR, stdio: 'ignore' });
@@ -310,12 +311,12 @@ function publishedBin(app) {
     mkdirSync(dirname(link), { recursive: true });
     symlinkSync(realpathSync(join(MCP_DIR, '..', owner, 'node_modules', name)), link);
   }
+  const manifest = JSON.parse(readFileSync(join(installed, 'package.json'), 'utf8'));
   // Its install script, as npm runs it: builds the supervisor's posix_spawn addon in place.
-  const { scripts } = JSON.parse(readFileSync(join(installed, 'package.json'), 'utf8'));
-  execFileSync('sh', ['-c', scripts.install], { cwd: installed, stdio: 'ignore' });
+  execFileSync('sh', ['-c', manifest.scripts.install], { cwd: installed, stdio: 'ignore' });
   if (!existsSync(join(installed, 'dist', 'conch_spawn.node')))
     throw new Error('its install script built no addon');
-  return join(installed, JSON.parse(readFileSync(join(installed, 'package.json'), 'utf8')).bin['conch-mcp']);
+  return join(installed, manifest.bin['conch-mcp']);
 }
 
 /** Spawn of conch-mcp (default config, in an empty directory) to its answer to tools/list, in ms. */

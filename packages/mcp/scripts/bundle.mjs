@@ -147,8 +147,9 @@ const main = await esbuild.build({
 // 2b. The bin: the launcher (src/published-bin.ts with the code-cache runner bundled in), and the
 // server with its npm dependencies bundled in, except those that find files beside their own code
 // at run time (native addons, WASM): they stay requires of the published dependencies. (pino is
-// bundled: conch never starts its worker transports, the one part that loads files of its own.) The server's sources are ES modules: `import.meta.url` and `import.meta.resolve`
-// become their CommonJS equivalents, and a top-level await fails the build (esbuild refuses it).
+// bundled: conch never starts its worker transports, the one part that loads files of its own.)
+// The server's sources are ES modules: `import.meta.url` and `import.meta.resolve` become their
+// CommonJS equivalents, and a top-level await fails the build (esbuild refuses it).
 const BIN_EXTERNALS = ['@lydell/node-pty', 'web-tree-sitter', 'tree-sitter-bash'];
 const binExternals = {
   name: 'bin-externals',
