@@ -15,9 +15,11 @@ export {
   findCookiePids,
   findEnvPids,
   pidAlive,
+  procEnviron,
   procTable,
   type ProcEntry,
   sweepCookie,
+  sweepCookieUntilGone,
 } from './kill-tree.js';
 export { killTree, killTreeSync, treePids } from './process-tree.js';
 export { LocalExecutor, type Executor, type ExecutorSpawnRequest } from './executor.js';

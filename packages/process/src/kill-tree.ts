@@ -175,26 +175,40 @@ export function killGroupSync(pid: number): void {
  * Pids whose environment carries the cookie: `{ cookie }` matches `CONCH_PROC_COOKIE=<cookie>`
  * exactly, `{ prefix }` matches every cookie starting with it. Linux only (reads /proc/<pid>/environ;
  * processes of other users are unreadable and skipped). A process that re-execs with a cleared
- * environment is not found; its process group is killed separately.
+ * environment is not found; its process group is killed separately. `execing`: see findEnvPids.
  */
-export function findCookiePids(match: { cookie: string } | { prefix: string }): number[] {
+export function findCookiePids(
+  match: { cookie: string } | { prefix: string },
+  options: { execing?: number[] } = {},
+): number[] {
   return 'cookie' in match
-    ? findEnvPids(COOKIE_VAR, match.cookie)
-    : findEnvPids(COOKIE_VAR, match.prefix, { prefix: true });
+    ? findEnvPids(COOKIE_VAR, match.cookie, options)
+    : findEnvPids(COOKIE_VAR, match.prefix, { ...options, prefix: true });
 }
 
 /**
  * Pids (not this process) whose environment has `name=value` as an entry — or, with `prefix`, an
  * entry `name=` followed by `value` and anything. Linux only (reads /proc/<pid>/environ).
+ *
+ * A process in the middle of `execve` cannot be matched: from the moment the kernel gives it its new
+ * memory until it has laid out the new image's stack, its environ (and its command line) read empty.
+ * On a busy machine that lasts long enough for a sweep to pass it by (an escapee's `setsid sleep`
+ * caught between `setsid` and `sleep`, seen in this package's tests). With `execing`, the scan
+ * collects such processes there (empty environ and command line, not a zombie, not a kernel thread)
+ * so a caller that must not miss one can look again once their exec is done.
  */
-export function findEnvPids(name: string, value: string, options: { prefix?: boolean } = {}): number[] {
+export function findEnvPids(
+  name: string,
+  value: string,
+  options: { prefix?: boolean; execing?: number[] } = {},
+): number[] {
   const needle = Buffer.from(options.prefix ? `${name}=${value}` : `${name}=${value}\0`);
   const out: number[] = [];
   for (const pid of procPids()) {
-    let env: Buffer;
-    try {
-      env = readFileSync(`/proc/${pid}/environ`);
-    } catch {
+    const env = procEnviron(pid);
+    if (env === undefined) continue;
+    if (env === 'execing') {
+      options.execing?.push(pid);
       continue;
     }
     const at = env.indexOf(needle);
@@ -204,33 +218,75 @@ export function findEnvPids(name: string, value: string, options: { prefix?: boo
   return out;
 }
 
+function readEnviron(pid: number): Buffer | undefined {
+  try {
+    return readFileSync(`/proc/${pid}/environ`);
+  } catch {
+    return undefined;
+  }
+}
+
+/** PF_KTHREAD in /proc/<pid>/stat's flags: a kernel thread, whose environ always reads empty. */
+const PF_KTHREAD = 0x00200000;
+
 /**
- * Kills (SIGKILL) every process carrying the cookie, including escapees that left the process
- * group (`setsid`, `nohup`, `disown`, double fork). Rescans until a scan finds none (at most 5
- * rounds) so processes forked during the sweep are caught. Returns the pids killed.
+ * A process's environment block; 'execing' for a user process between exec and its new stack;
+ * undefined when it is gone or unreadable. An empty read is a kernel thread, a zombie, a process
+ * with an empty environment, a process mid-exec, or a read whose opened memory an exec just
+ * replaced (the read then finds it gone): the state and the command line tell which. The kernel
+ * sets the command line and the environment of a new image together.
  */
+export function procEnviron(pid: number): Buffer | 'execing' | undefined {
+  let env = readEnviron(pid);
+  if (env === undefined || env.length > 0) return env;
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'latin1');
+    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    // fields[0] is the state (field 3 of stat), fields[6] the flags (field 9).
+    if (fields[0] === 'Z' || fields[0] === 'X' || (Number(fields[6]) & PF_KTHREAD) !== 0) return undefined;
+    // Twice: a process that execs again at once (a loop of execs) may be mid-exec once more.
+    for (let attempt = 0; attempt < 2; attempt++) {
+      if (readFileSync(`/proc/${pid}/cmdline`).length === 0) return 'execing';
+      env = readEnviron(pid);
+      if (env === undefined || env.length > 0) return env;
+    }
+    return env;
+  } catch {
+    return undefined;
+  }
+}
+
 /**
  * sweepCookie, then waits (polling, at most `timeoutMs`) until no process with the cookie is
- * alive: a SIGKILLed process on a busy machine stays in /proc, not yet a zombie, for a moment.
- * Resolves whether they are all gone.
+ * alive: a SIGKILLed process on a busy machine stays in /proc, not yet a zombie, for a moment. A
+ * process caught in the middle of an exec (see findEnvPids) is looked at again once its exec is
+ * done, and killed if it carries the cookie. Resolves whether they are all gone.
  */
 export async function sweepCookieUntilGone(
   match: string | { cookie: string } | { prefix: string },
   timeoutMs = 1000,
 ): Promise<boolean> {
+  const m = typeof match === 'string' ? { cookie: match } : match;
   const deadline = Date.now() + timeoutMs;
   for (;;) {
-    sweepCookie(match);
-    const left = findCookiePids(typeof match === 'string' ? { cookie: match } : match).filter((pid) => {
+    sweepCookie(m);
+    const execing: number[] = [];
+    const left = findCookiePids(m, { execing }).filter((pid) => {
       const stat = procStat(pid);
       return stat !== undefined && stat[0] !== 'Z';
     });
-    if (left.length === 0) return true;
-    if (Date.now() >= deadline) return false;
-    await new Promise((resolve) => setTimeout(resolve, 10));
+    if (left.length === 0 && execing.length === 0) return true;
+    if (Date.now() >= deadline) return left.length === 0;
+    await new Promise((resolve) => setTimeout(resolve, left.length > 0 ? 10 : 2));
   }
 }
 
+/**
+ * Kills (SIGKILL) every process carrying the cookie, including escapees that left the process
+ * group (`setsid`, `nohup`, `disown`, double fork). Rescans until a scan finds none (at most 5
+ * rounds) so processes forked during the sweep are caught. Returns the pids killed. Synchronous, so
+ * it cannot wait for a process caught mid-exec: sweepCookieUntilGone does.
+ */
 export function sweepCookie(match: string | { cookie: string } | { prefix: string }): number[] {
   const m = typeof match === 'string' ? { cookie: match } : match;
   const killed: number[] = [];

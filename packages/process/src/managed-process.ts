@@ -9,7 +9,7 @@ import {
   killProcessTree,
   pidAlive,
   processCommand,
-  sweepCookie,
+  sweepCookieUntilGone,
 } from './kill-tree.js';
 import { InvalidSpawnOptionError } from './errors.js';
 import { MAX_TIMEOUT_MS } from './spawn-options.js';
@@ -351,8 +351,10 @@ export class ManagedProcess {
   terminate(reason: ExitReason, graceMs?: number): Promise<void> {
     if (this.exited) {
       // The leader is gone (its pid may be reused): only the cookie finds what it left behind.
-      sweepCookie(this.cookie);
-      return this.finished ? Promise.resolve() : this.result.then(() => undefined);
+      const swept = sweepCookieUntilGone(this.cookie);
+      return this.finished
+        ? swept.then(() => undefined)
+        : Promise.all([swept, this.result]).then(() => undefined);
     }
     this.reason ??= reason;
     this.killing ??= this.doKill(graceMs ?? this.killGraceMs);
@@ -370,7 +372,7 @@ export class ManagedProcess {
     const pid = this.child.pid ?? (await this.spawned);
     try {
       if (pid !== undefined && !this.exited) await killProcessTree(pid, { graceMs });
-      sweepCookie(this.cookie);
+      await sweepCookieUntilGone(this.cookie);
     } catch (error) {
       this.owner.logger?.warn({ err: error, id: this.id }, 'process kill failed');
     }

@@ -1,6 +1,14 @@
 import { readdirSync, readFileSync } from 'node:fs';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { COOKIE_VAR, findCookiePids, killTree, killTreeSync, sweepCookie } from '@conch/process';
+import {
+  COOKIE_VAR,
+  findCookiePids,
+  killTree,
+  killTreeSync,
+  procEnviron,
+  sweepCookie,
+  sweepCookieUntilGone,
+} from '@conch/process';
 import { ProcSnapshot } from './shell-progress.js';
 
 /**
@@ -20,7 +28,7 @@ export { COOKIE_VAR, sweepCookie };
  */
 export async function killSessionTree(shellPid: number, cookie: string, graceMs: number): Promise<void> {
   await killTree(shellPid, cookie, graceMs);
-  sweepCookie(cookie);
+  await sweepCookieUntilGone(cookie);
 }
 
 /** SIGKILLs a session's tree at once, synchronously (for process exit). */
@@ -43,10 +51,18 @@ const CANCEL_CONFIRM_MS = 100;
 export function cancelSessionTree(shellPid: number, cookie: string): number[] {
   const signalled = new Set<number>();
   let left: number[] = [];
+  const execDeadline = performance.now() + CANCEL_CONFIRM_MS;
   // A scan after the SIGKILLs catches what the tree forked between the first scan and them.
   for (let round = 0; round < 5; round++) {
-    const fresh = scanSession(shellPid, cookie).filter((pid) => !signalled.has(pid) || live(pid));
-    if (fresh.length === 0) break;
+    const execing: number[] = [];
+    const fresh = scanSession(shellPid, cookie, execing).filter((pid) => !signalled.has(pid) || live(pid));
+    if (fresh.length === 0) {
+      // A process caught mid-exec (its environ reads empty for a moment) may be an escapee: look
+      // again once its exec is done, within the same budget.
+      if (execing.length > 0 && performance.now() < execDeadline) round--;
+      else break;
+      continue;
+    }
     for (const pid of fresh) {
       signal(pid, 'SIGKILL');
       signalled.add(pid);
@@ -64,7 +80,7 @@ export function cancelSessionTree(shellPid: number, cookie: string): number[] {
  * Live pids of a session in one pass over /proc: the shell's tree by parent links, and every
  * process carrying its cookie (escapees: setsid, nohup, reparented orphans).
  */
-function scanSession(shellPid: number, cookie: string): number[] {
+function scanSession(shellPid: number, cookie: string, execing?: number[]): number[] {
   let names: string[];
   try {
     names = readdirSync('/proc');
@@ -93,13 +109,12 @@ function scanSession(shellPid: number, cookie: string): number[] {
     if (list) list.push(pid);
     else children.set(ppid, [pid]);
     if (pid === shellPid) continue;
-    try {
-      const env = readFileSync(`/proc/${pid}/environ`);
+    const env = procEnviron(pid);
+    if (env === 'execing') execing?.push(pid);
+    else if (env) {
       // Each entry ends in a NUL, the last one included; the variable must start an entry.
       const at = env.indexOf(needle);
       if (at === 0 || (at > 0 && env[at - 1] === 0)) found.add(pid);
-    } catch {
-      // not ours to read, or gone
     }
   }
   const tree = [shellPid];
@@ -125,7 +140,15 @@ function live(pid: number): boolean {
  */
 export async function sweepSessionCookie(cookie: string, graceMs: number): Promise<void> {
   const left = () => findCookiePids({ cookie }).filter(live);
-  const first = left();
+  // `nohup x & exit`: the escapee may still be inside its exec (environ reads empty) when the
+  // shell is gone; look again until no process is mid-exec (at most 50 looks, 2 ms apart).
+  let first: number[] = [];
+  for (let look = 0; look < 50; look++) {
+    const execing: number[] = [];
+    first = findCookiePids({ cookie }, { execing }).filter(live);
+    if (first.length > 0 || execing.length === 0) break;
+    await sleep(2);
+  }
   if (first.length === 0) return;
   for (const pid of first) {
     for (const sig of ['SIGTERM', 'SIGCONT'] as const) {
@@ -138,14 +161,11 @@ export async function sweepSessionCookie(cookie: string, graceMs: number): Promi
   }
   const deadline = Date.now() + graceMs;
   while (Date.now() < deadline) {
-    if (left().length === 0) return;
+    if (left().length === 0) break;
     await sleep(20);
   }
-  const killDeadline = Date.now() + 1000;
-  do {
-    sweepCookie(cookie);
-    await sleep(20);
-  } while (Date.now() < killDeadline && left().length > 0);
+  // SIGKILL to what is left, and to a process caught mid-exec once its exec is done.
+  await sweepCookieUntilGone(cookie);
 }
 
 /** Pids (not this process) whose environment carries one of `cookies`, by cookie; one /proc scan. */

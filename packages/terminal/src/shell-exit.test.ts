@@ -1,5 +1,8 @@
 // A session whose shell exits on its own is swept like a killed one: nothing it started outlives it.
 import { randomBytes } from 'node:crypto';
+import { chmodSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { isAlive, processesMentioning, waitFor } from '@conch/test-support';
 import { afterEach, describe, expect, it } from 'vitest';
 import type { TerminalService } from './session-pool.js';
@@ -48,6 +51,30 @@ describe('a shell that exits on its own', () => {
       expect(processesMentioning(tag)).toEqual([]);
     });
   }
+
+  it('sweeps an escapee caught inside an exec when the shell exits (one that execs in a loop)', async () => {
+    h = createHarness();
+    const dir = mkdtempSync(join(tmpdir(), 'conch-exit-exec-'));
+    const tag = `conch-exit-exec-${randomBytes(4).toString('hex')}`;
+    // A script that execs itself for ever: much of its life is inside execve, where its environ
+    // (the cookie) and its command line read empty. The shell exits at once, so the sweep runs
+    // while it loops.
+    const loop = join(dir, `${tag}.sh`);
+    writeFileSync(loop, '#!/bin/sh\nexec /bin/sh "$0"\n');
+    chmodSync(loop, 0o755);
+    // Its command line also reads empty for a moment in each exec: gone means gone for 50 looks.
+    const goneForGood = () => Array.from({ length: 50 }).every(() => processesMentioning(tag).length === 0);
+    try {
+      for (let round = 0; round < 8; round++) {
+        const result = await h.call({ command: `setsid ${loop} & nohup ${loop} >/dev/null 2>&1 & exit` });
+        expect(result, `round ${round}`).toMatchObject({ exit_code: 0 });
+        await waitFor(goneForGood, { what: `round ${round}: the loops swept`, timeoutMs: 15_000 });
+      }
+    } finally {
+      for (const pid of processesMentioning(tag)) process.kill(pid, 'SIGKILL');
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
 
   it('is swept when it exits with nobody reading it (a background command)', async () => {
     h = createHarness();

@@ -1,0 +1,136 @@
+// Invariant: the cookie finds every process that carries it, including one caught in the middle of
+// an exec (its environ reads empty for a moment), so a sweep never leaves one behind.
+import { spawn, type ChildProcess } from 'node:child_process';
+import { chmodSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { waitFor } from '@conch/test-support';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { COOKIE_VAR, findCookiePids, findEnvPids, pidAlive, sweepCookieUntilGone } from './kill-tree.js';
+import { ProcessManager } from './process-manager.js';
+
+let dir: string;
+let execLoop: string;
+const started: ChildProcess[] = [];
+
+beforeAll(() => {
+  dir = mkdtempSync(join(tmpdir(), 'conch-kill-tree-'));
+  // A script that execs itself for ever: a good part of its life is spent inside execve, where
+  // /proc/<pid>/environ reads empty.
+  execLoop = join(dir, 'exec-loop.sh');
+  writeFileSync(execLoop, '#!/bin/sh\nexec /bin/sh "$0"\n');
+  chmodSync(execLoop, 0o755);
+});
+afterEach(() => {
+  for (const child of started.splice(0))
+    if (child.pid !== undefined && pidAlive(child.pid)) child.kill('SIGKILL');
+});
+afterAll(() => rmSync(dir, { recursive: true, force: true }));
+
+function startLoop(cookie: string): number {
+  const child = spawn(execLoop, [], {
+    env: { PATH: process.env.PATH, [COOKIE_VAR]: cookie },
+    stdio: 'ignore',
+  });
+  started.push(child);
+  return child.pid!;
+}
+
+function isKernelThreadOrZombie(pid: number): boolean {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'latin1');
+    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    return fields[0] === 'Z' || (Number(fields[6]) & 0x00200000) !== 0;
+  } catch {
+    return false;
+  }
+}
+
+describe.runIf(process.platform === 'linux')('the cookie scan', () => {
+  it('sees a process that execs in a loop on every scan: as carrying the cookie, or as mid-exec', async () => {
+    const cookie = `kill-tree-scan-${process.pid}`;
+    const pid = startLoop(cookie);
+    await waitFor(() => findCookiePids({ cookie }).includes(pid), { what: 'the loop', timeoutMs: 10_000 });
+    let asCarrier = 0;
+    let asExecing = 0;
+    for (let scan = 0; scan < 1000; scan++) {
+      const execing: number[] = [];
+      const pids = findCookiePids({ cookie }, { execing });
+      if (pids.includes(pid)) asCarrier++;
+      else if (execing.includes(pid)) asExecing++;
+      else expect.fail(`scan ${scan}: pid ${pid} was neither a carrier nor mid-exec`);
+      for (const other of execing) expect(isKernelThreadOrZombie(other), `pid ${other}`).toBe(false);
+    }
+    expect(asCarrier + asExecing).toBe(1000);
+  });
+
+  it('never takes a zombie or a process with an empty environment for one mid-exec', async () => {
+    const cookie = `kill-tree-zombie-${process.pid}`;
+    // `sleep 0` exits; `exec sleep 30` replaced its parent shell and never reaps it: a zombie
+    // whose environ reads empty. `env -i` starts a process with no environment at all.
+    const parent = spawn('/bin/sh', ['-c', 'sleep 0 & exec sleep 30'], {
+      env: { PATH: process.env.PATH, [COOKIE_VAR]: cookie },
+      stdio: 'ignore',
+    });
+    const bare = spawn('env', ['-i', 'sleep', '30'], { stdio: 'ignore' });
+    started.push(parent, bare);
+    await waitFor(() => childrenOf(parent.pid!).some(isKernelThreadOrZombie), {
+      what: 'zombie',
+      timeoutMs: 10_000,
+    });
+    await waitFor(() => readFileSync(`/proc/${bare.pid}/cmdline`, 'latin1').startsWith('sleep'), {
+      what: 'env -i sleep',
+      timeoutMs: 10_000,
+    });
+    const zombie = childrenOf(parent.pid!).find(isKernelThreadOrZombie)!;
+    const execing: number[] = [];
+    const pids = findCookiePids({ cookie }, { execing });
+    expect(pids).toEqual([parent.pid]);
+    expect(execing).not.toContain(zombie);
+    expect(execing).not.toContain(bare.pid);
+    expect(findEnvPids('PATH', process.env.PATH!, { execing })).not.toContain(bare.pid);
+  });
+
+  it('sweepCookieUntilGone kills a process that execs in a loop, every time', async () => {
+    for (let round = 0; round < 40; round++) {
+      const cookie = `kill-tree-sweep-${process.pid}-${round}`;
+      const pid = startLoop(cookie);
+      await waitFor(() => findCookiePids({ cookie }).includes(pid), { what: 'the loop', timeoutMs: 10_000 });
+      expect(await sweepCookieUntilGone(cookie, 10_000)).toBe(true);
+      await waitFor(() => !pidAlive(pid), { what: `round ${round}: pid ${pid} gone`, timeoutMs: 10_000 });
+    }
+  });
+
+  it.each([
+    ['through the supervisor', {}],
+    ['in-process (no supervisor)', { supervisor: false }],
+  ])('kill() leaves no escapee that execs in a loop (%s)', async (_name, mode) => {
+    const manager = new ProcessManager({ ...mode, tempDir: () => dir, cwd: dir, killGraceMs: 300 });
+    try {
+      for (let round = 0; round < 15; round++) {
+        const proc = manager.spawn(`setsid ${execLoop} & echo ready; sleep 300`, [], { shell: true });
+        await waitFor(
+          () => proc.stdout.totalBytes > 0 && findCookiePids({ cookie: proc.cookie }).length >= 2,
+          {
+            what: 'the escapee',
+            timeoutMs: 10_000,
+          },
+        );
+        await proc.kill();
+        expect(findCookiePids({ cookie: proc.cookie }).filter(pidAlive), `round ${round}`).toEqual([]);
+      }
+    } finally {
+      await manager.dispose();
+    }
+  });
+});
+
+/** A process's children, zombies included (/proc/<pid>/task/<pid>/children). */
+function childrenOf(ppid: number): number[] {
+  try {
+    const list = readFileSync(`/proc/${ppid}/task/${ppid}/children`, 'latin1');
+    return list.trim().split(/\s+/).filter(Boolean).map(Number);
+  } catch {
+    return [];
+  }
+}
