@@ -53,17 +53,26 @@ export const cliTemplateRunner: TemplateRunner = async (ctx: ToolCallContext, re
 };
 
 /**
- * SIGKILLs every process carrying the mark (rescanning for what they forked meanwhile) and waits,
- * synchronously and at most CANCEL_CONFIRM_MS, until they are gone. Returns the pids still alive.
+ * SIGKILLs every process carrying the mark (rescanning for what they forked meanwhile, and for a
+ * process that was mid-exec) and waits, synchronously and at most CANCEL_CONFIRM_MS, until they are
+ * gone. Returns the pids still alive.
  */
 function killMarked(mark: string): number[] {
   const signalled = new Set<number>();
   let left: number[] = [];
+  const execDeadline = performance.now() + CANCEL_CONFIRM_MS;
   for (let round = 0; round < 5; round++) {
-    const fresh = findEnvPids(TEMPLATE_CALL_VARIABLE, mark).filter(
+    const execing: number[] = [];
+    const fresh = findEnvPids(TEMPLATE_CALL_VARIABLE, mark, { execing }).filter(
       (pid) => pidAlive(pid) && !signalled.has(pid),
     );
-    if (fresh.length === 0) break;
+    if (fresh.length === 0) {
+      // A process caught inside an exec reads as an empty environment for a moment: look again
+      // once its exec is done, within the same budget.
+      if (execing.length > 0 && performance.now() < execDeadline) round--;
+      else break;
+      continue;
+    }
     for (const pid of fresh) {
       try {
         process.kill(pid, 'SIGKILL');

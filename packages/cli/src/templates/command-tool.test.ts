@@ -342,6 +342,42 @@ describe('same process layer as cli_based_tool', () => {
     await expect(call).rejects.toThrow(/abort/i);
     expect(pids.filter((pid) => pidAlive(pid))).toEqual([]);
   });
+  test('an aborted call: an escapee that execs in a loop (so is often caught mid-exec) is gone too', async () => {
+    // Inside an exec, a process's environ (the call's mark) reads empty for a moment.
+    const loop = join(dir, 'exec-loop.sh');
+    writeFileSync(loop, '#!/bin/sh\nexec /bin/sh "$0"\n', { mode: 0o755 });
+    const plugin = definePluginFromTemplates({
+      name: 'looper',
+      version: '0.0.0',
+      tools: [
+        {
+          name: 'looper',
+          description: 'starts an escapee that execs for ever',
+          inputSchema: z.strictObject({ loop: z.string(), pidfile: z.string() }),
+          commands: [
+            {
+              command: 'setsid UTCP_ARG_loop_UTCP_END & echo $! > UTCP_ARG_pidfile_UTCP_END; sleep 300',
+            },
+          ],
+        },
+      ],
+    });
+    const { run } = setup(plugin, { cli: { autoBackgroundThreshold: 120 } });
+    for (let round = 0; round < 8; round++) {
+      const pidfile = join(dir, `loop-${round}.pid`);
+      const controller = new AbortController();
+      const call = run('looper', { loop, pidfile }, { signal: controller.signal });
+      await waitFor(() => existsSync(pidfile) && readFileSync(pidfile, 'utf8').includes('\n'), {
+        what: 'the step to start',
+        timeoutMs: 30_000,
+      });
+      const pid = Number(readFileSync(pidfile, 'utf8'));
+      expect(pidAlive(pid)).toBe(true);
+      controller.abort();
+      await expect(call).rejects.toThrow(/abort/i);
+      expect(pidAlive(pid), `round ${round}: pid ${pid}`).toBe(false);
+    }
+  });
 });
 
 describe('UTCP manuals load unchanged', () => {
