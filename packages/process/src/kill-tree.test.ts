@@ -121,6 +121,8 @@ describe.runIf(process.platform === 'linux')('the cookie scan', () => {
       }
     } finally {
       await manager.dispose();
+      // A loop left behind would spin for ever and slow every later test: never leave one.
+      await sweepCookieUntilGone({ prefix: manager.cookiePrefix }, 10_000);
     }
   });
 });

@@ -71,7 +71,9 @@ describe('a shell that exits on its own', () => {
         await waitFor(goneForGood, { what: `round ${round}: the loops swept`, timeoutMs: 15_000 });
       }
     } finally {
-      for (const pid of processesMentioning(tag)) process.kill(pid, 'SIGKILL');
+      // A loop left behind would spin for ever and slow every later test: look until none is seen.
+      for (let look = 0; look < 200; look++)
+        for (const pid of processesMentioning(tag)) process.kill(pid, 'SIGKILL');
       rmSync(dir, { recursive: true, force: true });
     }
   });

@@ -372,10 +372,15 @@ describe('same process layer as cli_based_tool', () => {
         timeoutMs: 30_000,
       });
       const pid = Number(readFileSync(pidfile, 'utf8'));
-      expect(pidAlive(pid)).toBe(true);
-      controller.abort();
-      await expect(call).rejects.toThrow(/abort/i);
-      expect(pidAlive(pid), `round ${round}: pid ${pid}`).toBe(false);
+      try {
+        expect(pidAlive(pid)).toBe(true);
+        controller.abort();
+        await expect(call).rejects.toThrow(/abort/i);
+        expect(pidAlive(pid), `round ${round}: pid ${pid}`).toBe(false);
+      } finally {
+        // A loop left behind would spin for ever and slow every later test (it keeps its pid).
+        if (pidAlive(pid)) process.kill(pid, 'SIGKILL');
+      }
     }
   });
 });
