@@ -18,6 +18,7 @@ export {
   procEnviron,
   procTable,
   type ProcEntry,
+  sigkillAllSync,
   sweepCookie,
   sweepCookieUntilGone,
 } from './kill-tree.js';

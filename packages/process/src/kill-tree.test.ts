@@ -6,7 +6,15 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { waitFor } from '@conch/test-support';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { COOKIE_VAR, findCookiePids, findEnvPids, pidAlive, sweepCookieUntilGone } from './kill-tree.js';
+import {
+  COOKIE_VAR,
+  findCookiePids,
+  findEnvPids,
+  PF_KTHREAD,
+  pidAlive,
+  procEntry,
+  sweepCookieUntilGone,
+} from './kill-tree.js';
 import { ProcessManager } from './process-manager.js';
 
 let dir: string;
@@ -37,13 +45,8 @@ function startLoop(cookie: string): number {
 }
 
 function isKernelThreadOrZombie(pid: number): boolean {
-  try {
-    const stat = readFileSync(`/proc/${pid}/stat`, 'latin1');
-    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-    return fields[0] === 'Z' || (Number(fields[6]) & 0x00200000) !== 0;
-  } catch {
-    return false;
-  }
+  const entry = procEntry(pid);
+  return entry !== undefined && (entry.state === 'Z' || (entry.flags & PF_KTHREAD) !== 0);
 }
 
 describe.runIf(process.platform === 'linux')('the cookie scan', () => {

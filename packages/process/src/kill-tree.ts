@@ -42,6 +42,8 @@ export interface ProcEntry {
   pgrp: number;
   /** R, S, D, Z (zombie), X (dead), ... */
   state: string;
+  /** The kernel's PF_* flags (field 9 of stat). */
+  flags: number;
 }
 
 /** A pid's /proc/<pid>/stat entry, or undefined when it is gone (or not on Linux). */
@@ -49,7 +51,13 @@ export function procEntry(pid: number): ProcEntry | undefined {
   try {
     const stat = readFileSync(`/proc/${pid}/stat`, 'latin1');
     const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-    return { pid, state: fields[0]!, ppid: Number(fields[1]), pgrp: Number(fields[2]) };
+    return {
+      pid,
+      state: fields[0]!,
+      ppid: Number(fields[1]),
+      pgrp: Number(fields[2]),
+      flags: Number(fields[6]),
+    };
   } catch {
     return undefined;
   }
@@ -227,7 +235,7 @@ function readEnviron(pid: number): Buffer | undefined {
 }
 
 /** PF_KTHREAD in /proc/<pid>/stat's flags: a kernel thread, whose environ always reads empty. */
-const PF_KTHREAD = 0x00200000;
+export const PF_KTHREAD = 0x00200000;
 
 /**
  * A process's environment block; 'execing' for a user process between exec and its new stack;
@@ -239,11 +247,10 @@ const PF_KTHREAD = 0x00200000;
 export function procEnviron(pid: number): Buffer | 'execing' | undefined {
   let env = readEnviron(pid);
   if (env === undefined || env.length > 0) return env;
+  const entry = procEntry(pid);
+  if (!entry || entry.state === 'Z' || entry.state === 'X' || (entry.flags & PF_KTHREAD) !== 0)
+    return undefined;
   try {
-    const stat = readFileSync(`/proc/${pid}/stat`, 'latin1');
-    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-    // fields[0] is the state (field 3 of stat), fields[6] the flags (field 9).
-    if (fields[0] === 'Z' || fields[0] === 'X' || (Number(fields[6]) & PF_KTHREAD) !== 0) return undefined;
     // Twice: a process that execs again at once (a loop of execs) may be mid-exec once more.
     for (let attempt = 0; attempt < 2; attempt++) {
       if (readFileSync(`/proc/${pid}/cmdline`).length === 0) return 'execing';
@@ -266,18 +273,13 @@ export async function sweepCookieUntilGone(
   match: string | { cookie: string } | { prefix: string },
   timeoutMs = 1000,
 ): Promise<boolean> {
-  const m = typeof match === 'string' ? { cookie: match } : match;
   const deadline = Date.now() + timeoutMs;
   for (;;) {
-    sweepCookie(m);
     const execing: number[] = [];
-    const left = findCookiePids(m, { execing }).filter((pid) => {
-      const stat = procStat(pid);
-      return stat !== undefined && stat[0] !== 'Z';
-    });
-    if (left.length === 0 && execing.length === 0) return true;
-    if (Date.now() >= deadline) return left.length === 0;
-    await new Promise((resolve) => setTimeout(resolve, left.length > 0 ? 10 : 2));
+    const { clear } = sweep(match, execing);
+    if (clear && execing.length === 0) return true;
+    if (Date.now() >= deadline) return clear;
+    await new Promise((resolve) => setTimeout(resolve, clear ? 2 : 10));
   }
 }
 
@@ -288,14 +290,26 @@ export async function sweepCookieUntilGone(
  * it cannot wait for a process caught mid-exec: sweepCookieUntilGone does.
  */
 export function sweepCookie(match: string | { cookie: string } | { prefix: string }): number[] {
+  return sweep(match).killed;
+}
+
+/**
+ * sweepCookie's rounds. `clear`: the last scan found no live carrier (false after 5 rounds that
+ * each found one); `execing` receives the processes that last scan saw mid-exec.
+ */
+function sweep(
+  match: string | { cookie: string } | { prefix: string },
+  execing: number[] = [],
+): { killed: number[]; clear: boolean } {
   const m = typeof match === 'string' ? { cookie: match } : match;
   const killed: number[] = [];
   for (let round = 0; round < 5; round++) {
-    const pids = findCookiePids(m).filter((pid) => {
+    execing.length = 0;
+    const pids = findCookiePids(m, { execing }).filter((pid) => {
       const stat = procStat(pid);
       return stat !== undefined && stat[0] !== 'Z';
     });
-    if (pids.length === 0) break;
+    if (pids.length === 0) return { killed, clear: true };
     for (const pid of pids) {
       try {
         process.kill(pid, 'SIGKILL');
@@ -305,5 +319,42 @@ export function sweepCookie(match: string | { cookie: string } | { prefix: strin
       }
     }
   }
-  return killed;
+  return { killed, clear: false };
+}
+
+/**
+ * SIGKILLs at once every live pid `scan` finds, scans again for what they forked meanwhile (at
+ * most 5 rounds), and waits, synchronously and at most `budgetMs` per round, until every process
+ * signalled is gone (dead or a zombie). A scan that finds nothing while it saw a process mid-exec
+ * (it fills `execing`; see findEnvPids) is repeated within `budgetMs`: that process may be one to
+ * kill. For a cancel that must be complete before the cancelled call is answered (the terminal's
+ * and a command template's). Returns the pids signalled that are still alive (normally none).
+ */
+export function sigkillAllSync(scan: (execing: number[]) => number[], budgetMs: number): number[] {
+  const signalled = new Set<number>();
+  let left: number[] = [];
+  const execDeadline = performance.now() + budgetMs;
+  for (let round = 0; round < 5;) {
+    const execing: number[] = [];
+    const fresh = scan(execing).filter((pid) => !signalled.has(pid) && pidAlive(pid));
+    if (fresh.length === 0) {
+      if (execing.length > 0 && performance.now() < execDeadline) continue;
+      break;
+    }
+    round++;
+    for (const pid of fresh) {
+      try {
+        process.kill(pid, 'SIGKILL');
+        signalled.add(pid);
+      } catch {
+        // gone already
+      }
+    }
+    left = [...signalled].filter(pidAlive);
+    const deadline = performance.now() + budgetMs;
+    // SIGKILL takes effect when the kernel next schedules the process: microseconds, rarely more.
+    while (left.length > 0 && performance.now() < deadline) left = left.filter(pidAlive);
+    if (left.length > 0) break;
+  }
+  return left;
 }

@@ -6,6 +6,7 @@ import {
   killTree,
   killTreeSync,
   procEnviron,
+  sigkillAllSync,
   sweepCookie,
   sweepCookieUntilGone,
 } from '@conch/process';
@@ -49,38 +50,14 @@ const CANCEL_CONFIRM_MS = 100;
  * aborted call is answered. Returns the pids signalled that are still alive (normally none).
  */
 export function cancelSessionTree(shellPid: number, cookie: string): number[] {
-  const signalled = new Set<number>();
-  let left: number[] = [];
-  const execDeadline = performance.now() + CANCEL_CONFIRM_MS;
-  // A scan after the SIGKILLs catches what the tree forked between the first scan and them.
-  for (let round = 0; round < 5; round++) {
-    const execing: number[] = [];
-    const fresh = scanSession(shellPid, cookie, execing).filter((pid) => !signalled.has(pid) || live(pid));
-    if (fresh.length === 0) {
-      // A process caught mid-exec (its environ reads empty for a moment) may be an escapee: look
-      // again once its exec is done, within the same budget.
-      if (execing.length > 0 && performance.now() < execDeadline) round--;
-      else break;
-      continue;
-    }
-    for (const pid of fresh) {
-      signal(pid, 'SIGKILL');
-      signalled.add(pid);
-    }
-    left = [...signalled].filter(live);
-    const deadline = performance.now() + CANCEL_CONFIRM_MS;
-    // SIGKILL takes effect when the kernel next schedules the process: microseconds, rarely more.
-    while (left.length > 0 && performance.now() < deadline) left = left.filter(live);
-    if (left.length > 0) break;
-  }
-  return left;
+  return sigkillAllSync((execing) => scanSession(shellPid, cookie, execing), CANCEL_CONFIRM_MS);
 }
 
 /**
  * Live pids of a session in one pass over /proc: the shell's tree by parent links, and every
  * process carrying its cookie (escapees: setsid, nohup, reparented orphans).
  */
-function scanSession(shellPid: number, cookie: string, execing?: number[]): number[] {
+function scanSession(shellPid: number, cookie: string, execing: number[]): number[] {
   let names: string[];
   try {
     names = readdirSync('/proc');
@@ -110,7 +87,7 @@ function scanSession(shellPid: number, cookie: string, execing?: number[]): numb
     else children.set(ppid, [pid]);
     if (pid === shellPid) continue;
     const env = procEnviron(pid);
-    if (env === 'execing') execing?.push(pid);
+    if (env === 'execing') execing.push(pid);
     else if (env) {
       // Each entry ends in a NUL, the last one included; the variable must start an entry.
       const at = env.indexOf(needle);

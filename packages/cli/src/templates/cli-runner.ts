@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import type { ToolCallContext } from '@conch/core';
-import { findEnvPids, pidAlive } from '@conch/process';
+import { findEnvPids, sigkillAllSync } from '@conch/process';
 import type { CliConfigInput } from '../config.js';
 import { runCommand } from '../run-command.js';
 import type { TemplateRunner } from './define-command-tool.js';
@@ -58,34 +58,8 @@ export const cliTemplateRunner: TemplateRunner = async (ctx: ToolCallContext, re
  * gone. Returns the pids still alive.
  */
 function killMarked(mark: string): number[] {
-  const signalled = new Set<number>();
-  let left: number[] = [];
-  const execDeadline = performance.now() + CANCEL_CONFIRM_MS;
-  for (let round = 0; round < 5; round++) {
-    const execing: number[] = [];
-    const fresh = findEnvPids(TEMPLATE_CALL_VARIABLE, mark, { execing }).filter(
-      (pid) => pidAlive(pid) && !signalled.has(pid),
-    );
-    if (fresh.length === 0) {
-      // A process caught inside an exec reads as an empty environment for a moment: look again
-      // once its exec is done, within the same budget.
-      if (execing.length > 0 && performance.now() < execDeadline) round--;
-      else break;
-      continue;
-    }
-    for (const pid of fresh) {
-      try {
-        process.kill(pid, 'SIGKILL');
-        signalled.add(pid);
-      } catch {
-        // gone already
-      }
-    }
-    left = [...signalled].filter(pidAlive);
-    const deadline = performance.now() + CANCEL_CONFIRM_MS;
-    // SIGKILL takes effect when the kernel next schedules the process: microseconds, rarely more.
-    while (left.length > 0 && performance.now() < deadline) left = left.filter(pidAlive);
-    if (left.length > 0) break;
-  }
-  return left;
+  return sigkillAllSync(
+    (execing) => findEnvPids(TEMPLATE_CALL_VARIABLE, mark, { execing }),
+    CANCEL_CONFIRM_MS,
+  );
 }
