@@ -13,6 +13,7 @@ import {
   type PermissionRequest,
   type SandboxLevel,
 } from '@conch/core';
+import { compileHostPattern, KernelPolicyBuilder, type HostPattern, type SandboxMode } from '@conch/sandbox';
 import type { ParsedCommand, ShellParser } from '@conch/shell-syntax';
 import { isIP } from 'node:net';
 import { homedir } from 'node:os';
@@ -24,8 +25,6 @@ import type { PermissionConfig } from './config.js';
 import { escapeHidden, MAX_DISPLAY_CHARS, requestLine } from './display.js';
 import { compileProtected, type PathContext } from './paths.js';
 import { protectedWrite } from './protected-write.js';
-import { KernelPolicyBuilder, type SandboxMode } from './kernel-policy.js';
-import { compileHostPattern, type HostPattern } from './network-rules.js';
 import { compileRule, type CompiledRule, type HostRules, type RuleList } from './host-rules.js';
 
 /** One decision as the audit log keeps it. */
@@ -169,7 +168,7 @@ export class PermissionEngine implements PermissionGate {
    * What the kernel must enforce: the sandbox, its writable roots, and the existing protected
    * paths read-only for every command (none when the host turned the protected-paths rule off);
    * undefined with `sandbox: 'off'` and `kernelWall: false`. Cached; walked again after a change in
-   * the workspace (see kernel-policy.ts).
+   * the workspace (see @conch/sandbox's kernel-policy.ts).
    */
   kernelPolicy(): KernelPolicy | undefined {
     if (!this.kernel) return undefined;

@@ -12,5 +12,12 @@ export {
 export { approvalDisplay, escapeHidden, MAX_DISPLAY_CHARS, requestLine } from './display.js';
 export { permissionPlugin as default } from './plugin.js';
 export { protectedPathReason, type ProtectedPathOptions } from './protected-write.js';
-export { compileHostPattern, PACKAGE_REGISTRIES, type HostPattern } from './network-rules.js';
-export { HIDDEN_ENV, KEPT_ENV, SECRET_HOME_PATHS } from './kernel-policy.js';
+// The sandbox's policy lives in @conch/sandbox; these names are exported here as before.
+export {
+  compileHostPattern,
+  HIDDEN_ENV,
+  KEPT_ENV,
+  PACKAGE_REGISTRIES,
+  SECRET_HOME_PATHS,
+  type HostPattern,
+} from '@conch/sandbox';

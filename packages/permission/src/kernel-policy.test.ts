@@ -14,11 +14,11 @@ import {
 import { tmpdir } from 'node:os';
 import { dirname, join, sep } from 'node:path';
 import type { KernelPolicy, Logger } from '@conch/core';
+import { KernelPolicyBuilder, type KernelPolicyOptions } from '@conch/sandbox';
 import { waitFor } from '@conch/test-support';
 import { pino } from 'pino';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { permissionConfigSchema, type PermissionConfigInput } from './config.js';
-import { KernelPolicyBuilder, type KernelPolicyOptions } from './kernel-policy.js';
 import { compileProtected } from './paths.js';
 
 let root: string;

@@ -10,11 +10,11 @@ import {
   type PluginSetup,
 } from '@conch/core';
 import { probeSandboxSync } from '@conch/process';
+import { compileHostPattern } from '@conch/sandbox';
 import { loadShellParser, type ShellParser } from '@conch/shell-syntax';
 import { ZodError, type z } from 'zod';
 import { permissionConfigSchema, type PermissionConfig } from './config.js';
 import { compileRules, PermissionEngine } from './gate.js';
-import { compileHostPattern } from './network-rules.js';
 
 /**
  * The registry's process manager as far as the gate needs it (the token `@conch/process` provides;

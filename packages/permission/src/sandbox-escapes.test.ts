@@ -423,9 +423,9 @@ describe.runIf(BWRAP)('escapes through cli_based_tool, default config, no approv
       T,
     );
 
-    // Known, documented limit (kernel-policy.ts): a protected name that does not exist when the
-    // sandbox starts can be created when the parser cannot see the write; the next sandbox
-    // protects it. These pin what actually happens.
+    // Known, documented limit (@conch/sandbox's kernel-policy.ts): a protected name that does not
+    // exist when the sandbox starts can be created when the parser cannot see the write; the next
+    // sandbox protects it. These pin what actually happens.
     it.each([
       [`python3 -c "open('a/b/.env.local', 'w').write('x')"`, 'a/b/.env.local'],
       [

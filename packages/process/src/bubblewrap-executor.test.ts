@@ -3,8 +3,9 @@ import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { waitFor } from '@conch/test-support';
+import { findBwrap } from '@conch/sandbox';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { BubblewrapExecutor, findBwrap } from './bubblewrap-executor.js';
+import { BubblewrapExecutor } from './bubblewrap-executor.js';
 import { ProcessManager } from './process-manager.js';
 import { survivors } from './test-support/procs.js';
 

@@ -1,5 +1,4 @@
-import { accessSync, constants } from 'node:fs';
-import { delimiter, join } from 'node:path';
+import { findBwrap } from '@conch/sandbox';
 import { BwrapNotFoundError } from './errors.js';
 import { LocalExecutor, type ExecutorSpawnRequest } from './executor.js';
 
@@ -12,29 +11,6 @@ export interface BubblewrapOptions {
   network?: boolean;
   /** Extra bwrap arguments inserted before `--`. */
   extraArgs?: readonly string[];
-}
-
-/** The last PATH bwrap was found on, and where (asked on every sandboxed spawn). */
-let found: { pathEnv: string; bwrap: string } | undefined;
-
-/**
- * Finds `bwrap` on PATH, or undefined. A hit is remembered for the same PATH (one that disappears
- * later fails its supervisor's start, which marks the sandbox broken); a miss is looked for again.
- */
-export function findBwrap(pathEnv = process.env.PATH ?? ''): string | undefined {
-  if (found?.pathEnv === pathEnv) return found.bwrap;
-  for (const dir of pathEnv.split(delimiter)) {
-    if (!dir) continue;
-    const candidate = join(dir, 'bwrap');
-    try {
-      accessSync(candidate, constants.X_OK);
-      found = { pathEnv, bwrap: candidate };
-      return candidate;
-    } catch {
-      // keep looking
-    }
-  }
-  return undefined;
 }
 
 /**

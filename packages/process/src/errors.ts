@@ -1,4 +1,8 @@
 import { ConchError } from '@conch/core';
+import { describeReceived } from '@conch/sandbox';
+
+// Thrown by the sandbox profile's checks too, so it lives in @conch/sandbox; exported here as before.
+export { InvalidSpawnOptionError } from '@conch/sandbox';
 
 /** spawn() was called on a disposed ProcessManager. */
 export class ProcessManagerDisposedError extends ConchError {
@@ -9,17 +13,6 @@ export class ProcessManagerDisposedError extends ConchError {
         'Cannot spawn: this ProcessManager has been disposed (its registry was disposed). Create a new registry.',
     });
     this.name = 'ProcessManagerDisposedError';
-  }
-}
-
-/** A spawn option has the wrong type or value. */
-export class InvalidSpawnOptionError extends ConchError {
-  constructor(field: string, expected: string, received: unknown) {
-    super({
-      code: 'INVALID_SPAWN_OPTION',
-      message: `spawn option '${field}': expected ${expected}; received ${describe(received)}`,
-    });
-    this.name = 'InvalidSpawnOptionError';
   }
 }
 
@@ -36,7 +29,7 @@ export class DuplicateProcessIdError extends ConchError {
       : `a finished process still listed (${holder.label})`;
     super({
       code: 'DUPLICATE_PROCESS_ID',
-      message: `spawn option '${field}': expected an id no process of this manager has; received ${describe(id)}, the id of ${what}. Choose another id, or leave it out for an automatic one`,
+      message: `spawn option '${field}': expected an id no process of this manager has; received ${describeReceived(id)}, the id of ${what}. Choose another id, or leave it out for an automatic one`,
     });
     this.name = 'DuplicateProcessIdError';
     this.processId = id;
@@ -48,7 +41,7 @@ export class InvalidProcessArgumentError extends ConchError {
   constructor(method: string, field: string, expected: string, received: unknown) {
     super({
       code: 'INVALID_PROCESS_ARGUMENT',
-      message: `${method} '${field}': expected ${expected}; received ${describe(received)}`,
+      message: `${method} '${field}': expected ${expected}; received ${describeReceived(received)}`,
     });
     this.name = 'InvalidProcessArgumentError';
   }
@@ -84,22 +77,8 @@ export class LeftoverAdoptionError extends ConchError {
   constructor(field: string, expected: string, received: unknown) {
     super({
       code: 'INVALID_LEFTOVER_ADOPTION',
-      message: `adoptLeftovers '${field}': expected ${expected}; received ${describe(received)}`,
+      message: `adoptLeftovers '${field}': expected ${expected}; received ${describeReceived(received)}`,
     });
     this.name = 'LeftoverAdoptionError';
   }
-}
-
-function describe(value: unknown): string {
-  // A value as it was given, short: a 10 MB command must not become a 10 MB message.
-  if (typeof value === 'string' && value.length > 200) {
-    return `a string of ${value.length} characters (${JSON.stringify(value.slice(0, 60))}…)`;
-  }
-  let text: string;
-  try {
-    text = JSON.stringify(value) ?? String(value);
-  } catch {
-    text = String(value);
-  }
-  return text.length > 300 ? `${text.slice(0, 300)}…` : text;
 }

@@ -4,8 +4,8 @@ import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { waitFor } from '@conch/test-support';
+import { findBwrap } from '@conch/sandbox';
 import { afterEach, describe, expect, it } from 'vitest';
-import { findBwrap } from './bubblewrap-executor.js';
 import { pidAlive } from './kill-tree.js';
 import { survivors } from './test-support/procs.js';
 

@@ -25,7 +25,7 @@ export {
 export { killTree, killTreeSync, treePids } from './process-tree.js';
 export { LocalExecutor, type Executor, type ExecutorSpawnRequest } from './executor.js';
 export type { SpawnedChild } from './spawned-child.js';
-export { BubblewrapExecutor, findBwrap, type BubblewrapOptions } from './bubblewrap-executor.js';
+export { BubblewrapExecutor, type BubblewrapOptions } from './bubblewrap-executor.js';
 export {
   BwrapNotFoundError,
   DuplicateProcessIdError,
@@ -61,22 +61,24 @@ export {
 export type { ExitReason, LeftoverProcess, OutputEvent, ProcessResult } from './process-result.js';
 export type { LeftoverHandle } from './leftover-handle.js';
 export type { PtyExit, PtyProcess } from './pty-process.js';
+// The sandbox's mechanism lives in @conch/sandbox; these names are exported here as before.
 export {
+  findBwrap,
   NetworkProxy,
   normalizeHost,
+  probeSandbox,
+  probeSandboxSync,
+  PROXY_PORT,
+  profileFor,
   type BlockedConnection,
   type ConnectionVerdict,
   type Destination,
-} from './network-proxy.js';
-export {
-  PROXY_PORT,
-  profileFor,
   type PolicyForProfile,
   type SandboxKind,
   type SandboxProfile,
+  type SandboxStatus,
   type WorkspaceWriteProfile,
-} from './sandbox-profile.js';
-export { probeSandbox, probeSandboxSync, type SandboxStatus } from './probe-sandbox.js';
+} from '@conch/sandbox';
 export type { SpawnerStatus } from './supervisor-protocol.js';
 export { DEFAULT_FORWARD_POLL_MS, type ForwardedPort } from './port-forwarder.js';
 export { type SandboxFileHandle, type SandboxFileSystem } from './sandbox-file-system.js';

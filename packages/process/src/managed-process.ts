@@ -2,6 +2,7 @@ import './events.js';
 import type { Readable, Writable } from 'node:stream';
 import { TextDecoder } from 'node:util';
 import type { EventBus, Logger } from '@conch/core';
+import type { SandboxKind } from '@conch/sandbox';
 import {
   findCookiePids,
   groupExists,
@@ -17,7 +18,6 @@ import { killGraceFromSeconds, seedExitCode, type ManagedProcessInfo } from './p
 import { toProcessInfo } from './process-events.js';
 import type { OutputCapture } from './output-capture.js';
 import type { ExitReason, LeftoverProcess, OutputEvent, ProcessResult } from './process-result.js';
-import type { SandboxKind } from './sandbox-profile.js';
 import type { SpawnedChild } from './spawned-child.js';
 import type { SpillReport, SpillSink } from './spill-sink.js';
 import { cleanForModel, stripAnsi } from './strip-ansi.js';

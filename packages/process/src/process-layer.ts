@@ -1,9 +1,9 @@
 import type { Writable } from 'node:stream';
 import { token, type PluginScope, type ProcessManagerService } from '@conch/core';
+import type { SandboxKind } from '@conch/sandbox';
 import type { LeftoverHandle } from './leftover-handle.js';
 import type { ProcessManagerStatus } from './process-manager.js';
 import type { OutputEvent, ProcessResult } from './process-result.js';
-import type { SandboxKind } from './sandbox-profile.js';
 import type { SpawnOptions } from './spawn-options.js';
 import type { SpillReport } from './spill-sink.js';
 

@@ -5,8 +5,30 @@ import { homedir, tmpdir } from 'node:os';
 import { dirname, isAbsolute, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { EventBus, Logger, ProcessManagerService } from '@conch/core';
+import {
+  envFilter,
+  findBwrap,
+  installRoot,
+  isIsolated,
+  isRequired,
+  NetworkProxy,
+  NO_SANDBOX,
+  normalizeSandboxProfile,
+  probeSandbox,
+  PROXY_PORT,
+  PROXY_SOCKET_IN_SANDBOX,
+  proxyEnv,
+  sandboxArgs,
+  sandboxKey,
+  settledSandboxStatus,
+  type BlockedConnection,
+  type ConnectionVerdict,
+  type Destination,
+  type SandboxKind,
+  type SandboxProfile,
+  type SandboxStatus,
+} from '@conch/sandbox';
 import './events.js';
-import { findBwrap } from './bubblewrap-executor.js';
 import {
   DuplicateProcessIdError,
   InvalidSpawnOptionError,
@@ -21,7 +43,6 @@ import { COOKIE_VAR, sweepCookie, sweepCookieUntilGone } from './kill-tree.js';
 import { ProcessLeftovers, type LeftoverHandle } from './leftover-handle.js';
 import { ManagedProcess, type ProcessOwner } from './managed-process.js';
 import { OutputCapture } from './output-capture.js';
-import { probeSandbox, settledSandboxStatus, type SandboxStatus } from './probe-sandbox.js';
 import { killGraceFromSeconds, PAI_KILL_ALL_TIMEOUT_S, type ManagedProcessInfo } from './pai-api.js';
 import { processEvents, toProcessInfo } from './process-events.js';
 import type { ProcessResult } from './process-result.js';
@@ -29,21 +50,6 @@ import { killTree, killTreeSync } from './process-tree.js';
 import { loadPtyModule } from './pty-module.js';
 import { LocalPty, type BasePty, type PtyProcess } from './pty-process.js';
 import { RoutedChild } from './routed-child.js';
-import {
-  installRoot,
-  isIsolated,
-  isRequired,
-  NO_SANDBOX,
-  envFilter,
-  normalizeSandboxProfile,
-  PROXY_PORT,
-  PROXY_SOCKET_IN_SANDBOX,
-  proxyEnv,
-  sandboxArgs,
-  sandboxKey,
-  type SandboxKind,
-  type SandboxProfile,
-} from './sandbox-profile.js';
 import {
   commandLineProblem,
   describeCommandLineProblem,
@@ -55,12 +61,6 @@ import type { SpawnedChild } from './spawned-child.js';
 import { SpillBudget, SpillSink, type SpillDir } from './spill-sink.js';
 import { SupervisorClient } from './supervisor-client.js';
 import type { SpawnerStatus } from './supervisor-protocol.js';
-import {
-  NetworkProxy,
-  type BlockedConnection,
-  type ConnectionVerdict,
-  type Destination,
-} from './network-proxy.js';
 import { performFs } from './supervisor-fs.js';
 import { PortForwarder, type ForwardedPort } from './port-forwarder.js';
 import { sandboxFileSystem, type SandboxFileSystem } from './sandbox-file-system.js';

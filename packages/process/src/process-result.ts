@@ -1,5 +1,5 @@
+import type { SandboxKind } from '@conch/sandbox';
 import type { CaptureSnapshot } from './output-capture.js';
-import type { SandboxKind } from './sandbox-profile.js';
 import type { SpillReport } from './spill-sink.js';
 
 export type ExitReason = 'exit' | 'timeout' | 'aborted' | 'killed' | 'error';

@@ -1,5 +1,5 @@
+import type { SandboxKind } from '@conch/sandbox';
 import type { NodePty } from './pty-module.js';
-import type { SandboxKind } from './sandbox-profile.js';
 
 /** How a PTY's shell ended (node-pty's shape: `signal` is 0 unless a signal ended it). */
 export interface PtyExit {

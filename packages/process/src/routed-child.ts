@@ -1,9 +1,9 @@
 import { EventEmitter } from 'node:events';
 import type { Socket } from 'node:net';
 import type { Readable } from 'node:stream';
+import type { SandboxKind } from '@conch/sandbox';
 import { DeferredWritable } from './deferred-writable.js';
 import type { ExecutorSpawnRequest } from './executor.js';
-import type { SandboxKind } from './sandbox-profile.js';
 import type { SpawnedChild } from './spawned-child.js';
 
 /**

@@ -3,7 +3,6 @@ import { chmodSync, existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } 
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { probeSandbox, probeSandboxSync } from './probe-sandbox.js';
 import { ProcessManager, type ProcessManagerOptions } from './process-manager.js';
 import { memoryLogger, WARN } from './test-support/log.js';
 
@@ -54,58 +53,5 @@ describe.each([
     } finally {
       await m.dispose();
     }
-  });
-});
-
-describe('probeSandbox', () => {
-  it('reports the fake bwrap as unavailable with its version and reason, once (cached)', async () => {
-    const first = probeSandbox();
-    expect(probeSandbox()).toBe(first);
-    expect(await first).toMatchObject({ available: false, version: '0.8.0' });
-  });
-
-  // Each fake is a fresh path: the probes cache by binary.
-  const fake = (name: string, script: string) => {
-    const path = join(dir, name);
-    writeFileSync(path, `#!/bin/sh\n${script}\n`);
-    chmodSync(path, 0o755);
-    return path;
-  };
-
-  it.each([
-    ['fails without a word', 'exit 3', { reason: 'exited with code 3' }],
-    ['is killed by a signal', 'kill -9 $$', { reason: 'was killed (SIGKILL)' }],
-    [
-      'refuses the sandbox silently but knows its version',
-      'if [ "$1" = --version ]; then echo "bubblewrap 0.9.1"; exit 0; fi; exit 1',
-      { reason: 'exited with code 1', version: '0.9.1' },
-    ],
-    [
-      'works',
-      'if [ "$1" = --version ]; then echo "bubblewrap 0.9.2"; exit 0; fi; shift 10; exec "$@"',
-      { available: true, version: '0.9.2' },
-    ],
-  ])('a bwrap that %s: both probes say the same', async (name, script, expected) => {
-    const slug = name.replace(/\W+/g, '-');
-    const [async, sync] = [fake(`a-${slug}`, script), fake(`s-${slug}`, script)];
-    const fromAsync = await probeSandbox({ bwrap: async });
-    const fromSync = probeSandboxSync({ bwrap: sync });
-    const { reason, ...rest } = expected as { reason?: string; available?: boolean; version?: string };
-    for (const [status, path] of [
-      [fromAsync, async],
-      [fromSync, sync],
-    ] as const) {
-      expect(status).toMatchObject({ available: false, bwrap: path, ...rest });
-      if (reason) expect(status.reason).toBe(`${path} ${reason}`);
-      else expect(status.reason).toBeUndefined();
-    }
-  });
-
-  it('reports a missing bwrap', async () => {
-    process.env.PATH = join(dir, 'empty');
-    expect(await probeSandbox()).toMatchObject({
-      available: false,
-      reason: expect.stringMatching(/not found/),
-    });
   });
 });

@@ -14,11 +14,10 @@ import { createRequire } from 'node:module';
 import { homedir, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { waitFor } from '@conch/test-support';
+import { findBwrap, type SandboxProfile } from '@conch/sandbox';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { findBwrap } from './bubblewrap-executor.js';
 import { procEntry } from './kill-tree.js';
 import { ProcessManager, type ProcessManagerOptions } from './process-manager.js';
-import type { SandboxProfile } from './sandbox-profile.js';
 
 type WorkspaceWrite = Extract<SandboxProfile, { kind: 'workspace-write' }>;
 import { survivors } from './test-support/procs.js';

@@ -1,7 +1,7 @@
 import { readFileSync } from 'node:fs';
+import type { SandboxProfile } from '@conch/sandbox';
 import { InvalidSpawnOptionError } from './errors.js';
 import type { Executor } from './executor.js';
-import type { SandboxProfile } from './sandbox-profile.js';
 
 export interface CaptureOptions {
   /** Bytes of each stream's start kept in memory. Default 64 KiB. */

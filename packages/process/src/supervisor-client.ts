@@ -2,6 +2,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { closeSync } from 'node:fs';
 import { Socket } from 'node:net';
 import type { Logger } from '@conch/core';
+import type { SandboxKind } from '@conch/sandbox';
 import { BlockingLineChannel } from './blocking-read.js';
 import { killGroupSync, sweepCookie } from './kill-tree.js';
 import { killTreeSync } from './process-tree.js';
@@ -9,7 +10,6 @@ import { SupervisedPty, type BasePty } from './pty-process.js';
 import type { RoutedChild } from './routed-child.js';
 import { hostPidOf, lastPid, pidNamespaceOf, type NamespaceMatch } from './ns-pid.js';
 import { SupervisorHealth } from './supervisor-health.js';
-import type { SandboxKind } from './sandbox-profile.js';
 import type {
   FsOp,
   HostMessage,

@@ -13,11 +13,10 @@ import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { waitFor } from '@conch/test-support';
+import { findBwrap, type SandboxProfile } from '@conch/sandbox';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { findBwrap } from './bubblewrap-executor.js';
 import { procEntry } from './kill-tree.js';
 import { ProcessManager, type ProcessManagerOptions } from './process-manager.js';
-import type { SandboxProfile } from './sandbox-profile.js';
 import { survivors } from './test-support/procs.js';
 
 const bwrap = findBwrap();

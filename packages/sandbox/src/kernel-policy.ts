@@ -20,14 +20,14 @@ import {
   SYSTEM_RC_DIRS,
   TOOL_CONFIG_DIRS,
   TOOL_CONFIG_FILES,
-  type PathContext,
-} from './paths.js';
+} from './protected-names.js';
 
 /**
  * How the kernel is told: the sandbox policy, in one place.
  *
  * The gate decides what a command intends and needs; this module turns the permission config into
- * what bubblewrap enforces around every command (@conch/process `workspace-write` profile):
+ * what bubblewrap enforces around every command (the `workspace-write` profile of profile.ts,
+ * which @conch/process applies):
  *
  * - **writable roots**: the workspace, the host's `writableRoots`, and a sandbox-private cache
  *   directory per workspace that tools' caches are pointed at (npm, pip, uv, yarn, pnpm, go, XDG) —
@@ -165,9 +165,25 @@ const GIT_PROTECTED = ['hooks', 'config', 'config.worktree', 'commondir', 'gitdi
 
 export type SandboxMode = KernelPolicy['mode'];
 
+/**
+ * The paths a kernel policy is built around (@conch/permission's `PathContext` is one): the user's
+ * home, the workspace, and what the host protects besides the built-in names.
+ */
+export interface SandboxPaths {
+  home: string;
+  workspaceRoot: string;
+  /** The host's extra protected globs, compiled (tested on absolute and workspace-relative paths). */
+  extra: readonly { test(path: string): boolean }[];
+  /**
+   * Names protected at any depth, a file or a directory with everything in it (config
+   * `protectedFiles`, default `Gemfile`, `Gemfile.lock`, `.aws`).
+   */
+  names?: ReadonlySet<string>;
+}
+
 export interface KernelPolicyOptions {
   mode: SandboxMode;
-  paths: PathContext;
+  paths: SandboxPaths;
   /** The permission config's `secrets`: more variables and paths hidden, or let through. */
   secrets?: {
     hideEnv: readonly string[];

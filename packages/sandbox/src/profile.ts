@@ -1,6 +1,6 @@
 import { existsSync, realpathSync, statSync } from 'node:fs';
 import { dirname, isAbsolute, resolve } from 'node:path';
-import { InvalidSpawnOptionError } from './errors.js';
+import { InvalidSpawnOptionError } from './invalid-spawn-option-error.js';
 
 /**
  * The kernel wall around a command (bubblewrap), set up once per profile around a supervisor:
@@ -300,7 +300,7 @@ const ISOLATION = [
 
 /**
  * bwrap arguments for a profile. `keepVisible` lists paths the sandboxed supervisor and its
- * commands need (node, this package, node-pty).
+ * commands need (node, @conch/process and its supervisor, node-pty).
  *
  * - `protected` keeps the host's /proc and pid namespace (its commands were approved by a human to
  *   run with the user's rights: `kill` and `ps` of the user's processes work) and dev-binds the

@@ -1,4 +1,4 @@
-import { normalizeHost } from '@conch/process';
+import { normalizeHost } from './network-proxy.js';
 
 /**
  * Host patterns of the network allow-list and deny-list, matched on the destination the proxy

@@ -1,5 +1,5 @@
 import { execFile, spawnSync } from 'node:child_process';
-import { findBwrap } from './bubblewrap-executor.js';
+import { findBwrap } from './find-bwrap.js';
 
 /** Whether bubblewrap can sandbox commands here. */
 export interface SandboxStatus {

@@ -1,0 +1,51 @@
+export { describeReceived } from './describe-received.js';
+export { findBwrap } from './find-bwrap.js';
+export { compileHostPattern, PACKAGE_REGISTRIES, type HostPattern } from './host-patterns.js';
+export { InvalidSpawnOptionError } from './invalid-spawn-option-error.js';
+export {
+  defaultSandboxCacheDir,
+  HIDDEN_ENV,
+  KEPT_ENV,
+  KernelPolicyBuilder,
+  SECRET_HOME_PATHS,
+  sandboxEnv,
+  type KernelPolicyOptions,
+  type SandboxMode,
+  type SandboxPaths,
+} from './kernel-policy.js';
+export {
+  NetworkProxy,
+  normalizeHost,
+  type BlockedConnection,
+  type ConnectionVerdict,
+  type Destination,
+  type NetworkProxyOptions,
+} from './network-proxy.js';
+export { probeSandbox, probeSandboxSync, settledSandboxStatus, type SandboxStatus } from './probe.js';
+export {
+  envFilter,
+  installRoot,
+  isIsolated,
+  isRequired,
+  NO_SANDBOX,
+  normalizeSandboxProfile,
+  profileFor,
+  PROXY_PORT,
+  PROXY_SOCKET_IN_SANDBOX,
+  proxyEnv,
+  sandboxArgs,
+  sandboxKey,
+  type PolicyForProfile,
+  type SandboxArgs,
+  type SandboxKind,
+  type SandboxProfile,
+  type WorkspaceWriteProfile,
+} from './profile.js';
+export {
+  ENV_FILE,
+  RC_FILES,
+  SYSTEM_RC,
+  SYSTEM_RC_DIRS,
+  TOOL_CONFIG_DIRS,
+  TOOL_CONFIG_FILES,
+} from './protected-names.js';

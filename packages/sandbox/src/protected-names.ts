@@ -1,0 +1,60 @@
+/**
+ * Names that stay protected wherever they are: what the kernel policy makes read-only in every
+ * writable root, and what @conch/permission's parser refuses to write.
+ */
+
+/** Shell start-up files (in any directory): writing one runs code in every later shell. */
+export const RC_FILES: ReadonlySet<string> = new Set([
+  '.bashrc',
+  '.bash_profile',
+  '.bash_login',
+  '.bash_logout',
+  '.bash_aliases',
+  '.profile',
+  '.zshrc',
+  '.zshenv',
+  '.zprofile',
+  '.zlogin',
+  '.zlogout',
+  '.kshrc',
+  '.mkshrc',
+  '.cshrc',
+  '.tcshrc',
+  '.inputrc',
+  '.gitconfig',
+  '.pam_environment',
+]);
+/**
+ * Directories (at any depth) whose files the user's own tools read as settings or run as code
+ * outside any sandbox: editors (`.vscode/tasks.json`), IDEs, agent CLIs (`.claude/settings.json`
+ * hooks), MCP clients.
+ */
+export const TOOL_CONFIG_DIRS: ReadonlySet<string> = new Set([
+  '.vscode',
+  '.idea',
+  '.claude',
+  '.gemini',
+  '.cursor',
+]);
+/**
+ * Files (at any depth) of the same kind: MCP server lists, direnv (`.envrc`, also an .env* name),
+ * submodule definitions, search-tool config that can name a preprocessor.
+ */
+export const TOOL_CONFIG_FILES: ReadonlySet<string> = new Set([
+  '.mcp.json',
+  '.gitmodules',
+  '.ripgreprc',
+  '.envrc',
+]);
+/** An environment file: `.env`, `.env.local`, `.env-prod`, `.env_x`, `.envrc`. */
+export const ENV_FILE = /^\.env($|[.\-_]|rc$)/;
+/** System-wide start-up files and directories. */
+export const SYSTEM_RC: readonly string[] = [
+  '/etc/profile',
+  '/etc/bash.bashrc',
+  '/etc/environment',
+  '/etc/zshenv',
+  '/etc/zshrc',
+  '/etc/gitconfig',
+];
+export const SYSTEM_RC_DIRS: readonly string[] = ['/etc/zsh/', '/etc/profile.d/'];

@@ -1,0 +1,19 @@
+import { mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { defineConfig } from 'vitest/config';
+
+// Tests never write into the user's real XDG directories.
+const xdg = mkdtempSync(join(tmpdir(), 'conch-sandbox-xdg-'));
+
+export default defineConfig({
+  test: {
+    include: ['src/**/*.test.ts'],
+    testTimeout: 30_000,
+    env: {
+      XDG_CACHE_HOME: join(xdg, 'cache'),
+      XDG_CONFIG_HOME: join(xdg, 'config'),
+      XDG_STATE_HOME: join(xdg, 'state'),
+    },
+  },
+});
