@@ -35,7 +35,9 @@ export const executorPlugin = definePlugin<ExecutorConfig>({
       // 'local' is the registry's own ProcessManager (the one cli and terminal use anyway).
       ...(ctx.config.kind === 'local' ? { processManager: ensureProcessManager(ctx) } : {}),
       // target.files never writes what the host's gate protects (judged on the target's paths,
-      // its workspace standing for the workspace root), when a permission plugin is exposed.
+      // its workspace standing for the workspace root), when a permission plugin is exposed; a
+      // remote target refuses writes outside its workspace and to the built-in protected names
+      // by itself, with or without one.
       files: {
         protectedReason: (abs) =>
           ctx

@@ -178,12 +178,16 @@ export interface LeftoverProgress {
 
 /**
  * Where file operations may go in the target, sent with every `fs.*` call (the server keeps one
- * operator per distinct policy): @conch/files' files config, roots being target paths.
+ * operator per distinct policy): @conch/files' files config, roots being target paths (`~` is the
+ * target user's home). Reads may also use the server's temp dir; writes (`fs.write`, `fs.edit`,
+ * `fs.resolve`) only the working dir and `allowedRoots`, and never a protected path, judged by the
+ * server with the target's home and workspace (see server/file-service.ts).
  */
 export interface FilesPolicy {
   /** The working directory (default: the workspace). */
   root?: string;
   allowedRoots?: string[];
+  /** Any path (protected paths stay refused for writes). */
   allowOutside?: boolean;
   maxReadBytes?: number;
   maxReadLines?: number;
@@ -221,6 +225,7 @@ export interface ClientRequests {
     FsParams & { path: string; offset?: number; length?: number },
     { path: string; data: string; sizeBytes: number },
   ];
+  /** Where a write (or edit) of `path` would go in the target, refused as the write would be. */
   'fs.resolve': [FsParams & { operation: string; path: string }, { abs: string; real: string }];
   'fs.write': [
     FsParams & { path: string; content: string; encoding: 'utf8' | 'base64'; createDirs?: boolean },

@@ -8,8 +8,9 @@ const operators = new WeakMap<ExecClient, WeakMap<FileOperationsRequest, RemoteF
 /**
  * File operations in a remote target for a files config (@conch/files' `FileOperationsRequest`):
  * the config's roots and limits sent with every call, and the host's protected-path rule judged
- * on the target's paths, its workspace standing for the workspace root. The same object for the
- * same connection and request.
+ * on the target's paths, its workspace standing for the workspace root (a first refusal: the
+ * target itself keeps writes inside the workspace and off its protected names, with its own
+ * home). The same object for the same connection and request.
  */
 export function remoteFileOperator(client: ExecClient, request: FileOperationsRequest): RemoteFileOperator {
   let byRequest = operators.get(client);

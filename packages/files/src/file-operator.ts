@@ -100,8 +100,8 @@ async function readAll(handle: FileReadHandle, size: number): Promise<Buffer> {
  * after the check (the rename replaces the symlink). A path that is a symlink inside the allowed
  * roots is resolved (through the backend's realpath) and its real file replaced; the symlink
  * stays. A replaced file keeps its mode. This is also what the exec server runs in targets (the
- * host's `RemoteFileOperator` calls it there), where `protectedReason` is absent: the host's gate
- * judges remote writes first (`resolvePaths`, then the write).
+ * host's `RemoteFileOperator` calls it there), where `protectedReason` is @conch/permission's rule
+ * judged with the target's home and workspace, and the host's gate judges its own rule first.
  */
 export class FileOperator implements FileOperations {
   /** Where the files are ('local', 'ssh:user@host', ...). */

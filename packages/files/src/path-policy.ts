@@ -14,8 +14,8 @@ export interface PathPolicyOptions {
   /**
    * Why writing an absolute path is refused, in the permission gate's words, or undefined. Called
    * at each write (the host may expose a permission plugin after the operator was made), on the
-   * path as written and on its real path. Absent in a target: the host's gate judges remote
-   * writes before it sends them.
+   * path as written and on its real path. In an exec-server target it is @conch/permission's
+   * rule judged with the target's home and workspace (the host's gate judges its own first).
    */
   protectedReason?: (absolutePath: string) => string | undefined;
   /** Where real paths are resolved (the same backend the operator reads and writes through). Default `localFileSystem`. */

@@ -43,8 +43,10 @@ export interface RemoteFileOperatorOptions {
   /** Where operations may go in the target (working dir, allowed roots, limits). Default: the workspace. */
   policy?: FilesPolicy;
   /**
-   * The host's protected-path rule (the permission gate's `protectedWriteReason`): judged here on
-   * the target's absolute and real paths before any write or edit is sent.
+   * The host's protected-path rule (the permission gate's `protectedWriteReason`, with its extra
+   * globs and names): judged here on the target's absolute and real paths before any write or
+   * edit is sent, a first refusal in the gate's words. The target refuses its workspace's outside
+   * and the built-in protected names by itself, with its own home, at the write.
    */
   protectedReason?: (absolutePath: string) => string | undefined;
 }
@@ -53,6 +55,9 @@ export interface RemoteFileOperatorOptions {
  * @conch/files' file operations on a target's files, run there by the exec server (its
  * FileOperator). Failures throw FileOperationError with the same codes and
  * messages (paths in them are the target's); a dropped connection throws TransportLostError.
+ * Writes and edits go only inside the target's workspace (and the policy's allowed roots) and
+ * never to a protected path: the server judges both in the target, on real paths there, with
+ * the target user's home (`~` is that home), whether or not a host rule is given here.
  */
 export class RemoteFileOperator implements RoutedFileOperations {
   readonly target: string;
@@ -139,14 +144,14 @@ export class RemoteFileOperator implements RoutedFileOperations {
 
   /**
    * The absolute target path a write or an edit of `path` would change, or a FileOperationError
-   * (OUTSIDE_WORKING_DIR judged in the target, PROTECTED_PATH judged here): what file tools check
-   * before asking the gate.
+   * (OUTSIDE_WORKING_DIR and the built-in PROTECTED_PATH judged in the target, the host rule's
+   * PROTECTED_PATH judged here): what file tools check before asking the gate.
    */
   async checkWrite(operation: string, path: string): Promise<string> {
     return this.checkProtected(operation, path);
   }
 
-  /** The gate's protected-path rule on what the path is in the target (as written, and real). */
+  /** The target's write check, then the gate's protected-path rule on what the path is there (as written, and real). */
   private async checkProtected(operation: string, path: string): Promise<string> {
     const { abs, real } = await this.call('fs.resolve', { operation, path });
     if (!this.protectedReason) return abs;

@@ -16,7 +16,6 @@ import {
   type AttachParams,
   type AttachResult,
   type ClientRequests,
-  type FsParams,
   type InitializeParams,
   type InitializeResult,
   type ServerHello,
@@ -437,45 +436,15 @@ export class ExecServer implements ClientLink {
       procs().readLeftovers(p.id, p.offset, p.limit),
     );
     peer.onNotification('proc.ack', (p: { id: string; bytes: number }) => this.processes?.ack(p.id, p.bytes));
-    const files = (p: FsParams) => this.ready().files.operator(p?.policy);
-    peer.handle('fs.read', (p: Req<'fs.read'>) =>
-      files(p).read(p.path, {
-        ...(p.offset !== undefined ? { offset: p.offset } : {}),
-        ...(p.limit !== undefined ? { limit: p.limit } : {}),
-      }),
-    );
-    peer.handle('fs.readBytes', async (p: Req<'fs.readBytes'>) => {
-      const r = await files(p).readBytes(p.path, {
-        ...(p.offset !== undefined ? { offset: p.offset } : {}),
-        ...(p.length !== undefined ? { length: p.length } : {}),
-      });
-      return { path: r.path, data: r.data.toString('base64'), sizeBytes: r.sizeBytes };
-    });
-    peer.handle('fs.resolve', (p: Req<'fs.resolve'>) => files(p).resolvePaths(p.operation, p.path));
-    peer.handle('fs.write', (p: Req<'fs.write'>) =>
-      files(p).write(p.path, p.encoding === 'base64' ? Buffer.from(p.content, 'base64') : p.content, {
-        ...(p.createDirs !== undefined ? { createDirs: p.createDirs } : {}),
-      }),
-    );
-    peer.handle('fs.edit', (p: Req<'fs.edit'>) =>
-      files(p).edit(p.path, {
-        oldString: p.oldString,
-        newString: p.newString,
-        ...(p.replaceAll !== undefined ? { replaceAll: p.replaceAll } : {}),
-      }),
-    );
-    peer.handle('fs.list', (p: Req<'fs.list'>) =>
-      files(p).list(p.path, p.limit !== undefined ? { limit: p.limit } : {}),
-    );
-    peer.handle('fs.stat', (p: Req<'fs.stat'>) => files(p).stat(p.path));
-    peer.handle('fs.glob', (p: Req<'fs.glob'>) =>
-      files(p).glob(p.patterns, {
-        ...(p.cwd !== undefined ? { cwd: p.cwd } : {}),
-        ...(p.dot !== undefined ? { dot: p.dot } : {}),
-        ...(p.ignore !== undefined ? { ignore: p.ignore } : {}),
-        ...(p.limit !== undefined ? { limit: p.limit } : {}),
-      }),
-    );
+    const files = () => this.ready().files;
+    peer.handle('fs.read', (p: Req<'fs.read'>) => files().read(p));
+    peer.handle('fs.readBytes', (p: Req<'fs.readBytes'>) => files().readBytes(p));
+    peer.handle('fs.resolve', (p: Req<'fs.resolve'>) => files().resolve(p));
+    peer.handle('fs.write', (p: Req<'fs.write'>) => files().write(p));
+    peer.handle('fs.edit', (p: Req<'fs.edit'>) => files().edit(p));
+    peer.handle('fs.list', (p: Req<'fs.list'>) => files().list(p));
+    peer.handle('fs.stat', (p: Req<'fs.stat'>) => files().stat(p));
+    peer.handle('fs.glob', (p: Req<'fs.glob'>) => files().glob(p));
     const terminal = () => this.ready().terminal;
     peer.handle('terminal.open', (p: { config?: Record<string, unknown>; forwardOutput?: boolean }) =>
       terminal().open(p.config ?? {}, p.forwardOutput === true),
