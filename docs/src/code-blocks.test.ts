@@ -53,7 +53,14 @@ async function runModule(source: string, label: string): Promise<Run> {
   const home = mkdtempSync(join(workDir, `home-${id}-`));
   const child = spawn(process.execPath, [file], {
     cwd: workspace,
-    env: { ...process.env, HOME: home, XDG_CACHE_HOME: join(home, '.cache'), NODE_OPTIONS: '' },
+    // The throwaway HOME's own state dir too: discovery's trust store is never the user's.
+    env: {
+      ...process.env,
+      HOME: home,
+      XDG_CACHE_HOME: join(home, '.cache'),
+      XDG_STATE_HOME: join(home, '.local', 'state'),
+      NODE_OPTIONS: '',
+    },
     detached: true,
     stdio: ['ignore', 'pipe', 'pipe'],
   });

@@ -1,4 +1,11 @@
+import { mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { defineConfig } from 'vitest/config';
+
+// conch-mcp keeps what it last loaded in each workspace in $XDG_STATE_HOME/conch/trust.json: the
+// servers these tests start (they inherit this environment) use a throwaway one, never the user's.
+const xdg = mkdtempSync(join(tmpdir(), 'conch-mcp-xdg-'));
 
 export default defineConfig({
   test: {
@@ -6,5 +13,6 @@ export default defineConfig({
     globalSetup: ['src/test-support/global-setup.ts'],
     testTimeout: 60_000,
     hookTimeout: 60_000,
+    env: { XDG_STATE_HOME: join(xdg, 'state') },
   },
 });

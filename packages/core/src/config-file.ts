@@ -3,6 +3,9 @@ import { dirname, resolve } from 'node:path';
 import { z } from 'zod';
 import { ConchError } from './errors/conch-error.js';
 import { InvalidConfigError } from './errors/invalid-config-error.js';
+import type { NoSuchPluginError } from './errors/no-such-plugin-error.js';
+import { UntrustedPluginError } from './errors/untrusted-plugin-error.js';
+import type { TrustAcceptance } from './plugin-trust.js';
 import { toValidationIssues } from './errors/validation-issue.js';
 import type { Logger } from './logger.js';
 import { PluginRegistry, type PluginRegistryOptions } from './registry.js';
@@ -32,15 +35,34 @@ export const DEFAULT_CONCH_CONFIG: ConchConfig = {
 /** Reads and validates a conch.config.json; relative paths in it resolve against its directory. */
 export async function loadConchConfig(file: string): Promise<ConchConfig & { baseDir: string }> {
   const path = resolve(file);
+  let text: string;
+  try {
+    text = await readFile(path, 'utf8');
+  } catch (error) {
+    throw unreadable(path, error);
+  }
+  return parseConchConfig(text, path);
+}
+
+function unreadable(path: string, error: unknown): ConchError {
+  return new ConchError({
+    code: 'CONFIG_FILE_UNREADABLE',
+    message: `Cannot read config file ${path}: ${(error as Error).message}`,
+    cause: error,
+  });
+}
+
+/**
+ * Validates the text of a conch.config.json read from `file` (e.g. the bytes checkConfigFile()
+ * hashed, so that what is parsed is what was checked); relative paths resolve against its directory.
+ */
+export function parseConchConfig(text: string, file: string): ConchConfig & { baseDir: string } {
+  const path = resolve(file);
   let raw: unknown;
   try {
-    raw = JSON.parse(await readFile(path, 'utf8'));
+    raw = JSON.parse(text);
   } catch (error) {
-    throw new ConchError({
-      code: 'CONFIG_FILE_UNREADABLE',
-      message: `Cannot read config file ${path}: ${(error as Error).message}`,
-      cause: error,
-    });
+    throw unreadable(path, error);
   }
   const parsed = conchConfigSchema.safeParse(raw);
   if (!parsed.success) {
@@ -59,6 +81,8 @@ export interface RegistryFromConfigOptions extends Omit<PluginRegistryOptions, '
   /** Per-plugin config merged over the file's (e.g. a host's `approve` callback for permission). */
   overrides?: Record<string, Record<string, unknown>>;
   logger?: Logger;
+  /** discover()'s `trust`: `'all'` accepts the plugin packages found now (the human said so). */
+  trust?: TrustAcceptance;
 }
 
 /**
@@ -77,7 +101,7 @@ export async function createRegistryFromConfig(
     ...(config.keepTempFiles === undefined ? {} : { keepTempFiles: config.keepTempFiles }),
   });
   try {
-    await registry.discover();
+    await registry.discover(options.trust === undefined ? {} : { trust: options.trust });
     const plugins = config.plugins ?? DEFAULT_CONCH_CONFIG.plugins ?? {};
     const names = Object.keys(plugins);
     // Providers of what a plugin `needs` go before it; otherwise the file's order.
@@ -91,6 +115,10 @@ export async function createRegistryFromConfig(
     return registry;
   } catch (error) {
     await registry.dispose();
+    // A named plugin that is unknown because its package was not trusted: say that, not "install it".
+    if (ConchError.isInstance(error) && error.code === 'NO_SUCH_PLUGIN' && registry.untrusted().length > 0) {
+      throw new UntrustedPluginError((error as NoSuchPluginError).pluginName, registry.untrusted(), error);
+    }
     throw error;
   }
 }

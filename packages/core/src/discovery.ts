@@ -24,6 +24,8 @@ function importModule(specifier: string): Promise<unknown> {
 export interface PluginCandidate {
   /** Real path of the package directory. */
   dir: string;
+  /** The path it was found at (a link there leads to `dir`). */
+  path: string;
   packageName: string;
   manifest: unknown;
 }
@@ -56,6 +58,7 @@ async function candidateAt(dir: string): Promise<PluginCandidate | undefined> {
   const record = pkg as { name?: unknown; conch: unknown };
   return {
     dir: await realpath(dir),
+    path: resolve(dir),
     packageName: typeof record.name === 'string' ? record.name : dir,
     manifest: record.conch,
   };

@@ -1,6 +1,7 @@
 import { EventEmitter } from 'node:events';
 import type { Logger } from 'pino';
 import type { PermissionDecision, PermissionRequest } from './permission.js';
+import type { UntrustedItem } from './trust-store.js';
 
 /**
  * The events of core itself (plugins, tool calls, the registry). Each package declares its own with
@@ -11,6 +12,8 @@ import type { PermissionDecision, PermissionRequest } from './permission.js';
 export interface ConchEvents {
   'plugin.exposed': { plugin: string; tools: string[] };
   'plugin.load-error': { source: string; code: string; message: string };
+  /** A plugin package discovery did not load: new or changed since conch last ran in the workspace. */
+  'plugin.untrusted': UntrustedItem & { workspace: string };
   'tool.call': { callId: string; tool: string; plugin: string; args: unknown };
   'tool.validated': { callId: string; tool: string; args: unknown };
   'tool.permission': {

@@ -11,6 +11,8 @@ export { ToolExecutionError } from './errors/tool-execution-error.js';
 export { PluginSetupError } from './errors/plugin-setup-error.js';
 export { MissingDependencyError } from './errors/missing-dependency-error.js';
 export { CircularDependencyError } from './errors/circular-dependency-error.js';
+export { UntrustedConfigError } from './errors/untrusted-config-error.js';
+export { UntrustedPluginError } from './errors/untrusted-plugin-error.js';
 export {
   AbortedError,
   InvalidPluginError,
@@ -91,6 +93,7 @@ export { checkArgumentLimits, DEFAULT_ARGUMENT_LIMITS, type ArgumentLimits } fro
 export {
   DEFAULT_SETUP_TIMEOUT_MS,
   PluginRegistry,
+  type DiscoverOptions,
   type DiscoveryReport,
   type ExecuteOptions,
   type ExposeOptions,
@@ -99,13 +102,36 @@ export {
   type PluginRegistryOptions,
   type RegistryStatus,
   type ToolInfo,
+  type TrustStatus,
 } from './registry.js';
 export {
   conchConfigSchema,
   createRegistryFromConfig,
   DEFAULT_CONCH_CONFIG,
   loadConchConfig,
+  parseConchConfig,
   type ConchConfig,
   type RegistryFromConfigOptions,
 } from './config-file.js';
 export { compileWaitFor, waitForPatternSchema } from './wait-for-pattern.js';
+export {
+  defaultTrustStorePath,
+  insideWorkspace,
+  TrustStore,
+  UNTRUSTED_REASONS,
+  type TrustPin,
+  type TrustState,
+  type TrustStoreOptions,
+  type UntrustedItem,
+  type UntrustedReason,
+} from './trust-store.js';
+export { checkConfigFile, pinConfigFile, type CheckedConfigFile } from './config-trust.js';
+export type { TrustAcceptance } from './plugin-trust.js';
+export {
+  CONFIG_DIGEST_MAX_BYTES,
+  digestFile,
+  digestPackage,
+  PACKAGE_DIGEST_LIMITS,
+  type FileDigest,
+  type PackageDigest,
+} from './package-digest.js';

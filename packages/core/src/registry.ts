@@ -48,6 +48,8 @@ import { compactText, oneLine, withResultSummary } from './results.js';
 import { formatToolSchema, toJsonSchema, type JsonSchema, type SchemaFormat } from './schema.js';
 import { PERMISSION_GATE } from './tokens.js';
 import { isToken, type Token } from './token.js';
+import { judgePluginCandidates, type TrustAcceptance } from './plugin-trust.js';
+import { realPathOf, TrustStore, type UntrustedItem } from './trust-store.js';
 import { DuplicateServiceError, NoSuchServiceError } from './errors/service-errors.js';
 
 export interface PluginRegistryOptions {
@@ -61,6 +63,11 @@ export interface PluginRegistryOptions {
   pluginDirs?: readonly string[];
   /** Extra start points for the node_modules walk (e.g. the host's own directory). */
   searchPaths?: readonly string[];
+  /**
+   * The trust store discover() checks plugin packages against (what conch last loaded in each
+   * workspace). Default `$XDG_STATE_HOME/conch/trust.json`, else `~/.local/state/conch/trust.json`.
+   */
+  trustStore?: string;
   /** Where the registry's temp dir is created. Default: os.tmpdir(). */
   tempRoot?: string;
   /** Keep the registry's temp dir (spill files, logs) after dispose(). Default false. */
@@ -119,6 +126,8 @@ export interface PluginInfo {
 
 export interface RegistryStatus {
   plugins: PluginInfo[];
+  /** What discovery did not load because it is new or changed since conch last ran in the workspace. */
+  trust: TrustStatus;
   /** One section per `ctx.reportStatus(section, read)` of the exposed plugins. */
   [section: string]: unknown;
 }
@@ -126,6 +135,30 @@ export interface RegistryStatus {
 export interface DiscoveryReport {
   loaded: string[];
   errors: PluginLoadError[];
+  /** Plugin packages in the workspace that are new or changed since conch last ran there: not loaded. */
+  untrusted: UntrustedItem[];
+  /** Packages that were new or changed and loaded (and re-pinned) because the host accepted them. */
+  accepted: UntrustedItem[];
+}
+
+export interface DiscoverOptions {
+  /** More directories to search, besides the registry's `pluginDirs`. */
+  dirs?: readonly string[];
+  /**
+   * `'pinned'` (default): a plugin package inside a workspace loads when it is what conch last
+   * loaded there (or on the workspace's first use). `'all'`: the host accepts everything found now
+   * (loads and re-pins it). A list of paths: accepts those (package directories as reported).
+   */
+  trust?: TrustAcceptance;
+}
+
+/** `registry.status().trust`: where the pins are kept and what discovery did not load. */
+export interface TrustStatus {
+  /** The trust store's file. */
+  store: string;
+  /** Real path of the registry's cwd. */
+  workspace: string;
+  untrusted: UntrustedItem[];
 }
 
 /** The result a denied call returns to the model (a value, not a throw: the model can adapt). */
@@ -171,6 +204,8 @@ export class PluginRegistry {
   readonly container: DependencyContainer;
   /** Plugins discovery skipped, with why. */
   readonly loadErrors: PluginLoadError[] = [];
+  /** Where discover() keeps its pins. */
+  readonly trustStore: TrustStore;
 
   private readonly options: PluginRegistryOptions;
   private readonly known = new Map<string, KnownPlugin>();
@@ -186,6 +221,11 @@ export class PluginRegistry {
   private tempDirPath: string | undefined;
   private disposing: Promise<void> | undefined;
   private readonly argumentLimits: ArgumentLimits;
+  /** Plugin packages discovery did not load, by path (an accepted or trusted one is removed). */
+  private readonly untrustedItems = new Map<string, UntrustedItem>();
+  /** Every `dirs` a discover() call searched, so that trust() searches them again. */
+  private readonly searchedDirs = new Set<string>();
+  private trustWorkspace: string | undefined;
 
   constructor(options: PluginRegistryOptions = {}) {
     this.options = options;
@@ -194,6 +234,10 @@ export class PluginRegistry {
     this.events = new EventBus(this.logger);
     this.container = rootContainer.createChildContainer();
     this.argumentLimits = { ...DEFAULT_ARGUMENT_LIMITS, ...options.argumentLimits };
+    this.trustStore = new TrustStore({
+      ...(options.trustStore === undefined ? {} : { file: options.trustStore }),
+      logger: this.logger,
+    });
     for (const plugin of options.plugins ?? []) this.register(plugin, 'host');
   }
 
@@ -218,14 +262,51 @@ export class PluginRegistry {
    * Finds installed plugin packages (`"conch": { "plugin": "<entry>" }` in package.json) from the
    * registry's cwd up, from the host's search paths, and in the named plugin dirs. A plugin that
    * fails to load, has an invalid manifest or clashes with a known tool is skipped and reported.
+   *
+   * Sandboxed commands can write the workspace, so a package inside it (or inside another workspace
+   * conch has run in) is imported only when it is what conch last loaded there (the trust store):
+   * on a workspace's first use everything in it is trusted and pinned; later a new or changed
+   * package is not imported but reported (`untrusted`, `status().trust`, a warning, the
+   * `plugin.untrusted` event) until the host accepts it (`trust`, or `registry.trust()`).
    */
-  async discover(options: { dirs?: readonly string[] } = {}): Promise<DiscoveryReport> {
+  async discover(options: DiscoverOptions = {}): Promise<DiscoveryReport> {
     this.assertAlive('discover plugins');
     const starts = [this.cwd, ...(this.options.searchPaths ?? []), CORE_DIR];
+    for (const dir of options.dirs ?? []) this.searchedDirs.add(dir);
     const dirs = [...(this.options.pluginDirs ?? []), ...(options.dirs ?? [])];
-    const candidates = await findPluginCandidates(starts, dirs);
-    const report: DiscoveryReport = { loaded: [], errors: [] };
-    for (const candidate of candidates) {
+    const found = await findPluginCandidates(starts, dirs);
+    const verdict = await judgePluginCandidates({
+      store: this.trustStore,
+      cwd: this.cwd,
+      candidates: found,
+      ...(options.trust === undefined ? {} : { accept: options.trust }),
+    });
+    this.assertAlive('discover plugins');
+    this.trustWorkspace = verdict.workspace;
+    const report: DiscoveryReport = {
+      loaded: [],
+      errors: [],
+      untrusted: verdict.untrusted,
+      accepted: verdict.accepted,
+    };
+    for (const path of verdict.checked) this.untrustedItems.delete(path);
+    for (const item of verdict.accepted) {
+      this.logger.warn(
+        { path: item.path, package: item.package, reason: item.reason, workspace: verdict.workspace },
+        `plugin package '${item.package}' at ${item.path} was ${item.reason} and is loaded because the host accepted it (pinned as it is now)`,
+      );
+    }
+    for (const item of verdict.untrusted) {
+      this.untrustedItems.set(item.path, item);
+      this.logger.warn(
+        { path: item.path, package: item.package, reason: item.reason, workspace: verdict.workspace },
+        `plugin package '${item.package}' at ${item.path} is not loaded: ${item.reason} (${verdict.workspace}), ` +
+          `and a sandboxed command may have written it. Review it; to accept it, call registry.trust() ` +
+          `in the host (conch-mcp: restart it with --trust)`,
+      );
+      this.events.emit('plugin.untrusted', { ...item, workspace: verdict.workspace });
+    }
+    for (const candidate of verdict.trusted) {
       const { plugins, errors } = await loadCandidate(candidate);
       report.errors.push(...errors);
       for (const { plugin, source } of plugins) {
@@ -267,6 +348,24 @@ export class PluginRegistry {
       });
     }
     return report;
+  }
+
+  /**
+   * Accepts the plugin packages discovery left unloaded — those `untrusted()` lists, or those at
+   * `paths` — as they are now: pins them in the trust store and loads them (a second discover()
+   * with `trust`; a package that appeared since it was listed is not accepted unless named). The
+   * human's act: call it when the user says so, never on a plugin's or the model's word.
+   */
+  trust(paths?: readonly string[]): Promise<DiscoveryReport> {
+    return this.discover({
+      dirs: [...this.searchedDirs],
+      trust: paths ?? this.untrusted().map((item) => item.path),
+    });
+  }
+
+  /** Plugin packages discovery found in the workspace and did not load (new or changed since conch last ran there). */
+  untrusted(): UntrustedItem[] {
+    return [...this.untrustedItems.values()];
   }
 
   /** Every known plugin, exposed or not. */
@@ -832,7 +931,12 @@ export class PluginRegistry {
         sections[section] = { error: error instanceof Error ? error.message : String(error) };
       }
     }
-    return { plugins: this.plugins(), ...sections };
+    const trust: TrustStatus = {
+      store: this.trustStore.file,
+      workspace: this.trustWorkspace ?? (await realPathOf(this.cwd)),
+      untrusted: this.untrusted(),
+    };
+    return { plugins: this.plugins(), ...sections, trust };
   }
 
   private providedServices(): string[] {

@@ -2,11 +2,13 @@ import { ConchError } from '@conch/core';
 
 export interface McpCliArgs {
   config?: string;
+  /** `--trust`: accept the config and plugin packages of the working directory as they are now. */
+  trust: boolean;
   help: boolean;
   version: boolean;
 }
 
-export const USAGE = `Usage: conch-mcp [--config <conch.config.json>]
+export const USAGE = `Usage: conch-mcp [--config <conch.config.json>] [--trust]
 
 Starts an MCP server on stdio exposing the tools of a conch config.
 
@@ -14,6 +16,11 @@ Options:
   -c, --config <file>  config file (default: $CONCH_CONFIG if set, else ./conch.config.json if
                        present, else permission + cli + background + files in default mode,
                        rooted at the current directory)
+      --trust          accept the config file and the plugin packages in the working directory as
+                       they are now. conch-mcp refuses to start with a conch.config.json that is
+                       new or changed since it last ran there (a sandboxed command may have written
+                       it) and does not load such plugin packages; review them, then start once
+                       with --trust, which pins them
   -h, --help           show this help
   -v, --version        show the version
 
@@ -22,18 +29,22 @@ Environment:
                        --config would swallow conch-mcp's, e.g. the MCP Inspector:
                        npx @modelcontextprotocol/inspector --cli -e CONCH_CONFIG=/path/conch.json
                          node /path/to/conch-mcp/dist/bin.js --method tools/list)
+  CONCH_TRUST          1 or true: the same as --trust (unset it after that start: left set, it
+                       accepts whatever a sandboxed command writes)
   CONCH_LOG_LEVEL      log level (default warn)
 
-Logs go to stderr; stdout carries only MCP messages.
+Logs go to stderr; stdout carries only MCP messages. What conch-mcp last loaded in each
+working directory is kept in $XDG_STATE_HOME/conch/trust.json (default ~/.local/state).
 `;
 
 /** Parses conch-mcp's argv (without node and the script). Unknown options are an error naming them. */
 export function parseCliArgs(argv: readonly string[]): McpCliArgs {
-  const args: McpCliArgs = { help: false, version: false };
+  const args: McpCliArgs = { trust: false, help: false, version: false };
   for (let i = 0; i < argv.length; i++) {
     const arg = argv[i] as string;
     if (arg === '-h' || arg === '--help') args.help = true;
     else if (arg === '-v' || arg === '--version') args.version = true;
+    else if (arg === '--trust') args.trust = true;
     else if (arg === '-c' || arg === '--config') {
       const value = argv[++i];
       if (value === undefined || value.startsWith('-')) {
@@ -48,7 +59,7 @@ export function parseCliArgs(argv: readonly string[]): McpCliArgs {
     } else {
       throw new ConchError({
         code: 'INVALID_ARGUMENTS',
-        message: `conch-mcp: unknown argument ${JSON.stringify(arg)}; expected --config <file>, --help or --version`,
+        message: `conch-mcp: unknown argument ${JSON.stringify(arg)}; expected --config <file>, --trust, --help or --version`,
       });
     }
   }
@@ -70,4 +81,23 @@ export function chooseConfig(
   const fromEnv = env.CONCH_CONFIG;
   if (fromEnv !== undefined && fromEnv.trim() !== '') return { config: fromEnv, source: 'CONCH_CONFIG' };
   return undefined;
+}
+
+/**
+ * Whether the human accepts the working directory's config and plugin packages as they are now:
+ * `--trust`, or `CONCH_TRUST` set to `1` or `true` (`0`, `false` or empty: no). Another value is an
+ * error naming it, rather than a guess either way.
+ */
+export function chooseTrust(
+  args: Pick<McpCliArgs, 'trust'>,
+  env: NodeJS.ProcessEnv = process.env,
+): { trust: boolean; source?: '--trust' | 'CONCH_TRUST' } {
+  if (args.trust) return { trust: true, source: '--trust' };
+  const value = (env.CONCH_TRUST ?? '').trim().toLowerCase();
+  if (value === '' || value === '0' || value === 'false') return { trust: false };
+  if (value === '1' || value === 'true') return { trust: true, source: 'CONCH_TRUST' };
+  throw new ConchError({
+    code: 'INVALID_ARGUMENTS',
+    message: `conch-mcp: CONCH_TRUST must be 1 or true (or 0, false, empty); received ${JSON.stringify(env.CONCH_TRUST)}`,
+  });
 }

@@ -94,7 +94,9 @@ describe('conch-mcp under the MCP Inspector CLI', () => {
     if (inspectorMissing) ctx.skip(`${INSPECTOR} cannot be installed here: ${inspectorMissing}`);
     const dir = tempDir('conch-mcp-env-');
     const file = writeConfig(dir, 'conch.json', 'touch by-inspector.txt');
-    const server = ['-e', `CONCH_CONFIG=${file}`, process.execPath, BIN];
+    // The Inspector hands the server a minimal environment: the throwaway trust store is passed on.
+    const state = `XDG_STATE_HOME=${process.env.XDG_STATE_HOME}`;
+    const server = ['-e', `CONCH_CONFIG=${file}`, '-e', state, process.execPath, BIN];
     const listed = JSON.parse(await inspector([...server, '--method', 'tools/list'], cwd)) as {
       tools: { name: string }[];
     };

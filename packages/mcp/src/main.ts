@@ -3,7 +3,7 @@ import { readFileSync } from 'node:fs';
 import { createDefaultLogger, type Logger, type PluginRegistry } from '@conch/core';
 // Imported here, not required by @conch/core at run time: the published server bundles it.
 import * as pinoModule from 'pino';
-import { chooseConfig, parseCliArgs, USAGE } from './cli-args.js';
+import { chooseConfig, chooseTrust, parseCliArgs, USAGE } from './cli-args.js';
 import { startStdioServer } from './start.js';
 
 // Most children die in dispose(); this bounds how long a stuck dispose can hold the exit.
@@ -47,8 +47,11 @@ async function main(): Promise<void> {
   }
   // --config, else CONCH_CONFIG (launchers such as the MCP Inspector take --config for themselves).
   const chosen = chooseConfig(args);
+  // --trust, else CONCH_TRUST: the human accepts the cwd's config and plugin packages as they are now.
+  const { trust } = chooseTrust(args);
   const running = await startStdioServer({
     ...(chosen === undefined ? {} : { config: chosen.config, configSource: chosen.source }),
+    ...(trust ? { trust } : {}),
     logger,
   });
   registry = running.registry;
@@ -76,12 +79,22 @@ async function main(): Promise<void> {
   running.server.onclose = () => shutdown('transport closed');
 }
 
+/** The command line that accepts what this start refused: the same arguments with --trust. */
+function withTrust(argv: readonly string[]): string {
+  const quoted = argv.map((arg) => (/^[\w@%+=:,./-]+$/.test(arg) ? arg : `'${arg.replace(/'/g, `'\\''`)}'`));
+  return ['conch-mcp', '--trust', ...quoted].join(' ');
+}
+
 main().catch((error: unknown) => {
   const message = error instanceof Error ? error.message : String(error);
+  const code = (error as { code?: unknown }).code;
   const hint =
-    (error as { code?: unknown }).code === 'NO_SUCH_PLUGIN'
+    code === 'NO_SUCH_PLUGIN'
       ? '\nInstall the plugin package where conch-mcp can find it (node_modules next to the config) or list its folder in "pluginDirs".'
-      : '';
+      : code === 'CONFIG_UNTRUSTED' || code === 'PLUGIN_UNTRUSTED'
+        ? `\nIf you wrote it (or have reviewed it), accept it once, as it is now: ${withTrust(process.argv.slice(2))}` +
+          '\n(or set CONCH_TRUST=1 for that one start). conch-mcp then pins it and starts without the flag.'
+        : '';
   process.stderr.write(`conch-mcp: ${message}${hint}\n`);
   process.exit(1);
 });

@@ -3,11 +3,17 @@ import { homedir, tmpdir } from 'node:os';
 import { dirname, isAbsolute, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import {
+  checkConfigFile,
+  type CheckedConfigFile,
   type ConchConfig,
+  ConchError,
   createRegistryFromConfig,
   DEFAULT_CONCH_CONFIG,
   loadConchConfig,
+  parseConchConfig,
+  pinConfigFile,
   type PluginRegistry,
+  TrustStore,
 } from '@conch/core';
 import type { Server } from '@modelcontextprotocol/sdk/server/index.js';
 import { StdioServerTransport } from '@modelcontextprotocol/sdk/server/stdio.js';
@@ -40,6 +46,15 @@ export interface StartOptions extends Omit<ConchMcpServerOptions, 'configHint' |
   configSource?: ConfigSource;
   /** Default process.cwd(). */
   cwd?: string;
+  /**
+   * The human accepts the config file and the plugin packages found as they are now (`--trust`):
+   * they load and are pinned. Without it, a config file that is new, changed or removed since
+   * conch-mcp last ran in the workspace holding it makes the start fail (`CONFIG_UNTRUSTED`), and
+   * such plugin packages are not loaded.
+   */
+  trust?: boolean;
+  /** The trust store's file. Default `$XDG_STATE_HOME/conch/trust.json` (else `~/.local/state/...`). */
+  trustStore?: string;
 }
 
 export interface RunningServer {
@@ -69,23 +84,47 @@ export async function startStdioServer(options: StartOptions = {}): Promise<Runn
     : configFile
       ? 'cwd'
       : 'default';
+  // The config file is checked before it is read: a sandboxed command can write the workspace, so a
+  // config there that conch did not load last time (new, changed, removed) is not run with.
+  const trustStore = new TrustStore({
+    ...(options.trustStore === undefined ? {} : { file: options.trustStore }),
+    ...(options.logger ? { logger: options.logger } : {}),
+  });
+  const checked = await checkConfigFile(configFile ?? defaultFile, {
+    store: trustStore,
+    accept: options.trust === true,
+  });
+  if (checked.accepted) {
+    options.logger?.warn(
+      { path: checked.path, reason: checked.accepted.reason },
+      `conch-mcp --trust: the config file ${checked.path} was ${checked.accepted.reason}; accepted and pinned as it is now`,
+    );
+  }
   let config: ConchConfig = MCP_DEFAULT_CONFIG;
   let baseDir = cwd;
   if (configFile) {
-    const loaded = await loadConchConfig(configFile);
-    const { baseDir: dir, ...rest } = loaded;
+    const { baseDir: dir, ...rest } = await readCheckedConfig(configFile, checked);
     config = rest;
     baseDir = dir;
   }
   config = withOutputFilesReadable(config, resolve(baseDir, config.cwd ?? '.'));
-  const registry = await createRegistryFromConfig(config, {
-    baseDir,
-    // executor, permission, cli, background, terminal, trash and files are bundled in: known without discovery
-    plugins: BUILTIN_PLUGINS,
-    // plugin packages installed beside conch-mcp (e.g. in the same global node_modules) are found from here
-    searchPaths: [PACKAGE_DIR],
-    ...(options.logger ? { logger: options.logger } : {}),
-  });
+  let registry: PluginRegistry;
+  try {
+    registry = await createRegistryFromConfig(config, {
+      baseDir,
+      // executor, permission, cli, background, terminal, trash and files are bundled in: known without discovery
+      plugins: BUILTIN_PLUGINS,
+      // plugin packages installed beside conch-mcp (e.g. in the same global node_modules) are found from here
+      searchPaths: [PACKAGE_DIR],
+      ...(options.logger ? { logger: options.logger } : {}),
+      ...(options.trustStore === undefined ? {} : { trustStore: options.trustStore }),
+      ...(options.trust ? { trust: 'all' as const } : {}),
+    });
+  } finally {
+    // Discovery has recorded the workspace by now: the config served in it is pinned there, even if
+    // a named plugin then failed (the next start with the same file is not refused as new).
+    await pinConfigFile(checked, { store: trustStore, accept: options.trust === true });
+  }
   // Denials name this file (and say to create it when conch-mcp runs on its built-in default).
   const server = createConchMcpServer(registry, {
     ...options,
@@ -111,8 +150,15 @@ export async function startStdioServer(options: StartOptions = {}): Promise<Runn
   // is served and how it was chosen — the first thing to check when a client shows other tools.
   const startup =
     registry.logger.level === 'silent' ? registry.logger : registry.logger.child({}, { level: 'info' });
+  const untrusted = registry.untrusted().map((item) => item.path);
   startup.info(
-    { config: configFile ?? 'built-in default', configSource, cwd: registry.cwd, tools },
+    {
+      config: configFile ?? 'built-in default',
+      configSource,
+      cwd: registry.cwd,
+      tools,
+      ...(untrusted.length > 0 ? { untrusted } : {}),
+    },
     `conch-mcp: serving ${tools.length} tools on stdio with ${
       configFile
         ? `config ${configFile} (from ${CONFIG_SOURCE_TEXT[configSource]})`
@@ -120,6 +166,24 @@ export async function startStdioServer(options: StartOptions = {}): Promise<Runn
     }`,
   );
   return { server, registry, configFile, configSource, close };
+}
+
+/**
+ * The config as checked: the bytes checkConfigFile() hashed are the ones parsed (a second read could
+ * meet a file swapped in between). A FIFO or an oversized file is refused without being read.
+ */
+async function readCheckedConfig(file: string, checked: CheckedConfigFile) {
+  if (checked.bytes) return parseConchConfig(checked.bytes.toString('utf8'), file);
+  if (checked.digest === 'not-a-file' || checked.digest === 'too-large') {
+    throw new ConchError({
+      code: 'CONFIG_FILE_UNREADABLE',
+      message: `Cannot read config file ${resolve(file)}: ${
+        checked.digest === 'not-a-file' ? 'it is not a regular file' : 'it is larger than 16 MB'
+      }`,
+    });
+  }
+  // Missing or unreadable: loadConchConfig's error names the file and the reason.
+  return loadConchConfig(file);
 }
 
 const CONFIG_SOURCE_TEXT: Record<RunningServer['configSource'], string> = {

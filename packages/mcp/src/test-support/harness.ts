@@ -67,8 +67,8 @@ export async function startServer(options: {
   return { client, transport, cwd, serverPid, stderr: () => stderr, close: () => client.close() };
 }
 
-/** The test runner's environment without CONCH_CONFIG. */
+/** The test runner's environment without CONCH_CONFIG (and CONCH_TRUST, which would accept every config). */
 export function withoutConchConfig(): Record<string, string> {
-  const { CONCH_CONFIG: _ignored, ...env } = process.env as Record<string, string>;
+  const { CONCH_CONFIG: _ignored, CONCH_TRUST: _alsoIgnored, ...env } = process.env as Record<string, string>;
   return env;
 }
