@@ -9,6 +9,7 @@ const xdg = mkdtempSync(join(tmpdir(), 'conch-sandbox-xdg-'));
 export default defineConfig({
   test: {
     include: ['src/**/*.test.ts'],
+    globalSetup: ['src/test-support/global-setup.ts'],
     testTimeout: 30_000,
     env: {
       XDG_CACHE_HOME: join(xdg, 'cache'),

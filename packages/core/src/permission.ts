@@ -149,6 +149,13 @@ export interface KernelPolicy {
   keptEnv?: readonly string[];
   /** Variables sandboxed commands get (cache locations inside the writable roots, TMPDIR). */
   env: Readonly<Record<string, string>>;
+  /**
+   * Where protected names apply to paths that appear while the sandbox lives (a new `.envrc`, a
+   * repository's hook): the workspace and the host's writable roots, not the sandbox's caches.
+   */
+  nameRoots?: readonly string[];
+  /** `.env*` files under `nameRoots` are secrets (masked) unless the sandbox made them. */
+  dotEnvSecrets?: boolean;
 }
 
 /** A connection a sandboxed command asks the network proxy for. */

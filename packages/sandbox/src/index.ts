@@ -49,3 +49,29 @@ export {
   TOOL_CONFIG_DIRS,
   TOOL_CONFIG_FILES,
 } from './protected-names.js';
+export {
+  encodeGuardRules,
+  GUARD_BINARY,
+  GUARD_VAR,
+  guardAvailability,
+  GuardEventReader,
+  guardRulesFor,
+  mergeGuardRules,
+  type GuardAvailability,
+  type GuardEvent,
+  type GuardOp,
+  type GuardRules,
+} from './guard.js';
+export {
+  changesHistory,
+  gitConfigPlants,
+  historyPlants,
+  inspectPlants,
+  parseGitConfig,
+  PLANT_CLASSES,
+  PLANT_WATCH_NAMES,
+  workTreeOf,
+  type Plant,
+  type PlantKind,
+} from './plants.js';
+export { GUARD_DIR_NAMES, GUARD_FILE_NAMES } from './protected-names.js';

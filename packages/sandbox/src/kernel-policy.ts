@@ -393,6 +393,9 @@ export class KernelPolicyBuilder {
       maskedPaths: [...masked].sort(),
       hiddenEnv: [...HIDDEN_ENV, ...(secrets?.hideEnv ?? [])],
       keptEnv: [...KEPT_ENV, ...(secrets?.keepEnv ?? [])],
+      // The guard (guard.ts) applies the protected names to what appears later under these roots.
+      nameRoots: mode === 'workspace-write' ? [...new Set(roots)].sort() : [],
+      dotEnvSecrets: !secrets?.exposeDotEnv,
     };
     if (!walked.complete)
       this.options.logger?.warn(

@@ -53,6 +53,13 @@ export interface WorkspaceWriteProfile {
    */
   hiddenEnv?: readonly string[];
   keptEnv?: readonly string[];
+  /**
+   * Where the guard applies protected names to what appears while the sandbox lives (default: the
+   * writable roots). The sandbox-private cache directory is left out by the gate's policy.
+   */
+  nameRoots?: readonly string[];
+  /** `.env*` files under the name roots are secrets unless the sandbox made them (default true). */
+  dotEnvSecrets?: boolean;
 }
 
 /** Where the network bridge listens inside a sandbox with `network: 'proxy'`. */
@@ -159,6 +166,10 @@ export function normalizeSandboxProfile(value: unknown, cwd: string, field = 'sa
       };
       const hiddenEnv = names(v.hiddenEnv, 'hiddenEnv');
       const keptEnv = names(v.keptEnv, 'keptEnv');
+      const nameRoots =
+        v.nameRoots === undefined ? undefined : pathList(v.nameRoots, `${field}.nameRoots`, cwd);
+      if (v.dotEnvSecrets !== undefined && typeof v.dotEnvSecrets !== 'boolean')
+        throw new InvalidSpawnOptionError(`${field}.dotEnvSecrets`, 'a boolean', v.dotEnvSecrets);
       return {
         kind: 'workspace-write',
         writableRoots,
@@ -169,6 +180,8 @@ export function normalizeSandboxProfile(value: unknown, cwd: string, field = 'sa
         ...(masked.length ? { maskedPaths: masked } : {}),
         ...(hiddenEnv.length ? { hiddenEnv } : {}),
         ...(keptEnv.length ? { keptEnv } : {}),
+        ...(nameRoots ? { nameRoots } : {}),
+        ...(v.dotEnvSecrets === false ? { dotEnvSecrets: false } : {}),
       };
     }
     default:
@@ -207,6 +220,8 @@ function computeSandboxKey(profile: SandboxProfile): string {
         profile.maskedPaths ?? [],
         profile.hiddenEnv ?? [],
         profile.keptEnv ?? [],
+        profile.nameRoots ?? null,
+        profile.dotEnvSecrets ?? true,
       ])}`;
   }
 }
@@ -392,6 +407,8 @@ export interface PolicyForProfile {
   maskedPaths?: readonly string[];
   hiddenEnv?: readonly string[];
   keptEnv?: readonly string[];
+  nameRoots?: readonly string[];
+  dotEnvSecrets?: boolean;
 }
 
 /**
@@ -421,6 +438,8 @@ export function profileFor(
       ...(policy.maskedPaths?.length ? { maskedPaths: policy.maskedPaths } : {}),
       ...(policy.hiddenEnv?.length ? { hiddenEnv: policy.hiddenEnv } : {}),
       ...(policy.keptEnv?.length ? { keptEnv: policy.keptEnv } : {}),
+      ...(policy.nameRoots ? { nameRoots: policy.nameRoots } : {}),
+      ...(policy.dotEnvSecrets === false ? { dotEnvSecrets: false } : {}),
     };
   }
   if (level === 'read-only') {

@@ -58,3 +58,17 @@ export const SYSTEM_RC: readonly string[] = [
   '/etc/gitconfig',
 ];
 export const SYSTEM_RC_DIRS: readonly string[] = ['/etc/zsh/', '/etc/profile.d/'];
+
+/**
+ * Files the guard refuses to let a sandboxed command create or change anywhere under the
+ * workspace, whether or not they existed when the sandbox started: what the user's own tools read
+ * as settings or run as code without asking (direnv's `.envrc`, an MCP client's `.mcp.json`,
+ * conch's own `conch.config.json`, shell start-up files when the workspace is a home). `.gitmodules`
+ * and `.ripgreprc` stay protected where they exist but may be created (`git submodule add`): git
+ * ignores `!command` updates from `.gitmodules`, and ripgrep reads its config only where
+ * RIPGREP_CONFIG_PATH points.
+ */
+export const GUARD_FILE_NAMES: readonly string[] = ['.envrc', '.mcp.json', 'conch.config.json', ...RC_FILES];
+
+/** Directories under which the guard refuses every create or change: editors', IDEs' and agents' settings, keys, shell drop-ins. */
+export const GUARD_DIR_NAMES: readonly string[] = [...TOOL_CONFIG_DIRS, '.ssh', '.bashrc.d', '.zshrc.d'];

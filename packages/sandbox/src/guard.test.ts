@@ -1,0 +1,270 @@
+// The guard judges every path a sandboxed process opens or changes: protected names born during the
+// session are refused, the agent's own `.env` is its own, the sandbox's init, guard and supervisor
+// are out of reach, and ordinary tools (git, node, python, make, cc, FIFOs, /dev/stdin) still work.
+import { execFileSync } from 'node:child_process';
+import { existsSync, mkdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { encodeGuardRules, GuardEventReader, guardAvailability } from './guard.js';
+import { bwrap, rulesFor, runGuarded, tempWorkspace } from './test-support/guarded.js';
+
+const ready = bwrap !== undefined && guardAvailability().available;
+const maybe = ready ? describe : describe.skip;
+if (!ready && process.env.CI) throw new Error('CI needs bubblewrap and the guard for the guard suite');
+
+/** `name=$?` lines of a script's output, as a record. */
+function statuses(stdout: string): Record<string, number> {
+  const out: Record<string, number> = {};
+  for (const m of stdout.matchAll(/^([\w.-]+)=(\d+)$/gm)) out[m[1]!] = Number(m[2]);
+  return out;
+}
+
+describe('the guard protocol', () => {
+  it('encodes rules as records ending in a commit, and reads events split anywhere', () => {
+    const bytes = encodeGuardRules(rulesFor('/w', { readOnly: ['/w/.git/config'] }));
+    expect(bytes.subarray(bytes.length - 5)).toEqual(Buffer.from([0x43, 0, 0, 0, 0]));
+    expect(bytes.includes(Buffer.from('/w/.git/config'))).toBe(true);
+    const reader = new GuardEventReader();
+    const record = (type: string, body: string) => {
+      const b = Buffer.from(body);
+      const h = Buffer.alloc(5);
+      h[0] = type.charCodeAt(0);
+      h.writeUInt32LE(b.length, 1);
+      return Buffer.concat([h, b]);
+    };
+    const stream = Buffer.concat([
+      record('S', '2 3 wait-killable'),
+      record('r', 'write\0/w/.git/config\x0030\0cookie-1'),
+      record('w', 'create\0/w/.npmrc\0'),
+    ]);
+    const events = [
+      ...reader.push(stream.subarray(0, 7)),
+      ...reader.push(stream.subarray(7, 30)),
+      ...reader.push(stream.subarray(30)),
+    ];
+    expect(events).toEqual([
+      { kind: 'started', guardPid: 2, supervisorPid: 3, waitKillable: true },
+      { kind: 'refused', op: 'write', path: '/w/.git/config', errno: 30, cookie: 'cookie-1' },
+      { kind: 'written', op: 'create', path: '/w/.npmrc' },
+    ]);
+  });
+});
+
+maybe('names born during the session', () => {
+  it('refuses protected names and non-sample hooks wherever they are made, in every spelling', async () => {
+    const ws = tempWorkspace();
+    const script = `
+      cd ${ws}
+      echo x > .envrc; echo envrc=$?
+      python3 -c "open('sub1.envrc'.replace('sub1', ''),'w').write('x')" 2>/dev/null; echo py_envrc=$?
+      node -e "require('fs').writeFileSync('.mcp.json','{}')" 2>/dev/null; echo node_mcp=$?
+      perl -e 'open(F, ">", "conch.config.json") or exit 1' ; echo perl_conch=$?
+      mkdir -p a/b/.vscode 2>/dev/null; echo vscode=$?
+      mkdir -p tmpl && echo '{}' > tmpl/tasks.json && cp -a tmpl .claude 2>/dev/null; echo cp_claude=$?
+      mv tmpl .idea 2>/dev/null; echo mv_idea=$?
+      tar -C /tmp -cf /tmp/t.tar . 2>/dev/null; mkdir -p ex && printf 'x' > /tmp/envrc && (cd /tmp && tar -cf /tmp/e.tar envrc) && tar -C ex -xf /tmp/e.tar --transform 's/envrc/.envrc/' 2>/dev/null; echo tar_envrc=$?
+      git init -q repo && echo init=$?
+      printf '#!/bin/sh\\necho planted\\n' > repo/.git/hooks/pre-commit 2>/dev/null; echo hook=$?
+      cp repo/.git/hooks/pre-commit.sample repo/.git/hooks/post-checkout 2>/dev/null; echo cp_hook=$?
+      ln -s /bin/true repo/.git/hooks/pre-push 2>/dev/null; echo ln_hook=$?
+      mkdir -p tpl/hooks && printf '#!/bin/sh\\necho planted\\n' > tpl/hooks/post-checkout && chmod +x tpl/hooks/post-checkout
+      git init -q --template=tpl repo2 2>/dev/null; echo init_template=$?
+      echo ok > repo/.git/hooks/pre-commit.sample2 2>/dev/null; echo not_sample=$?
+      echo ok > plain.txt; echo plain=$?
+    `;
+    const r = await runGuarded(rulesFor(ws), script).done;
+    const s = statuses(r.stdout);
+    expect(s).toMatchObject({ plain: 0, init: 0 });
+    for (const key of [
+      'envrc',
+      'node_mcp',
+      'perl_conch',
+      'vscode',
+      'cp_claude',
+      'mv_idea',
+      'tar_envrc',
+      'hook',
+      'cp_hook',
+      'ln_hook',
+      'init_template',
+      'not_sample',
+    ])
+      expect(s[key], `${key}\n${r.stdout}${r.stderr}`).not.toBe(0);
+    for (const name of [
+      '.envrc',
+      '.mcp.json',
+      'conch.config.json',
+      'a/b/.vscode',
+      '.claude',
+      '.idea',
+      'ex/.envrc',
+      'repo/.git/hooks/pre-commit',
+      'repo/.git/hooks/post-checkout',
+      'repo/.git/hooks/pre-push',
+      'repo2/.git/hooks/post-checkout',
+    ])
+      expect(existsSync(join(ws, name)), name).toBe(false);
+    const refused = r.events.filter((e) => e.kind === 'refused').map((e) => (e as { path: string }).path);
+    expect(refused).toContain(join(ws, '.envrc'));
+    expect(refused).toContain(join(ws, 'repo', '.git', 'hooks', 'pre-commit'));
+  });
+
+  it("the agent's own .env is its own; a secret the host writes meanwhile is not", async () => {
+    const ws = tempWorkspace();
+    const marker = join(ws, 'host-wrote');
+    const script = `
+      cd ${ws}
+      cp /dev/null .env.example; echo 'A=1' > .env; echo own_write=$?
+      grep -q A=1 .env; echo own_read=$?
+      while [ ! -e ${marker} ]; do sleep 0.05; done
+      cat .env.production; echo host_read=$?
+      grep -c SECRET .env.production; echo
+      echo 'B=2' >> .env.production; echo host_write=$?
+      mv .env .env.moved 2>/dev/null; echo own_move=$?
+    `;
+    const run = runGuarded(rulesFor(ws), script);
+    for (let i = 0; i < 600 && !existsSync(join(ws, '.env')); i++)
+      await new Promise((r) => setTimeout(r, 50));
+    writeFileSync(join(ws, '.env.production'), 'SECRET=host\n');
+    writeFileSync(marker, '');
+    const r = await run.done;
+    const s = statuses(r.stdout);
+    expect(s).toMatchObject({ own_write: 0, own_read: 0, own_move: 0 });
+    expect(s.host_write).not.toBe(0);
+    expect(r.stdout).not.toContain('SECRET');
+    expect(readFileSync(join(ws, '.env.production'), 'utf8')).toBe('SECRET=host\n');
+  });
+
+  it('a rule sent while the sandbox runs applies to the next call, without a restart', async () => {
+    const ws = tempWorkspace();
+    mkdirSync(join(ws, 'data'));
+    writeFileSync(join(ws, 'data', 'keep.txt'), 'original\n');
+    const go = join(ws, 'go');
+    const script = `
+      cd ${ws}
+      echo before >> data/keep.txt; echo before=$?
+      while [ ! -e ${go} ]; do sleep 0.05; done
+      echo after >> data/keep.txt; echo after=$?
+    `;
+    const rules = rulesFor(ws);
+    const run = runGuarded(rules, script);
+    for (let i = 0; i < 600 && !readFileSync(join(ws, 'data', 'keep.txt'), 'utf8').includes('before'); i++)
+      await new Promise((r) => setTimeout(r, 50));
+    await run.update({ ...rules, readOnly: [join(ws, 'data')] });
+    writeFileSync(go, '');
+    const r = await run.done;
+    expect(statuses(r.stdout)).toMatchObject({ before: 0 });
+    expect(statuses(r.stdout).after).not.toBe(0);
+    expect(readFileSync(join(ws, 'data', 'keep.txt'), 'utf8')).toBe('original\nbefore\n');
+  });
+});
+
+maybe('the sandbox cannot reach its init, its guard or its supervisor', () => {
+  it('refuses ptrace, memory reads, pidfds, signals, /proc secrets, the keyring, io_uring and a second listener', async () => {
+    const ws = tempWorkspace();
+    // The script is the "supervisor" (the guard's direct child); the python it starts is the attacker.
+    const attack = `
+import ctypes, ctypes.util, errno, json, os, signal
+libc = ctypes.CDLL(None, use_errno=True)
+sup = os.getppid(); guard = 2; out = {}
+def sc(name, nr, *args):
+    r = libc.syscall(nr, *args)
+    out[name] = 0 if r >= 0 else ctypes.get_errno()
+X = os.uname().machine == 'x86_64'
+NR = dict(ptrace=101 if X else 117, pidfd_open=434, process_vm_readv=310 if X else 270, kill=62 if X else 129,
+          keyctl=250 if X else 219, add_key=248 if X else 217, io_uring_setup=425, seccomp=317 if X else 277,
+          prlimit64=302 if X else 261, tkill=200 if X else 130)
+for who, pid in (('sup', sup), ('guard', guard), ('init', 1)):
+    sc('ptrace_' + who, NR['ptrace'], 16, pid, 0, 0)              # PTRACE_ATTACH
+    sc('pidfd_' + who, NR['pidfd_open'], pid, 0)
+    buf = ctypes.create_string_buffer(16)
+    class iovec(ctypes.Structure): _fields_ = [('b', ctypes.c_void_p), ('l', ctypes.c_size_t)]
+    l = iovec(ctypes.addressof(buf), 16); r = iovec(0x400000, 16)
+    sc('vm_' + who, NR['process_vm_readv'], pid, ctypes.byref(l), 1, ctypes.byref(r), 1, 0)
+    sc('prlimit_' + who, NR['prlimit64'], pid, 7, 0, 0)
+for who, pid in (('guard', guard), ('all', -1), ('group', -guard)):
+    sc('kill_' + who, NR['kill'], pid, 0)
+sc('keyctl', NR['keyctl'], 0, -3, 0)                               # KEYCTL_GET_KEYRING_ID @s
+sc('add_key', NR['add_key'], b'user', b'k', b'v', 1, -3)
+sc('io_uring', NR['io_uring_setup'], 1, ctypes.create_string_buffer(120))
+sc('listener', NR['seccomp'], 1, 8, 0)                              # SET_MODE_FILTER, NEW_LISTENER
+for entry in ('mem', 'environ', 'fd/0', 'maps', ''):
+    try:
+        open('/proc/%d/%s' % (sup, entry), 'rb').read(1); out['proc_' + entry] = 0
+    except OSError as e:
+        out['proc_' + entry] = e.errno
+out['stat_readable'] = int(len(open('/proc/%d/stat' % sup).read()) > 0)
+print(json.dumps(out))
+`;
+    writeFileSync(join(ws, 'attack.py'), attack);
+    const r = await runGuarded(rulesFor(ws), `python3 ${join(ws, 'attack.py')}; echo alive=$?`).done;
+    const out = JSON.parse(r.stdout.split('\n').find((l) => l.startsWith('{')) ?? '{}') as Record<
+      string,
+      number
+    >;
+    expect(out.stat_readable, r.stderr).toBe(1);
+    for (const [key, value] of Object.entries(out)) {
+      if (key === 'stat_readable') continue;
+      expect(value, `${key}: ${JSON.stringify(out)}`).not.toBe(0);
+    }
+    expect(r.stdout).toContain('alive=0');
+  });
+});
+
+maybe('ordinary work under the guard', () => {
+  it('git, node, python, make, cc, FIFOs, process substitution, stdin and umask behave as without it', async () => {
+    const ws = tempWorkspace();
+    const script = `
+      set -u
+      cd ${ws}
+      git init -q . && git -c user.email=a@b -c user.name=n commit -q --allow-empty -m init; echo git_init=$?
+      echo 'console.log(21*2)' > a.js && git add a.js && git -c user.email=a@b -c user.name=n commit -qm a; echo git_commit=$?
+      git branch feature && git tag v1 && echo '// more' >> a.js && git stash -q && git stash pop -q; echo git_more=$?
+      node a.js | grep -q 42; echo node=$?
+      python3 -c "import tempfile, os; f = tempfile.TemporaryFile(dir='.'); f.write(b'x'); f.seek(0); assert f.read() == b'x'"; echo py_tmpfile=$?
+      python3 -c "import os; fd = os.open('.', os.O_TMPFILE | os.O_WRONLY, 0o600); os.write(fd, b'x')"; echo o_tmpfile=$?
+      printf 'all:\\n\\t@echo made > made.txt\\n' > Makefile && make -s && test -s made.txt; echo make=$?
+      echo 'int main(void){return 0;}' > c.c && cc c.c -o c && ./c; echo cc=$?
+      mkfifo p && (echo through > p &) && read line < p && [ "$line" = through ]; echo fifo=$?
+      diff <(echo a) <(echo a) >/dev/null; echo procsub=$?
+      echo piped | cat /dev/stdin | grep -q piped; echo stdin=$?
+      (umask 077 && touch private.txt) && [ "$(stat -c %a private.txt)" = 600 ]; echo umask=$?
+      ln -s a.js link.js && cat link.js >/dev/null && mv link.js link2.js; echo symlinks=$?
+      mkdir -p d/e && rmdir d/e && rm -r d; echo dirs=$?
+      chmod 755 a.js && truncate -s 0 made.txt; echo meta=$?
+      cat /dev/tty 2>/dev/null </dev/null; echo tty=$?
+      ls /proc/1/stat >/dev/null && ps -e >/dev/null; echo ps=$?
+    `;
+    const r = await runGuarded(rulesFor(ws), script).done;
+    const s = statuses(r.stdout);
+    expect(r.stderr).toBe('');
+    const ok = [
+      'git_init',
+      'git_commit',
+      'git_more',
+      'node',
+      'py_tmpfile',
+      'o_tmpfile',
+      'make',
+      'cc',
+      'fifo',
+      'procsub',
+      'stdin',
+      'umask',
+      'symlinks',
+      'dirs',
+      'meta',
+      'ps',
+    ];
+    for (const key of ok) expect(s[key], `${key}\n${r.stdout}`).toBe(0);
+    expect(s.tty).not.toBe(0); // no controlling terminal: ENXIO, as without the guard
+    expect(statSync(join(ws, 'a.js')).mode & 0o777).toBe(0o755);
+    // The repository the sandbox made is reported as written (plant candidates), its objects are not.
+    const written = r.events.filter((e) => e.kind === 'written').map((e) => (e as { path: string }).path);
+    expect(written).toContain(join(ws, '.git', 'config'));
+    expect(written.some((p) => p.includes('/objects/'))).toBe(false);
+    expect(
+      execFileSync('git', ['-C', ws, 'log', '--oneline'], { encoding: 'utf8' }).split('\n').filter(Boolean),
+    ).toHaveLength(2);
+  });
+});

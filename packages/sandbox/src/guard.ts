@@ -1,0 +1,272 @@
+import { spawnSync } from 'node:child_process';
+import { accessSync, constants } from 'node:fs';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { PLANT_WATCH_NAMES } from './plants.js';
+import type { SandboxProfile } from './profile.js';
+import { GUARD_DIR_NAMES, GUARD_FILE_NAMES } from './protected-names.js';
+
+/**
+ * The sandbox's path guard (native/conch_guard.c, built into dist/conch-guard): the first process
+ * inside bubblewrap, it starts the process supervisor under a seccomp filter that sends every open,
+ * create, remove, rename, link, truncate and re-mode of a path to the guard, which resolves the
+ * path as the kernel would, judges it by the rules below and performs the call itself.
+ *
+ * Why: bubblewrap's protections are mounts, and a mount on a file belongs to the file's directory
+ * entry as it was when the sandbox started. When anything outside replaces that entry (git's
+ * `config.lock` renamed over `.git/config` by the user's `git config`, an editor's atomic save of
+ * `.env`, `sed -i`, `npm login` rewriting `~/.npmrc`), the kernel detaches the mount in the
+ * sandbox's namespace and the new file is writable, or readable, inside. Mounts on directories
+ * survive; names that appear later (a new `.envrc`, a nested repository's hooks) have no mount at
+ * all. The guard judges each call at the moment it is made, against paths and names, so a
+ * protection holds for the life of the sandbox whatever happens to the files. It was measured
+ * against the alternatives (see the package README): re-mounting after inotify leaves a window a
+ * polling process wins every time; a sandbox per command leaves long-lived processes unprotected;
+ * the guard costs ~20 µs per open (3.6% on 500 spawns of `true`, nothing measurable on `tsc`).
+ */
+
+/** What the guard enforces in one sandbox (all paths absolute and real). */
+export interface GuardRules {
+  /** Paths (files or directories, with everything under them) nothing may write, create, remove or re-mode. */
+  readOnly: readonly string[];
+  /** Paths whose content is hidden: a file reads as empty, a directory as empty; writes refused. */
+  masked: readonly string[];
+  /** Where the name rules apply (the workspace and the host's writable roots; not caches, not /tmp). */
+  nameRoots: readonly string[];
+  /** File names that cannot be created or changed anywhere under a name root (`.envrc`, `.mcp.json`). */
+  fileNames: readonly string[];
+  /** Directory names under which nothing can be created or changed (`.vscode`, `.claude`). */
+  dirNames: readonly string[];
+  /** `.env*` files under a name root are secrets (masked, read-only) unless this sandbox made them. */
+  envSecrets: boolean;
+  /** `.env*` names that are not secrets (templates such as `.env.example`). */
+  envTemplates?: readonly string[];
+  /** No hook but a `*.sample` can be created in any repository's hooks directory under a name root. */
+  hooks: boolean;
+  /** File names whose successful changes are reported ('written' events): plant candidates. */
+  watchNames: readonly string[];
+  /** Report changes to git's own files (config, hooks, refs, index) of every repository under a name root. */
+  watchGit: boolean;
+  /**
+   * The environment variable that tells which spawn a process descends from (@conch/process's
+   * cookie): events carry its value, so the host knows which call refused or wrote what.
+   */
+  cookieVar?: string;
+}
+
+export type GuardOp = 'read' | 'write' | 'create' | 'remove' | 'chmod' | 'link';
+
+export type GuardEvent =
+  | { kind: 'started'; guardPid: number; supervisorPid: number; waitKillable: boolean }
+  | { kind: 'ack' }
+  | { kind: 'refused'; op: GuardOp; path: string; errno: number; cookie?: string }
+  | { kind: 'written'; op: GuardOp; path: string; cookie?: string }
+  | { kind: 'error'; message: string };
+
+function record(type: string, payload: string | Buffer = ''): Buffer {
+  const body = typeof payload === 'string' ? Buffer.from(payload) : payload;
+  const head = Buffer.alloc(5);
+  head[0] = type.charCodeAt(0);
+  head.writeUInt32LE(body.length, 1);
+  return Buffer.concat([head, body]);
+}
+
+/** The rules as the guard's records, ending with the commit that puts them in force (acknowledged). */
+export function encodeGuardRules(rules: GuardRules): Buffer {
+  const parts: Buffer[] = [];
+  const add = (type: string, values: readonly string[] | undefined) => {
+    for (const value of values ?? []) if (value && !value.includes('\0')) parts.push(record(type, value));
+  };
+  add('R', rules.readOnly);
+  add('M', rules.masked);
+  add('N', rules.nameRoots);
+  add('F', rules.fileNames);
+  add('D', rules.dirNames);
+  add('X', rules.envTemplates);
+  add('W', rules.watchNames);
+  parts.push(record('E', rules.envSecrets ? '1' : '0'));
+  parts.push(record('H', rules.hooks ? '1' : '0'));
+  parts.push(record('G', rules.watchGit ? '1' : '0'));
+  if (rules.cookieVar) parts.push(record('K', rules.cookieVar));
+  parts.push(record('C'));
+  return Buffer.concat(parts);
+}
+
+const OPS: ReadonlySet<string> = new Set(['read', 'write', 'create', 'remove', 'chmod', 'link']);
+
+/** Splits the guard's byte stream into events (records may arrive in any chunks). */
+export class GuardEventReader {
+  private pending: Buffer = Buffer.alloc(0);
+
+  push(chunk: Buffer): GuardEvent[] {
+    this.pending = this.pending.length ? Buffer.concat([this.pending, chunk]) : Buffer.from(chunk);
+    const events: GuardEvent[] = [];
+    while (this.pending.length >= 5) {
+      const length = this.pending.readUInt32LE(1);
+      if (this.pending.length < 5 + length) break;
+      const type = String.fromCharCode(this.pending[0]!);
+      const fields = this.pending
+        .subarray(5, 5 + length)
+        .toString('utf8')
+        .split('\0');
+      this.pending = this.pending.subarray(5 + length);
+      const event = parse(type, fields);
+      if (event) events.push(event);
+    }
+    return events;
+  }
+}
+
+function parse(type: string, fields: string[]): GuardEvent | undefined {
+  switch (type) {
+    case 'S': {
+      const [guard, supervisor, features = ''] = (fields[0] ?? '').split(' ');
+      return {
+        kind: 'started',
+        guardPid: Number(guard),
+        supervisorPid: Number(supervisor),
+        waitKillable: features.includes('wait-killable'),
+      };
+    }
+    case 'A':
+      return { kind: 'ack' };
+    case 'r': {
+      const [op = '', path = '', errno = '0', cookie = ''] = fields;
+      if (!OPS.has(op)) return undefined;
+      return {
+        kind: 'refused',
+        op: op as GuardOp,
+        path,
+        errno: Number(errno),
+        ...(cookie ? { cookie } : {}),
+      };
+    }
+    case 'w': {
+      const [op = '', path = '', cookie = ''] = fields;
+      if (!OPS.has(op)) return undefined;
+      return { kind: 'written', op: op as GuardOp, path, ...(cookie ? { cookie } : {}) };
+    }
+    case 'e':
+      return { kind: 'error', message: fields.join(' ') };
+    default:
+      return undefined;
+  }
+}
+
+// Under vitest this module runs from src/*.ts; the binary is built into dist/.
+const here = fileURLToPath(import.meta.url);
+/** Where the built guard is (it may be missing: see guardAvailability). */
+export const GUARD_BINARY = here.endsWith('.ts')
+  ? join(dirname(here), '..', 'dist', 'conch-guard')
+  : join(dirname(here), 'conch-guard');
+
+/** Set to `0` to run sandboxes without the guard (their mounts alone). */
+export const GUARD_VAR = 'CONCH_SANDBOX_GUARD';
+
+export type GuardAvailability =
+  { available: true; binary: string; waitKillable: boolean } | { available: false; reason: string };
+
+const probed = new Map<string, GuardAvailability>();
+
+/**
+ * Whether the guard works here, asked once per binary: it is built, and `conch-guard --probe`
+ * installs a listener, reads a child's memory (Yama's ptrace scope allows a parent) and hands it a
+ * file descriptor. The reason says what is missing otherwise.
+ */
+export function guardAvailability(
+  binary = GUARD_BINARY,
+  env: NodeJS.ProcessEnv = process.env,
+): GuardAvailability {
+  if (env[GUARD_VAR] === '0') return { available: false, reason: `${GUARD_VAR}=0` };
+  const known = probed.get(binary);
+  if (known) return known;
+  let answer: GuardAvailability;
+  try {
+    accessSync(binary, constants.X_OK);
+  } catch {
+    answer = {
+      available: false,
+      reason: `the guard was not built (${binary} is missing: a C compiler is needed at build time)`,
+    };
+    probed.set(binary, answer);
+    return answer;
+  }
+  // Generous: on a loaded machine a fork and a few syscalls can take a while; a working kernel
+  // answers at once and a broken one fails at once, so this only bounds a hang.
+  const run = spawnSync(binary, ['--probe'], { encoding: 'utf8', timeout: 30_000 });
+  if (run.status === 0) {
+    let waitKillable = false;
+    try {
+      waitKillable = (JSON.parse(run.stdout) as { waitKillable?: boolean }).waitKillable === true;
+    } catch {
+      // an older guard's output: the feature is unknown
+    }
+    answer = { available: true, binary, waitKillable };
+  } else {
+    const why = (run.stderr || run.error?.message || '').trim().split('\n').slice(-2).join(' | ');
+    answer = {
+      available: false,
+      reason: `the guard does not work on this kernel (${why || `exit ${run.status ?? run.signal}`}): seccomp user notification (Linux 5.9+) and ptrace access to child processes are needed`,
+    };
+  }
+  probed.set(binary, answer);
+  return answer;
+}
+
+/**
+ * What the guard enforces for a profile: the workspace-write profile's read-only and masked paths,
+ * its protected names under its name roots, `.env*` secrets, hooks, and the plant candidates it
+ * reports; the protected profile (a command a human let out) keeps only its read-only paths. The
+ * read-only and none profiles get no guard: nothing in them is writable (or nothing is guarded).
+ */
+export function guardRulesFor(profile: SandboxProfile, cookieVar?: string): GuardRules | undefined {
+  if (profile.kind === 'protected') {
+    return {
+      readOnly: profile.readOnlyPaths,
+      masked: [],
+      nameRoots: [],
+      fileNames: [],
+      dirNames: [],
+      envSecrets: false,
+      hooks: false,
+      watchNames: [],
+      watchGit: false,
+      ...(cookieVar ? { cookieVar } : {}),
+    };
+  }
+  if (profile.kind !== 'workspace-write') return undefined;
+  return {
+    readOnly: profile.readOnlyPaths,
+    masked: profile.maskedPaths ?? [],
+    nameRoots: profile.nameRoots ?? profile.writableRoots,
+    fileNames: GUARD_FILE_NAMES,
+    dirNames: GUARD_DIR_NAMES,
+    envSecrets: profile.dotEnvSecrets !== false,
+    hooks: true,
+    watchNames: PLANT_WATCH_NAMES,
+    watchGit: true,
+    ...(cookieVar ? { cookieVar } : {}),
+  };
+}
+
+/**
+ * The rules of a sandbox that keeps running while the policy changed: everything the older rules
+ * protected stays protected (a protection belongs to a path for the sandbox's life), and what the
+ * newer ones add applies at once.
+ */
+export function mergeGuardRules(older: GuardRules, newer: GuardRules): GuardRules {
+  const union = (a: readonly string[], b: readonly string[]) => [...new Set([...a, ...b])];
+  return {
+    readOnly: union(older.readOnly, newer.readOnly),
+    masked: union(older.masked, newer.masked),
+    nameRoots: union(older.nameRoots, newer.nameRoots),
+    fileNames: union(older.fileNames, newer.fileNames),
+    dirNames: union(older.dirNames, newer.dirNames),
+    envSecrets: older.envSecrets || newer.envSecrets,
+    envTemplates: (older.envTemplates ?? []).filter((n) => (newer.envTemplates ?? []).includes(n)),
+    hooks: older.hooks || newer.hooks,
+    watchNames: union(older.watchNames, newer.watchNames),
+    watchGit: older.watchGit || newer.watchGit,
+    ...((newer.cookieVar ?? older.cookieVar) ? { cookieVar: (newer.cookieVar ?? older.cookieVar)! } : {}),
+  };
+}

@@ -1,0 +1,13 @@
+// Builds the guard once before the tests (--require: where it cannot be built the suite fails here
+// instead of quietly testing sandboxes without it).
+import { execFileSync } from 'node:child_process';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+export default function setup(): void {
+  const pkg = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
+  execFileSync(process.execPath, [join(pkg, 'scripts', 'build-native.mjs'), '--require'], {
+    cwd: pkg,
+    stdio: 'inherit',
+  });
+}
