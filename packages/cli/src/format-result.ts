@@ -40,6 +40,11 @@ export interface CliResult {
   refused_path?: string;
   /** With NETWORK_BLOCKED: the destinations the sandbox's network refused. */
   blocked_hosts?: string[];
+  /**
+   * With PLANT_REPORTED: what the command left that the user's own tools would run later outside
+   * any sandbox (`kind`, `path`, what runs and when). Also in `registry.status()` until cleared.
+   */
+  plants?: { kind: string; path: string; detail: string }[];
   /** Where it ran: 'workspace-write' / 'read-only' (sandboxes), 'protected' (outside, protected paths read-only), 'none'. */
   sandbox?: string;
   /** Processes the command started that were still running when it returned. */

@@ -1,5 +1,6 @@
 import { PERMISSION_GATE, type SandboxLevel, type ToolCallContext } from '@conch/core';
 import { realpathSync } from 'node:fs';
+import { constants } from 'node:os';
 import { resolve } from 'node:path';
 import { profileFor, type ProcessResult, type SandboxProfile } from '@conch/process';
 
@@ -116,8 +117,10 @@ export function sandboxRefusal(result: ProcessResult): SandboxRefusal | undefine
   const match =
     EROFS_LINE.exec(`${result.stderr.head}\n${result.stderr.tail}`) ??
     STDOUT_EROFS.exec(`${result.stdout.head}\n${result.stdout.tail}`);
-  if (!match) return undefined;
-  const path = refusedPath(match[0]);
+  // The guard's own record of a refused write (exact, even when the command hid its error).
+  const guarded = result.sandboxRefusals?.find((r) => r.errno === constants.errno.EROFS && r.op !== 'read');
+  if (!match && !guarded) return undefined;
+  const path = guarded?.path ?? refusedPath(match![0]);
   const where = path ? ` (${path})` : '';
   if (result.sandbox === 'read-only')
     return {

@@ -540,6 +540,19 @@ async function runOn(
         out.error_code = 'NETWORK_BLOCKED';
       }
     }
+    if (result.plants?.length) {
+      // Reported, not refused: the kernel could not tell this write from ordinary work (the
+      // config of a repository the agent made, a workspace .npmrc); the human decides.
+      out.plants = result.plants.map((p) => ({ kind: p.kind, path: p.path, detail: p.detail }));
+      const message = `The command left ${result.plants.length === 1 ? 'a file' : `${result.plants.length} files`} that the user's own tools would run later outside the sandbox (${result.plants
+        .slice(0, 3)
+        .map((p) => `${p.path}: ${p.detail}`)
+        .join(
+          '; ',
+        )}${result.plants.length > 3 ? '; …' : ''}). conch ran none of it and reports it to the user; if it was not what the task needed, undo it.`;
+      out.error = out.error ? `${out.error} ${message}` : message;
+      out.error_code ??= 'PLANT_REPORTED';
+    }
     if (transportLost(result)) {
       out.error = `The connection to ${where?.target ?? 'the target'} was lost while the command ran; its exec server killed what the command started when the connection closed. Run it again: the next call reconnects.`;
       out.error_code = 'TRANSPORT_LOST';

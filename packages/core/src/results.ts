@@ -27,6 +27,8 @@ export const ERROR_CODES = {
     "conch's process supervisor stopped answering (stopped or hung) while the call waited on it, so it was killed with everything it ran and replaced; the next call starts a new one",
   NETWORK_BLOCKED:
     'the sandbox refused a network connection (no network, or a destination not on the allow-list)',
+  PLANT_REPORTED:
+    "the command left a file the user's own tools would run later outside any sandbox (a git config's fsmonitor or alias, a hook, a yarnPath, history that checks out a .envrc, …): listed in `plants` and kept in registry.status() until a human clears it; conch ran none of it",
   // What happened to a command's output
   OUTPUT_NOT_SAVED:
     'output that did not fit the result could not be saved to a file (no writable directory, or writing failed): only its start and end are kept, and the result says how much is lost',

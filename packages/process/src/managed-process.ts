@@ -19,6 +19,7 @@ import { toProcessInfo } from './process-events.js';
 import type { OutputCapture } from './output-capture.js';
 import type { ExitReason, LeftoverProcess, OutputEvent, ProcessResult } from './process-result.js';
 import type { SpawnedChild } from './spawned-child.js';
+import type { SandboxActivity } from './sandbox-activity.js';
 import type { SpillReport, SpillSink } from './spill-sink.js';
 import { cleanForModel, stripAnsi } from './strip-ansi.js';
 import { decodeUtf8 } from './utf8.js';
@@ -58,6 +59,8 @@ export interface ManagedProcessInit {
   forceFile: boolean;
   /** Which sandbox really applied (known once the process started). */
   sandbox: () => SandboxKind;
+  /** What the sandbox's guard saw this spawn do (asked once, when the result is made). */
+  sandboxActivity?: () => Promise<SandboxActivity | undefined>;
 }
 
 /** Bytes of the latest output kept for lastLine() once the captures released their buffers. */
@@ -95,6 +98,7 @@ export class ManagedProcess {
   private readonly keepLeftoverOutput: boolean;
   private readonly forceFile: boolean;
   private readonly sandboxOf: () => SandboxKind;
+  private readonly sandboxActivity: (() => Promise<SandboxActivity | undefined>) | undefined;
   private readonly t0: number;
   private resolveResult!: (result: ProcessResult) => void;
   private resolveSpawned!: (pid: number | undefined) => void;
@@ -148,6 +152,7 @@ export class ManagedProcess {
     this.keepLeftoverOutput = init.keepLeftoverOutput;
     this.forceFile = init.forceFile;
     this.sandboxOf = init.sandbox;
+    this.sandboxActivity = init.sandboxActivity;
     this.startedAt = Date.now();
     this.t0 = performance.now();
     this.stdin = init.child.stdin ?? null;
@@ -579,6 +584,9 @@ export class ManagedProcess {
     if (stderrSpill) stderr.spill = stderrSpill;
     const combinedSpill = spillOf(this.combined);
     const reason: ExitReason = this.reason ?? 'exit';
+    // The guard's events come on their own channel; the ones this command caused were sent before
+    // the calls they answer returned, so they are here by the time its pipes have closed.
+    const activity = await this.sandboxActivity?.().catch(() => undefined);
     const result: ProcessResult = {
       id: this.id,
       pid: this.child.pid,
@@ -601,6 +609,8 @@ export class ManagedProcess {
       ...(this.child.lostReason && this.child.lostUnresponsive
         ? { supervisorUnresponsive: true as const }
         : {}),
+      ...(activity?.refusals.length ? { sandboxRefusals: activity.refusals } : {}),
+      ...(activity?.plants.length ? { plants: activity.plants } : {}),
     };
     this.owner.finished(this, result);
     this.resolveResult(result);

@@ -28,6 +28,14 @@ import {
   type SandboxProfile,
   type SandboxStatus,
 } from '@conch/sandbox';
+import {
+  GUARD_BINARY,
+  guardAvailability,
+  guardRulesFor,
+  mergeGuardRules,
+  type GuardEvent,
+  type GuardRules,
+} from '@conch/sandbox';
 import './events.js';
 import {
   DuplicateProcessIdError,
@@ -64,6 +72,7 @@ import type { SpawnerStatus } from './supervisor-protocol.js';
 import { performFs } from './supervisor-fs.js';
 import { PortForwarder, type ForwardedPort } from './port-forwarder.js';
 import { sandboxFileSystem, type SandboxFileSystem } from './sandbox-file-system.js';
+import { SandboxActivityLog, type ReportedPlant, type SandboxActivity } from './sandbox-activity.js';
 
 export interface SupervisorOptions {
   /** The node binary that runs the supervisor. Default: `process.execPath`. */
@@ -141,6 +150,14 @@ export interface ProcessManagerOptions {
    * `refreshForwardedPorts()` scans at once. false: nothing is forwarded.
    */
   forwardPorts?: boolean | { pollMs?: number };
+  /**
+   * The sandbox's path guard (default on where it works: built, and the kernel allows seccomp
+   * user notification): the workspace-write and protected profiles run their supervisor under
+   * @conch/sandbox's guard, which judges every path a sandboxed process opens or changes, so a
+   * protection holds for the sandbox's life whatever happens to the files outside (see
+   * @conch/sandbox). false: bubblewrap's mounts alone. `status().guard` says which, and why.
+   */
+  guard?: boolean;
 }
 
 export interface SpawnPtyOptions {
@@ -170,6 +187,16 @@ export interface ProcessManagerStatus {
    * spawn and why. Undefined until a supervisor is ready; `{ kind: 'node' }` without a supervisor.
    */
   spawner?: SpawnerStatus;
+  /**
+   * Whether sandboxes run under the path guard: `active` once a guarded sandbox started,
+   * `available` where it would, `reason` when it does not (not built, the kernel, switched off).
+   */
+  guard: { available: boolean; active: boolean; reason?: string };
+  /**
+   * What sandboxed commands left that the user's own tools would run later (@conch/sandbox plants),
+   * kept until `clearPlants()`.
+   */
+  plants: ReportedPlant[];
 }
 
 // Under vitest this module runs from src/*.ts, which node cannot execute: use the built script.
@@ -274,6 +301,11 @@ export class ProcessManager implements ProcessManagerService {
   private perProcessSpill: number;
   /** Every spill file of this manager is charged to it. */
   private readonly spillBudget: SpillBudget;
+  /** The guard's events by spawn, and the plants found (see sandbox-activity.ts). */
+  private readonly activity: SandboxActivityLog;
+  /** Why guarded sandboxes are not started any more (a guarded supervisor failed to start). */
+  private guardBroken: string | undefined;
+  private warnedGuard = false;
 
   constructor(options: ProcessManagerOptions = {}) {
     this.options = options;
@@ -285,6 +317,13 @@ export class ProcessManager implements ProcessManagerService {
     this.perProcessSpill = options.spillLimits?.perProcess ?? DEFAULT_SPILL_LIMITS.perProcess;
     this.spillBudget = new SpillBudget('registry', options.spillLimits?.total ?? DEFAULT_SPILL_LIMITS.total);
     if (options.supervisor === false) this.fallbackReason = 'disabled (supervisor: false)';
+    this.activity = new SandboxActivityLog({
+      onPlant: (plant) =>
+        this.logger?.warn(
+          { plant: plant.kind, path: plant.path, detail: plant.detail },
+          'sandbox: a command left something your own tools would run (see status().plants)',
+        ),
+    });
     if (options.forwardPorts !== false) {
       const forward = typeof options.forwardPorts === 'object' ? options.forwardPorts : {};
       this.forwarder = new PortForwarder({
@@ -495,6 +534,9 @@ export class ProcessManager implements ProcessManagerService {
       keepLeftoverOutput: options.keepLeftoverOutput === true,
       forceFile: capture && captureOpt !== undefined && captureOpt.spillFile === 'always',
       sandbox,
+      ...(profile.kind === 'workspace-write' || profile.kind === 'protected'
+        ? { sandboxActivity: () => this.activity.take(cookie) }
+        : {}),
     });
     if (!isHidden) this.processes.set(id, proc);
     this.live.add(proc);
@@ -811,13 +853,60 @@ export class ProcessManager implements ProcessManagerService {
       this.fallbackReason !== undefined
         ? { kind: 'node' as const, reason: `no supervisor: ${this.fallbackReason}` }
         : [...this.clients.values()].find((c) => c.status === 'ready' && c.spawner)?.spawner;
+    const guard = this.guardStatus();
     return {
       supervisor: this.fallbackReason !== undefined ? 'fallback' : running ? 'running' : 'not-started',
       sandbox:
         broken !== undefined && probed.available ? { ...probed, available: false, reason: broken } : probed,
       skippedReadOnlyPaths: [...this.skipped],
       ...(spawner ? { spawner } : {}),
+      guard,
+      plants: await this.activity.plants(),
     };
+  }
+
+  /**
+   * What the sandbox's guard refused a spawn (or a PTY session: its cookie) and the plants its
+   * writes left, since the last time it was asked; removed from the log. Spawns get theirs in
+   * their result (`sandboxRefusals`, `plants`); a terminal asks after each command.
+   */
+  takeSandboxActivity(cookie: string): Promise<SandboxActivity | undefined> {
+    return this.activity.take(cookie);
+  }
+
+  /** Forgets reported plants (all, or those at these paths) once a human has looked at them. */
+  clearPlants(paths?: readonly string[]): number {
+    return this.activity.clear(paths);
+  }
+
+  private guardStatus(): ProcessManagerStatus['guard'] {
+    const active = [...this.clients.values()].some((c) => c.guarded);
+    if (this.options.guard === false)
+      return { available: false, active, reason: 'switched off (guard: false)' };
+    if (this.guardBroken) return { available: false, active, reason: this.guardBroken };
+    const available = guardAvailability();
+    return available.available
+      ? { available: true, active }
+      : { available: false, active, reason: available.reason };
+  }
+
+  /** The guard's rules for a profile's supervisor, or undefined when it runs without one. */
+  private guardRules(profile: SandboxProfile): GuardRules | undefined {
+    if (this.options.guard === false || this.guardBroken !== undefined) return undefined;
+    const rules = guardRulesFor(profile, COOKIE_VAR);
+    if (!rules) return undefined;
+    const available = guardAvailability();
+    if (!available.available) {
+      if (!this.warnedGuard) {
+        this.warnedGuard = true;
+        this.logger?.warn(
+          { reason: available.reason },
+          'sandbox guard unavailable: sandboxes rely on their mounts alone (protections hold for the paths as they were at start; see status().guard)',
+        );
+      }
+      return undefined;
+    }
+    return rules;
   }
 
   /**
@@ -1029,8 +1118,16 @@ export class ProcessManager implements ProcessManagerService {
     if (family && family !== key) {
       const older = this.clients.get(family);
       if (older && (older.status === 'starting' || older.status === 'ready')) {
-        // Joined only when the new shape hides nothing the older one shows: a secret that appeared
-        // since (a new .env) must not be readable through the older sandbox.
+        // A guarded sandbox takes the new shape's protections at once (its guard judges every
+        // path), so it is joined whatever they add; spawns wait until the guard has them.
+        const olderRules = older.guardedBy;
+        const newer = olderRules ? guardRulesFor(profile, COOKIE_VAR) : undefined;
+        if (older.busy && olderRules && newer) {
+          void older.updateGuard(mergeGuardRules(olderRules, newer));
+          return older;
+        }
+        // Unguarded, joined only when the new shape hides nothing the older one shows: a secret
+        // that appeared since (a new .env) must not be readable through the older sandbox.
         if (older.busy && !hidesMore(profile, this.profiles.get(family))) return older;
         // Busy: it keeps running what it runs (closed at dispose); idle: it goes now.
         if (!older.busy) {
@@ -1063,6 +1160,7 @@ export class ProcessManager implements ProcessManagerService {
           installRoot(SUPERVISOR_SCRIPT),
           installRoot(execPath),
           ...(DEFAULT_PTY_MODULE ? [installRoot(DEFAULT_PTY_MODULE)] : []),
+          installRoot(GUARD_BINARY),
           ...extraVisible.map((p) => installRoot(p)),
         ],
         { tmp: this.sandboxTmp(), ...(proxySocket ? { proxySocket } : {}) },
@@ -1070,6 +1168,7 @@ export class ProcessManager implements ProcessManagerService {
       for (const p of skipped) this.skipped.add(p);
       bwrap = { path, args };
     }
+    const guardRules = bwrap ? this.guardRules(profile) : undefined;
     // Its own network namespace: servers it runs are forwarded to the host (not the bridge's port).
     const forwarder = bwrap && isIsolated(profile) ? this.forwarder : undefined;
     const client: SupervisorClient = new SupervisorClient({
@@ -1079,6 +1178,15 @@ export class ProcessManager implements ProcessManagerService {
       sandbox: profile.kind,
       ...(bwrap ? { bwrap, isolated: isIsolated(profile) } : {}),
       ...(proxy ? { proxy } : {}),
+      ...(guardRules
+        ? {
+            guard: {
+              binary: GUARD_BINARY,
+              rules: guardRules,
+              onEvent: (event: GuardEvent) => this.activity.record(event),
+            },
+          }
+        : {}),
       ...(envFilter(profile) ? { envFilter: envFilter(profile)! } : {}),
       logger: this.logger,
       ...(supervisorOpt.unresponsiveMs !== undefined ? { unresponsiveMs: supervisorOpt.unresponsiveMs } : {}),
@@ -1125,6 +1233,16 @@ export class ProcessManager implements ProcessManagerService {
         { reason, sandbox: profile.kind },
         'process supervisor died; its processes were killed',
       );
+    } else if (profile.kind !== 'none' && client.guardedBy !== undefined && this.guardBroken === undefined) {
+      // A guarded sandbox that never started: sandboxes go on without the guard (their mounts
+      // alone), said once and in status(); the spawns it held are routed to one.
+      this.guardBroken = `a guarded sandbox could not start: ${reason}`;
+      this.logger?.warn(
+        { reason },
+        'sandbox guard unavailable: sandboxes rely on their mounts alone (protections hold for the paths as they were at start; see status().guard)',
+      );
+      for (const child of queued) this.route(child, profile);
+      return;
     } else if (profile.kind !== 'none') {
       this.markSandboxBroken(key, `the sandboxed supervisor could not start: ${reason}`);
     } else if (this.fallbackReason === undefined) {

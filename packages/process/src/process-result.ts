@@ -1,4 +1,5 @@
-import type { SandboxKind } from '@conch/sandbox';
+import type { Plant, SandboxKind } from '@conch/sandbox';
+import type { GuardRefusal } from './sandbox-activity.js';
 import type { CaptureSnapshot } from './output-capture.js';
 import type { SpillReport } from './spill-sink.js';
 
@@ -59,6 +60,18 @@ export interface ProcessResult {
    * hang) and was killed and replaced by the health check, taking this process with it.
    */
   supervisorUnresponsive?: true;
+  /**
+   * Calls the sandbox's guard refused this command and everything it started (their paths as the
+   * guard resolved them): present when there were any, whatever the exit status (a refused write in
+   * a `postinstall` that ignores the error still shows here).
+   */
+  sandboxRefusals?: GuardRefusal[];
+  /**
+   * What it left that the user's own tools would run later outside any sandbox (a git config's
+   * `core.fsmonitor`, a `.yarnrc.yml` `yarnPath`, history that would check out a `.envrc`, …): see
+   * @conch/sandbox plants. Also kept in the manager's `status().plants` until cleared.
+   */
+  plants?: Plant[];
 }
 
 export interface OutputEvent {

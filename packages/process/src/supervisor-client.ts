@@ -2,7 +2,13 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { closeSync } from 'node:fs';
 import { Socket } from 'node:net';
 import type { Logger } from '@conch/core';
-import type { SandboxKind } from '@conch/sandbox';
+import {
+  encodeGuardRules,
+  GuardEventReader,
+  type GuardEvent,
+  type GuardRules,
+  type SandboxKind,
+} from '@conch/sandbox';
 import { BlockingLineChannel } from './blocking-read.js';
 import { killGroupSync, sweepCookie } from './kill-tree.js';
 import { killTreeSync } from './process-tree.js';
@@ -33,6 +39,8 @@ function hostNative(): NativeSpawnModule | undefined {
 
 /** The supervisor's stdio slot that is the fd channel (FD_CHANNEL_VAR). */
 const FD_CHANNEL_SLOT = 5;
+/** The stdio slot of the sandbox guard's channel (the guard takes it; the supervisor never has it). */
+const GUARD_SLOT = 6;
 
 export interface SupervisorClientOptions {
   /** node binary of the supervisor. */
@@ -51,6 +59,12 @@ export interface SupervisorClientOptions {
   isolated?: boolean;
   /** The supervisor bridges 127.0.0.1:<port> inside its network namespace to this proxy socket. */
   proxy?: { socket: string; port: number };
+  /**
+   * The sandbox's path guard (@conch/sandbox): bwrap runs it, and it runs the supervisor under its
+   * seccomp filter. `rules` are in force before the supervisor's first syscall; events (refusals,
+   * watched writes, with the cookie of the spawn that made them) go to `onEvent`.
+   */
+  guard?: { binary: string; rules: GuardRules; onEvent(event: GuardEvent): void };
   /**
    * Variables the supervisor (and bwrap around it) must not be started with: inside a sandbox its
    * /proc/<pid>/environ is readable by the commands it runs.
@@ -205,6 +219,14 @@ export class SupervisorClient {
   private envBase: ReadonlyMap<string, string> | undefined;
   /** Isolated: `lastPid()` before each spawn / PTY spawn was sent (what bounds its host pid's lookup). */
   private readonly pidFloors = new Map<number, number>();
+  /** The guard's channel, while it is open. */
+  private guardChannel: Socket | undefined;
+  /** The rules the guard enforces (the last ones sent). */
+  private guardRules: GuardRules | undefined;
+  /** Rule updates sent and not acknowledged yet (the initial rules' ack is the first). */
+  private readonly guardAcks: (() => void)[] = [];
+  /** The guard's pid in the sandbox once it said it started. */
+  private guardStarted: { guardPid: number; supervisorPid: number } | undefined;
 
   constructor(options: SupervisorClientOptions) {
     this.options = options;
@@ -255,7 +277,11 @@ export class SupervisorClient {
     const { execPath, script, prefix, bwrap } = this.options;
     const proxy = this.options.proxy;
     const argv = [script, prefix, this.sandbox, '4', ...(proxy ? [proxy.socket, String(proxy.port)] : [])];
-    const [file, args] = bwrap ? [bwrap.path, [...bwrap.args, '--', execPath, ...argv]] : [execPath, argv];
+    const guard = bwrap ? this.options.guard : undefined;
+    const inner = guard
+      ? [guard.binary, '--channel', String(GUARD_SLOT), '--', execPath, ...argv]
+      : [execPath, ...argv];
+    const [file, args] = bwrap ? [bwrap.path, [...bwrap.args, '--', ...inner]] : [execPath, argv];
     // The host's NODE_OPTIONS (loaders, --inspect, heap flags) are for the host; children still get
     // them, since every spawn request carries its own complete env.
     const env = { ...process.env };
@@ -271,7 +297,16 @@ export class SupervisorClient {
         // fd 3: node's IPC channel; fd 4: the synchronous PTY-spawn channel; fd 5, with the addon
         // here: the fd channel. `detached`: its own session and process group, so a Ctrl-C to the
         // host's terminal never reaches it.
-        stdio: ['ignore', 'ignore', 'pipe', 'ipc', 'pipe', ...(native ? (['pipe'] as const) : [])],
+        // fd 6, with a guard: its channel (the guard keeps it; the supervisor never sees it).
+        stdio: [
+          'ignore',
+          'ignore',
+          'pipe',
+          'ipc',
+          'pipe',
+          ...(native ? (['pipe'] as const) : guard ? (['ignore'] as const) : []),
+          ...(guard ? (['pipe'] as const) : []),
+        ],
         detached: true,
         env,
       });
@@ -332,6 +367,7 @@ export class SupervisorClient {
         channel.destroy();
       });
     }
+    if (guard) this.openGuardChannel((proc.stdio as unknown as Socket[])[GUARD_SLOT]!, guard);
     const syncSocket = proc.stdio[4] as Socket;
     syncSocket.setEncoding('utf8');
     // node's private `_handle.fd`: there is no public way to get the fd of a stdio pipe.
@@ -354,8 +390,68 @@ export class SupervisorClient {
     child.sandbox = this.sandbox;
     child.onOverdue = () => this.childOverdue(child);
     this.ref();
-    if (this.state === 'ready') this.sendSpawn(child);
+    if (this.state === 'ready' && this.guardAcks.length === 0) this.sendSpawn(child);
     else this.queued.push(child);
+  }
+
+  /** The guard's rules in force (undefined without a guard). */
+  get guardedBy(): GuardRules | undefined {
+    return this.guardChannel ? this.guardRules : undefined;
+  }
+
+  /** Whether a guard runs around this supervisor (its start reported). */
+  get guarded(): boolean {
+    return this.guardStarted !== undefined && this.guardChannel !== undefined;
+  }
+
+  /**
+   * New rules for the guard while the sandbox keeps running (what protected paths were added).
+   * Spawns submitted meanwhile wait until the guard has them in force. Resolves once acknowledged,
+   * or at once without a guard (or once the guard is gone).
+   */
+  updateGuard(rules: GuardRules): Promise<void> {
+    const channel = this.guardChannel;
+    if (!channel) return Promise.resolve();
+    this.guardRules = rules;
+    return new Promise<void>((resolve) => {
+      this.guardAcks.push(resolve);
+      channel.write(encodeGuardRules(rules));
+    });
+  }
+
+  private openGuardChannel(channel: Socket, guard: NonNullable<SupervisorClientOptions['guard']>): void {
+    this.guardChannel = channel;
+    this.guardRules = guard.rules;
+    const reader = new GuardEventReader();
+    channel.on('data', (chunk: Buffer) => {
+      for (const event of reader.push(chunk)) {
+        if (event.kind === 'ack') {
+          this.guardAcks.shift()?.();
+          if (this.guardAcks.length === 0 && this.state === 'ready') this.flushQueued();
+        } else if (event.kind === 'started') {
+          this.guardStarted = { guardPid: event.guardPid, supervisorPid: event.supervisorPid };
+        } else if (event.kind === 'error') {
+          this.options.logger?.warn({ error: event.message }, 'sandbox guard');
+        } else guard.onEvent(event);
+      }
+    });
+    const closed = () => {
+      this.guardChannel = undefined;
+      // Nothing waits on a guard that is gone (its sandbox went with it).
+      for (const resolve of this.guardAcks.splice(0)) resolve();
+    };
+    channel.on('error', closed);
+    channel.on('close', closed);
+    // The initial rules: in force before the supervisor's first syscall (the guard waits for them).
+    this.guardAcks.push(() => {});
+    channel.write(encodeGuardRules(guard.rules));
+    channel.unref();
+  }
+
+  private flushQueued(): void {
+    const queued = this.queued;
+    this.queued = [];
+    for (const child of queued) this.sendSpawn(child);
   }
 
   /**
@@ -608,9 +704,7 @@ export class SupervisorClient {
         const pending = this.pendingSends;
         this.pendingSends = [];
         for (const m of pending) this.post(m);
-        const queued = this.queued;
-        this.queued = [];
-        for (const child of queued) this.sendSpawn(child);
+        if (this.guardAcks.length === 0) this.flushQueued();
         return;
       }
       case 'fatal':

@@ -61,6 +61,7 @@ export const terminalPlugin = definePlugin<TerminalConfig>({
       cwd: ctx.env.cwd,
       trash,
       gate: () => ctx.resolveOptional(PERMISSION_GATE),
+      sandboxActivity: (cookie) => manager.takeSandboxActivity(cookie),
       ...(ctx.config.outputDir ? { outputDir: resolve(ctx.env.cwd, ctx.config.outputDir) } : {}),
       // Shells run under the registry's supervisor (they die with the host, SIGKILL included).
       spawnPty: managedPtySpawner(

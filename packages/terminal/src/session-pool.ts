@@ -124,6 +124,13 @@ interface PoolDeps {
   gate?: () => PermissionGate | undefined;
   /** Where output files handed to the model go (default: the per-user XDG cache directory). */
   outputDir?: string;
+  /**
+   * What the sandbox's guard saw a session's processes do since it was last asked (by the
+   * session's cookie): the process manager's `takeSandboxActivity`.
+   */
+  sandboxActivity?: (
+    cookie: string,
+  ) => Promise<{ plants: readonly { kind: string; path: string; detail: string }[] } | undefined>;
 }
 
 /** A shell the pool's watchdog judges: while it starts, or from a typed line to its begin marker. */
@@ -489,6 +496,32 @@ export class SessionPool implements TerminalService {
   }
 
   /** Turns an outcome into the tool result and the session's next state. */
+  /**
+   * A result with what the sandbox's guard found the session's processes left since the last
+   * call (plants: files the user's own tools would run later), as cli_based_tool reports them.
+   */
+  async withSandboxActivity<T extends FinishedResult | RunningResult>(
+    session: PtySession,
+    result: T,
+  ): Promise<T> {
+    const activity = await this.deps.sandboxActivity?.(session.cookie).catch(() => undefined);
+    if (!activity?.plants.length) return result;
+    const plants = activity.plants.map((p) => ({ kind: p.kind, path: p.path, detail: p.detail }));
+    const message = `A command in this session left ${plants.length === 1 ? 'a file' : `${plants.length} files`} that the user's own tools would run later outside the sandbox (${plants
+      .slice(0, 3)
+      .map((p) => `${p.path}: ${p.detail}`)
+      .join(
+        '; ',
+      )}${plants.length > 3 ? '; …' : ''}). conch ran none of it and reports it to the user; if it was not what the task needed, undo it.`;
+    const out = result as T & { error?: string; error_code?: string; plants?: typeof plants };
+    return {
+      ...out,
+      plants,
+      error: out.error ? `${out.error} ${message}` : message,
+      error_code: out.error_code ?? 'PLANT_REPORTED',
+    };
+  }
+
   result(
     session: PtySession,
     outcome: Exclude<CollectOutcome, 'aborted' | 'broken'>,

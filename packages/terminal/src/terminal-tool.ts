@@ -512,9 +512,12 @@ async function run(
       return failure('ABORTED', 'aborted; the session and its processes were killed');
     }
     if (outcome === 'broken') return await broken(pool, session.id);
-    return pool.result(session, outcome === 'matched' ? 'background' : outcome, startedAt, {
-      waitFor: waitFor !== undefined,
-    });
+    return await pool.withSandboxActivity(
+      session,
+      pool.result(session, outcome === 'matched' ? 'background' : outcome, startedAt, {
+        waitFor: waitFor !== undefined,
+      }),
+    );
   } finally {
     lease.release();
   }
@@ -595,11 +598,14 @@ async function answer(
       return failure('ABORTED', 'aborted while reading; the session keeps running');
     }
     if (outcome === 'broken') return await broken(pool, sessionId);
-    const result = pool.result(
+    const result = await pool.withSandboxActivity(
       session,
-      outcome === 'matched' ? (wasBackground ? 'background' : 'waiting') : outcome,
-      startedAt,
-      { waitFor: waitFor !== undefined },
+      pool.result(
+        session,
+        outcome === 'matched' ? (wasBackground ? 'background' : 'waiting') : outcome,
+        startedAt,
+        { waitFor: waitFor !== undefined },
+      ),
     );
     return note === undefined ? result : { ...result, note };
   } finally {
