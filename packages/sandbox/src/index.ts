@@ -75,3 +75,14 @@ export {
   type PlantKind,
 } from './plants.js';
 export { GUARD_DIR_NAMES, GUARD_FILE_NAMES } from './protected-names.js';
+export { joinSockets, startBridge } from './bridge.js';
+export { allowListDecider, compileHostPatterns, internalAddress } from './network-allow-list.js';
+export {
+  Sandbox,
+  SandboxUnavailableError,
+  type SandboxEvents,
+  type SandboxOptions,
+  type SandboxRefusal,
+  type SandboxRunOptions,
+  type SandboxRunResult,
+} from './sandbox.js';

@@ -1,0 +1,65 @@
+import { isIP } from 'node:net';
+import { compileHostPattern, type HostPattern } from './host-patterns.js';
+import type { ConnectionVerdict, Destination } from './network-proxy.js';
+
+/**
+ * Whether an address is this machine or its network: loopback, unspecified, link-local (cloud
+ * metadata at 169.254.169.254), private ranges, carrier-grade NAT, IPv6 unique-local. A name that
+ * resolves to one is reached only when the allow-list names that address itself (no DNS rebinding
+ * onto them).
+ */
+export function internalAddress(address: string): boolean {
+  if (isIP(address) === 4) {
+    const [a, b] = address.split('.').map(Number) as [number, number];
+    return (
+      a === 127 ||
+      a === 0 ||
+      a === 10 ||
+      (a === 169 && b === 254) ||
+      (a === 172 && b >= 16 && b <= 31) ||
+      (a === 192 && b === 168) ||
+      (a === 100 && b >= 64 && b <= 127)
+    );
+  }
+  const v6 = address.toLowerCase();
+  return v6 === '::1' || v6 === '::' || /^fe[89ab]/.test(v6) || /^f[cd]/.test(v6);
+}
+
+/** Host patterns, each checked: a bad one throws, naming it. */
+export function compileHostPatterns(field: string, patterns: readonly string[]): HostPattern[] {
+  return patterns.map((text) => {
+    const compiled = compileHostPattern(text);
+    if (typeof compiled === 'string') throw new TypeError(`${field}: ${compiled}`);
+    return compiled;
+  });
+}
+
+/**
+ * The proxy's decision for a library host without a permission gate: what the allow-list names
+ * (and the deny-list does not), never asking anyone; a name is looked up only once allowed, and
+ * one that resolves to an internal address is refused unless the allow-list names that address.
+ * (@conch/permission's gate makes the same decisions and can ask a human.)
+ */
+export function allowListDecider(network: {
+  allow?: readonly string[];
+  deny?: readonly string[];
+}): (destination: Destination) => Promise<ConnectionVerdict> {
+  const allow = compileHostPatterns('network.allow', network.allow ?? []);
+  const deny = compileHostPatterns('network.deny', network.deny ?? []);
+  return async ({ host, port, addresses, resolve }) => {
+    const denied = deny.find((p) => p.test(host, port));
+    if (denied) return { allowed: false, reason: `the network deny-list names ${denied.text}` };
+    if (!allow.some((p) => p.test(host, port)))
+      return { allowed: false, reason: `${host} is not on the network allow-list` };
+    const resolved = resolve ? await resolve() : (addresses ?? []);
+    const deniedAddress = deny.find((p) => resolved.some((a) => p.test(a, port)));
+    if (deniedAddress)
+      return {
+        allowed: false,
+        reason: `${host} resolves to an address the deny-list names (${deniedAddress.text})`,
+      };
+    if (isIP(host) === 0 && resolved.some((a) => internalAddress(a) && !allow.some((p) => p.test(a, port))))
+      return { allowed: false, reason: `${host} resolves to an internal address (${resolved.join(', ')})` };
+    return { allowed: true };
+  };
+}

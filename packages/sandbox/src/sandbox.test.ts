@@ -1,0 +1,118 @@
+// The sandbox as a library and a CLI: a run writes only the workspace, hides its secrets, reaches
+// only allowed hosts, and reports what the guard refused and what the command planted; it never
+// runs a command unsandboxed.
+import { execFile } from 'node:child_process';
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { promisify } from 'node:util';
+import { describe, expect, it } from 'vitest';
+import { guardAvailability } from './guard.js';
+import { Sandbox, SandboxUnavailableError } from './sandbox.js';
+import { bwrap, tempWorkspace } from './test-support/guarded.js';
+
+const ready = bwrap !== undefined && guardAvailability().available;
+const maybe = ready ? describe : describe.skip;
+if (!ready && process.env.CI) throw new Error('CI needs bubblewrap and the guard for the sandbox suite');
+
+const CLI = join(fileURLToPath(new URL('.', import.meta.url)), '..', 'dist', 'cli.js');
+const run = promisify(execFile);
+
+maybe('Sandbox', () => {
+  it('confines a run to the workspace, hides .env, refuses protected names and reports plants', async () => {
+    const ws = tempWorkspace();
+    const outside = tempWorkspace('conch-sandbox-outside-');
+    writeFileSync(join(ws, '.env'), 'TOKEN=SECRET\n');
+    const sandbox = new Sandbox({ workspace: ws });
+    try {
+      const r = await sandbox.run('bash', [
+        '-c',
+        `echo ok > made.txt; cat .env; echo x > .envrc; echo y > ${outside}/escape.txt; printf 'yarnPath: ./y.js\\n' > .yarnrc.yml; exit 3`,
+      ]);
+      expect(r.exitCode).toBe(3);
+      expect(readFileSync(join(ws, 'made.txt'), 'utf8')).toBe('ok\n');
+      expect(r.stdout).not.toContain('SECRET');
+      expect(existsSync(join(ws, '.envrc'))).toBe(false);
+      expect(existsSync(join(outside, 'escape.txt'))).toBe(false);
+      expect(r.refusals.map((x) => x.path)).toContain(join(ws, '.envrc'));
+      expect(r.plants).toEqual([expect.objectContaining({ kind: 'yarn', path: join(ws, '.yarnrc.yml') })]);
+      expect(sandbox.plants()).toHaveLength(1);
+      sandbox.clearPlants();
+      expect(sandbox.plants()).toHaveLength(0);
+    } finally {
+      sandbox.dispose();
+    }
+  });
+
+  it('sees a protected path that appears between runs (the policy is live)', async () => {
+    const ws = tempWorkspace();
+    mkdirSync(join(ws, 'app'));
+    const sandbox = new Sandbox({ workspace: ws });
+    try {
+      expect((await sandbox.run('bash', ['-c', 'echo a > app/notes.txt'])).exitCode).toBe(0);
+      writeFileSync(join(ws, 'app', '.env.production'), 'KEY=SECRET\n');
+      const r = await sandbox.run('bash', ['-c', 'cat app/.env.production; echo b >> app/.env.production']);
+      expect(r.stdout).not.toContain('SECRET');
+      expect(r.exitCode).not.toBe(0);
+      expect(readFileSync(join(ws, 'app', '.env.production'), 'utf8')).toBe('KEY=SECRET\n');
+    } finally {
+      sandbox.dispose();
+    }
+  });
+
+  it('reaches only the hosts its allow-list names, and reports the others', async () => {
+    const ws = tempWorkspace();
+    const sandbox = new Sandbox({ workspace: ws, network: { allow: ['allowed.invalid'] } });
+    try {
+      const r = await sandbox.run('bash', [
+        '-c',
+        'curl -s -o /dev/null -w "%{http_code}" -x "$HTTPS_PROXY" http://not-allowed.invalid/; echo; curl -s --noproxy "*" -m 5 http://1.1.1.1/ >/dev/null; echo direct=$?',
+      ]);
+      expect(r.stdout).toContain('403');
+      expect(r.stdout).not.toContain('direct=0');
+      expect(r.blocked.map((b) => b.host)).toContain('not-allowed.invalid');
+    } finally {
+      sandbox.dispose();
+    }
+  });
+
+  it('never runs unsandboxed: without bubblewrap on PATH a run throws and nothing runs', async () => {
+    const ws = tempWorkspace();
+    const sandbox = new Sandbox({ workspace: ws });
+    const path = process.env.PATH;
+    process.env.PATH = '/nonexistent';
+    try {
+      await expect(sandbox.run('/bin/sh', ['-c', `touch ${ws}/ran`])).rejects.toBeInstanceOf(
+        SandboxUnavailableError,
+      );
+      expect(existsSync(join(ws, 'ran'))).toBe(false);
+    } finally {
+      process.env.PATH = path;
+      sandbox.dispose();
+    }
+  });
+});
+
+maybe('conch-sandbox', () => {
+  it("runs a command as conch-mcp would and exits with the command's status, saying what it refused", async () => {
+    const ws = tempWorkspace();
+    const failed = await run(process.execPath, [
+      CLI,
+      '-w',
+      ws,
+      '--no-network',
+      '-c',
+      'echo hi > a.txt; echo x > .mcp.json; exit 7',
+    ]).catch((error: { code: number; stderr: string }) => error);
+    expect((failed as { code: number }).code).toBe(7);
+    expect((failed as { stderr: string }).stderr).toContain(`refused create of ${join(ws, '.mcp.json')}`);
+    expect(readFileSync(join(ws, 'a.txt'), 'utf8')).toBe('hi\n');
+    const ok = await run(process.execPath, [CLI, '-w', ws, '--no-network', '--', 'cat', 'a.txt']);
+    expect(ok.stdout).toBe('hi\n');
+    const status = await run(process.execPath, [CLI, '--status']);
+    expect(JSON.parse(status.stdout)).toMatchObject({
+      bubblewrap: { available: true },
+      guard: { available: true },
+    });
+  });
+});

@@ -1,0 +1,366 @@
+import { spawn } from 'node:child_process';
+import { EventEmitter } from 'node:events';
+import { mkdtempSync, realpathSync, rmSync } from 'node:fs';
+import type { Socket } from 'node:net';
+import { homedir, tmpdir } from 'node:os';
+import { dirname, join, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { ConchError, type KernelPolicy, type Logger } from '@conch/core';
+import { findBwrap } from './find-bwrap.js';
+import {
+  encodeGuardRules,
+  GUARD_BINARY,
+  guardAvailability,
+  GuardEventReader,
+  guardRulesFor,
+  type GuardAvailability,
+  type GuardOp,
+} from './guard.js';
+import { KernelPolicyBuilder } from './kernel-policy.js';
+import { allowListDecider } from './network-allow-list.js';
+import { NetworkProxy, type BlockedConnection } from './network-proxy.js';
+import { changesHistory, historyPlants, inspectPlants, workTreeOf, type Plant } from './plants.js';
+import { probeSandbox, type SandboxStatus } from './probe.js';
+import {
+  envFilter,
+  installRoot,
+  profileFor,
+  PROXY_PORT,
+  PROXY_SOCKET_IN_SANDBOX,
+  proxyEnv,
+  sandboxArgs,
+  type SandboxProfile,
+} from './profile.js';
+
+export interface SandboxOptions {
+  /** The workspace: writable (mode 'workspace-write'), searched for protected paths. Default: process.cwd(). */
+  workspace?: string;
+  /** 'workspace-write' (default): the workspace and `writableRoots` writable; 'read-only': nothing is. */
+  mode?: 'workspace-write' | 'read-only';
+  /** More directories commands may write (absolute, or relative to the workspace). */
+  writableRoots?: readonly string[];
+  /**
+   * Destinations commands reach through the sandbox's proxy (host patterns: `registry.npmjs.org`,
+   * `*.pythonhosted.org`, `host:port`; `PACKAGE_REGISTRIES` lists the package registries). Nothing
+   * is reachable without it.
+   */
+  network?: { allow?: readonly string[]; deny?: readonly string[] };
+  /** Credentials hidden besides the built-in ones (see kernel-policy.ts), or let through. */
+  secrets?: {
+    hideEnv?: readonly string[];
+    keepEnv?: readonly string[];
+    /** `~/…` or workspace-relative paths. */
+    maskPaths?: readonly string[];
+    exposeDotEnv?: boolean;
+  };
+  /** The sandbox-private cache directory (default: per workspace under the user's cache dir). */
+  cacheDir?: string;
+  /** The home directory protected paths and secrets are found in (default: os.homedir()). */
+  home?: string;
+  /** The path guard (default on where it works); false: bubblewrap's mounts alone. */
+  guard?: boolean;
+  logger?: Logger;
+}
+
+export interface SandboxRunOptions {
+  /** Inside the workspace (default: the workspace). */
+  cwd?: string;
+  /** The command's environment (default: this process's), credentials removed, the sandbox's own added. */
+  env?: Readonly<Record<string, string | undefined>>;
+  /** 'pipe' (default): output collected in the result; 'inherit': this process's stdio. */
+  stdio?: 'pipe' | 'inherit';
+  signal?: AbortSignal;
+}
+
+/** A call the guard refused. */
+export interface SandboxRefusal {
+  op: GuardOp;
+  path: string;
+  errno: number;
+}
+
+export interface SandboxRunResult {
+  exitCode: number | null;
+  signal: string | null;
+  /** With stdio 'pipe'. */
+  stdout?: string;
+  stderr?: string;
+  /** Calls the guard refused (writes to protected paths, reads of secrets, …). */
+  refusals: SandboxRefusal[];
+  /** What the command left that the user's own tools would run later (see plants.ts). */
+  plants: Plant[];
+  /** Connections the proxy refused while it ran. */
+  blocked: BlockedConnection[];
+}
+
+export interface SandboxEvents {
+  refused: [SandboxRefusal];
+  plant: [Plant];
+  blocked: [BlockedConnection];
+}
+
+/** The sandbox cannot run here (no bubblewrap, no user namespaces): nothing was run. */
+export class SandboxUnavailableError extends ConchError {
+  readonly reason: string;
+  constructor(reason: string) {
+    super({
+      code: 'SANDBOX_UNAVAILABLE',
+      message: `the sandbox cannot run here, so nothing was run: ${reason}`,
+    });
+    this.name = 'SandboxUnavailableError';
+    this.reason = reason;
+  }
+}
+
+const here = dirname(fileURLToPath(import.meta.url));
+// Under vitest this module runs from src/*.ts; the init script is built into dist/.
+const SANDBOX_INIT = here.endsWith('src')
+  ? join(here, '..', 'dist', 'sandbox-init.js')
+  : join(here, 'sandbox-init.js');
+/** The variable the guard reads to say which run an event came from (one per run here). */
+const RUN_COOKIE = 'CONCH_SANDBOX_RUN';
+
+/**
+ * conch's sandbox as a library, without a registry: a live policy in, sandboxed runs out.
+ *
+ * Each `run()` starts one command in its own bubblewrap (the policy as it is now: the workspace
+ * walked for protected paths again when it changed), under the path guard where it works, with
+ * the network only through the sandbox's allow-listing proxy. Runs of one Sandbox share its
+ * private /tmp and cache directory. A registry runs its commands through @conch/process's
+ * supervisor instead (one sandbox for many commands, cheaper per call); the walls are the same.
+ */
+export class Sandbox extends EventEmitter<SandboxEvents> {
+  readonly workspace: string;
+  private readonly options: SandboxOptions;
+  private readonly builder: KernelPolicyBuilder;
+  private readonly knownPlants = new Map<string, Plant>();
+  private tmpRoot: string | undefined;
+  private proxy: NetworkProxy | undefined;
+  private netDir: string | undefined;
+  private disposed = false;
+
+  constructor(options: SandboxOptions = {}) {
+    super();
+    this.options = options;
+    this.workspace = realOr(resolve(options.workspace ?? process.cwd()));
+    const home = options.home ?? homedir();
+    this.builder = new KernelPolicyBuilder({
+      mode: options.mode ?? 'workspace-write',
+      paths: { home, workspaceRoot: this.workspace, extra: [] },
+      secrets: {
+        hideEnv: options.secrets?.hideEnv ?? [],
+        keepEnv: options.secrets?.keepEnv ?? [],
+        maskPaths: options.secrets?.maskPaths ?? [],
+        exposeDotEnv: options.secrets?.exposeDotEnv === true,
+      },
+      writableRoots: (options.writableRoots ?? []).map((r) => realOr(resolve(this.workspace, r))),
+      ...(options.cacheDir ? { cacheDir: options.cacheDir } : {}),
+      ...(options.logger ? { logger: options.logger } : {}),
+    });
+  }
+
+  /** The policy now (the workspace is walked again when a directory of it changed). */
+  policy(): KernelPolicy {
+    return this.builder.policy();
+  }
+
+  /** The profile a run gets now. */
+  profile(): SandboxProfile {
+    const policy = this.policy();
+    return profileFor(policy, policy.mode === 'read-only' ? 'read-only' : 'workspace-write')!;
+  }
+
+  /** Whether bubblewrap and the guard work here, and why not. */
+  async status(): Promise<{ bubblewrap: SandboxStatus; guard: GuardAvailability }> {
+    const guard: GuardAvailability =
+      this.options.guard === false
+        ? { available: false, reason: 'switched off (guard: false)' }
+        : guardAvailability();
+    return { bubblewrap: await probeSandbox(), guard };
+  }
+
+  /** Runs one command in the sandbox. Never runs it unsandboxed: throws SandboxUnavailableError instead. */
+  async run(
+    file: string,
+    args: readonly string[] = [],
+    options: SandboxRunOptions = {},
+  ): Promise<SandboxRunResult> {
+    if (this.disposed) throw new Error('the sandbox was disposed');
+    const bwrap = findBwrap();
+    const probed = await probeSandbox();
+    if (!bwrap || !probed.available)
+      throw new SandboxUnavailableError(probed.reason ?? 'bwrap was not found on PATH');
+    const profile = this.profile();
+    const guard = this.options.guard === false ? undefined : guardAvailability();
+    const rules = guard?.available ? guardRulesFor(profile, RUN_COOKIE) : undefined;
+    const network =
+      profile.kind === 'workspace-write' && this.options.network?.allow?.length
+        ? await this.startProxy()
+        : undefined;
+    const walled: SandboxProfile =
+      network && profile.kind === 'workspace-write' ? { ...profile, network: 'proxy' } : profile;
+    const { args: wall } = sandboxArgs(
+      walled,
+      [GUARD_BINARY, process.execPath, SANDBOX_INIT].map((p) => installRoot(p)),
+      { tmp: this.tmp(), ...(network ? { proxySocket: network } : {}) },
+    );
+    const cwd = realOr(resolve(this.workspace, options.cwd ?? '.'));
+    const cookie = `${process.pid}-${Date.now().toString(36)}-${Math.random().toString(36).slice(2)}`;
+    const env = this.environment(profile, options.env ?? process.env, network !== undefined);
+    env[RUN_COOKIE] = cookie;
+    const inner = [
+      ...(rules ? [GUARD_BINARY, '--channel', '3', '--'] : []),
+      ...(network
+        ? [process.execPath, SANDBOX_INIT, '--bridge', PROXY_SOCKET_IN_SANDBOX, String(PROXY_PORT), '--']
+        : []),
+      file,
+      ...args,
+    ];
+    const pipe = options.stdio !== 'inherit';
+    const child = spawn(bwrap, [...wall, '--die-with-parent', '--chdir', cwd, '--', ...inner], {
+      stdio: [
+        pipe ? 'ignore' : 'inherit',
+        pipe ? 'pipe' : 'inherit',
+        pipe ? 'pipe' : 'inherit',
+        rules ? 'pipe' : 'ignore',
+      ],
+      env,
+    });
+    const refusals: SandboxRefusal[] = [];
+    const written = new Set<string>();
+    if (rules) {
+      const channel = child.stdio[3] as Socket;
+      const reader = new GuardEventReader();
+      channel.on('data', (chunk: Buffer) => {
+        for (const event of reader.push(chunk)) {
+          if (event.kind === 'refused') {
+            const refusal = { op: event.op, path: event.path, errno: event.errno };
+            if (refusals.length < 200) refusals.push(refusal);
+            this.emit('refused', refusal);
+          } else if (event.kind === 'written') written.add(event.path);
+        }
+      });
+      channel.on('error', () => {});
+      channel.write(encodeGuardRules(rules));
+    }
+    let stdout = '';
+    let stderr = '';
+    child.stdout?.setEncoding('utf8').on('data', (text: string) => (stdout += text));
+    child.stderr?.setEncoding('utf8').on('data', (text: string) => (stderr += text));
+    const started = performance.now();
+    const abort = () => child.kill('SIGKILL');
+    options.signal?.addEventListener('abort', abort, { once: true });
+    const ended = await new Promise<{ code: number | null; signal: string | null }>((done) => {
+      child.on('error', (error) => {
+        stderr += `${error.message}\n`;
+        done({ code: null, signal: null });
+      });
+      child.on('close', (code, signal) => done({ code, signal }));
+    });
+    options.signal?.removeEventListener('abort', abort);
+    const plants = await this.analyse(written);
+    const blocked = this.proxy?.blockedSince(started) ?? [];
+    for (const b of blocked) this.emit('blocked', b);
+    return {
+      exitCode: ended.code,
+      signal: ended.signal,
+      ...(pipe ? { stdout, stderr } : {}),
+      refusals,
+      plants,
+      blocked,
+    };
+  }
+
+  /** Every plant found and not cleared. */
+  plants(): Plant[] {
+    return [...this.knownPlants.values()];
+  }
+
+  /** Forgets plants (all, or those at these paths). */
+  clearPlants(paths?: readonly string[]): void {
+    for (const [key, plant] of this.knownPlants)
+      if (!paths || paths.includes(plant.path)) this.knownPlants.delete(key);
+  }
+
+  /** Stops the proxy and the policy's watchers, removes the private /tmp. */
+  dispose(): void {
+    if (this.disposed) return;
+    this.disposed = true;
+    this.builder.dispose();
+    this.proxy?.close();
+    for (const dir of [this.tmpRoot, this.netDir]) if (dir) rmSync(dir, { recursive: true, force: true });
+  }
+
+  private async analyse(written: Set<string>): Promise<Plant[]> {
+    const plants = inspectPlants(written);
+    const repos = new Map<string, string[]>();
+    for (const path of written) {
+      const tree = changesHistory(path) ? workTreeOf(path) : undefined;
+      if (tree) repos.set(tree, [...(repos.get(tree) ?? []), path]);
+    }
+    for (const [tree, changed] of repos) plants.push(...(await historyPlants(tree, changed)));
+    for (const plant of plants) {
+      const key = `${plant.kind}\0${plant.path}\0${plant.detail}`;
+      if (this.knownPlants.has(key)) continue;
+      this.knownPlants.set(key, plant);
+      this.emit('plant', plant);
+    }
+    return plants;
+  }
+
+  private environment(
+    profile: SandboxProfile,
+    base: Readonly<Record<string, string | undefined>>,
+    network: boolean,
+  ): Record<string, string> {
+    const hidden = envFilter(profile);
+    const env: Record<string, string> = {};
+    for (const [name, value] of Object.entries(base)) {
+      if (value === undefined || hidden?.(name)) continue;
+      env[name] = value;
+    }
+    if (profile.kind === 'workspace-write') Object.assign(env, profile.env ?? {});
+    if (network) Object.assign(env, proxyEnv());
+    return env;
+  }
+
+  private tmp(): string {
+    this.tmpRoot ??= mkdtempSync(join(tmpdir(), 'conch-sandbox-'));
+    return this.tmpRoot;
+  }
+
+  private proxyStart: Promise<string | undefined> | undefined;
+
+  /** The proxy's socket once it listens (started on the first run with an allow-list), or undefined. */
+  private startProxy(): Promise<string | undefined> {
+    this.proxyStart ??= (async () => {
+      const dir = mkdtempSync(join(tmpdir(), 'conch-sandbox-net-'));
+      this.netDir = dir;
+      const socketPath = join(dir, 'proxy.sock');
+      this.proxy = new NetworkProxy({
+        socketPath,
+        decide: allowListDecider(this.options.network ?? {}),
+        logger: this.options.logger,
+      });
+      try {
+        await this.proxy.start();
+        return socketPath;
+      } catch (error) {
+        this.options.logger?.warn(
+          { err: error },
+          'sandbox: the network proxy could not start; runs have no network',
+        );
+        return undefined;
+      }
+    })();
+    return this.proxyStart;
+  }
+}
+
+function realOr(path: string): string {
+  try {
+    return realpathSync(path);
+  } catch {
+    return path;
+  }
+}
