@@ -1,3 +1,11 @@
+import { mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { defineConfig } from 'vitest/config';
 
-export default defineConfig({ test: { include: ['*.test.js'], testTimeout: 60_000 } });
+// conch's state (the trust store) goes to a throwaway directory, never the user's ~/.local/state.
+const state = mkdtempSync(join(tmpdir(), 'conch-git-helpers-state-'));
+
+export default defineConfig({
+  test: { include: ['*.test.js'], testTimeout: 60_000, env: { XDG_STATE_HOME: state } },
+});

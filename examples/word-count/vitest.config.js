@@ -1,3 +1,9 @@
+import { mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { defineConfig } from 'vitest/config';
 
-export default defineConfig({ test: { include: ['*.test.js'] } });
+// conch's state (the trust store) goes to a throwaway directory, never the user's ~/.local/state.
+const state = mkdtempSync(join(tmpdir(), 'conch-word-count-state-'));
+
+export default defineConfig({ test: { include: ['*.test.js'], env: { XDG_STATE_HOME: state } } });

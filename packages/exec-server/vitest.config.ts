@@ -18,6 +18,10 @@ export default defineConfig({
     hookTimeout: 120_000,
     // Each file starts real sshd / containers / servers; two cores: one file at a time.
     fileParallelism: false,
-    env: { XDG_CACHE_HOME: join(xdg, 'cache'), XDG_DATA_HOME: join(xdg, 'data') },
+    env: {
+      XDG_STATE_HOME: join(xdg, 'state'),
+      XDG_CACHE_HOME: join(xdg, 'cache'),
+      XDG_DATA_HOME: join(xdg, 'data'),
+    },
   },
 });

@@ -22,6 +22,7 @@ export default defineConfig({
       XDG_DATA_HOME: join(scratch, 'data'),
       XDG_CACHE_HOME: join(scratch, 'cache'),
       XDG_CONFIG_HOME: join(scratch, 'config'),
+      XDG_STATE_HOME: join(scratch, 'state'),
     },
   },
 });

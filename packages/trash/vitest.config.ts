@@ -10,6 +10,10 @@ export default defineConfig({
   test: {
     include: ['src/**/*.test.ts'],
     testTimeout: 30_000,
-    env: { XDG_DATA_HOME: join(xdg, 'data'), XDG_CACHE_HOME: join(xdg, 'cache') },
+    env: {
+      XDG_STATE_HOME: join(xdg, 'state'),
+      XDG_DATA_HOME: join(xdg, 'data'),
+      XDG_CACHE_HOME: join(xdg, 'cache'),
+    },
   },
 });

@@ -1,0 +1,367 @@
+// Invariant: through the real tools (cli, a background task, a terminal session), a protection holds
+// for the sandbox's whole life whatever the host does to the files meanwhile, what a command leaves
+// for the user's own tools is refused or reported in the same call's result (and the user's trigger
+// run on the host proves which), conch's own config written inside never takes effect, and nothing
+// inside reaches the supervisor or the keyring.
+import { backgroundPlugin } from '@conch/background';
+import { cliPlugin } from '@conch/cli';
+import { PluginRegistry, TOKENS, type ToolResult } from '@conch/core';
+import { findBwrap, findCookiePids, pidAlive, type ProcessManager } from '@conch/process';
+import { guardAvailability } from '@conch/sandbox';
+import { terminalPlugin } from '@conch/terminal';
+import { execFileSync } from 'node:child_process';
+import {
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readFileSync,
+  realpathSync,
+  renameSync,
+  rmSync,
+  symlinkSync,
+  writeFileSync,
+} from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { permissionPlugin } from '@conch/permission';
+
+const ready = findBwrap() !== undefined && guardAvailability().available;
+const maybe = ready ? describe : describe.skip;
+if (!ready && process.env.CI) throw new Error('CI needs bubblewrap and the sandbox guard for these tests');
+
+type Result = ToolResult & Record<string, any>;
+
+let ws: string;
+let home: string;
+let scratch: string;
+const registries: PluginRegistry[] = [];
+const realHome = process.env.HOME;
+
+beforeEach(() => {
+  ws = realpathSync(mkdtempSync(join(tmpdir(), 'conch-lifetime-')));
+  home = realpathSync(mkdtempSync(join(tmpdir(), 'conch-lifetime-home-')));
+  scratch = realpathSync(mkdtempSync(join(tmpdir(), 'conch-lifetime-scratch-')));
+  process.env.HOME = home;
+  git(ws, 'init', '-q');
+});
+afterEach(async () => {
+  for (const registry of registries.splice(0)) {
+    const prefix = registry.resolveOptional<ProcessManager>(TOKENS.ProcessManager)?.cookiePrefix;
+    await registry.dispose();
+    if (prefix) expect(findCookiePids({ prefix }).filter((pid) => pidAlive(pid))).toEqual([]);
+  }
+  for (const d of [ws, home, scratch]) rmSync(d, { recursive: true, force: true });
+  process.env.HOME = realHome;
+});
+
+function git(cwd: string, ...args: string[]): string {
+  return execFileSync('git', ['-c', 'user.email=u@example.com', '-c', 'user.name=u', ...args], {
+    cwd,
+    encoding: 'utf8',
+    env: { ...process.env, GIT_CONFIG_NOSYSTEM: '1', HOME: home },
+  });
+}
+
+async function makeRegistry(tools: ('terminal' | 'background')[] = []): Promise<PluginRegistry> {
+  const registry = new PluginRegistry({
+    cwd: ws,
+    plugins: [permissionPlugin, cliPlugin, backgroundPlugin, terminalPlugin],
+  });
+  registries.push(registry);
+  await registry.exposeTool('permission', {});
+  await registry.exposeTool('cli', {});
+  if (tools.includes('terminal')) await registry.exposeTool('terminal', {});
+  return registry;
+}
+
+async function cli(registry: PluginRegistry, command: string, more: Record<string, unknown> = {}): Promise<Result> {
+  const result = (await registry.execute('cli_based_tool', { command, ...more })) as Result;
+  // A command estimated slow (git clone) continues as a task: its final result is the call's.
+  if (result.background_task_id && !more.background) return finished(registry, result.background_task_id);
+  return result;
+}
+
+async function finished(registry: PluginRegistry, taskId: string): Promise<Result> {
+  for (;;) {
+    const r = (await registry.execute('check_background_task', { task_id: taskId, wait_seconds: 300 })) as Result;
+    if (r.status !== 'running' && r.status !== 'queued') return (r.result as Result | undefined) ?? r;
+  }
+}
+
+type Method = 'rename-over' | 'unlink-recreate' | 'rewrite-in-place' | 'symlink-swap' | 'dir-renamed';
+
+function replace(file: string, text: string, method: Method): void {
+  switch (method) {
+    case 'rename-over':
+      writeFileSync(`${file}.tmp-host`, text);
+      renameSync(`${file}.tmp-host`, file);
+      return;
+    case 'unlink-recreate':
+      rmSync(file, { force: true });
+      writeFileSync(file, text);
+      return;
+    case 'rewrite-in-place':
+      writeFileSync(file, text);
+      return;
+    case 'symlink-swap': {
+      const target = join(scratch, `t-${Math.random().toString(36).slice(2)}`);
+      writeFileSync(target, text);
+      symlinkSync(target, `${file}.link-host`);
+      renameSync(`${file}.link-host`, file);
+      return;
+    }
+    case 'dir-renamed': {
+      const parent = join(file, '..');
+      const name = file.slice(parent.length + 1);
+      renameSync(parent, `${parent}.away`);
+      writeFileSync(join(`${parent}.away`, name), text);
+      renameSync(`${parent}.away`, parent);
+      return;
+    }
+  }
+}
+
+/** A sandboxed loop that appends to the protected files and reads the secret ones until `stop` exists. */
+function hammer(name: string, writes: string[], reads: string[], stop: string): string {
+  const file = join(ws, `${name}.py`);
+  writeFileSync(
+    file,
+    `import os, json
+writes = ${JSON.stringify(writes)}
+reads = ${JSON.stringify(reads)}
+wrote = leaked = tries = 0
+open(${JSON.stringify(join(ws, `${name}.started`))}, 'w').close()
+while not os.path.exists(${JSON.stringify(stop)}):
+    tries += 1
+    for p in writes:
+        try:
+            fd = os.open(p, os.O_WRONLY | os.O_APPEND)
+            try:
+                wrote += os.write(fd, b'[core]\\n\\tfsmonitor = planted\\n')
+            finally:
+                os.close(fd)
+        except OSError:
+            pass
+    for p in reads:
+        try:
+            with open(p, 'rb') as f:
+                if b'SECRET' in f.read():
+                    leaked += 1
+        except OSError:
+            pass
+print('RESULT ' + json.dumps({'wrote': wrote, 'leaked': leaked, 'tries': tries}))
+`,
+  );
+  return `python3 ${file}`;
+}
+
+async function until(predicate: () => boolean, what: string): Promise<void> {
+  // Waits on the condition itself; the bound only turns a hang into a failure with a name.
+  for (let i = 0; i < 6000 && !predicate(); i++) await new Promise((r) => setTimeout(r, 20));
+  if (!predicate()) throw new Error(`never happened: ${what}`);
+}
+
+maybe('protections hold while the host changes the files, for tasks and terminal sessions', () => {
+  it(
+    'every method, 1,000 replacements each: a background task and a terminal session write 0 bytes and read 0 secret bytes',
+    { timeout: 20 * 60_000 },
+    async () => {
+      mkdirSync(join(ws, 'app'));
+      const files = {
+        config: join(ws, '.git', 'config'),
+        env: join(ws, '.env'),
+        nested: join(ws, 'app', '.env.local'),
+        npmrc: join(home, '.npmrc'),
+      };
+      writeFileSync(files.env, 'SECRET=start\n');
+      writeFileSync(files.nested, 'SECRET=start\n');
+      writeFileSync(files.npmrc, '//registry.npmjs.org/:_authToken=SECRET-start\n');
+      const registry = await makeRegistry(['terminal']);
+      const stop = join(ws, 'stop');
+      const writes = [files.config];
+      const reads = [files.env, files.nested, files.npmrc];
+      const task = await cli(registry, hammer('task', writes, reads, stop), { background: true });
+      expect(task.background_task_id, JSON.stringify(task)).toBeDefined();
+      const term = (await registry.execute('terminal', {
+        command: hammer('term', writes, reads, stop),
+        background: true,
+      })) as Result;
+      expect(term.session_id, JSON.stringify(term)).toBeDefined();
+      await until(() => existsSync(join(ws, 'task.started')) && existsSync(join(ws, 'term.started')), 'both loops started');
+      for (const method of ['rename-over', 'unlink-recreate', 'rewrite-in-place', 'symlink-swap', 'dir-renamed'] as const) {
+        for (let round = 0; round < 1000; round++) {
+          const secret = `SECRET=${method}-${round}\n`;
+          // the user's own git rewrites its config by renaming config.lock over it
+          if (method === 'rename-over') git(ws, 'config', 'user.name', `u${round % 7}`);
+          else replace(files.config, readFileSync(files.config, 'utf8'), method);
+          replace(files.env, secret, method);
+          replace(files.nested, secret, method);
+          replace(files.npmrc, `//registry.npmjs.org/:_authToken=${secret}`, method);
+          if (round % 20 === 0) await new Promise((r) => setImmediate(r));
+        }
+      }
+      writeFileSync(stop, '');
+      const taskDone = await finished(registry, task.background_task_id);
+      const termDone = (await registry.execute('terminal', {
+        session_id: term.session_id,
+        input: '',
+        wait_for: 'RESULT',
+        timeout: 300,
+      })) as Result;
+      for (const [who, text] of [
+        ['task', JSON.stringify(taskDone)],
+        ['terminal', JSON.stringify(termDone)],
+      ] as const) {
+        const m = /RESULT (\{[^}]*\})/.exec(text.replace(/\\"/g, '"'));
+        expect(m, `${who}: ${text.slice(0, 500)}`).not.toBeNull();
+        const counts = JSON.parse(m![1]!) as { wrote: number; leaked: number; tries: number };
+        expect(counts.tries, who).toBeGreaterThan(0);
+        expect({ who, wrote: counts.wrote, leaked: counts.leaked }).toEqual({ who, wrote: 0, leaked: 0 });
+      }
+      expect(readFileSync(files.config, 'utf8')).not.toContain('planted');
+    },
+  );
+});
+
+maybe('plants are refused or reported in the call that made them', () => {
+  it('a hook or template copied by any spelling is refused; the user\'s git runs nothing', async () => {
+    const registry = await makeRegistry();
+    mkdirSync(join(ws, 'tpl', 'hooks'), { recursive: true });
+    writeFileSync(join(ws, 'tpl', 'hooks', 'pre-commit'), `#!/bin/sh\ntouch ${scratch}/hook-ran\n`, { mode: 0o755 });
+    const spellings = [
+      'git init -q --template=tpl nested1',
+      `python3 -c "import os; os.makedirs('.git/hooks', exist_ok=True); open('.git/hooks/pre-commit','w').write('#!/bin/sh\\ntouch ${scratch}/hook-ran\\n'); os.chmod('.git/hooks/pre-commit', 0o755)"`,
+      `node -e "require('fs').copyFileSync('tpl/hooks/pre-commit', '.git/hooks/pre-commit')"`,
+      `perl -e 'open(my $f, ">", ".git/hooks/post-commit") or die; print $f "#!/bin/sh\\ntouch ${scratch}/hook-ran\\n"'`,
+      'cp -a tpl/hooks/pre-commit .git/hooks/pre-merge-commit',
+      'tar -C tpl -cf - hooks | tar -C .git -xf -',
+    ];
+    for (const command of spellings) {
+      const r = await cli(registry, command);
+      expect(r.error_code, `${command}: ${JSON.stringify(r)}`).toMatch(/SANDBOX_REFUSED_WRITE|PERMISSION_DENIED/);
+    }
+    // the user's trigger, on the host
+    writeFileSync(join(ws, 'x.txt'), 'x');
+    git(ws, 'add', 'x.txt');
+    git(ws, 'commit', '-qm', 'user commit');
+    expect(existsSync(join(scratch, 'hook-ran'))).toBe(false);
+  });
+
+  it('a repository the agent makes and arms is reported, with the key that would run; the trigger proves it', async () => {
+    const registry = await makeRegistry();
+    const marker = join(scratch, 'fsmonitor-ran');
+    const armed = `#!/bin/sh\ntouch ${marker}\n`;
+    writeFileSync(join(ws, 'mon.sh'), armed, { mode: 0o755 });
+    const spellings: [string, string][] = [
+      [
+        'python',
+        `python3 -c "import subprocess; subprocess.run(['git','init','-q','py']); open('py/.git/config','a').write('[core]\\n\\tfsmonitor = ${ws}/mon.sh\\n')"`,
+      ],
+      [
+        'script file',
+        `printf 'git init -q sh\\nprintf "[alias]\\\\n\\\\tst = !touch ${marker}\\\\n" >> sh/.git/config\\n' > arm.sh && bash arm.sh`,
+      ],
+      ['clone', `git clone -q . cloned && node -e "require('fs').appendFileSync('cloned/.git/config', '[core]\\\\n\\\\tsshCommand = ${ws}/mon.sh\\\\n')"`],
+    ];
+    for (const [how, command] of spellings) {
+      const r = await cli(registry, command);
+      expect(r.error_code, `${how}: ${JSON.stringify(r)}`).toBe('PLANT_REPORTED');
+      expect(r.plants, how).toEqual(expect.arrayContaining([expect.objectContaining({ kind: 'git-config' })]));
+    }
+    const status = (await registry.status()) as Record<string, any>;
+    expect(status.processes.plants.length).toBeGreaterThanOrEqual(3);
+    // Reported, not refused: the user's own git would run it, which is why the result says so.
+    execFileSync('git', ['-C', join(ws, 'py'), 'status'], { env: { ...process.env, HOME: home } });
+    expect(existsSync(marker)).toBe(true);
+  });
+
+  it('history that would check out a protected file is reported; the user\'s checkout proves it', async () => {
+    const registry = await makeRegistry();
+    writeFileSync(join(ws, 'readme.md'), 'hi\n');
+    git(ws, 'add', 'readme.md');
+    git(ws, 'commit', '-qm', 'base');
+    const r = await cli(
+      registry,
+      [
+        `blob=$(printf 'touch ${scratch}/envrc-ran\\n' | git hash-object -w --stdin)`,
+        'git update-index --add --cacheinfo 100644,$blob,.envrc',
+        'git -c user.email=a@b -c user.name=a commit -qm "docs"',
+      ].join(' && '),
+    );
+    expect(r.error_code, JSON.stringify(r)).toBe('PLANT_REPORTED');
+    expect(r.plants).toEqual(expect.arrayContaining([expect.objectContaining({ kind: 'git-history', path: join(ws, '.envrc') })]));
+    expect(existsSync(join(ws, '.envrc'))).toBe(false);
+    git(ws, 'checkout', 'HEAD', '--', '.');
+    expect(existsSync(join(ws, '.envrc'))).toBe(true);
+  });
+
+  it('package-manager and python plants are reported; python3 -m pip on the host proves the shadow', async () => {
+    const registry = await makeRegistry();
+    const marker = join(scratch, 'pip-shadow-ran');
+    const cases: [string, string][] = [
+      ['python-shadow', `python3 -c "open('pip.py','w').write('open(\\'${marker}\\',\\'w\\')\\n')"`],
+      ['yarn', `node -e "require('fs').writeFileSync('.yarnrc.yml', 'yarnPath: ./.yarn/evil.cjs\\n')"`],
+      ['pnpmfile', `printf 'module.exports = {}\\n' > .pnpmfile.cjs`],
+      ['npmrc', `printf 'script-shell=./evil.sh\\n' > .npmrc`],
+    ];
+    for (const [kind, command] of cases) {
+      const r = await cli(registry, command);
+      expect(r.error_code, `${kind}: ${JSON.stringify(r)}`).toBe('PLANT_REPORTED');
+      expect(r.plants, kind).toEqual(expect.arrayContaining([expect.objectContaining({ kind })]));
+    }
+    execFileSync('python3', ['-m', 'pip', '--version'], { cwd: ws, stdio: 'ignore' });
+    expect(existsSync(marker)).toBe(true);
+  });
+
+  it("conch's own config cannot be written from inside, in any spelling", async () => {
+    const registry = await makeRegistry();
+    for (const command of [
+      `python3 -c "open('conch.config.json','w').write('{}')"`,
+      `node -e "require('fs').writeFileSync('sub/conch.config.json', '{}')"`,
+      `printf '{}' > tmp.json && mv tmp.json conch.config.json`,
+    ]) {
+      mkdirSync(join(ws, 'sub'), { recursive: true });
+      const r = await cli(registry, command);
+      expect(r.error_code, `${command}: ${JSON.stringify(r)}`).toMatch(/SANDBOX_REFUSED_WRITE|PERMISSION_DENIED/);
+    }
+    expect(existsSync(join(ws, 'conch.config.json'))).toBe(false);
+    expect(existsSync(join(ws, 'sub', 'conch.config.json'))).toBe(false);
+  });
+});
+
+maybe('the supervisor and the host are out of reach', () => {
+  it('a command cannot trace, read or take the fds of its supervisor, and the keyring is closed', async () => {
+    const registry = await makeRegistry();
+    writeFileSync(
+      join(ws, 'reach.py'),
+      `import ctypes, json, os
+libc = ctypes.CDLL(None, use_errno=True)
+sup = os.getppid()
+X = os.uname().machine == 'x86_64'
+out = {}
+def sc(name, nr, *args):
+    r = libc.syscall(nr, *args)
+    out[name] = 0 if r >= 0 else ctypes.get_errno()
+sc('ptrace_attach', 101 if X else 117, 16, sup, 0, 0)
+sc('ptrace_seize', 101 if X else 117, 0x4206, sup, 0, 0)
+sc('pidfd_open', 434, sup, 0)
+sc('keyctl_session', 250 if X else 219, 0, -3, 0)
+sc('keyctl_user', 250 if X else 219, 0, -4, 0)
+for entry in ('mem', 'environ', 'fd/3', 'maps'):
+    try:
+        open('/proc/%d/%s' % (sup, entry), 'rb').read(1); out[entry] = 0
+    except OSError as e:
+        out[entry] = e.errno
+print(json.dumps(out))
+`,
+    );
+    const r = await cli(registry, 'python3 reach.py');
+    const out = JSON.parse(String(r.stdout).trim().split('\n').pop() ?? '{}') as Record<string, number>;
+    expect(Object.keys(out).length, JSON.stringify(r)).toBeGreaterThan(5);
+    for (const [key, errno] of Object.entries(out)) expect(errno, `${key} ${JSON.stringify(out)}`).not.toBe(0);
+    // and the next call still gets its own, unforged result
+    const next = await cli(registry, 'echo still-here');
+    expect(next.stdout).toBe('still-here\n');
+  });
+});
