@@ -9,6 +9,9 @@ import { afterEach, beforeEach, test } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import { PluginRegistry } from '@conch/core';
 
+// conch keeps what it loaded per workspace in $XDG_STATE_HOME/conch/trust.json: a throwaway one here.
+process.env.XDG_STATE_HOME = mkdtempSync(join(tmpdir(), 'conch-template-state-'));
+
 const here = dirname(fileURLToPath(import.meta.url));
 let cwd;
 let registry;

@@ -11,6 +11,9 @@ import { after, test } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 
+// conch keeps what it loaded per workspace in $XDG_STATE_HOME/conch/trust.json: a throwaway one here.
+process.env.XDG_STATE_HOME = mkdtempSync(join(tmpdir(), 'conch-template-state-'));
+
 const here = join(dirname(fileURLToPath(import.meta.url)), '..');
 const packages = join(here, '..', '..', 'packages');
 const run = promisify(execFile);
