@@ -43,11 +43,11 @@ test(
     const packs = mkdtempSync(join(tmpdir(), 'conch-packs-'));
     const dir = mkdtempSync(join(tmpdir(), 'my-conch-plugin-'));
     temp.push(packs, dir);
-    for (const name of ['core', 'permission', 'process', 'shell-syntax']) {
+    for (const name of ['core', 'permission', 'process', 'sandbox', 'shell-syntax']) {
       await sh('npx', ['-y', 'pnpm@10', 'pack', '--pack-destination', packs], join(packages, name));
     }
     const tarballs = readdirSync(packs).map((f) => join(packs, f));
-    assert.equal(tarballs.length, 4);
+    assert.equal(tarballs.length, 5);
 
     // The guide's steps.
     await sh('npm', ['init', '-y'], dir);

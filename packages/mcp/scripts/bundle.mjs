@@ -23,6 +23,8 @@
 //   dist/package/native/conch_spawn.c, scripts/build-native.mjs
 //                                    the supervisor's posix_spawn addon, built at install (the
 //                                    package's `install` script) into dist/conch_spawn.node
+//   dist/package/native/conch_guard.c, scripts/build-guard.mjs
+//                                    the sandbox's path guard, built at install into dist/conch-guard
 //   dist/package/dist/index.d.ts     the host API's types with the @conch/* declarations inlined
 //   dist/package/dist/server-bundle/ @conch/exec-server's server, copied into remote targets
 //
@@ -235,6 +237,19 @@ for (const part of ['native/conch_spawn.c', 'scripts/build-native.mjs']) {
   mkdirSync(dirname(join(OUT, part)), { recursive: true });
   cpSync(from, join(OUT, part));
 }
+// The sandbox's path guard (@conch/sandbox's native/conch_guard.c), built the same way at install
+// into dist/conch-guard, where the bundled sandbox code looks for it (beside itself).
+const sandboxRoot = [...bundled].find(([, m]) => m.name === '@conch/sandbox')?.[0];
+if (!sandboxRoot) fail('@conch/sandbox is not among the bundled packages');
+for (const [from, to] of [
+  ['native/conch_guard.c', 'native/conch_guard.c'],
+  ['scripts/build-native.mjs', 'scripts/build-guard.mjs'],
+]) {
+  const source = join(sandboxRoot, from);
+  if (!existsSync(source)) fail(`${source} is missing`);
+  mkdirSync(dirname(join(OUT, to)), { recursive: true });
+  cpSync(source, join(OUT, to));
+}
 
 // 3b. The exec server's deployable bundle (@conch/exec-server, the `executor` plugin), beside the
 // chunks: bundleDir() looks for `server-bundle` next to the running code. It is copied as built
@@ -339,8 +354,9 @@ for (const key of [
 // install can link it before the build); published, it is the bundled dist/bin.cjs itself.
 published.bin = { 'conch-mcp': './dist/bin.cjs' };
 published.files = [...new Set([...(published.files ?? []), 'native', 'scripts'])];
-// Optional: where it cannot build, it says why and exits 0, and the supervisor uses node's spawn.
-published.scripts = { install: 'node scripts/build-native.mjs' };
+// Optional: where they cannot build, each says why and exits 0; the supervisor then uses node's
+// spawn, and sandboxes their mounts alone (status() says which).
+published.scripts = { install: 'node scripts/build-native.mjs && node scripts/build-guard.mjs' };
 published.dependencies = Object.fromEntries(
   Object.entries(dependencies).sort(([a], [b]) => a.localeCompare(b)),
 );
