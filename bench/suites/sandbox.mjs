@@ -18,6 +18,10 @@ export default async function () {
   const managers = [0, 1, 2].map(
     () => new ProcessManager({ cwd: ws, network: { decide: async () => ({ allowed: false }) } }),
   );
+  // The same sandbox without the path guard (bubblewrap's mounts alone): what a sandboxed command
+  // cost before the guard, the baseline of the guard's row.
+  const unguarded = new ProcessManager({ cwd: ws, guard: false });
+  managers.push(unguarded);
   const base = { kind: 'workspace-write', writableRoots: [ws], readOnlyPaths: [] };
   const run = (sandbox) => {
     const manager = managers[!sandbox ? 0 : sandbox.network === 'proxy' ? 2 : 1];
@@ -37,6 +41,20 @@ export default async function () {
       () => run({ ...base, network: 'proxy' }),
       () => run(base),
     );
+    const guarded = (await managers[1].status()).guard;
+    const plain = (file, args) => unguarded.spawn(file, args, { sandbox: base }).result;
+    const boxedRun = (file, args) => managers[1].spawn(file, args, { sandbox: base }).result;
+    await plain('true', []);
+    const guard = await alternate(
+      () => boxedRun('true', []),
+      () => plain('true', []),
+    );
+    // node's start opens a few dozen files (its own and the addon's), each judged by the guard.
+    const nodeStart = await alternate(
+      () => boxedRun(process.execPath, ['-e', '0']),
+      () => plain(process.execPath, ['-e', '0']),
+      { runs: 40, warmup: 3 },
+    );
     return [
       {
         name: 'sandbox: `true` in the workspace-write sandbox vs unsandboxed, process manager (median of 300)',
@@ -55,6 +73,24 @@ export default async function () {
         ratio: net.conch / net.baseline,
         goal: 'ratio <= 1.2',
         pass: net.conch / net.baseline <= 1.2,
+      },
+      {
+        name: `sandbox: \`true\` under the path guard vs the same sandbox without it (mounts alone; guard ${guarded.active ? 'active' : `not active: ${guarded.reason}`}), median of 300`,
+        conch: guard.conch,
+        baseline: guard.baseline,
+        unit: 'ms',
+        ratio: guard.conch / guard.baseline,
+        goal: 'ratio <= 1.2',
+        pass: guarded.active && guard.conch / guard.baseline <= 1.2,
+      },
+      {
+        name: 'sandbox: `node -e 0` under the path guard vs without it (every open judged; median of 40)',
+        conch: nodeStart.conch,
+        baseline: nodeStart.baseline,
+        unit: 'ms',
+        ratio: nodeStart.conch / nodeStart.baseline,
+        goal: 'info',
+        pass: true,
       },
     ];
   } finally {
