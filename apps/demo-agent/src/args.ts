@@ -13,6 +13,8 @@ export interface DemoArgs {
   noWalkthrough: boolean;
   /** A first message to send (then read more from stdin). */
   prompt?: string;
+  /** Accept the --config file as it is now, if it changed since conch last ran with it there. */
+  trust: boolean;
   help: boolean;
 }
 
@@ -22,6 +24,8 @@ usage: conch-demo [options]            (from the repo root: pnpm demo -- [option
 
 options
   --config <file>    conch.config.json to use (the same file conch-mcp reads)
+  --trust            accept that config file as it is now when it changed since conch last ran
+                     with it (a sandboxed command may have written it: review it first)
   --plain            plain lines instead of the terminal UI (automatic when stdin/stdout is not a TTY)
   --yes, -y          answer approval prompts "yes, once" without asking (plain mode only)
   --scripted         use the offline scripted demo model even if a provider is configured
@@ -48,6 +52,7 @@ export function parseDemoArgs(argv: readonly string[]): DemoArgs {
       scripted: { type: 'boolean', default: false },
       'no-walkthrough': { type: 'boolean', default: false },
       prompt: { type: 'string' },
+      trust: { type: 'boolean', default: false },
       help: { type: 'boolean', short: 'h', default: false },
     },
     allowPositionals: false,
@@ -60,6 +65,7 @@ export function parseDemoArgs(argv: readonly string[]): DemoArgs {
     plain: values.plain,
     scripted: values.scripted,
     noWalkthrough: values['no-walkthrough'],
+    trust: values.trust,
     help: values.help,
   };
 }

@@ -47,7 +47,7 @@ async function main(): Promise<number> {
       logger,
       screenshotDir: demoDir,
       siteDir: SITE_DIR,
-      ...(args.config ? { configFile: args.config } : {}),
+      ...(args.config ? { configFile: args.config, trust: args.trust } : {}),
     });
   } catch (error) {
     process.stderr.write(`conch-demo: cannot set up conch: ${(error as Error).message}\n`);

@@ -2,7 +2,16 @@ import { PACKAGE_REGISTRIES } from '@conch/permission';
 import { dirname, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { findChrome } from '@conch/browser';
-import { loadConchConfig, type ConchConfig, type Logger, type PluginRegistry } from '@conch/core';
+import {
+  checkConfigFile,
+  loadConchConfig,
+  parseConchConfig,
+  pinConfigFile,
+  TrustStore,
+  type ConchConfig,
+  type Logger,
+  type PluginRegistry,
+} from '@conch/core';
 import { createEnvironment, type Environment } from '@conch/environment';
 import { PROCESS_MANAGER } from '@conch/process';
 import { serveCommand, SITE_DIR } from './demo-site.js';
@@ -81,6 +90,8 @@ export interface DemoEnvironment {
  */
 export async function createDemoEnvironment(options: {
   configFile?: string;
+  /** Accept the config file as it is now (the demo's --trust). */
+  trust?: boolean;
   cwd: string;
   logger?: Logger;
   /** Where the walkthrough saves its screenshot. */
@@ -93,13 +104,20 @@ export async function createDemoEnvironment(options: {
     ...(options.logger ? { logger: options.logger } : {}),
   };
   if (options.configFile) {
-    const config = await loadConchConfig(options.configFile);
+    // Checked before it is read, as conch-mcp does: a config in a workspace that changed since conch
+    // last ran with it there may have been written by a sandboxed command (UntrustedConfigError).
+    const store = new TrustStore(options.logger ? { logger: options.logger } : {});
+    const checked = await checkConfigFile(options.configFile, { store, accept: options.trust === true });
+    const config = checked.bytes
+      ? parseConchConfig(checked.bytes.toString('utf8'), options.configFile)
+      : await loadConchConfig(options.configFile);
     const env = await createEnvironment({
       ...common,
       workingDir: resolve(config.baseDir, config.cwd ?? '.'),
       plugins: config.plugins ?? {},
       pluginDirs: (config.pluginDirs ?? []).map((d) => resolve(config.baseDir, d)),
     });
+    await pinConfigFile(checked, { store, accept: options.trust === true });
     return {
       env,
       registry: env.registry,
