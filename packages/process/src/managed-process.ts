@@ -25,6 +25,12 @@ import { cleanForModel, stripAnsi } from './strip-ansi.js';
 import { decodeUtf8 } from './utf8.js';
 
 /**
+ * Drain rounds (of drainMs each) a command whose processes are all gone may wait for its pipes to
+ * close: a bound for a pipe held by a process conch cannot find (an `env -i setsid` escapee).
+ */
+const MAX_DRAIN_ROUNDS = 30;
+
+/**
  * How long an aborted process's tree gets between SIGTERM and SIGKILL: enough for a program that
  * handles SIGTERM to clean up (git removes its index.lock), short enough that a cancel returns
  * within 100 ms with the tree gone.
@@ -419,14 +425,7 @@ export class ManagedProcess {
       this.exited = true;
       this.exitCodeValue = code;
       this.exitSignalValue = signal;
-      this.drainTimer = setTimeout(() => {
-        this.drainTimedOut = true;
-        if (!this.keepLeftoverOutput) {
-          child.stdout?.destroy();
-          child.stderr?.destroy();
-        }
-        void this.finish();
-      }, this.drainMs);
+      this.armDrain();
     });
     child.once('close', () => void this.finish());
     if (options.timeoutMs !== undefined) {
@@ -448,6 +447,38 @@ export class ManagedProcess {
       }
     }
     if (options.signal) this.attachSignal(options.signal);
+  }
+
+  /**
+   * After the exit, the output pipes get `drainMs` to close. When they have not, the evidence
+   * decides, not the clock: a process of this command still alive (by its cookie, or in its
+   * process group) may hold them, and then the drain is over (`drainTimedOut`; the result lists the
+   * leftovers). With none alive, nothing can write any more: the rest of the output and its end are
+   * already in the kernel's buffers (or the pipes are still on their way from the supervisor), and
+   * only this process's event loop is behind — under a burst of calls on a busy machine that is
+   * seconds. Then the drain waits on, up to MAX_DRAIN_ROUNDS, rather than drop output.
+   */
+  private armDrain(round = 0): void {
+    this.drainTimer = setTimeout(() => {
+      if (this.finished) return;
+      if (round < MAX_DRAIN_ROUNDS && !this.outputMayStillBeHeld()) {
+        this.armDrain(round + 1);
+        return;
+      }
+      this.drainTimedOut = true;
+      if (!this.keepLeftoverOutput) {
+        this.child.stdout?.destroy();
+        this.child.stderr?.destroy();
+      }
+      void this.finish();
+    }, this.drainMs);
+  }
+
+  /** Whether a process of this command may still hold its output pipes (see armDrain). */
+  private outputMayStillBeHeld(): boolean {
+    const pid = this.child.pid;
+    if (pid !== undefined && groupExists(pid)) return true;
+    return findCookiePids({ cookie: this.cookie }).some((p) => pidAlive(p));
   }
 
   private report(): void {
