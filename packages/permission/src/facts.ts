@@ -1,3 +1,4 @@
+import type { CompiledRule } from './host-rules.js';
 import type { PathContext } from './paths.js';
 import type { Arg } from './words.js';
 
@@ -19,6 +20,23 @@ export interface Part {
   suggestedRule?: string;
   /** Where the part runs, when it carries a suggested rule (an `always` answer holds only there). */
   cwds?: readonly string[];
+  /** The command this part judges, as it will run (for the files it executes: `executed-files.ts`). */
+  run?: RunFacts;
+  /**
+   * When a host or session allow rule allowed it: every allow rule that matches it. The gate checks
+   * that one of them still vouches for the files it executes (`rule-grants.ts`).
+   */
+  grants?: readonly CompiledRule[];
+}
+
+/** One simple command after the resolver looked through its wrappers, as it will run. */
+export interface RunFacts {
+  /** The innermost command's words, the program first (undefined: only known at run time). */
+  argv: readonly (string | undefined)[];
+  /** The directories it may run in; undefined when not known. */
+  cwds: readonly string[] | undefined;
+  /** xargs supplies more arguments at run time. */
+  dynamicArgs?: boolean;
 }
 
 export interface WriteTarget {

@@ -26,6 +26,7 @@ import { escapeHidden, MAX_DISPLAY_CHARS, requestLine } from './display.js';
 import { compileProtected, type PathContext } from './paths.js';
 import { protectedWrite } from './protected-write.js';
 import { compileRule, type CompiledRule, type HostRules, type RuleList } from './host-rules.js';
+import { RuleGrants, type Change, type RuleGrantsOptions } from './rule-grants.js';
 
 /** One decision as the audit log keeps it. */
 export interface AuditEntry {
@@ -67,6 +68,8 @@ export interface PermissionEngineOptions {
   sandbox?: SandboxMode;
   /** The sandbox-private cache directory (default per workspace under the user's cache dir). */
   sandboxCacheDir?: string;
+  /** Bounds of the snapshot host rules are granted on (the walk of the workspace, the reads). */
+  grantLimits?: RuleGrantsOptions['limits'];
 }
 
 /** Thrown (wrapped by core as an invalid config) when a rule does not compile or its examples fail. */
@@ -85,6 +88,8 @@ export class PermissionEngine implements PermissionGate {
   private readonly paths: PathContext;
   private readonly rules: HostRules;
   private readonly session: CompiledRule[] = [];
+  /** What each allow rule (host or session) was granted on: the files its commands execute. */
+  private readonly grants: RuleGrants;
   private readonly log: AuditEntry[] = [];
   private readonly config: PermissionConfig;
   private readonly logger: Logger | undefined;
@@ -123,6 +128,14 @@ export class PermissionEngine implements PermissionGate {
       names: new Set(options.config.protectedFiles),
     };
     this.sandbox = options.sandbox ?? options.config.sandbox ?? 'off';
+    // The host's allow rules are granted now: what their commands execute is snapshotted, so a
+    // command a rule lets run with the user's rights cannot run code changed since (rule-grants.ts).
+    this.grants = new RuleGrants({
+      workspaceRoot: this.workspaceRoot,
+      home: this.paths.home,
+      ...(options.grantLimits ? { limits: options.grantLimits } : {}),
+    });
+    if (options.config.mode !== 'readOnly') this.grants.grantHostRules(this.rules.allow);
     const patterns = (list: readonly string[]) =>
       list.map(compileHostPattern).filter((p): p is HostPattern => typeof p !== 'string');
     this.network = {
@@ -218,7 +231,8 @@ export class PermissionEngine implements PermissionGate {
     // poll, whatever phase this call started in.
     if (this.kernel && request.kind === 'command')
       await new Promise((resolve) => setImmediate(() => setImmediate(resolve)));
-    const { analysis, display, cwd } = this.analyzeRequest(request);
+    const { analysis: analyzed, display, cwd } = this.analyzeRequest(request);
+    const analysis = this.pinned(request, analyzed);
     // The human sees the whole command or is not asked; logs and the audit keep a bounded copy.
     const shown = clipDisplay(display);
     const policy = this.policy(request, analysis);
@@ -247,9 +261,11 @@ export class PermissionEngine implements PermissionGate {
     let askedHuman = false;
     let answer: ApprovalAnswer | undefined;
     const toAllow = policy.suggestedRules;
-    const suggestion = toAllow
-      ? `Add ${toAllow.map((r) => `"${r.text}"`).join(', ')} to rules.allow to ${policy.escalation ? 'let it run outside the sandbox' : 'allow it'}.`
-      : undefined;
+    const suggestion = decisive.rule.startsWith('pinned:')
+      ? `Review ${decisive.rule.slice(7)}: the rule was granted on what it held then. Approving the command (always) grants it on what is there now, as does restarting conch with the rule.`
+      : toAllow
+        ? `Add ${toAllow.map((r) => `"${r.text}"`).join(', ')} to rules.allow to ${policy.escalation ? 'let it run outside the sandbox' : 'allow it'}.`
+        : undefined;
     const where = policy.sandbox ? { sandbox: policy.sandbox } : {};
     if (verdict === 'allow') {
       decision = {
@@ -309,7 +325,8 @@ export class PermissionEngine implements PermissionGate {
           this.logger?.error({ err: error, tool: request.tool }, 'permission: approver failed; denying');
         }
         if (answer === 'once' || answer === 'always') {
-          if (answer === 'always' && toAllow) this.remember(toAllow);
+          if (answer === 'always' && toAllow)
+            this.remember(toAllow, analysis, policy.escalation !== undefined);
           decision = {
             outcome: 'allow',
             reason: `approved ${answer === 'always' ? 'for this session' : 'once'} by a human${policy.escalation ? ' to run outside the sandbox' : ''}`,
@@ -543,6 +560,8 @@ export class PermissionEngine implements PermissionGate {
    *   confines it), unless a host `ask` rule names it. A command the model asks to run outside
    *   (`sandbox: false` + justification) runs outside when every part is allowed by a host or
    *   session rule, else a human is asked (with what it will reach), narrowest rule suggested.
+   * - Either way, a rule lets a command run with the user's rights only while it vouches for the
+   *   files the command executes (`pinned()`, rule-grants.ts): otherwise it asks, naming the file.
    */
   private policy(request: PermissionRequest, analysis: Analysis): Policy {
     const sandbox = this.sandboxFor(request);
@@ -583,7 +602,11 @@ export class PermissionEngine implements PermissionGate {
     const inside: SandboxLevel = sandbox === 'read-only' ? 'read-only' : 'workspace-write';
     if (request.escalation) {
       const exact = escalationRule(request, this.workspaceRoot);
-      const lineRule = exact ? this.lineRule(exact) : undefined;
+      // A rule that is the whole line lets it out too, while it vouches for what the line executes.
+      const lines = exact ? this.lineRules(exact) : [];
+      // A remote target's files are not this machine's: its rules stand on the command line.
+      const line = request.target ? lines[0] && { rule: lines[0] } : this.grants.vouch(lines, analysis.parts);
+      const lineRule = line && !line.change ? line.rule : undefined;
       const byRule = analysis.parts.every((p) => p.rule.startsWith('allow:')) || lineRule !== undefined;
       const escalation = { justification: request.escalation.justification, reaches: OUTSIDE_REACHES };
       if (byRule) {
@@ -597,16 +620,26 @@ export class PermissionEngine implements PermissionGate {
           sandbox: 'outside',
         };
       }
+      // A rule would have let it out, but what it executes changed since the rule was granted.
+      const pinnedPart = analysis.parts.every(
+        (p) => p.rule.startsWith('allow:') || p.rule.startsWith('pinned:'),
+      )
+        ? analysis.parts.find((p) => p.rule.startsWith('pinned:'))
+        : undefined;
+      const pin = line?.change
+        ? { reason: line.change.reason, rule: pinRule(line.change) }
+        : pinnedPart && { reason: pinnedPart.reason, rule: pinnedPart.rule };
+      const outside = `it asks to run outside the sandbox ("${oneLineText(request.escalation.justification)}")`;
       return {
         verdict: 'ask',
         decisive: {
-          command: analysis.decisive.command,
+          command: pinnedPart?.command ?? analysis.decisive.command,
           verdict: 'ask',
-          reason: `it asks to run outside the sandbox ("${oneLineText(request.escalation.justification)}")`,
-          rule: 'sandbox:escalation',
+          reason: pin ? `${pin.reason}; ${outside}` : outside,
+          rule: pin?.rule ?? 'sandbox:escalation',
         },
         reason: '',
-        rule: 'sandbox:escalation',
+        rule: pin?.rule ?? 'sandbox:escalation',
         sandbox: 'outside',
         escalation,
         ...(exact ? { suggestedRules: [exact] } : {}),
@@ -716,29 +749,56 @@ export class PermissionEngine implements PermissionGate {
 
   /**
    * Stores `always` answers as session rules: each the exact command approved, for the directory it
-   * ran in only (a rule whose directory is not known is not kept: the answer holds this once).
+   * ran in only (a rule whose directory is not known is not kept: the answer holds this once). The
+   * rule is granted on what the approved command executes now (the whole line's for an escalation,
+   * the part's otherwise): a later change asks again; approving again grants it anew.
    */
-  private remember(rules: readonly Suggestion[]): void {
+  private remember(rules: readonly Suggestion[], analysis: Analysis, wholeLine: boolean): void {
     for (const rule of rules) {
       if (rule.cwd === undefined) continue;
       const compiled = compileRule('allow', this.session.length, rule.text);
       if (typeof compiled === 'string' || !compiled.exact) continue;
       compiled.cwd = rule.cwd;
-      if (!this.session.some((r) => r.text === compiled.text && r.cwd === compiled.cwd))
-        this.session.push(compiled);
+      let kept = this.session.find((r) => r.text === compiled.text && r.cwd === compiled.cwd);
+      if (!kept) this.session.push((kept = compiled));
+      this.grants.grantApproved(
+        kept,
+        wholeLine ? analysis.parts : analysis.parts.filter((p) => p.suggestedRule === rule.text),
+      );
     }
   }
 
   /**
-   * The rule that lets an escalated command line run outside as a whole: a host allow rule without
-   * a wildcard that is exactly the line, or the line a human approved with `always` for this
+   * The rules that let an escalated command line run outside as a whole: host allow rules without a
+   * wildcard that are exactly the line, and the line a human approved with `always` for this
    * directory. Lines with runs of spaces or line breaks never match (rules hold single spaces).
    */
-  private lineRule(exact: Suggestion): CompiledRule | undefined {
+  private lineRules(exact: Suggestion): CompiledRule[] {
     const hostRules = this.config.mode === 'readOnly' ? [] : this.rules.allow;
-    return [...hostRules, ...this.session].find(
+    return [...hostRules, ...this.session].filter(
       (r) => r.exact && r.text === exact.text && (r.cwd === undefined || r.cwd === exact.cwd),
     );
+  }
+
+  /**
+   * Where a rule lets a command run with the user's rights — leaving the sandbox, or any command
+   * with the sandbox off — each part an allow rule allowed is checked against what the rule was
+   * granted on: a part that would execute a file changed, new or unreadable since asks instead,
+   * naming the file. Commands inside the sandbox are contained and not checked; nor are a remote
+   * target's (its files are not this machine's).
+   */
+  private pinned(request: PermissionRequest, analysis: Analysis): Analysis {
+    if (request.kind !== 'command' || request.target) return analysis;
+    if (this.sandboxFor(request) !== 'off' && !request.escalation) return analysis;
+    let changed = false;
+    const parts = analysis.parts.map((p): Part => {
+      if (p.verdict !== 'allow' || !p.grants?.length) return p;
+      const vouched = this.grants.vouch(p.grants, [p]);
+      if (!vouched?.change) return p;
+      changed = true;
+      return { ...p, verdict: 'ask', reason: vouched.change.reason, rule: pinRule(vouched.change) };
+    });
+    return changed ? summarize(parts) : analysis;
   }
 
   /**
@@ -893,6 +953,11 @@ function clipDisplay(display: string): string {
   return display.length > DISPLAY_MAX
     ? `${display.slice(0, DISPLAY_MAX)}… (${display.length - DISPLAY_MAX} more characters not kept)`
     : display;
+}
+
+/** The rule a decision names when a rule no longer vouches for a command: the file that changed. */
+function pinRule(change: Change): string {
+  return `pinned:${change.file ?? 'unknown files'}`;
 }
 
 function oneLineText(text: string): string {

@@ -395,3 +395,6 @@ export function configRisk(text: string, path = 'the repository config'): string
   }
   return undefined;
 }
+
+// What a command executes (executed-files.ts) finds repositories and their includes the same way.
+export { discover as discoverRepository, includeTarget };

@@ -122,15 +122,7 @@ export function matchHostRules(
       return { verdict: 'ask', reason: `the host rule "${rule.text}" asks for it`, rule: `ask:${rule.text}` };
   }
   for (const rule of allowRules) {
-    const hit =
-      rule.cwd === undefined
-        ? texts.allow.some((t) => rule.test(t))
-        : texts.exact !== undefined &&
-          rule.test(texts.exact) &&
-          texts.cwds !== undefined &&
-          texts.cwds.length > 0 &&
-          texts.cwds.every((c) => c === rule.cwd);
-    if (hit)
+    if (allowHit(rule, texts))
       return {
         verdict: 'allow',
         reason: `the rule "${rule.text}" allows it`,
@@ -139,6 +131,20 @@ export function matchHostRules(
       };
   }
   return undefined;
+}
+
+/**
+ * Whether an allow rule matches: a host rule the full or innermost command, a session rule only the
+ * exact command it was approved for, in the directory it ran in.
+ */
+export function allowHit(rule: CompiledRule, texts: CommandTexts): boolean {
+  return rule.cwd === undefined
+    ? texts.allow.some((t) => rule.test(t))
+    : texts.exact !== undefined &&
+        rule.test(texts.exact) &&
+        texts.cwds !== undefined &&
+        texts.cwds.length > 0 &&
+        texts.cwds.every((c) => c === rule.cwd);
 }
 
 /**

@@ -74,7 +74,13 @@ export interface Io {
 export const NO_IO: Io = { stdinPiped: false };
 
 /** Adds one part for the command being judged. */
-export type Add = (verdict: Verdict, reason: string, rule: string, suggestedRule?: string) => void;
+export type Add = (
+  verdict: Verdict,
+  reason: string,
+  rule: string,
+  suggestedRule?: string,
+  extra?: Pick<Part, 'grants'>,
+) => void;
 
 /** The context every function of the analysis takes. */
 export interface AnalysisContext {

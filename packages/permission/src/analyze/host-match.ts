@@ -9,9 +9,10 @@ import { posix } from 'node:path';
 import { GIT_HARMLESS_FLAGS } from '../commands/git.js';
 import { unwrap } from '../commands/wrappers.js';
 import type { Part } from '../facts.js';
-import { matchHostRules, ruleNames, type CommandTexts, type CompiledRule } from '../host-rules.js';
+import { allowHit, matchHostRules, ruleNames, type CommandTexts, type CompiledRule } from '../host-rules.js';
 import { checkPatternTarget, checkTarget } from '../paths.js';
 import { baseName, SYSTEM_DIRS } from '../program.js';
+import { suggestRule } from '../suggest-rule.js';
 import { evaluate, type Arg } from '../words.js';
 import { parseOptions, type Add, type AnalysisContext, type State } from './context.js';
 import { toShell, visitSimple } from './helpers.js';
@@ -36,7 +37,8 @@ export function hostRules(
   const allowRules =
     allowToo && !allowBlocked ? [...(o.useAllowRules ? o.rules.allow : []), ...o.sessionAllow()] : [];
   if (o.rules.deny.length === 0 && o.rules.ask.length === 0 && allowRules.length === 0) return false;
-  const hit = matchHostRules(o.rules, commandTexts(levels, cwds, allowRules.length > 0), allowRules);
+  const texts = commandTexts(levels, cwds, allowRules.length > 0);
+  const hit = matchHostRules(o.rules, texts, allowRules);
   if (!hit) return false;
   if (hit.verdict === 'allow' && hit.matched && ctx.options.safety.protectedPaths) {
     const named = protectedMention(ctx, levels[0] ?? [], cwds, hit.matched);
@@ -49,7 +51,12 @@ export function hostRules(
       return true;
     }
   }
-  add(hit.verdict, hit.reason, hit.rule);
+  if (hit.verdict === 'allow') {
+    // Every allow rule that matches: the gate checks that one of them still vouches for the files
+    // the command executes (rule-grants.ts); the exact command is what an `always` would store.
+    const grants = allowRules.filter((r) => allowHit(r, texts));
+    add(hit.verdict, hit.reason, hit.rule, suggestRule(levels[0] ?? []), { grants });
+  } else add(hit.verdict, hit.reason, hit.rule);
   return true;
 }
 

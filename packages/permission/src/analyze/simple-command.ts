@@ -9,7 +9,7 @@ import type { Syntax } from '@conch/shell-syntax';
 import { posix } from 'node:path';
 import { judgeBuiltin } from '../builtins.js';
 import { writeFacts } from '../commands/writers.js';
-import type { CommandFacts, Part, Verdict } from '../facts.js';
+import type { CommandFacts, Part, RunFacts, Verdict } from '../facts.js';
 import { fileSource, interpreterSource, shellInvocation, splitFields } from '../interpreters.js';
 import { classifyName } from '../names.js';
 import { namesEnviron } from '../needs/listing.js';
@@ -162,14 +162,16 @@ function command(
   },
 ): Ends {
   const { facts, state, walk, parts, shown } = c;
+  const first = parts.length;
   let envRisk = c.envRisk;
-  const add = (verdict: Verdict, reason: string, rule: string, suggestedRule?: string) =>
+  const add: Add = (verdict, reason, rule, suggestedRule, extra) =>
     parts.push({
       command: shown,
       verdict,
       reason,
       rule,
       ...(suggestedRule ? { suggestedRule, ...(facts.cwds ? { cwds: facts.cwds } : {}) } : {}),
+      ...extra,
     });
   const r = resolveCommand(c.args, c.cwds, c.dynamicArgs);
   const { levels } = r;
@@ -269,6 +271,13 @@ function command(
   }
   const readOnlyPart = parts.some((p) => p.rule.startsWith('readOnly:'));
   parts.push(...commandRules(ctx, facts, readOnlyPart));
+  // The command as it will run, on its parts (a command nested in it keeps its own).
+  const run: RunFacts = {
+    argv: innermost.map((a) => a.value),
+    cwds: r.cwds,
+    ...(r.dynamicArgs ? { dynamicArgs: true } : {}),
+  };
+  for (let i = first; i < parts.length; i++) parts[i]!.run ??= run;
   return ends;
 }
 
