@@ -2,6 +2,7 @@ import type { DependencyContainer, InjectionToken } from 'tsyringe';
 import type { z } from 'zod';
 import type { EventBus } from './events.js';
 import type { Logger } from './logger.js';
+import type { ToolArgumentLimits } from './argument-limits.js';
 import type { ApproveFn, PermissionDecision, PermissionRequest } from './permission.js';
 import type { Token } from './token.js';
 
@@ -127,6 +128,13 @@ export interface ToolDefinition<
   description: string;
   /** zod schema of the arguments; converted once to JSON Schema at expose time. */
   inputSchema: z.ZodType<TArgs>;
+  /**
+   * Byte limits of this tool's string arguments, checked before anything else sees them: every
+   * string is at most the registry's `argumentLimits.maxStringBytes` (64 KiB) unless named here
+   * (`{ fields: { path: 4096, content: 4 * 1024 * 1024, 'env.*': 128 * 1024 } }`). A longer one
+   * fails with `INVALID_ARGUMENTS` naming the field, the limit and the size given.
+   */
+  argumentLimits?: ToolArgumentLimits;
   annotations?: ToolAnnotations;
   /**
    * Builds, once per call, what both the permission gate and `execute` work from (for a command:

@@ -46,8 +46,11 @@ export {
   type ToolResult,
 } from './define.js';
 export {
+  boundedText,
   compactText,
+  DISPLAY_TEXT_MAX,
   ERROR_CODES,
+  ERROR_TEXT_MAX,
   oneLine,
   toToolErrorResult,
   withResultSummary,
@@ -89,7 +92,16 @@ export { DuplicateServiceError, NoSuchServiceError } from './errors/service-erro
 export { toJsonSchema, formatToolSchema, type JsonSchema, type SchemaFormat } from './schema.js';
 export { normalizeConfigKeys } from './config-aliases.js';
 export { toJsonSafe, type JsonSafeOptions, type JsonSafeResult } from './json-safe.js';
-export { checkArgumentLimits, DEFAULT_ARGUMENT_LIMITS, type ArgumentLimits } from './argument-limits.js';
+export {
+  ARGUMENT_BYTES,
+  checkArgumentLimits,
+  compileToolLimits,
+  DEFAULT_ARGUMENT_LIMITS,
+  DEFAULT_MAX_STRING_BYTES,
+  type ArgumentLimits,
+  type CompiledToolLimits,
+  type ToolArgumentLimits,
+} from './argument-limits.js';
 export {
   DEFAULT_SETUP_TIMEOUT_MS,
   PluginRegistry,

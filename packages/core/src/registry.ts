@@ -18,7 +18,13 @@ import type {
   ToolProgress,
   ToolResult,
 } from './define.js';
-import { checkArgumentLimits, DEFAULT_ARGUMENT_LIMITS, type ArgumentLimits } from './argument-limits.js';
+import {
+  checkArgumentLimits,
+  compileToolLimits,
+  DEFAULT_ARGUMENT_LIMITS,
+  type ArgumentLimits,
+  type CompiledToolLimits,
+} from './argument-limits.js';
 import { findPluginCandidates, loadCandidate } from './discovery.js';
 import { ConchError } from './errors/conch-error.js';
 import { CircularDependencyError } from './errors/circular-dependency-error.js';
@@ -44,7 +50,7 @@ import { toJsonSafe } from './json-safe.js';
 import { createDefaultLogger, type Logger } from './logger.js';
 import type { ApproveFn, PermissionDecision } from './permission.js';
 import { checkPluginShape, toolShape } from './plugin-shape.js';
-import { compactText, oneLine, withResultSummary } from './results.js';
+import { boundedText, compactText, ERROR_TEXT_MAX, oneLine, withResultSummary } from './results.js';
 import { formatToolSchema, toJsonSchema, type JsonSchema, type SchemaFormat } from './schema.js';
 import { PERMISSION_GATE } from './tokens.js';
 import { isToken, type Token } from './token.js';
@@ -79,8 +85,11 @@ export interface PluginRegistryOptions {
    */
   setupTimeoutMs?: number;
   /**
-   * Limits on tool-call arguments, checked before the tool's schema: deeper nesting or more values
-   * fail with `INVALID_ARGUMENTS` naming the field. Default `{ maxDepth: 64, maxValues: 100_000 }`.
+   * Limits on tool-call arguments, checked before the tool's schema and before any work: deeper
+   * nesting, more values, a longer string or key fail with `INVALID_ARGUMENTS` naming the field
+   * (and for a string the limit and the size given, never the value). Default `{ maxDepth: 64,
+   * maxValues: 100_000, maxStringBytes: 65_536, maxKeyBytes: 4096 }`; a tool's own
+   * `argumentLimits` override `maxStringBytes` for the fields it names.
    */
   argumentLimits?: Partial<ArgumentLimits>;
   /**
@@ -184,6 +193,7 @@ interface ExposedTool {
   plugin: string;
   info: ToolInfo;
   ctx: PluginContext;
+  limits: CompiledToolLimits;
 }
 
 /** The config schema of a plugin that declares none. */
@@ -806,6 +816,14 @@ export class PluginRegistry {
           `plugin '${pluginName}' tool '${tool.name}': inputSchema cannot be converted to JSON Schema: ${(error as Error).message}`,
         );
       }
+      let limits: CompiledToolLimits;
+      try {
+        limits = compileToolLimits(tool.argumentLimits, this.argumentLimits);
+      } catch (error) {
+        throw new InvalidPluginError(
+          `plugin '${pluginName}' tool '${tool.name}': ${(error as Error).message}`,
+        );
+      }
       const info: ToolInfo = Object.freeze({
         name: tool.name,
         description: tool.description,
@@ -813,7 +831,7 @@ export class PluginRegistry {
         inputSchema,
         annotations: { ...tool.annotations },
       });
-      prepared.push({ tool, plugin: pluginName, info, ctx });
+      prepared.push({ tool, plugin: pluginName, info, ctx, limits });
     }
     for (const { tool } of prepared) {
       if (!tool.onExpose) continue;
@@ -902,7 +920,7 @@ export class PluginRegistry {
     if (entry?.tool.describeCall) {
       try {
         const input = args ?? {};
-        if (!checkArgumentLimits(input, this.argumentLimits)) {
+        if (!checkArgumentLimits(input, this.argumentLimits, entry.limits)) {
           const parsed = entry.tool.inputSchema.safeParse(input);
           if (parsed.success) {
             const own: unknown = entry.tool.describeCall(parsed.data);
@@ -964,7 +982,7 @@ export class PluginRegistry {
 
     const fail = (error: unknown) => {
       const code = ConchError.isInstance(error) ? error.code : 'TOOL_FAILED';
-      const message = error instanceof Error ? error.message : String(error);
+      const message = boundedText(error instanceof Error ? error.message : String(error));
       this.events.emit('tool.error', {
         callId,
         tool: toolName,
@@ -976,8 +994,9 @@ export class PluginRegistry {
 
     try {
       this.events.emit('tool.call', { callId, tool: toolName, plugin, args });
-      // zod validates recursively: arguments past these limits would overflow the stack in it.
-      const tooBig = checkArgumentLimits(args ?? {}, this.argumentLimits);
+      // Before anything reads them: zod validates recursively (arguments past the shape limits
+      // would overflow the stack in it), and no tool, message or log sees a string past its limit.
+      const tooBig = checkArgumentLimits(args ?? {}, this.argumentLimits, entry.limits);
       if (tooBig) throw new InvalidArgumentsError(toolName, [tooBig]);
       const parsed = tool.inputSchema.safeParse(args ?? {});
       if (!parsed.success) {
@@ -1025,13 +1044,14 @@ export class PluginRegistry {
         );
         this.events.emit('tool.permission', { callId, tool: toolName, request, decision });
         if (decision.outcome !== 'allow') {
+          // A reason may quote the command: the answer keeps a bounded prefix of each text.
           const denied: PermissionDeniedResult = {
-            error: `Permission denied: ${decision.reason}`,
+            error: boundedText(`Permission denied: ${decision.reason}`),
             error_code: 'PERMISSION_DENIED',
             display: `[Blocked] ${oneLine(decision.reason)}`,
             permission_denied: true,
-            ...(decision.rule ? { rule: decision.rule } : {}),
-            ...(decision.suggestion ? { suggestion: decision.suggestion } : {}),
+            ...(decision.rule ? { rule: boundedText(decision.rule, 1000) } : {}),
+            ...(decision.suggestion ? { suggestion: boundedText(decision.suggestion) } : {}),
           };
           this.events.emit('tool.result', {
             callId,
@@ -1051,7 +1071,7 @@ export class PluginRegistry {
         toolName,
         (error) =>
           entry.ctx.logger.warn(
-            { err: error, tool: toolName },
+            { err: loggable(error), tool: toolName },
             `tool '${toolName}' of plugin '${plugin}' failed after its call was aborted`,
           ),
       );
@@ -1075,7 +1095,7 @@ export class PluginRegistry {
       // A plugin bug surfaces as a typed error; the registry and its other tools keep working.
       if (!ConchError.isInstance(error)) {
         entry.ctx.logger.error(
-          { err: error, tool: toolName },
+          { err: loggable(error), tool: toolName },
           `tool '${toolName}' of plugin '${plugin}' threw; the call fails with TOOL_FAILED and the registry keeps working`,
         );
       }
@@ -1266,6 +1286,27 @@ function asSpelled(issues: ValidationIssue[], config: unknown): ValidationIssue[
   });
 }
 
+/**
+ * An error as a log entry shows it: itself, or, when its message is past ERROR_TEXT_MAX (it may
+ * quote an argument), its name, a bounded prefix of the message and the top of its stack.
+ */
+function loggable(error: unknown): unknown {
+  if (
+    !(error instanceof Error) ||
+    typeof error.message !== 'string' ||
+    error.message.length <= ERROR_TEXT_MAX
+  )
+    return error;
+  // The stack starts with the message: keep only its frames.
+  const stack = typeof error.stack === 'string' ? error.stack : '';
+  const frames = stack.indexOf('\n    at ');
+  return {
+    type: error.name,
+    message: boundedText(error.message),
+    stack: frames < 0 ? '' : stack.slice(frames + 1, frames + 4001),
+  };
+}
+
 /** How long `describeCall` lines may be. */
 const CALL_DESCRIPTION_MAX = 120;
 
@@ -1285,7 +1326,7 @@ function genericCallDescription(toolName: string, args: unknown): string {
   } catch {
     // A hostile getter or proxy: no argument shown.
   }
-  return `${toolName}(${first === undefined ? '' : compactText(first, 60)})`;
+  return `${toolName}(${first === undefined ? '' : compactText(first.slice(0, 1024), 60)})`;
 }
 
 function needsOf(plugin: PluginDefinition): { key: string; token: Token<unknown>; optional: boolean }[] {

@@ -70,11 +70,34 @@ export function oneLine(text: string, max = DISPLAY_MAX): string {
 
 /**
  * `text` on one line (every run of whitespace, newlines included, becomes one space) and at most
- * `max` characters, cut with an ellipsis: for `describeCall` lines and other UI summaries.
+ * `max` characters, cut with an ellipsis: for `describeCall` lines and other UI summaries. Reads
+ * only the start of a long text.
  */
 export function compactText(text: string, max = DISPLAY_MAX): string {
-  const flat = text.replace(/\s+/g, ' ').trim();
-  return flat.length > max ? `${flat.slice(0, Math.max(0, max - 1)).trimEnd()}…` : flat;
+  const read = max * 4 + 1024;
+  const head = text.length > read ? text.slice(0, read) : text;
+  const flat = head.replace(/\s+/g, ' ').trim();
+  return flat.length > max || head.length < text.length
+    ? `${flat.slice(0, Math.max(0, max - 1)).trimEnd()}…`
+    : flat;
+}
+
+/**
+ * How many characters of an error message a result keeps (`error` of every result, the message of
+ * a thrown error): a message never carries a large argument whole, however a tool wrote it.
+ */
+export const ERROR_TEXT_MAX = 8000;
+
+/** How many characters a result's `display` keeps (one line, or a few for validation issues). */
+export const DISPLAY_TEXT_MAX = 2000;
+
+/**
+ * `text` when it has at most `max` characters, else its first `max` and a note of how many more
+ * there were: the bounded prefix errors, logs and audit entries show of a text that may be large.
+ */
+export function boundedText(text: string, max = ERROR_TEXT_MAX): string {
+  if (text.length <= max) return text;
+  return `${text.slice(0, max)}… (${text.length - max} more characters not shown)`;
 }
 
 /** How many issues the `display` of an `INVALID_ARGUMENTS` / `INVALID_CONFIG` result lists. */
@@ -89,7 +112,7 @@ const DISPLAY_MAX_ISSUES = 5;
  */
 export function toToolErrorResult(error: unknown): ToolErrorResult {
   const code = ConchError.isInstance(error) ? error.code : 'TOOL_FAILED';
-  const message = error instanceof Error ? error.message : String(error);
+  const message = boundedText(errorMessage(error));
   const issues = issuesOf(error);
   if (issues.length > 0) {
     const lines = [`✗ ${code}: ${oneLine(message).replace(/:$/, '')}`];
@@ -100,6 +123,17 @@ export function toToolErrorResult(error: unknown): ToolErrorResult {
     return { error: message, error_code: code, display: lines.join('\n') };
   }
   return { error: message, error_code: code, display: `✗ ${code}: ${oneLine(message)}` };
+}
+
+/** The message of anything thrown; never throws itself (a hostile getter, a symbol). */
+function errorMessage(error: unknown): string {
+  try {
+    if (error instanceof Error)
+      return typeof error.message === 'string' ? error.message : String(error.message);
+    return String(error);
+  } catch {
+    return 'an error whose message cannot be read';
+  }
 }
 
 function issuesOf(error: unknown): { path: string; expected: string; received: string }[] {
@@ -119,18 +153,32 @@ function issuesOf(error: unknown): { path: string; expected: string; received: s
 /**
  * The result with the two fields every result carries once it leaves the registry: `error_code`
  * next to any `error` (`TOOL_FAILED` when a third-party tool gave none) and a one-line `display`
- * (`✓` / `✗ CODE: message` when the tool wrote none). Returns the same object when both are there.
+ * (`✓` / `✗ CODE: message` when the tool wrote none). `error` keeps at most ERROR_TEXT_MAX
+ * characters and `display` DISPLAY_TEXT_MAX (a message that quoted a large argument is cut, with
+ * a note). Returns the same object when nothing changes.
  */
 export function withResultSummary(result: ToolResult): ToolResult {
   if (typeof result !== 'object' || result === null || Array.isArray(result)) return result;
   const error = typeof result.error === 'string' && result.error.length > 0 ? result.error : undefined;
   const needsCode = error !== undefined && typeof result.error_code !== 'string';
   const needsDisplay = typeof result.display !== 'string';
-  if (!needsCode && !needsDisplay) return result;
+  const longError = error !== undefined && error.length > ERROR_TEXT_MAX;
+  const longDisplay = !needsDisplay && (result.display as string).length > DISPLAY_TEXT_MAX;
+  if (!needsCode && !needsDisplay && !longError && !longDisplay) return result;
   const code = needsCode ? 'TOOL_FAILED' : (result.error_code as string | undefined);
   return {
     ...result,
+    ...(longError ? { error: boundedText(error) } : {}),
     ...(needsCode ? { error_code: code } : {}),
     ...(needsDisplay ? { display: error === undefined ? '✓' : `✗ ${code}: ${oneLine(error)}` } : {}),
+    ...(longDisplay ? { display: compactLines(result.display as string) } : {}),
   };
+}
+
+/** A display past DISPLAY_TEXT_MAX: its first lines, each one line of at most DISPLAY_MAX characters. */
+function compactLines(display: string): string {
+  const lines = display.slice(0, DISPLAY_TEXT_MAX * 2).split('\n', 8);
+  const out = lines.map((line) => (line.length > DISPLAY_MAX ? `${line.slice(0, DISPLAY_MAX - 1)}…` : line));
+  const text = out.join('\n');
+  return text.length > DISPLAY_TEXT_MAX ? `${text.slice(0, DISPLAY_TEXT_MAX - 1)}…` : `${text}…`;
 }

@@ -9,17 +9,45 @@ export interface ValidationIssue {
   received: string;
 }
 
+/** How a received value is shown in an issue: at most about 80 characters of it, never the whole. */
 export function describeValue(value: unknown): string {
   if (value === undefined) return 'nothing (undefined)';
   if (typeof value === 'string')
-    return JSON.stringify(value.length > 80 ? `${value.slice(0, 77)}...` : value);
+    return value.length > 80
+      ? `${JSON.stringify(`${value.slice(0, 77)}...`)} (${value.length} characters)`
+      : JSON.stringify(value);
   if (typeof value === 'function') return 'a function';
+  if (typeof value === 'object' && value !== null) {
+    // Never serialize a large object whole to show 80 characters of it.
+    let size: number;
+    try {
+      size = Array.isArray(value) ? value.length : Object.keys(value).length;
+    } catch {
+      return 'an object that cannot be read';
+    }
+    if (size > 20) return Array.isArray(value) ? `an array of ${size} elements` : `an object of ${size} keys`;
+  }
   try {
     const json = JSON.stringify(value);
+    if (json === undefined) return String(value);
     return json.length > 80 ? `${json.slice(0, 77)}...` : json;
   } catch {
-    return String(value);
+    return typeof value === 'object' ? 'an object JSON cannot show' : String(value).slice(0, 80);
   }
+}
+
+/** How much of a schema's message an issue keeps (a custom refinement may quote the value). */
+const EXPECTED_MAX = 1000;
+/** How many of zod's issues are turned into ours. */
+const ISSUES_MAX = 1000;
+
+function bounded(text: string, max: number): string {
+  return text.length > max ? `${text.slice(0, max - 1)}…` : text;
+}
+
+/** A path segment as an issue shows it: at most 40 characters. */
+function segment(key: PropertyKey): string {
+  return bounded(String(key), 40);
 }
 
 function valueAt(input: unknown, path: readonly PropertyKey[]): unknown {
@@ -44,20 +72,27 @@ export function toValidationIssues(
   input: unknown,
   options: ValidationIssueOptions = {},
 ): ValidationIssue[] {
-  return error.issues.flatMap((issue): ValidationIssue[] => {
-    const path = issue.path.map(String).join('.') || '(root)';
+  return error.issues.slice(0, ISSUES_MAX).flatMap((issue): ValidationIssue[] => {
+    const path = issue.path.map(segment).join('.') || '(root)';
     if (issue.code === 'unrecognized_keys') {
       const known = options.schema ? objectKeysAt(options.schema, issue.path) : [];
-      return issue.keys.map((key) => {
-        const suggestion = suggestKey(key, known, options.snakeCaseAliases === true);
+      return issue.keys.slice(0, ISSUES_MAX).map((key) => {
+        const suggestion =
+          key.length > 64 ? undefined : suggestKey(key, known, options.snakeCaseAliases === true);
         return {
-          path: [...issue.path.map(String), key].join('.'),
-          expected: `no such key (unknown field ${key})${suggestion ? `; did you mean ${suggestion}?` : ''}`,
+          path: [...issue.path.map(segment), segment(key)].join('.'),
+          expected: `no such key (unknown field ${segment(key)})${suggestion ? `; did you mean ${suggestion}?` : ''}`,
           received: describeValue(valueAt(input, [...issue.path, key])),
         };
       });
     }
-    return [{ path, expected: issue.message, received: describeValue(valueAt(input, issue.path)) }];
+    return [
+      {
+        path,
+        expected: bounded(issue.message, EXPECTED_MAX),
+        received: describeValue(valueAt(input, issue.path)),
+      },
+    ];
   });
 }
 
@@ -162,6 +197,13 @@ function editDistance(a: string, b: string, bound: number): number {
   return previous[b.length]!;
 }
 
+/** How many issues an error's message lists (the rest are counted). */
+const FORMATTED_ISSUES_MAX = 20;
+
 export function formatIssues(issues: readonly ValidationIssue[]): string {
-  return issues.map((i) => `${i.path}: ${i.expected}; received ${i.received}`).join('\n  ');
+  const lines = issues
+    .slice(0, FORMATTED_ISSUES_MAX)
+    .map((i) => `${i.path}: ${i.expected}; received ${i.received}`);
+  if (issues.length > FORMATTED_ISSUES_MAX) lines.push(`… and ${issues.length - FORMATTED_ISSUES_MAX} more`);
+  return lines.join('\n  ');
 }
