@@ -4,6 +4,11 @@ export {
   type BackgroundTasksOptions,
   type OutputWaitResult,
 } from './background-tasks.js';
-export { backgroundPlugin, backgroundConfigSchema, type BackgroundConfig } from './plugin.js';
+export {
+  backgroundPlugin,
+  backgroundConfigSchema,
+  TASK_ARGUMENT_LIMITS,
+  type BackgroundConfig,
+} from './plugin.js';
 export { UnknownTaskError, unknownTaskMessage } from './unknown-task-error.js';
 export type {} from './events.js';

@@ -1,4 +1,5 @@
 import {
+  ARGUMENT_BYTES,
   BACKGROUND_SERVICE,
   compactText,
   compileWaitFor,
@@ -12,6 +13,11 @@ import {
 import { z } from 'zod';
 import { BackgroundTasks, isFinal } from './background-tasks.js';
 import { unknownTaskMessage } from './unknown-task-error.js';
+
+/** The byte limits of the task tools' strings (checked before any work): a task id 256, a wait_for pattern 4096. */
+export const TASK_ARGUMENT_LIMITS = {
+  fields: { task_id: ARGUMENT_BYTES.id, wait_for: ARGUMENT_BYTES.pattern },
+} as const;
 
 export const backgroundConfigSchema = z.strictObject({
   maxWorkers: z.number().int().min(1).max(64).default(4).describe('tasks running at once; the rest queue'),
@@ -73,6 +79,7 @@ function tools(ctx: PluginContext<BackgroundConfig>, service: BackgroundTasks) {
       '{ stdout, stderr, returncode, ... }. Pass wait_seconds to block until the task finishes or the ' +
       'wait ends, instead of polling. Pass wait_for (a regex) to return as soon as the task prints a matching ' +
       'line (a server ready to take requests) with wait_for_matched: true, or wait_for_matched: false when the wait ended first.',
+    argumentLimits: TASK_ARGUMENT_LIMITS,
     inputSchema: z.strictObject({
       task_id: z.string().min(1).describe('the background_task_id returned by cli_based_tool'),
       wait_seconds: z
@@ -189,6 +196,7 @@ function tools(ctx: PluginContext<BackgroundConfig>, service: BackgroundTasks) {
     description:
       'Read the output (stdout and stderr interleaved) of a background task in pages, running or finished. ' +
       'Start at offset 0 and pass next_offset to continue; nothing is lost, even beyond the truncated result.',
+    argumentLimits: TASK_ARGUMENT_LIMITS,
     inputSchema: z.strictObject({
       task_id: z.string().min(1).describe('the background task id'),
       offset: z.number().int().min(0).optional().describe('byte offset to start at (default 0)'),
@@ -233,6 +241,7 @@ function tools(ctx: PluginContext<BackgroundConfig>, service: BackgroundTasks) {
     describeCall: (args) => `cancel_background_task(${args.task_id})`,
     description:
       'Cancel a background task: a queued task never starts; a running one is killed with its whole process tree.',
+    argumentLimits: TASK_ARGUMENT_LIMITS,
     inputSchema: z.strictObject({ task_id: z.string().min(1).describe('the background task id') }),
     annotations: { destructiveHint: true, idempotentHint: true },
     async execute(args) {

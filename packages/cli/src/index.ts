@@ -1,4 +1,10 @@
-export { cliPlugin, cliToolInputSchema, describeCliCall, type CliToolInput } from './plugin.js';
+export {
+  CLI_ARGUMENT_LIMITS,
+  cliPlugin,
+  cliToolInputSchema,
+  describeCliCall,
+  type CliToolInput,
+} from './plugin.js';
 export {
   cliConfigSchema,
   DEFAULT_CLI_CONFIG,

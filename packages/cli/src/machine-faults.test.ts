@@ -304,24 +304,32 @@ describe('numbers and sizes past what the system takes', () => {
     });
   });
 
-  it('a 10 MB command runs (a shell script from a file); one argument of an external program that big is refused naming `command`', async () => {
+  it('a 1 MB command runs (a shell script from a file); one argument of an external program that big is refused naming `command`; past 1 MiB the command is refused before it is parsed', async () => {
     const { run } = setup();
     // `echo` is a shell builtin, so the line runs in shell mode: from a file, it just works.
-    const builtin = await run({ command: `echo ${'x'.repeat(10_000_000)}` });
+    const builtin = await run({ command: `echo ${'x'.repeat(1_000_000)}` });
     expect(builtin).toMatchObject({ returncode: 0, mode: 'shell' });
-    expect(builtin.truncation_message).toMatch(/stdout 10,000,001 bytes/);
-    expect(statSync(builtin.output_file as string).size).toBe(10_000_001);
+    expect(builtin.truncation_message).toMatch(/stdout 1,000,001 bytes/);
+    expect(statSync(builtin.output_file as string).size).toBe(1_000_001);
     // An external program cannot be given one argument over 128 KiB by any means: said as such
     // (bash's "Argument list too long" exits 126, which is no permission problem).
     for (const args of [
-      { command: `/bin/echo ${'x'.repeat(10_000_000)}` },
-      { command: '/bin/echo', args: ['y'.repeat(200_000)] },
+      { command: `/bin/echo ${'x'.repeat(1_000_000)}` },
+      { command: '/bin/echo', args: ['y'.repeat(131_072)] },
     ]) {
       const r = await run(args);
       expect(r.error_code).toBe('INVALID_ARGUMENTS');
-      expect(r.error).toMatch(/too long.*131,072 bytes in one argument.*'command'/);
+      expect(r.error).toMatch(/too long.*131,072 bytes in one argument.*'(command|args)'/);
       expect(r.error).not.toMatch(/spawn E2BIG|Permission denied/);
     }
+    // The tool's argument limits (CLI_ARGUMENT_LIMITS): a command past 1 MiB, an argument past
+    // what a program can take, refused by the registry naming the field and the size.
+    await expect(run({ command: `echo ${'x'.repeat(10_000_000)}` })).rejects.toThrow(
+      /command: a string of at most 1048576 bytes \(UTF-8\); received a string of 10000005 bytes/,
+    );
+    await expect(run({ command: '/bin/echo', args: ['y'.repeat(200_000)] })).rejects.toThrow(
+      /args\.0: a string of at most 131072 bytes \(UTF-8\); received a string of 200000 bytes/,
+    );
   });
 
   it('a script over 128 KiB (a heredoc) runs from a file, exactly as judged', async () => {

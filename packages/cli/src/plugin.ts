@@ -1,5 +1,6 @@
 import { mkdirSync } from 'node:fs';
 import {
+  ARGUMENT_BYTES,
   BACKGROUND_SERVICE,
   compactText,
   ConchError,
@@ -79,6 +80,20 @@ export const cliToolInputSchema = z
   });
 
 export type CliToolInput = z.output<typeof cliToolInputSchema>;
+
+/**
+ * The byte limits of cli_based_tool's strings, checked before the command is parsed: a command
+ * (a script; a long one runs from a file) 1 MiB, each of `args` 128 KiB (Linux's MAX_ARG_STRLEN:
+ * a longer one cannot be passed to a program), cwd 4096 (PATH_MAX).
+ */
+export const CLI_ARGUMENT_LIMITS = {
+  fields: {
+    command: 1024 * 1024,
+    'args.*': ARGUMENT_BYTES.argv,
+    cwd: ARGUMENT_BYTES.path,
+    justification: 4096,
+  },
+} as const;
 
 function toRequest(args: CliToolInput): RunCommandRequest {
   return {
@@ -170,6 +185,7 @@ export const cliPlugin = definePlugin<CliConfig>({
             'stdin is closed. Large output is truncated to its start and end with the full output in output_file. ' +
             'Long-running commands return a background_task_id to query with check_background_task.',
           inputSchema: cliToolInputSchema,
+          argumentLimits: CLI_ARGUMENT_LIMITS,
           annotations: { destructiveHint: true, openWorldHint: true },
           describeCall: describeCliCall,
           // One plan per call: the gate judges it and the runner runs it.

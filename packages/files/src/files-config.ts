@@ -17,6 +17,14 @@ export const filesConfigSchema = z.strictObject({
     .default(256 * 1024)
     .describe('bytes of text one read returns at most'),
   maxReadLines: z.number().int().min(1).default(2000).describe('lines one read returns at most'),
+  maxWriteBytes: z
+    .number()
+    .int()
+    .min(1024)
+    .default(4 * 1024 * 1024)
+    .describe(
+      "bytes (UTF-8) write_file's content and each of edit_file's old_string and new_string may hold (a longer one is refused before any work)",
+    ),
   maxResults: z.number().int().min(1).default(1000).describe('entries a listing or glob returns at most'),
   protectedPaths: z
     .array(z.string().min(1))

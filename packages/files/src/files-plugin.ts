@@ -1,4 +1,5 @@
 import {
+  ARGUMENT_BYTES,
   compactText,
   ConchError,
   definePlugin,
@@ -277,6 +278,27 @@ function shortPath(path: string, max = 60): string {
   return flat.length > max ? `…${flat.slice(flat.length - (max - 1))}` : flat;
 }
 
+/** The default of the files config's `maxWriteBytes`: 4 MiB, eight times what a model writes in one answer. */
+export const DEFAULT_MAX_WRITE_BYTES = 4 * 1024 * 1024;
+
+/**
+ * The byte limits of the file tools' string arguments, checked by the registry before any work:
+ * a path or a cwd at most PATH_MAX (4096; a longer one names no file), a glob pattern 4096, a
+ * file's content and an edit's strings `maxWriteBytes` each.
+ */
+export function fileArgumentLimits(maxWriteBytes = DEFAULT_MAX_WRITE_BYTES) {
+  return {
+    fields: {
+      path: ARGUMENT_BYTES.path,
+      cwd: ARGUMENT_BYTES.path,
+      pattern: ARGUMENT_BYTES.pattern,
+      content: maxWriteBytes,
+      old_string: maxWriteBytes,
+      new_string: maxWriteBytes,
+    },
+  };
+}
+
 /** The path check made before the gate is asked: the path, or the tool's refusal. */
 interface PathPlan {
   abs?: string;
@@ -293,7 +315,9 @@ interface PathPlan {
 export function fileTools(
   files: FileToolsBackend,
   scope: Pick<PluginScope, 'resolveOptional'>,
+  limits: { maxWriteBytes?: number } = {},
 ): ToolDefinition[] {
+  const argumentLimits = fileArgumentLimits(limits.maxWriteBytes);
   const planWrite = async (operation: string, path: string): Promise<PathPlan> => {
     try {
       return { abs: await files.checkWrite(operation, path) };
@@ -323,6 +347,7 @@ export function fileTools(
         'Read a text file by lines (offset 1-based, limit lines). Returns { content, size_bytes, offset, lines, total_lines, truncated, next_offset }; ' +
         'binary files are refused with error_code BINARY_FILE.',
       inputSchema: readInput,
+      argumentLimits,
       annotations: { readOnlyHint: true },
       prepare: (args) => planRead('read', args.path),
       permission: (args, ctx, plan) => readOnly(scope, ctx, 'read_file', `read ${args.path}`, plan),
@@ -356,6 +381,7 @@ export function fileTools(
       description:
         'Create or overwrite a file with the given content (parent directories are created). Asks the user first.',
       inputSchema: writeInput,
+      argumentLimits,
       annotations: { destructiveHint: true },
       prepare: (args) => planWrite('write', args.path),
       permission: (args, ctx, plan) => {
@@ -398,6 +424,7 @@ export function fileTools(
         'Replace old_string with new_string in a file. old_string must match exactly (copy it from read_file) and occur once, ' +
         'unless replace_all is true. Asks the user first.',
       inputSchema: editInput,
+      argumentLimits,
       annotations: { destructiveHint: true },
       prepare: (args) => planWrite('edit', args.path),
       permission: (args, ctx, plan) => {
@@ -438,6 +465,7 @@ export function fileTools(
       describeCall: (args) => `list_directory(${shortPath(args.path ?? '.')})`,
       description: 'List a directory: { entries: [{ name, type, size }], total, truncated }.',
       inputSchema: listInput,
+      argumentLimits,
       annotations: { readOnlyHint: true },
       prepare: (args) => planRead('list', args.path ?? '.'),
       permission: (args, ctx, plan) =>
@@ -465,6 +493,7 @@ export function fileTools(
       description:
         'Find files by glob pattern (picomatch: *, **, ?, [..], {a,b}), relative to cwd; node_modules and .git are skipped. Returns { matches, total, truncated }.',
       inputSchema: globInput,
+      argumentLimits,
       annotations: { readOnlyHint: true },
       prepare: (args) => planRead('glob', args.cwd ?? '.'),
       permission: (args, ctx, plan) =>
@@ -493,6 +522,7 @@ export function fileTools(
       describeCall: (args) => `stat_file(${shortPath(args.path)})`,
       description: 'Type, size, modification time and mode of a path (and whether a file looks binary).',
       inputSchema: statInput,
+      argumentLimits,
       annotations: { readOnlyHint: true },
       prepare: (args) => planRead('stat', args.path),
       permission: (args, ctx, plan) => readOnly(scope, ctx, 'stat_file', `stat ${args.path}`, plan),
@@ -536,7 +566,10 @@ export const filesPlugin = definePlugin<FilesConfig>({
     ensureProcessManager(ctx);
     const files = createFileOperator(ctx, ctx.env.cwd, ctx.config);
     // Where FILE_OPERATIONS_TARGET routes them when a plugin provides it (resolved per call).
-    return { tools: fileTools(routedFiles(ctx, files, ctx.config), ctx), instructions: FILES_INSTRUCTIONS };
+    return {
+      tools: fileTools(routedFiles(ctx, files, ctx.config), ctx, { maxWriteBytes: ctx.config.maxWriteBytes }),
+      instructions: FILES_INSTRUCTIONS,
+    };
   },
 });
 

@@ -4,10 +4,16 @@ import { FileOperationError, isFileOperationError } from './errors/file-operatio
  * Turns a backend's errno error into a FileOperationError the model can act on: a stable code and
  * a message naming the operation, the path and what to do.
  */
-export function fsError(operation: string, path: string, abs: string, error: unknown): FileOperationError {
+export function fsError(
+  operation: string,
+  path: string,
+  absolute: string,
+  error: unknown,
+): FileOperationError {
   if (isFileOperationError(error)) return error;
   const e = error as NodeJS.ErrnoException;
   const common = { operation, path, cause: error };
+  const abs = shownPath(absolute);
   switch (e?.code) {
     case 'ENOENT':
       return new FileOperationError({
@@ -45,7 +51,26 @@ export function fsError(operation: string, path: string, abs: string, error: unk
       return new FileOperationError({
         ...common,
         code: 'FILE_ERROR',
-        message: `${operation} ${abs} failed: ${e?.message ?? String(error)}`,
+        message: `${operation} ${abs} failed: ${reasonOf(e, error)}`,
       });
   }
+}
+
+/** A path as a message shows it: whole up to 1,024 characters, else its start and end. */
+export function shownPath(path: string): string {
+  if (path.length <= 1024) return path;
+  return `${path.slice(0, 500)}…${path.slice(-500)} (a path of ${path.length} characters)`;
+}
+
+/**
+ * Why a system call failed, without the path node's message repeats (`ENAMETOOLONG: name too
+ * long, lstat '/…'` -> `ENAMETOOLONG: name too long (lstat)`).
+ */
+function reasonOf(e: NodeJS.ErrnoException | undefined, error: unknown): string {
+  const message = typeof e?.message === 'string' ? e.message : String(error);
+  if (typeof e?.code === 'string' && message.startsWith(`${e.code}: `)) {
+    const what = message.split(', ')[0]!;
+    return `${what.length > 200 ? `${what.slice(0, 199)}…` : what}${e.syscall ? ` (${e.syscall})` : ''}`;
+  }
+  return message.length > 500 ? `${message.slice(0, 499)}…` : message;
 }

@@ -39,6 +39,8 @@ export {
 export { InvalidFileArgumentError } from './errors/invalid-file-argument-error.js';
 export { filesConfigSchema, type FilesConfig, type FilesConfigInput } from './files-config.js';
 export {
+  DEFAULT_MAX_WRITE_BYTES,
+  fileArgumentLimits,
   filesPlugin,
   fileTools,
   createFileOperator,

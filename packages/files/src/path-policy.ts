@@ -4,6 +4,9 @@ import { InvalidFileArgumentError } from './errors/invalid-file-argument-error.j
 import type { FileSystemBackend } from './file-system-backend.js';
 import { localFileSystem } from './local-file-system.js';
 
+/** The longest path an operation takes, in bytes: Linux's PATH_MAX (a longer one names no file). */
+export const PATH_MAX_BYTES = 4096;
+
 export interface PathPolicyOptions {
   /** The working directory: relative paths resolve from it, and it is always allowed. */
   root: string;
@@ -86,6 +89,16 @@ export class PathPolicy {
   static checkArgument(operation: string, field: string, value: unknown): string {
     if (typeof value !== 'string' || value.length === 0 || value.includes('\0')) {
       throw new InvalidFileArgumentError(operation, field, 'a non-empty path without NUL bytes', value);
+    }
+    // A longer path cannot name a file (Linux's PATH_MAX): refused before the file system sees it.
+    if (value.length > PATH_MAX_BYTES || Buffer.byteLength(value) > PATH_MAX_BYTES) {
+      throw new InvalidFileArgumentError(
+        operation,
+        field,
+        `a path of at most ${PATH_MAX_BYTES} bytes (PATH_MAX)`,
+        value,
+        `a path of ${Buffer.byteLength(value)} bytes`,
+      );
     }
     return value;
   }

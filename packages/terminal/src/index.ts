@@ -47,6 +47,7 @@ export {
 export {
   classifyCall,
   judgedCommand,
+  TERMINAL_ARGUMENT_LIMITS,
   terminalInputSchema,
   type CallShape,
   type TerminalArgs,

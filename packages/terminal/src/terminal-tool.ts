@@ -3,6 +3,7 @@ import { resolve } from 'node:path';
 import { z } from 'zod';
 import { DEFAULT_SLOW_PATTERNS, type SlowPattern } from '@conch/process';
 import {
+  ARGUMENT_BYTES,
   compileWaitFor,
   defineTool,
   oneLine,
@@ -101,6 +102,23 @@ export const terminalInputSchema = z.strictObject({
 });
 
 export type TerminalArgs = z.output<typeof terminalInputSchema>;
+
+/**
+ * The byte limits of the terminal's strings, checked before any work: a command (a script the
+ * session sources from a file) and an input (typed or pasted) 1 MiB each, an env value 128 KiB
+ * (Linux's MAX_ARG_STRLEN: a longer one cannot reach a program), cwd 4096 (PATH_MAX), a wait_for
+ * pattern 4096.
+ */
+export const TERMINAL_ARGUMENT_LIMITS = {
+  fields: {
+    command: 1024 * 1024,
+    input: 1024 * 1024,
+    'env.*': ARGUMENT_BYTES.argv,
+    cwd: ARGUMENT_BYTES.path,
+    wait_for: ARGUMENT_BYTES.pattern,
+    justification: 4096,
+  },
+} as const;
 
 export type CallShape =
   | { kind: 'run'; command: string; sessionId: number | undefined; background: boolean }
@@ -267,6 +285,7 @@ export function createTerminalTool(
       ? `${TERMINAL_DESCRIPTION}\nrm moves files to the project's trash instead of deleting them (the trash tool lists and restores them).`
       : TERMINAL_DESCRIPTION,
     inputSchema: terminalInputSchema,
+    argumentLimits: TERMINAL_ARGUMENT_LIMITS,
     annotations: { destructiveHint: true, openWorldHint: true },
     describeCall: describeTerminalCall,
     // A new command is read once: whether it would exec over the session's shell, whether it is slow.

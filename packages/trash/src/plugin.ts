@@ -1,6 +1,7 @@
 import { isAbsolute, resolve } from 'node:path';
 import { z } from 'zod';
 import {
+  ARGUMENT_BYTES,
   definePlugin,
   defineTool,
   oneLine,
@@ -119,6 +120,8 @@ export function createTrashTool(trash: TrashService, config: TrashConfig, cwd: s
       "{ action: 'empty', older_than_days? } deletes entries for good.",
     ].join('\n'),
     inputSchema: trashInputSchema,
+    // Checked before any work: an entry id 256 bytes, a path (to, path filter) 4096 (PATH_MAX).
+    argumentLimits: { fields: { id: ARGUMENT_BYTES.id, to: ARGUMENT_BYTES.path, path: ARGUMENT_BYTES.path } },
     annotations: { destructiveHint: true, idempotentHint: false },
     // Listing reads; putting a file back writes into the workspace and emptying deletes for good:
     // the permission gate decides those (a human approves them unless the host allowed it).

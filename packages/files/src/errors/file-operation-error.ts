@@ -40,7 +40,8 @@ export class FileOperationError extends ConchError {
     this.name = 'FileOperationError';
     this.operation = options.operation;
     this.path = options.path;
-    this.display = options.display ?? options.message.split('\n')[0]!;
+    const first = options.message.split('\n', 1)[0]!;
+    this.display = options.display ?? (first.length > 300 ? `${first.slice(0, 299)}…` : first);
   }
 }
 

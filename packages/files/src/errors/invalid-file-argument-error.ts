@@ -4,10 +4,11 @@ import { ConchError, describeValue } from '@conch/core';
 export class InvalidFileArgumentError extends ConchError {
   readonly field: string;
 
-  constructor(operation: string, field: string, expected: string, received: unknown) {
+  /** `receivedText`: what was given, said in words (a size), instead of a prefix of the value. */
+  constructor(operation: string, field: string, expected: string, received: unknown, receivedText?: string) {
     super({
       code: 'INVALID_FILE_ARGUMENT',
-      message: `files.${operation} '${field}': expected ${expected}; received ${describeValue(received)}`,
+      message: `files.${operation} '${field}': expected ${expected}; received ${receivedText ?? describeValue(received)}`,
     });
     this.name = 'InvalidFileArgumentError';
     this.field = field;
