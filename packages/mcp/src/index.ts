@@ -25,4 +25,13 @@ export {
   type DenialAdviceOptions,
   type DenialConfigFile,
 } from './to-call-tool-result.js';
+export {
+  ConchStdioTransport,
+  DEFAULT_MAX_ANSWER_BYTES,
+  DEFAULT_MAX_MESSAGE_BYTES,
+  DEFAULT_PROBE_INTERVAL_MS,
+  MAX_ERROR_ANSWER_BYTES,
+  MAX_ID_CHARS,
+  type ConchStdioTransportOptions,
+} from './stdio-transport.js';
 export { chooseConfig, parseCliArgs, USAGE, type ConfigSource, type McpCliArgs } from './cli-args.js';

@@ -60,7 +60,12 @@ async function main(): Promise<void> {
   const shutdown = (why: string, code = 0) => {
     if (exiting) return;
     exiting = true;
-    running.registry.logger.info({ why }, 'conch-mcp shutting down');
+    // One line, whatever CONCH_LOG_LEVEL says (unless 'silent'): why the session ended.
+    const log = running.registry.logger;
+    (log.level === 'silent' ? log : log.child({}, { level: 'info' })).info(
+      { why },
+      `conch-mcp shutting down: ${why}; stopping everything it started`,
+    );
     const force = setTimeout(() => process.exit(code), EXIT_GRACE_MS);
     force.unref();
     running.close().then(
@@ -71,12 +76,14 @@ async function main(): Promise<void> {
       },
     );
   };
-  process.stdin.once('end', () => shutdown('stdin closed'));
-  process.stdin.once('close', () => shutdown('stdin closed'));
   process.once('SIGTERM', () => shutdown('SIGTERM'));
   process.once('SIGINT', () => shutdown('SIGINT'));
   process.once('SIGHUP', () => shutdown('SIGHUP'));
-  running.server.onclose = () => shutdown('transport closed');
+  // The session follows its client: stdin's end, a broken stdout (EPIPE), stdout's reader gone —
+  // the transport closes once and says why; everything the registry started is killed.
+  running.server.onclose = () => shutdown(running.transport.closeReason ?? 'transport closed');
+  // A client gone before the server connected (stdin already at its end) is noticed now.
+  if (running.transport.closeReason) shutdown(running.transport.closeReason);
 }
 
 /** The command line that accepts what this start refused: the same arguments with --trust. */

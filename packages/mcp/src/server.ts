@@ -35,6 +35,12 @@ export interface ConchMcpServerOptions {
   configHint?: string;
   /** Default: the registry's logger (child `{ plugin: 'mcp' }`). */
   logger?: Logger;
+  /**
+   * The largest tool answer sent (bytes of JSON); a larger result has its longest strings cut in
+   * the middle to fit, saying so. Default 4 MiB (DEFAULT_MAX_ANSWER_BYTES), under the 10 MB an
+   * MCP SDK client reads in one message.
+   */
+  maxAnswerBytes?: number;
 }
 
 export const DEFAULT_PROGRESS_INTERVAL_MS = 10_000;
@@ -65,6 +71,7 @@ export function createConchMcpServer(registry: PluginRegistry, options: ConchMcp
   const denialOptions = {
     ...(options.configFile ? { configFile: options.configFile } : {}),
     ...(options.configHint ? { configHint: options.configHint } : {}),
+    ...(options.maxAnswerBytes ? { maxAnswerBytes: options.maxAnswerBytes } : {}),
   };
   const instructions = registry.systemInstructions();
 
@@ -88,6 +95,7 @@ export function createConchMcpServer(registry: PluginRegistry, options: ConchMcp
   server.setRequestHandler(CallToolRequestSchema, async (request, extra): Promise<CallToolResult> => {
     const { name } = request.params;
     if (!registry.tools().some((t) => t.name === name)) {
+      // (A name past 64 characters is named by its start: see NoSuchToolError.)
       throw new McpError(
         ErrorCode.InvalidParams,
         new NoSuchToolError(

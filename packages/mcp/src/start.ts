@@ -16,12 +16,12 @@ import {
   TrustStore,
 } from '@conch/core';
 import type { Server } from '@modelcontextprotocol/sdk/server/index.js';
-import { StdioServerTransport } from '@modelcontextprotocol/sdk/server/stdio.js';
 import { PACKAGE_REGISTRIES } from '@conch/permission';
 import { BUILTIN_PLUGINS } from './builtin-plugins.js';
 
 import type { ConfigSource } from './cli-args.js';
 import { createConchMcpServer, type ConchMcpServerOptions } from './server.js';
+import { ConchStdioTransport, type ConchStdioTransportOptions } from './stdio-transport.js';
 
 /**
  * What conch-mcp serves without a config file: the permission gate, cli, background and files
@@ -55,6 +55,8 @@ export interface StartOptions extends Omit<ConchMcpServerOptions, 'configHint' |
   trust?: boolean;
   /** The trust store's file. Default `$XDG_STATE_HOME/conch/trust.json` (else `~/.local/state/...`). */
   trustStore?: string;
+  /** The stdio transport's bounds and liveness checks (see ConchStdioTransport). */
+  transport?: Pick<ConchStdioTransportOptions, 'maxMessageBytes' | 'probeIntervalMs' | 'watchReader'>;
 }
 
 export interface RunningServer {
@@ -64,6 +66,8 @@ export interface RunningServer {
   configFile: string | undefined;
   /** How the config was chosen: the flag, the environment variable, ./conch.config.json, or the built-in default. */
   configSource: ConfigSource | 'cwd' | 'default';
+  /** The stdio transport: `closeReason` says why it closed (stdin closed, stdout broken, …). */
+  transport: ConchStdioTransport;
   /** Disposes the registry (killing every process it started) and closes the server. Idempotent. */
   close(): Promise<void>;
 }
@@ -126,9 +130,15 @@ export async function startStdioServer(options: StartOptions = {}): Promise<Runn
     await pinConfigFile(checked, { store: trustStore, accept: options.trust === true });
   }
   // Denials name this file (and say to create it when conch-mcp runs on its built-in default).
+  const { transport: transportOptions, ...serverOptions } = options;
   const server = createConchMcpServer(registry, {
-    ...options,
+    ...serverOptions,
     configFile: configFile ? { path: configFile, exists: true } : { path: defaultFile, exists: false },
+  });
+  const transport = new ConchStdioTransport({
+    ...transportOptions,
+    ...(options.maxAnswerBytes ? { maxAnswerBytes: options.maxAnswerBytes } : {}),
+    logger: registry.logger.child({ plugin: 'mcp' }),
   });
   let closing: Promise<void> | undefined;
   const close = () =>
@@ -140,7 +150,7 @@ export async function startStdioServer(options: StartOptions = {}): Promise<Runn
       }
     })());
   try {
-    await server.connect(new StdioServerTransport());
+    await server.connect(transport);
   } catch (error) {
     await registry.dispose();
     throw error;
@@ -165,7 +175,7 @@ export async function startStdioServer(options: StartOptions = {}): Promise<Runn
         : 'the built-in default config (no --config, CONCH_CONFIG or ./conch.config.json)'
     }`,
   );
-  return { server, registry, configFile, configSource, close };
+  return { server, registry, configFile, configSource, transport, close };
 }
 
 /**

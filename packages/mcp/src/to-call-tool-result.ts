@@ -1,5 +1,6 @@
 import { toToolErrorResult, type ToolResult } from '@conch/core';
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
+import { DEFAULT_MAX_ANSWER_BYTES, MAX_ERROR_ANSWER_BYTES } from './stdio-transport.js';
 
 /** The config file a denial tells the user to edit: the one conch-mcp serves, or the one to create. */
 export interface DenialConfigFile {
@@ -77,23 +78,99 @@ function createWith(key: string, value: string): string {
  * A denial the user can do something about gets a second text: what, in which config file
  * (`denialAdvice`).
  */
-export function toCallToolResult(result: ToolResult, options: DenialAdviceOptions = {}): CallToolResult {
-  const isError = typeof result.error === 'string' && result.error.length > 0;
-  const content: CallToolResult['content'] = [{ type: 'text', text: JSON.stringify(result, null, 2) }];
-  const advice = denialAdvice(result, options);
-  if (advice) content.push({ type: 'text', text: advice });
-  return { content, structuredContent: result, ...(isError ? { isError: true } : {}) };
+export function toCallToolResult(
+  result: ToolResult,
+  options: DenialAdviceOptions & { maxAnswerBytes?: number } = {},
+): CallToolResult {
+  const build = (body: ToolResult): CallToolResult => {
+    const isError = typeof body.error === 'string' && body.error.length > 0;
+    const content: CallToolResult['content'] = [{ type: 'text', text: JSON.stringify(body, null, 2) }];
+    const advice = denialAdvice(body, options);
+    if (advice) content.push({ type: 'text', text: advice });
+    return { content, structuredContent: body, ...(isError ? { isError: true } : {}) };
+  };
+  // Room for the JSON-RPC envelope around it.
+  return fitAnswer(result, build, (options.maxAnswerBytes ?? DEFAULT_MAX_ANSWER_BYTES) - 1024);
 }
 
 /**
  * A thrown error (unknown tool, bad arguments, a crash) as an `isError` result: the same
- * `{ error, error_code, display }` the AI SDK adapter sends (core's `toToolErrorResult`).
+ * `{ error, error_code, display }` the AI SDK adapter sends (core's `toToolErrorResult`), at most
+ * MAX_ERROR_ANSWER_BYTES (64 KiB) as an answer.
  */
 export function errorToCallToolResult(error: unknown): CallToolResult {
-  const body = toToolErrorResult(error);
-  return {
+  const build = (body: ToolResult): CallToolResult => ({
     content: [{ type: 'text', text: JSON.stringify(body, null, 2) }],
     structuredContent: body,
     isError: true,
-  };
+  });
+  // Room for the JSON-RPC envelope around it.
+  return fitAnswer(toToolErrorResult(error), build, MAX_ERROR_ANSWER_BYTES - 1024);
+}
+
+/**
+ * `build(result)`, or, when that answer is more than `maxBytes` of JSON, `build` of the result
+ * with its longest strings cut in the middle (start and end kept, the cut said in place) and
+ * `answer_cut` saying so: an answer an MCP client cannot read (the SDK client closes the connection
+ * on a message over 10 MB) is never sent. Results of the tools' default limits are far below it.
+ */
+function fitAnswer(
+  result: ToolResult,
+  build: (body: ToolResult) => CallToolResult,
+  maxBytes: number,
+): CallToolResult {
+  const answer = build(result);
+  const size = jsonBytes(answer);
+  if (size <= maxBytes) return answer;
+  const strings = stringLengths(result);
+  // The answer holds each string about twice (text and structuredContent) and escaped: cut each
+  // to at most `cap` characters, lowering the cap until it fits.
+  let cap = strings.reduce((max, length) => Math.max(max, length), 0);
+  for (let i = 0; i < 40 && cap > 64; i++) {
+    cap = Math.floor(cap * (i === 0 ? Math.min(0.9, maxBytes / size) : 0.7));
+    const body: ToolResult = {
+      ...(cutStrings(result, cap) as ToolResult),
+      answer_cut: `this answer was ${size} bytes, more than the ${maxBytes} conch-mcp sends; strings longer than ${cap} characters keep their start and end`,
+    };
+    const fitted = build(body);
+    if (jsonBytes(fitted) <= maxBytes) return fitted;
+  }
+  const display = typeof result.display === 'string' ? result.display.slice(0, 200) : undefined;
+  return build({
+    error: `The answer was ${size} bytes, more than the ${maxBytes} conch-mcp sends, and could not be shortened to fit.`,
+    error_code: 'ANSWER_TOO_LARGE',
+    display: `✗ ANSWER_TOO_LARGE${display ? `: ${display}` : ''}`,
+  });
+}
+
+function jsonBytes(value: unknown): number {
+  const json = JSON.stringify(value);
+  return json.length * 3 <= 1024 ? json.length : Buffer.byteLength(json);
+}
+
+/** The lengths of every string in `value` (iterative; results are JSON-safe and bounded in depth). */
+function stringLengths(value: unknown): number[] {
+  const out: number[] = [];
+  const stack: unknown[] = [value];
+  while (stack.length > 0) {
+    const v = stack.pop();
+    if (typeof v === 'string') out.push(v.length);
+    else if (Array.isArray(v)) for (const item of v) stack.push(item);
+    else if (typeof v === 'object' && v !== null) for (const item of Object.values(v)) stack.push(item);
+  }
+  return out;
+}
+
+/** `value` with every string longer than `cap` cut to its first and last cap/2 characters. */
+function cutStrings(value: unknown, cap: number, depth = 0): unknown {
+  if (typeof value === 'string') {
+    if (value.length <= cap) return value;
+    const half = Math.floor(cap / 2);
+    return `${value.slice(0, half)}\n… [${value.length - 2 * half} characters cut to fit the answer] …\n${value.slice(value.length - half)}`;
+  }
+  if (depth > 600 || typeof value !== 'object' || value === null) return value;
+  if (Array.isArray(value)) return value.map((v) => cutStrings(v, cap, depth + 1));
+  const out: Record<string, unknown> = {};
+  for (const [key, v] of Object.entries(value)) out[key] = cutStrings(v, cap, depth + 1);
+  return out;
 }
