@@ -120,7 +120,8 @@ export function sandboxRefusal(result: ProcessResult): SandboxRefusal | undefine
   // The guard's own record of a refused write (exact, even when the command hid its error).
   const guarded = result.sandboxRefusals?.find((r) => r.errno === constants.errno.EROFS && r.op !== 'read');
   if (!match && !guarded) return undefined;
-  const path = guarded?.path ?? refusedPath(match![0]);
+  // The path as the command's own output spells it (what the model wrote), else the guard's.
+  const path = (match ? refusedPath(match[0]) : undefined) ?? guarded?.path;
   const where = path ? ` (${path})` : '';
   if (result.sandbox === 'read-only')
     return {

@@ -156,6 +156,11 @@ export interface KernelPolicy {
   nameRoots?: readonly string[];
   /** `.env*` files under `nameRoots` are secrets (masked) unless the sandbox made them. */
   dotEnvSecrets?: boolean;
+  /**
+   * false: the host turned the protected-paths rule off, so protected names are not kept from
+   * being created or changed either (secrets stay masked). Default true.
+   */
+  protectedNames?: boolean;
 }
 
 /** A connection a sandboxed command asks the network proxy for. */

@@ -187,7 +187,8 @@ export class PermissionEngine implements PermissionGate {
     if (!this.kernel) return undefined;
     const policy = this.kernel.policy();
     // With the protected-paths rule off, nothing is bound read-only (reads still run read-only).
-    if (!this.config.safety.protectedPaths) return { ...policy, readOnlyPaths: [], pinnedPaths: [] };
+    if (!this.config.safety.protectedPaths)
+      return { ...policy, readOnlyPaths: [], pinnedPaths: [], protectedNames: false };
     return policy;
   }
 
@@ -430,7 +431,7 @@ export class PermissionEngine implements PermissionGate {
           reason: `the network allow-list names ${allowed.text}`,
           rule: `network.allow:${allowed.text}`,
         };
-      } else if (this.networkSession.has(host) || (once !== undefined && once > Date.now())) {
+      } else if (this.networkSession.has(host) || (once !== undefined && once > performance.now())) {
         decision = { outcome: 'allow', reason: `a human allowed ${host}`, rule: `network.approved:${host}` };
       } else {
         const pending = this.networkAsking.get(host);
@@ -527,7 +528,7 @@ export class PermissionEngine implements PermissionGate {
       this.logger?.error({ err: error }, 'permission: approver failed; refusing the connection');
     }
     if (answer === 'always') this.networkSession.add(host);
-    if (answer === 'once') this.networkOnce.set(host, Date.now() + 5 * 60_000);
+    if (answer === 'once') this.networkOnce.set(host, performance.now() + 5 * 60_000);
     return answer === 'once' || answer === 'always'
       ? {
           outcome: 'allow',

@@ -389,13 +389,13 @@ describe.runIf(BWRAP)('escapes through cli_based_tool, default config, no approv
         `python3 -c "import subprocess, sys; sys.exit(subprocess.run(['git', 'config', 'core.hooksPath', '/tmp']).returncode)"`,
       ],
     ])(
-      '%j: a pinned or read-only mount point cannot be renamed away or over (EBUSY); nothing changes',
+      '%j: a protected path cannot be renamed away or over (the guard: EROFS; mounts alone: EBUSY); nothing changes',
       async (command) => {
         const { run } = await setup();
         const before = guarded();
         const result = await run(command);
         expect(result.returncode).not.toBe(0);
-        expect(result.stderr).toMatch(/Device or resource busy|EBUSY/);
+        expect(result.stderr).toMatch(/Read-only file system|EROFS|Device or resource busy|EBUSY/);
         expect(guarded()).toEqual(before);
       },
       T,
@@ -423,25 +423,35 @@ describe.runIf(BWRAP)('escapes through cli_based_tool, default config, no approv
       T,
     );
 
-    // Known, documented limit (@conch/sandbox's kernel-policy.ts): a protected name that does not
-    // exist when the sandbox starts can be created when the parser cannot see the write; the next
-    // sandbox protects it. These pin what actually happens.
+    // A protected name that does not exist when the sandbox starts, written where the parser
+    // cannot see it: the sandbox's guard refuses it when it is made (mounts alone could not).
     it.each([
-      [`python3 -c "open('a/b/.env.local', 'w').write('x')"`, 'a/b/.env.local'],
       [
         `python3 -c "import os; os.makedirs('.cursor'); open('.cursor/mcp.json', 'w').write('{}')"`,
-        '.cursor/mcp.json',
+        '.cursor',
       ],
       [`node -e "require('fs').writeFileSync('.mcp' + '.json', '{}')"`, '.mcp.json'],
+      [`perl -e 'open(F, ">", ".env" . "rc") or exit 1; print F "x"'`, '.envrc'],
+      [`python3 -c "import os; os.makedirs('x/.claude/commands')"`, 'x/.claude'],
     ])(
-      'known limit, only the parser stops it: %j creates a protected name that did not exist',
+      'the guard refuses %j, a protected name that did not exist, in a spelling the parser cannot see',
       async (command, created) => {
         if (created === '.mcp.json') rmSync(join(ws, '.mcp.json'));
         const { run } = await setup();
         const result = await run(command);
-        expect(result).toMatchObject({ returncode: 0, sandbox: 'workspace-write' });
-        expect(result.error_code).toBeUndefined();
-        expect(existsSync(join(ws, created))).toBe(true);
+        expect(result.returncode, JSON.stringify(result)).not.toBe(0);
+        expect(result.error_code, JSON.stringify(result)).toBe('SANDBOX_REFUSED_WRITE');
+        expect(existsSync(join(ws, created))).toBe(false);
+      },
+      T,
+    );
+
+    it(
+      "a new .env the command makes is its own: written and read back, not the user's secret",
+      async () => {
+        const { run } = await setup();
+        const result = await run(`python3 -c "open('a/b/.env.local', 'w').write('MINE=1')" && cat a/b/.env.local`);
+        expect(result).toMatchObject({ returncode: 0, stdout: 'MINE=1', sandbox: 'workspace-write' });
       },
       T,
     );
@@ -464,15 +474,15 @@ describe.runIf(BWRAP)('escapes through cli_based_tool, default config, no approv
     );
 
     it(
-      'a nested repository the command creates: writable in that call (known limit), protected in the next sandbox',
+      'a nested repository the command creates: its hooks are refused in that call already, and in the next sandbox',
       async () => {
         const { registry, run } = await setup();
-        // Same call: the new repository's hooks are not protected yet.
+        // Same call: the guard refuses a hook in any repository's hooks directory.
         const first = await run(
           `git init -q newrepo && python3 -c "open('newrepo/.git/hooks/pre-commit', 'w').write('x')"`,
         );
-        expect(first).toMatchObject({ returncode: 0, sandbox: 'workspace-write' });
-        expect(existsSync(join(ws, 'newrepo', '.git', 'hooks', 'pre-commit'))).toBe(true);
+        expect(first).toMatchObject({ error_code: 'SANDBOX_REFUSED_WRITE', sandbox: 'workspace-write' });
+        expect(existsSync(join(ws, 'newrepo', '.git', 'hooks', 'pre-commit'))).toBe(false);
         // The parser sees a plain write into it.
         expectStopped(await run('echo x > newrepo/.git/hooks/pre-push'), 'parser');
         // Once the watch reports the new directory, the policy protects it, and the kernel refuses.
@@ -683,7 +693,7 @@ describe.runIf(BWRAP)('escapes through cli_based_tool, default config, no approv
     );
 
     // The sandbox's pid 1 (bwrap) and the supervisor are started without the variables that carry
-    // credentials, and so are its commands: /proc/1/environ shows none of them.
+    // credentials, and so are its commands; and their environ is out of reach under the guard.
     it.each([
       ['cat /proc/1/environ'],
       [`tr '\\0' '\\n' < /proc/1/environ`],
@@ -694,7 +704,6 @@ describe.runIf(BWRAP)('escapes through cli_based_tool, default config, no approv
       async (command) => {
         const { run } = await setup();
         const result = await run(command);
-        expect(result.returncode).toBe(0);
         expect(seen(result)).not.toContain(secretValue);
         expect(seen(result)).not.toContain(secretName);
       },

@@ -6,7 +6,7 @@ let found: { pathEnv: string; bwrap: string } | undefined;
 
 /**
  * Finds `bwrap` on PATH, or undefined. A hit is remembered for the same PATH (one that disappears
- * later fails its supervisor's start, which marks the sandbox broken); a miss is looked for again.
+ * later fails its supervisor's start, which forgets it: forgetBwrap); a miss is looked for again.
  */
 export function findBwrap(pathEnv = process.env.PATH ?? ''): string | undefined {
   if (found?.pathEnv === pathEnv) return found.bwrap;
@@ -22,4 +22,9 @@ export function findBwrap(pathEnv = process.env.PATH ?? ''): string | undefined 
     }
   }
   return undefined;
+}
+
+/** Forgets the remembered bwrap (it failed to start: it may have moved, or gone and come back). */
+export function forgetBwrap(): void {
+  found = undefined;
 }

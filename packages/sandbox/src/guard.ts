@@ -29,7 +29,7 @@ import { GUARD_DIR_NAMES, GUARD_FILE_NAMES } from './protected-names.js';
 export interface GuardRules {
   /** Paths (files or directories, with everything under them) nothing may write, create, remove or re-mode. */
   readOnly: readonly string[];
-  /** Paths whose content is hidden: a file reads as empty, a directory as empty; writes refused. */
+  /** Paths whose content is hidden: a file cannot be opened (EACCES), a directory reads as empty; writes refused. */
   masked: readonly string[];
   /** Where the name rules apply (the workspace and the host's writable roots; not caches, not /tmp). */
   nameRoots: readonly string[];
@@ -235,14 +235,16 @@ export function guardRulesFor(profile: SandboxProfile, cookieVar?: string): Guar
     };
   }
   if (profile.kind !== 'workspace-write') return undefined;
+  // With the protected-paths rule off (the host's choice), names are not kept; secrets still are.
+  const names = profile.protectedNames !== false;
   return {
     readOnly: profile.readOnlyPaths,
     masked: profile.maskedPaths ?? [],
     nameRoots: profile.nameRoots ?? profile.writableRoots,
-    fileNames: GUARD_FILE_NAMES,
-    dirNames: GUARD_DIR_NAMES,
+    fileNames: names ? GUARD_FILE_NAMES : [],
+    dirNames: names ? GUARD_DIR_NAMES : [],
     envSecrets: profile.dotEnvSecrets !== false,
-    hooks: true,
+    hooks: names,
     watchNames: PLANT_WATCH_NAMES,
     watchGit: true,
     ...(cookieVar ? { cookieVar } : {}),

@@ -1,5 +1,5 @@
 export { describeReceived } from './describe-received.js';
-export { findBwrap } from './find-bwrap.js';
+export { findBwrap, forgetBwrap } from './find-bwrap.js';
 export { compileHostPattern, PACKAGE_REGISTRIES, type HostPattern } from './host-patterns.js';
 export { InvalidSpawnOptionError } from './invalid-spawn-option-error.js';
 export {

@@ -60,6 +60,8 @@ export interface WorkspaceWriteProfile {
   nameRoots?: readonly string[];
   /** `.env*` files under the name roots are secrets unless the sandbox made them (default true). */
   dotEnvSecrets?: boolean;
+  /** false: protected names may be created and changed (the host turned that protection off). */
+  protectedNames?: boolean;
 }
 
 /** Where the network bridge listens inside a sandbox with `network: 'proxy'`. */
@@ -168,8 +170,9 @@ export function normalizeSandboxProfile(value: unknown, cwd: string, field = 'sa
       const keptEnv = names(v.keptEnv, 'keptEnv');
       const nameRoots =
         v.nameRoots === undefined ? undefined : pathList(v.nameRoots, `${field}.nameRoots`, cwd);
-      if (v.dotEnvSecrets !== undefined && typeof v.dotEnvSecrets !== 'boolean')
-        throw new InvalidSpawnOptionError(`${field}.dotEnvSecrets`, 'a boolean', v.dotEnvSecrets);
+      for (const flag of ['dotEnvSecrets', 'protectedNames'] as const)
+        if (v[flag] !== undefined && typeof v[flag] !== 'boolean')
+          throw new InvalidSpawnOptionError(`${field}.${flag}`, 'a boolean', v[flag]);
       return {
         kind: 'workspace-write',
         writableRoots,
@@ -182,6 +185,7 @@ export function normalizeSandboxProfile(value: unknown, cwd: string, field = 'sa
         ...(keptEnv.length ? { keptEnv } : {}),
         ...(nameRoots ? { nameRoots } : {}),
         ...(v.dotEnvSecrets === false ? { dotEnvSecrets: false } : {}),
+        ...(v.protectedNames === false ? { protectedNames: false } : {}),
       };
     }
     default:
@@ -222,6 +226,7 @@ function computeSandboxKey(profile: SandboxProfile): string {
         profile.keptEnv ?? [],
         profile.nameRoots ?? null,
         profile.dotEnvSecrets ?? true,
+        profile.protectedNames ?? true,
       ])}`;
   }
 }
@@ -409,6 +414,7 @@ export interface PolicyForProfile {
   keptEnv?: readonly string[];
   nameRoots?: readonly string[];
   dotEnvSecrets?: boolean;
+  protectedNames?: boolean;
 }
 
 /**
@@ -440,6 +446,7 @@ export function profileFor(
       ...(policy.keptEnv?.length ? { keptEnv: policy.keptEnv } : {}),
       ...(policy.nameRoots ? { nameRoots: policy.nameRoots } : {}),
       ...(policy.dotEnvSecrets === false ? { dotEnvSecrets: false } : {}),
+      ...(policy.protectedNames === false ? { protectedNames: false } : {}),
     };
   }
   if (level === 'read-only') {
