@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import { chmodSync, mkdirSync, mkdtempSync, rmSync } from 'node:fs';
+import { chmodSync, mkdirSync, mkdtempSync, rmSync, statSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { homedir, tmpdir } from 'node:os';
 import { dirname, isAbsolute, join, resolve } from 'node:path';
@@ -8,6 +8,7 @@ import type { EventBus, Logger, ProcessManagerService } from '@conch/core';
 import {
   envFilter,
   findBwrap,
+  forgetBwrap,
   installRoot,
   isIsolated,
   isRequired,
@@ -306,6 +307,16 @@ export class ProcessManager implements ProcessManagerService {
   /** Why guarded sandboxes are not started any more (a guarded supervisor failed to start). */
   private guardBroken: string | undefined;
   private warnedGuard = false;
+  /** The profile keys whose rules each guarded supervisor has been sent (a joined busy sandbox). */
+  private readonly guardKeys = new WeakMap<SupervisorClient, Set<string>>();
+  /** The host directory sandboxes see as /tmp (made by sandboxTmp()). */
+  private sandboxTmpDir: string | undefined;
+  /** Broken marks that the next command retries (the cause may have passed). */
+  private readonly transientBroken = new Set<string>();
+  /** Supervisors replaced while busy: closed once idle. */
+  private readonly draining = new Set<SupervisorClient>();
+  /** What each sandboxed supervisor stands on, as it was when it started (see sound()). */
+  private readonly footing = new WeakMap<SupervisorClient, { path: string; id: string }[]>();
 
   constructor(options: ProcessManagerOptions = {}) {
     this.options = options;
@@ -879,6 +890,55 @@ export class ProcessManager implements ProcessManagerService {
     return this.activity.clear(paths);
   }
 
+  /**
+   * What a sandbox's mounts were made of: its /tmp directory, each writable root, the proxy's
+   * socket, by device and inode. A mount holds the directory it was made from: one deleted (and
+   * made again) outside leaves the sandbox with a dead mount (`getcwd: cannot access parent
+   * directories`, writes to /tmp failing, no network).
+   */
+  private footingOf(profile: SandboxProfile, proxied: boolean): { path: string; id: string }[] {
+    const paths = [
+      ...(this.sandboxTmpDir ? [this.sandboxTmpDir] : []),
+      ...(profile.kind === 'workspace-write' ? profile.writableRoots : []),
+      ...(proxied && this.proxySocketPath ? [this.proxySocketPath] : []),
+    ];
+    return paths.map((path) => ({ path, id: fileId(path) }));
+  }
+
+  /** Whether everything a sandbox stands on is still what it was (a few stats per spawn). */
+  private sound(client: SupervisorClient): boolean {
+    const footing = this.footing.get(client);
+    if (!footing) return true;
+    for (const { path, id } of footing) {
+      if (fileId(path) === id) continue;
+      this.logger?.warn(
+        { path },
+        'sandbox: something it was built on is gone or was replaced; the next commands get a new sandbox',
+      );
+      if (path === this.sandboxTmpDir) this.sandboxTmpDir = undefined;
+      if (path === this.proxySocketPath) this.dropProxy();
+      return false;
+    }
+    return true;
+  }
+
+  /** A supervisor that takes no new work: closed now if idle, else once what it runs has ended. */
+  private retireWhenIdle(client: SupervisorClient): void {
+    if (!client.busy) {
+      client.close();
+      this.retire(client);
+      return;
+    }
+    this.draining.add(client);
+  }
+
+  /** The proxy whose socket went away: the next sandbox that needs one starts a new proxy. */
+  private dropProxy(): void {
+    this.proxy?.close();
+    this.proxy = undefined;
+    this.proxySocketPath = undefined;
+  }
+
   private guardStatus(): ProcessManagerStatus['guard'] {
     const active = [...this.clients.values()].some((c) => c.guarded);
     if (this.options.guard === false)
@@ -1002,12 +1062,15 @@ export class ProcessManager implements ProcessManagerService {
    * replacements, removed with the manager's temp dir.
    */
   private sandboxTmp(): string | undefined {
+    if (this.sandboxTmpDir && fileId(this.sandboxTmpDir) !== '') return this.sandboxTmpDir;
     try {
       const dir = join(this.tempDir(), 'sandbox-tmp');
       mkdirSync(dir, { recursive: true, mode: 0o1777 });
       chmodSync(dir, 0o1777);
+      this.sandboxTmpDir = dir;
       return dir;
     } catch {
+      this.sandboxTmpDir = undefined;
       return undefined; // an empty tmpfs then
     }
   }
@@ -1075,13 +1138,22 @@ export class ProcessManager implements ProcessManagerService {
   /** Whether a profile is known not to work here (bwrap missing, probe failed, its supervisor failed). */
   private sandboxBroken(profile: SandboxProfile): boolean {
     const key = sandboxKey(profile);
-    if (this.brokenSandboxes.has(key)) return true;
+    if (this.brokenSandboxes.has(key)) {
+      if (!this.transientBroken.has(key)) return true;
+      // It failed to start for a reason that may pass (bwrap gone for a while, a directory it
+      // needs removed): the next command tries again from scratch, and fails the same way if not.
+      this.brokenSandboxes.delete(key);
+      this.transientBroken.delete(key);
+      forgetBwrap();
+    }
     const bwrap = findBwrap();
     const status = bwrap
       ? settledSandboxStatus(bwrap)
       : { available: false, reason: 'bwrap was not found on PATH' };
     if (status && !status.available) {
       this.markSandboxBroken(key, status.reason ?? 'bwrap does not work here');
+      // bwrap missing may pass (reinstalled, PATH fixed): looked for again on the next command.
+      if (!bwrap) this.transientBroken.add(key);
       return true;
     }
     if (!status) void probeSandbox(); // for status(); the supervisor's start is the real test
@@ -1109,7 +1181,14 @@ export class ProcessManager implements ProcessManagerService {
   ): SupervisorClient | undefined {
     const key = sandboxKey(profile);
     const existing = this.clients.get(key);
-    if (existing && (existing.status === 'starting' || existing.status === 'ready')) return existing;
+    if (existing && (existing.status === 'starting' || existing.status === 'ready')) {
+      if (this.sound(existing)) return existing;
+      // Something it stands on is gone (its /tmp, the proxy's socket, a writable root deleted and
+      // made again): new commands get a sandbox built from scratch; what runs in the old one goes
+      // on until it ends.
+      this.clients.delete(key);
+      this.retireWhenIdle(existing);
+    }
     // A sandbox of the same kind in an older shape (the gate found new protected paths since it
     // started): while anything runs in it, later commands join it — one network namespace (a dev
     // server on its loopback stays reachable), one /tmp, one process view; once it is idle it is
@@ -1122,8 +1201,13 @@ export class ProcessManager implements ProcessManagerService {
         // path), so it is joined whatever they add; spawns wait until the guard has them.
         const olderRules = older.guardedBy;
         const newer = olderRules ? guardRulesFor(profile, COOKIE_VAR) : undefined;
-        if (older.busy && olderRules && newer) {
-          void older.updateGuard(mergeGuardRules(olderRules, newer));
+        if (older.busy && olderRules && newer && this.sound(older)) {
+          const applied = this.guardKeys.get(older) ?? new Set<string>();
+          if (!applied.has(key)) {
+            applied.add(key);
+            this.guardKeys.set(older, applied);
+            void older.updateGuard(mergeGuardRules(olderRules, newer));
+          }
           return older;
         }
         // Unguarded, joined only when the new shape hides nothing the older one shows: a secret
@@ -1147,6 +1231,7 @@ export class ProcessManager implements ProcessManagerService {
       const path = findBwrap();
       if (!path) {
         this.markSandboxBroken(key, 'bwrap was not found on PATH');
+        this.transientBroken.add(key);
         return undefined;
       }
       const proxySocket =
@@ -1193,15 +1278,19 @@ export class ProcessManager implements ProcessManagerService {
       ...(supervisorOpt.nativeSpawn === false ? { nativeSpawn: false } : {}),
       onLost: (lost, reason, queued, started, unresponsive) =>
         this.onSupervisorLost(profile, lost, reason, queued, started, unresponsive),
-      ...(forwarder
-        ? {
-            onBusyChange: (busy: boolean) => forwarder.setBusy(client, busy),
-            onEnd: () => void forwarder.remove(client),
-          }
-        : {}),
+      onBusyChange: (busy: boolean) => {
+        forwarder?.setBusy(client, busy);
+        // A replaced sandbox (see sound()) goes once what it ran has ended.
+        if (!busy && this.draining.delete(client)) {
+          client.close();
+          this.retire(client);
+        }
+      },
+      ...(forwarder ? { onEnd: () => void forwarder.remove(client) } : {}),
     });
     forwarder?.add(client, { sandbox: profile.kind, excluded: proxy ? [proxy.port] : [] });
     this.clients.set(key, client);
+    if (bwrap) this.footing.set(client, this.footingOf(profile, proxy !== undefined));
     if (!client.start()) {
       this.onSupervisorLost(profile, client, client.lostReason ?? 'could not start', [], false);
       return undefined;
@@ -1245,6 +1334,7 @@ export class ProcessManager implements ProcessManagerService {
       return;
     } else if (profile.kind !== 'none') {
       this.markSandboxBroken(key, `the sandboxed supervisor could not start: ${reason}`);
+      this.transientBroken.add(key);
     } else if (this.fallbackReason === undefined) {
       this.fallbackReason = reason;
       this.logger?.warn({ reason }, 'process supervisor unavailable: spawning in-process (see status())');
@@ -1402,4 +1492,10 @@ function hidesMore(next: SandboxProfile, previous: SandboxProfile | undefined): 
   return (
     (next.maskedPaths ?? []).some((p) => !before.has(p)) || (next.hiddenEnv ?? []).some((v) => !vars.has(v))
   );
+}
+
+/** A path's device and inode (`''` when it is gone): what identifies the directory a mount holds. */
+function fileId(path: string): string {
+  const st = statSync(path, { throwIfNoEntry: false, bigint: true });
+  return st ? `${st.dev}:${st.ino}` : '';
 }

@@ -94,7 +94,11 @@ export class RoutedChild extends EventEmitter implements SpawnedChild {
     this.stdin?.discard();
     const error: NodeJS.ErrnoException = new Error(message);
     error.code = code;
-    this.emit('error', error);
+    // Decided during spawn() itself (a sandbox known to be broken), before anyone listens: an
+    // 'error' with no listener would throw out of spawn() instead of becoming the result's
+    // spawnError. Emitted once the caller has wired its listeners, as a ChildProcess does.
+    if (this.listenerCount('error') === 0) process.nextTick(() => this.emit('error', error));
+    else this.emit('error', error);
   }
 
   onExit(code: number | null, signal: string | null, groupAlive?: boolean): void {
