@@ -42,6 +42,9 @@ interface Task {
   matchedUpTo: number;
   /** Starts a queued task (set while it waits for a worker). */
   start?: () => void;
+  /** performance.now() at its start and end (elapsedMs; the info's epoch times are for display). */
+  startedMono?: number;
+  endedMono?: number;
 }
 
 /** What `waitForOutput` saw. */
@@ -182,7 +185,7 @@ export class BackgroundTasks implements BackgroundService {
     signal?: AbortSignal,
   ): Promise<OutputWaitResult> {
     const task = this.require(id);
-    const deadline = Date.now() + ms;
+    const deadline = performance.now() + ms;
     let offset = task.matchedUpTo;
     let carry = '';
     for (;;) {
@@ -212,7 +215,7 @@ export class BackgroundTasks implements BackgroundService {
           carry = text.slice(-SCAN_CARRY);
         }
       }
-      const left = deadline - Date.now();
+      const left = deadline - performance.now();
       if (final || left <= 0 || signal?.aborted) return { info: this.snapshot(task), matched: false };
       let timer: NodeJS.Timeout | undefined;
       let onAbort: (() => void) | undefined;
@@ -296,6 +299,7 @@ export class BackgroundTasks implements BackgroundService {
     task.run = run;
     task.info.status = 'running';
     task.info.startedAt = Date.now();
+    task.startedMono = performance.now();
     if (run.pid !== undefined) task.info.pid = run.pid;
     this.running++;
     void run.done.then(
@@ -312,6 +316,7 @@ export class BackgroundTasks implements BackgroundService {
     if (isFinal(task.info.status)) return;
     task.info.status = task.cancelRequested ? 'cancelled' : outcome.status;
     task.info.endedAt = Date.now();
+    task.endedMono = performance.now();
     task.info.result = outcome.result;
     task.settle();
     this.emit('background.task.finished', { task: this.snapshot(task) });
@@ -373,6 +378,8 @@ export class BackgroundTasks implements BackgroundService {
 
   private snapshot(task: Task): BackgroundTaskInfo {
     const info: BackgroundTaskInfo = { ...task.info };
+    if (task.startedMono !== undefined)
+      info.elapsedMs = Math.round((task.endedMono ?? performance.now()) - task.startedMono);
     const run = task.run;
     if (run) {
       // A supervised process learns its pid a moment after the spawn call: read it now.

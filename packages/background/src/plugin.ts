@@ -50,9 +50,8 @@ function taskDisplay(info: BackgroundTaskInfo): string {
 
 const round1 = (ms: number) => Math.round(ms / 100) / 10;
 
-function elapsedSeconds(info: { startedAt?: number; endedAt?: number }): number | undefined {
-  if (info.startedAt === undefined) return undefined;
-  return round1((info.endedAt ?? Date.now()) - info.startedAt);
+function elapsedSeconds(info: { elapsedMs?: number }): number | undefined {
+  return info.elapsedMs === undefined ? undefined : round1(info.elapsedMs);
 }
 
 function tools(ctx: PluginContext<BackgroundConfig>, service: BackgroundTasks) {

@@ -32,6 +32,8 @@ export interface BackgroundTaskInfo {
   createdAt: number;
   startedAt?: number;
   endedAt?: number;
+  /** How long it has run (or ran), on the monotonic clock: a stepped wall clock does not move it. */
+  elapsedMs?: number;
   lastLine?: string;
   /** The finished task's result (same shape as the submitting tool's result). */
   result?: Record<string, unknown>;

@@ -214,7 +214,7 @@ export class TrustStore {
   /** Takes `<file>.lock` (O_EXCL); a lock whose process is gone, or older than 30 s, is broken. */
   private async lock(): Promise<(() => Promise<void>) | undefined> {
     const lockFile = `${this.file}.lock`;
-    const deadline = Date.now() + this.lockTimeoutMs;
+    const deadline = performance.now() + this.lockTimeoutMs;
     for (;;) {
       try {
         const handle = await open(lockFile, 'wx', 0o600);
@@ -237,7 +237,7 @@ export class TrustStore {
         await rm(lockFile, { force: true });
         continue;
       }
-      if (Date.now() > deadline) {
+      if (performance.now() > deadline) {
         this.logger?.warn(
           { store: this.file },
           `conch trust store lock ${lockFile} is held by another conch process for over ${this.lockTimeoutMs} ms: pins are not kept`,

@@ -39,12 +39,12 @@ export class BlockingLineChannel {
   /** Writes one line; throws when the socket is closed. */
   writeLine(text: string, timeoutMs: number): void {
     let data = Buffer.from(`${text}\n`);
-    const deadline = Date.now() + timeoutMs;
+    const deadline = performance.now() + timeoutMs;
     for (let attempt = 0; data.length > 0; attempt++) {
       try {
         data = data.subarray(writeSync(this.fd, data));
       } catch (error) {
-        if ((error as NodeJS.ErrnoException).code !== 'EAGAIN' || Date.now() > deadline) throw error;
+        if ((error as NodeJS.ErrnoException).code !== 'EAGAIN' || performance.now() > deadline) throw error;
         sleep(backoff(attempt));
       }
     }
@@ -52,7 +52,7 @@ export class BlockingLineChannel {
 
   /** The next line (without '\n'); throws on end of stream or after `timeoutMs`. */
   readLine(timeoutMs: number): string {
-    const deadline = Date.now() + timeoutMs;
+    const deadline = performance.now() + timeoutMs;
     for (let attempt = 0; ; attempt++) {
       const nl = this.buffered.indexOf('\n');
       if (nl !== -1) {
@@ -65,7 +65,7 @@ export class BlockingLineChannel {
         n = readSync(this.fd, this.chunk, 0, this.chunk.length, null);
       } catch (error) {
         if ((error as NodeJS.ErrnoException).code !== 'EAGAIN') throw error;
-        if (Date.now() > deadline) throw new Error(`no reply within ${timeoutMs} ms`, { cause: error });
+        if (performance.now() > deadline) throw new Error(`no reply within ${timeoutMs} ms`, { cause: error });
         sleep(backoff(attempt));
         continue;
       }

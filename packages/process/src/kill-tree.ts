@@ -130,12 +130,12 @@ export async function killProcessTree(pid: number, options: KillTreeOptions = {}
   }
   // A stopped process never handles SIGTERM; wake it so it can.
   signalGroup(pid, 'SIGCONT');
-  const deadline = Date.now() + graceMs;
-  while (Date.now() < deadline) {
+  const deadline = performance.now() + graceMs;
+  while (performance.now() < deadline) {
     await sleep(pollMs);
     if (!groupAlive(pid) && !pidAlive(pid)) return true;
   }
-  const killDeadline = Date.now() + 1000;
+  const killDeadline = performance.now() + 1000;
   do {
     signalGroup(pid, 'SIGKILL');
     try {
@@ -144,7 +144,7 @@ export async function killProcessTree(pid: number, options: KillTreeOptions = {}
       // gone
     }
     await sleep(pollMs);
-  } while (Date.now() < killDeadline && (groupAlive(pid) || pidAlive(pid)));
+  } while (performance.now() < killDeadline && (groupAlive(pid) || pidAlive(pid)));
   return true;
 }
 
@@ -273,12 +273,12 @@ export async function sweepCookieUntilGone(
   match: string | { cookie: string } | { prefix: string },
   timeoutMs = 1000,
 ): Promise<boolean> {
-  const deadline = Date.now() + timeoutMs;
+  const deadline = performance.now() + timeoutMs;
   for (;;) {
     const execing: number[] = [];
     const { clear } = sweep(match, execing);
     if (clear && execing.length === 0) return true;
-    if (Date.now() >= deadline) return clear;
+    if (performance.now() >= deadline) return clear;
     await new Promise((resolve) => setTimeout(resolve, clear ? 2 : 10));
   }
 }

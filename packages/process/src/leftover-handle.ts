@@ -66,8 +66,8 @@ export class ProcessLeftovers implements LeftoverHandle {
       signal(pid, 'SIGCONT');
     }
     for (const pgrp of groups) signal(-pgrp, 'SIGTERM');
-    const deadline = Date.now() + this.graceMs;
-    while (Date.now() < deadline && alive(findCookiePids({ cookie: this.cookie })).length > 0) {
+    const deadline = performance.now() + this.graceMs;
+    while (performance.now() < deadline && alive(findCookiePids({ cookie: this.cookie })).length > 0) {
       await sleep(25);
     }
     for (const pgrp of groups) signal(-pgrp, 'SIGKILL');

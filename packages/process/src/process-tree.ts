@@ -67,8 +67,8 @@ export async function killTree(root: number, cookie: string | undefined, graceMs
       signal(pid, 'SIGCONT');
     }
   }
-  const deadline = Date.now() + graceMs;
-  while (Date.now() < deadline) {
+  const deadline = performance.now() + graceMs;
+  while (performance.now() < deadline) {
     if (treePids(root, cookie).length === 0) return;
     await new Promise((resolve) => setTimeout(resolve, 20));
   }

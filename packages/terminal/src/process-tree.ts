@@ -136,8 +136,8 @@ export async function sweepSessionCookie(cookie: string, graceMs: number): Promi
       }
     }
   }
-  const deadline = Date.now() + graceMs;
-  while (Date.now() < deadline) {
+  const deadline = performance.now() + graceMs;
+  while (performance.now() < deadline) {
     if (left().length === 0) break;
     await sleep(20);
   }
@@ -218,8 +218,8 @@ export async function killSessionTrees(
     signal(pid, 'SIGCONT');
   }
   let left = [...shells, ...others].filter(live);
-  const deadline = Date.now() + graceMs;
-  while (left.length > 0 && Date.now() < deadline) {
+  const deadline = performance.now() + graceMs;
+  while (left.length > 0 && performance.now() < deadline) {
     await sleep(25);
     left = left.filter(live);
   }

@@ -105,14 +105,16 @@ export interface PendingShellLine {
 export class PtySession {
   readonly id: number;
   readonly startedAt = Date.now();
+  /** When it started on the monotonic clock (ages and idle times: a stepped wall clock does not move them). */
+  readonly startedMono = performance.now();
   readonly dir: string;
   readonly logPath: string;
   readonly lifecycle: SessionLifecycle;
   /** The command being run (or last run). */
   command: string | undefined;
   cwd: string;
-  lastActivity = Date.now();
-  lastUsed = Date.now();
+  lastActivity = performance.now();
+  lastUsed = performance.now();
   /** When input was last typed into the running command, and when its output last grew. */
   lastInputAt = 0;
   lastOutputAt = 0;
@@ -357,9 +359,9 @@ export class PtySession {
     this.shellLine = undefined;
     this.unwatch();
     this.parser.expect(seq);
-    this.lastActivity = Date.now();
-    this.lastUsed = Date.now();
-    this.typedAt = Date.now();
+    this.lastActivity = performance.now();
+    this.lastUsed = performance.now();
+    this.typedAt = performance.now();
     this.beginStalled = false;
     this.appendLog(`\n$ ${command}\n`);
     this.pty.write(releaseLine(this.key) + sourceLine(this.options.shellKind, this.commandFile));
@@ -369,10 +371,10 @@ export class PtySession {
   /** Types into the running program. Refused unless a command runs and has begun. */
   write(input: string): boolean {
     if (!this.parser.begun || !this.lifecycle.commandRunning) return false;
-    this.lastActivity = Date.now();
-    this.lastUsed = Date.now();
+    this.lastActivity = performance.now();
+    this.lastUsed = performance.now();
     if (input.length === 0) return true;
-    this.lastInputAt = Date.now();
+    this.lastInputAt = performance.now();
     this.pty.write(input);
     return true;
   }
@@ -576,7 +578,7 @@ export class PtySession {
   }
 
   private onData(data: string): void {
-    this.lastActivity = Date.now();
+    this.lastActivity = performance.now();
     this.receivedChars += data.length;
     if (!this.lifecycle.alive) {
       // Late bytes of a shell that died before it was ready still explain why.
@@ -590,7 +592,7 @@ export class PtySession {
   /** Adds command output: unread list (bounded), recent tail, log, output event. */
   private commit(text: string): void {
     if (text.length === 0) return;
-    this.lastOutputAt = Date.now();
+    this.lastOutputAt = performance.now();
     this.unread.push(text);
     this.unreadChars += text.length;
     this.recent =

@@ -277,7 +277,7 @@ export class SessionPool implements TerminalService {
         this.abandon(lease);
         throw new AbortedError('terminal runSync');
       }
-      const startedAt = Date.now();
+      const startedAt = performance.now();
       const seq = session.run(command, {
         ...(options.cwd === undefined ? {} : { cwd: options.cwd }),
         ...(options.env === undefined ? {} : { env: options.env }),
@@ -313,7 +313,7 @@ export class SessionPool implements TerminalService {
           sessionId: session.id,
           exitCode,
           cwd,
-          durationMs: Date.now() - startedAt,
+          durationMs: Math.round(performance.now() - startedAt),
         });
         return { output, exit_code: exitCode };
       }
@@ -432,7 +432,7 @@ export class SessionPool implements TerminalService {
   /** Waits for the current command of a session to finish, prompt, go quiet or time out. */
   collect(session: PtySession, mode: CollectMode, signal: AbortSignal): Promise<CollectOutcome> {
     const { promptQuietMs } = this.deps.config;
-    const start = Date.now();
+    const start = performance.now();
     // Until the begin marker, the watchdog judges the shell by its progress (and wakes this collect
     // when it finds it stuck): a slow machine or slow re-sourced rc files are not a broken shell.
     if (!session.begun && session.lifecycle.commandRunning) this.watchProgress(session, 'begin');
@@ -457,7 +457,7 @@ export class SessionPool implements TerminalService {
         // A session being killed ends within its kill grace: its reader reports the exit.
         if (state === 'closing') return;
         if (mode.waitFor && session.matchedLine !== undefined) return finish('matched');
-        const now = Date.now();
+        const now = performance.now();
         // The begin marker follows the typed line at once unless the shell no longer follows the
         // protocol (its gate or hook was broken): then it is killed, not talked to.
         if (!session.begun && session.beginStalled) return finish('broken');
@@ -552,7 +552,7 @@ export class SessionPool implements TerminalService {
         sessionId: session.id,
         exitCode,
         cwd,
-        durationMs: Date.now() - startedAt,
+        durationMs: Math.round(performance.now() - startedAt),
       });
       lifecycle.takeResult();
       return {
@@ -569,7 +569,7 @@ export class SessionPool implements TerminalService {
         sessionId: session.id,
         exitCode,
         cwd: session.cwd,
-        durationMs: Date.now() - startedAt,
+        durationMs: Math.round(performance.now() - startedAt),
       });
       if (!lifecycle.alive) this.forget(session);
       return {
@@ -628,7 +628,7 @@ export class SessionPool implements TerminalService {
   }
 
   list(): TerminalSessionInfo[] {
-    const now = Date.now();
+    const now = performance.now();
     return [...this.sessions.values()].map((s) => ({
       id: s.id,
       state: publicState(s.lifecycle.state),
@@ -637,8 +637,8 @@ export class SessionPool implements TerminalService {
       cwd: s.cwd,
       lastLine: lastLine(cleanOutput(s.tail(2000), { maxLineChars: 200 }).text),
       startedAt: s.startedAt,
-      ageMs: now - s.startedAt,
-      quietMs: now - s.lastActivity,
+      ageMs: Math.round(now - s.startedMono),
+      quietMs: Math.round(now - s.lastActivity),
       logPath: s.logPath,
     }));
   }
@@ -661,7 +661,7 @@ export class SessionPool implements TerminalService {
   }
 
   /** Closes idle (or finished, unread) shells unused for `idleSessionTtlMs`. */
-  reapIdle(now = Date.now()): number[] {
+  reapIdle(now = performance.now()): number[] {
     const reaped: number[] = [];
     for (const s of this.sessions.values()) {
       // Idle shells, and shells whose command finished while nobody read its result (the log
@@ -850,7 +850,7 @@ export class SessionPool implements TerminalService {
     this.watched.set(session.id, {
       session,
       phase,
-      since: phase === 'begin' ? session.typedAt : Date.now(),
+      since: phase === 'begin' ? session.typedAt : performance.now(),
       clock: new StallClock(2 * tick),
     });
     this.watchTimer ??= setInterval(() => this.checkProgress(), tick);
@@ -885,7 +885,7 @@ export class SessionPool implements TerminalService {
     if (this.watched.size === 0) return this.stopWatching();
     const { startupTimeoutMs, startupMaxMs, commandStartTimeoutMs } = this.deps.config;
     const snapshot = ProcSnapshot.take();
-    const now = Date.now();
+    const now = performance.now();
     let startMoved = false;
     for (const w of this.watched.values()) {
       const moved = w.clock.observe(lookAt(snapshot, w.session.pid, w.session.receivedChars), now);

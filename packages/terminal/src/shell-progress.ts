@@ -137,13 +137,13 @@ export class StallClock {
 
   constructor(
     private readonly maxStepMs: number,
-    now = Date.now(),
+    now = performance.now(),
   ) {
     this.lastLook = now;
   }
 
   /** Records a look; returns whether the shell progressed since the previous one. */
-  observe(look: ShellLook, now = Date.now()): boolean {
+  observe(look: ShellLook, now = performance.now()): boolean {
     const step = Math.min(Math.max(0, now - this.lastLook), this.maxStepMs);
     this.lastLook = now;
     const progressed = look.busy || look.signature !== this.signature;

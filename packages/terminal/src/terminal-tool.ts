@@ -472,7 +472,7 @@ async function run(
     pool.abandon(lease);
     return failure('ABORTED', 'aborted before the command started');
   }
-  const startedAt = Date.now();
+  const startedAt = performance.now();
   try {
     let seq: number;
     try {
@@ -599,7 +599,7 @@ async function answer(
     }
     const wasBackground = session.lifecycle.state === 'background';
     if (session.lifecycle.state === 'waiting') session.lifecycle.report('running');
-    const startedAt = Date.now();
+    const startedAt = performance.now();
     const timeoutMs = (args.timeout ?? config.defaultTimeout) * 1000;
     const waitFor = args.wait_for === undefined ? undefined : compileWaitFor(args.wait_for);
     // With wait_for only a match, the end, a prompt or the timeout return (no quiet return).

@@ -122,7 +122,7 @@ class Connection {
   lostWith: TransportLostError | undefined;
   /** dispose() is ending it: its end is expected, not a loss worth a warning. */
   closing = false;
-  lastHeard = Date.now();
+  lastHeard = performance.now();
   heartbeat: NodeJS.Timeout | undefined;
 
   constructor(generation: number, child: ResultPromise, peer: RpcPeer) {
@@ -434,9 +434,9 @@ export class ExecClient {
       return conn;
     } catch (error) {
       if (error instanceof SessionGone) throw this.expire(session, error.message);
-      const since = session.detachedAt ?? Date.now();
+      const since = session.detachedAt ?? performance.now();
       const graceMs = session.info!.graceMs;
-      if (Date.now() - since > graceMs) {
+      if (performance.now() - since > graceMs) {
         throw this.expire(
           session,
           `the target could not be reached within the grace period: ${(error as Error).message}`,
@@ -605,7 +605,7 @@ export class ExecClient {
     const conn = new Connection(generation, child, peer);
     holder.conn = conn;
     stdout.on('data', () => {
-      conn.lastHeard = Date.now();
+      conn.lastHeard = performance.now();
     });
     for (const method of this.notificationMethods()) {
       peer.onNotification(method, (params: unknown) => this.dispatch(method, params, generation));
@@ -900,7 +900,7 @@ export class ExecClient {
     const every = this.heartbeatMs();
     conn.heartbeat = setInterval(() => {
       if (conn.lostWith) return;
-      const silent = Date.now() - conn.lastHeard;
+      const silent = performance.now() - conn.lastHeard;
       if (silent > every * 3) {
         this.lose(
           conn,
@@ -958,7 +958,7 @@ export class ExecClient {
     }
     const session = this.session;
     if (kept > 0 && session) {
-      session.detachedAt ??= Date.now();
+      session.detachedAt ??= performance.now();
       if (this.holds > 0) this.scheduleReattach();
     } else {
       this.endSession(conn.session, error);

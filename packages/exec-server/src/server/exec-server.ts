@@ -170,7 +170,7 @@ export class ExecServer implements ClientLink {
   private tempDir: string | undefined;
   private keepTempFiles = false;
   private idleTimer: NodeJS.Timeout | undefined;
-  private lastHeard = Date.now();
+  private lastHeard = performance.now();
   private shuttingDown: Promise<void> | undefined;
   private initResult: InitializeResult | undefined;
   private session: SessionInfo | undefined;
@@ -195,7 +195,7 @@ export class ExecServer implements ClientLink {
     return {
       id: this.session.id,
       graceMs: this.session.graceMs,
-      detachedMs: this.detached ? Date.now() - this.detached.at : undefined,
+      detachedMs: this.detached ? performance.now() - this.detached.at : undefined,
     };
   }
 
@@ -250,7 +250,7 @@ export class ExecServer implements ClientLink {
     const stream: Stream = { peer, input, output };
     holder.stream = stream;
     input.on('data', () => {
-      if (this.stream === stream) this.lastHeard = Date.now();
+      if (this.stream === stream) this.lastHeard = performance.now();
     });
     if (full) this.register(peer);
     return stream;
@@ -280,7 +280,7 @@ export class ExecServer implements ClientLink {
         `no client re-attached within the grace period of ${session.graceMs} ms (detached: ${reason})`,
       );
     }, session.graceMs);
-    this.detached = { at: Date.now(), reason, timer };
+    this.detached = { at: performance.now(), reason, timer };
     this.logger.info({ reason, graceMs: session.graceMs }, 'exec server detached; its work keeps running');
   }
 
@@ -382,13 +382,13 @@ export class ExecServer implements ClientLink {
     if (this.shuttingDown) throw new ServerError('SHUTTING_DOWN', 'the exec server is shutting down');
     const processes = this.ready().processes;
     clearTimeout(timer);
-    const detachedMs = this.detached ? Date.now() - this.detached.at : 0;
+    const detachedMs = this.detached ? performance.now() - this.detached.at : 0;
     if (this.detached) clearTimeout(this.detached.timer);
     this.detached = undefined;
     // The newest client wins: a stream the server has not seen drop (half-open) is replaced.
     const old = this.stream;
     this.stream = stream;
-    this.lastHeard = Date.now();
+    this.lastHeard = performance.now();
     if (old && old !== stream) this.release(old, 'replaced by a re-attached client');
     this.register(stream.peer);
     processes.reattached(params.streamed && typeof params.streamed === 'object' ? params.streamed : {});
@@ -546,8 +546,8 @@ export class ExecServer implements ClientLink {
     this.idleTimer = setInterval(
       () => {
         const stream = this.stream;
-        if (stream && Date.now() - this.lastHeard > idleTimeoutMs) {
-          this.streamLost(stream.peer, `nothing heard from the client for ${Date.now() - this.lastHeard} ms`);
+        if (stream && performance.now() - this.lastHeard > idleTimeoutMs) {
+          this.streamLost(stream.peer, `nothing heard from the client for ${performance.now() - this.lastHeard} ms`);
         }
       },
       Math.max(50, Math.min(idleTimeoutMs / 4, 5000)),
