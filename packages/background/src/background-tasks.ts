@@ -253,6 +253,10 @@ export class BackgroundTasks implements BackgroundService {
       return { text: '', offset, nextOffset: Math.min(offset, total), ...base };
     }
     let bytes = await task.run.readOutput(offset, limit);
+    if (bytes.length === 0) {
+      // Counted but not kept: what the file should hold from here was never written (a full disk).
+      return { text: '', offset, nextOffset: offset, ...base, complete: false, unavailable: true };
+    }
     const skip = offset > 0 ? utf8StartOffset(bytes) : 0;
     offset += skip;
     bytes = bytes.subarray(skip);

@@ -215,6 +215,30 @@ function tools(ctx: PluginContext<BackgroundConfig>, service: BackgroundTasks) {
         offset: args.offset ?? 0,
         limit: args.limit ?? ctx.config.readLimit,
       });
+      if (logs.unavailable) {
+        const result = info.result as Record<string, unknown> | undefined;
+        const code =
+          typeof result?.error_code === 'string' && result.error_code.startsWith('OUTPUT_')
+            ? result.error_code
+            : 'OUTPUT_NOT_SAVED';
+        return {
+          task_id: info.id,
+          status: info.status,
+          output: '',
+          offset: logs.offset,
+          next_offset: logs.offset,
+          total_bytes: logs.totalBytes,
+          has_more: false,
+          ...(logs.outputFile ? { output_file: logs.outputFile } : {}),
+          error_code: code,
+          error:
+            `Bytes ${logs.offset}–${logs.totalBytes} of this task's output were never saved` +
+            `${code === 'OUTPUT_TRUNCATED_DISK_FULL' ? ' (the disk filled up)' : ''}, so they cannot be read; ` +
+            "what is left is the start and end in the task's result (check_background_task). " +
+            'If the missing part matters, rerun with the output filtered or redirected into a file in the workspace.',
+          display: `✗ ${info.id} ${info.status}: bytes ${logs.offset}–${logs.totalBytes} not saved (${code})`,
+        };
+      }
       const hasMore = logs.nextOffset < logs.totalBytes;
       return {
         task_id: info.id,

@@ -1,4 +1,7 @@
-import { ConchError, token, type EventBus, type Logger } from '@conch/core';
+import { readdirSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { ConchError, onHostExit, token, type EventBus, type Logger } from '@conch/core';
 import type { Browser, BrowserType } from 'playwright-core';
 import type { ChromeInstance } from './launch-chrome.js';
 import type { CdpEndpoint } from './cdp-endpoint.js';
@@ -83,12 +86,24 @@ export function createBrowserService(init: ServiceInit): BrowserService {
       );
     connecting ??= (async () => {
       const chromium = await loadChromium();
+      // Playwright makes a `playwright-artifacts-*` dir in $TMPDIR per connection and removes it on
+      // close; a host that dies of a signal would leave it. The dirs that appear during the connect
+      // are this connection's (playwright takes no dir of ours): removed on host exit too.
+      const before = artifactDirs();
       const browser = await chromium.connectOverCDP(endpoint.wsUrl, {
         timeout: init.connectTimeoutMs,
         isLocal: mode === 'auto',
       });
+      const made = [...artifactDirs()].filter((d) => !before.has(d));
+      const removeHook =
+        made.length > 0
+          ? onHostExit(() => {
+              for (const dir of made) rmSync(dir, { recursive: true, force: true });
+            }, 'clean')
+          : undefined;
       browser.on('disconnected', () => {
         connecting = undefined;
+        removeHook?.();
       });
       return browser;
     })().catch((error: unknown) => {
@@ -132,4 +147,18 @@ export function createBrowserService(init: ServiceInit): BrowserService {
       })()),
   };
   return service;
+}
+
+/** The `playwright-artifacts-*` dirs in $TMPDIR now. */
+function artifactDirs(): Set<string> {
+  const dir = tmpdir();
+  try {
+    return new Set(
+      readdirSync(dir)
+        .filter((n) => n.startsWith('playwright-artifacts-'))
+        .map((n) => join(dir, n)),
+    );
+  } catch {
+    return new Set();
+  }
 }

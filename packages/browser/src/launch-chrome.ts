@@ -1,7 +1,7 @@
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
-import { join } from 'node:path';
+import { mkdtempSync, readFileSync, readlinkSync, rmSync } from 'node:fs';
+import { basename, dirname, join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { AbortedError, type Logger } from '@conch/core';
+import { AbortedError, onHostExit, type Logger } from '@conch/core';
 import type { ManagedProcess, ProcessManager, ProcessResult } from '@conch/process';
 import { fetchJsonVersion } from './cdp-endpoint.js';
 import { BROWSER_LABEL, chromeArgs, readyLabel } from './chrome-flags.js';
@@ -60,6 +60,16 @@ function readActivePort(profileDir: string): number | undefined {
 }
 
 function removeProfile(profileDir: string, logger?: Logger): void {
+  try {
+    // Chromium's singleton dir (org.chromium.Chromium.*) is in $TMPDIR, outside the profile, and
+    // only a clean Chromium exit removes it: found through the profile's SingletonSocket link.
+    const socket = readlinkSync(join(profileDir, 'SingletonSocket'), { encoding: 'utf8' });
+    const singletonDir = dirname(socket);
+    if (basename(singletonDir).startsWith('org.chromium.Chromium.'))
+      rmSync(singletonDir, { recursive: true, force: true });
+  } catch {
+    // no link: nothing of it outside the profile
+  }
   try {
     rmSync(profileDir, { recursive: true, force: true, maxRetries: 5, retryDelay: 50 });
   } catch (error) {
@@ -161,11 +171,16 @@ export async function launchChrome(options: LaunchChromeOptions): Promise<Chrome
   );
 
   let closing: Promise<void> | undefined;
+  // A host that dies without close(): after the process managers' kill hooks (registered before
+  // this one, with the manager) have killed Chromium, and before the temp dir holding the profile
+  // is removed (the `clean` phase), so the singleton link can still be read.
+  const removeExitHook = onHostExit(() => removeProfile(profileDir), 'kill');
   const close = () =>
     (closing ??= (async () => {
       await proc.kill();
       // Only now: a dying Chromium still writes into its profile.
       removeProfile(profileDir, logger);
+      removeExitHook();
       logger?.info({ wsUrl }, 'browser: headless Chromium stopped');
     })());
   return {

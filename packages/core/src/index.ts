@@ -147,3 +147,4 @@ export {
   type FileDigest,
   type PackageDigest,
 } from './package-digest.js';
+export { onHostExit, type HostExitPhase } from './host-exit.js';

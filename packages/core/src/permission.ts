@@ -28,6 +28,12 @@ export type PermissionRequest =
       command: string;
       /** Extra argv passed separately (direct mode with `args`). */
       args?: readonly string[];
+      /**
+       * Variables set for this command only (a terminal's `env`): judged as the `export` line the
+       * shell runs before the command. When that line is too long to parse with the command (10,000
+       * variables), the gate judges it in pieces that fit, and the command on its own.
+       */
+      env?: Readonly<Record<string, string>>;
       cwd: string;
       /** The call's plan: when present the gate judges it (its parse, dialect and cwd) instead of re-reading `command`. */
       plan?: CommandPlan;

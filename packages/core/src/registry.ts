@@ -26,6 +26,7 @@ import {
   type CompiledToolLimits,
 } from './argument-limits.js';
 import { findPluginCandidates, loadCandidate } from './discovery.js';
+import { onHostExit } from './host-exit.js';
 import { ConchError } from './errors/conch-error.js';
 import { CircularDependencyError } from './errors/circular-dependency-error.js';
 import { DuplicateToolError } from './errors/duplicate-tool-error.js';
@@ -229,6 +230,7 @@ export class PluginRegistry {
   private readonly disposers: { owner: string; fn: () => void | Promise<void> }[] = [];
   private readonly inFlight = new Set<AbortController>();
   private tempDirPath: string | undefined;
+  private removeTempHook: (() => void) | undefined;
   private disposing: Promise<void> | undefined;
   private readonly argumentLimits: ArgumentLimits;
   /** Plugin packages discovery did not load, by path (an accepted or trusted one is removed). */
@@ -1134,6 +1136,8 @@ export class PluginRegistry {
     if (this.tempDirPath && !this.options.keepTempFiles) {
       rmSync(this.tempDirPath, { recursive: true, force: true });
     }
+    this.removeTempHook?.();
+    this.removeTempHook = undefined;
     this.events.emit('registry.disposed', {});
     this.events.removeAllListeners();
     this.container.clearInstances();
@@ -1141,7 +1145,14 @@ export class PluginRegistry {
 
   /** The registry's private temp dir (created on first use). */
   tempDir(): string {
-    this.tempDirPath ??= mkdtempSync(join(this.options.tempRoot ?? tmpdir(), 'conch-'));
+    if (this.tempDirPath === undefined) {
+      const path = mkdtempSync(join(this.options.tempRoot ?? tmpdir(), 'conch-'));
+      this.tempDirPath = path;
+      // A host that dies without dispose() (an unhandled SIGTERM, process.exit()) leaves no temp dir
+      // (nor a browser profile in it): removed after every process manager has killed its trees.
+      if (!this.options.keepTempFiles)
+        this.removeTempHook = onHostExit(() => rmSync(path, { recursive: true, force: true }), 'clean');
+    }
     return this.tempDirPath;
   }
 

@@ -83,6 +83,11 @@ export interface BackgroundLogs {
   /** Whether the task is finished and nextOffset is the end. */
   complete: boolean;
   outputFile?: string;
+  /**
+   * Output from `offset` on exists (it was counted) but cannot be read: it was never saved (the disk
+   * filled up, a write failed). Paging on from here would read nothing, so the reader stops.
+   */
+  unavailable?: true;
 }
 
 /** A background task runner as the cli plugin sees it (provided by @conch/background). */

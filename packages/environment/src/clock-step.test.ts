@@ -10,10 +10,12 @@ import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 
-const FAKETIME = ['/usr/lib/x86_64-linux-gnu/faketime/libfaketimeMT.so.1', '/usr/lib/faketime/libfaketimeMT.so.1'].find(
-  (p) => existsSync(p),
-);
-if (!FAKETIME && process.env.CI) throw new Error('CI needs libfaketime (apt: faketime) for the clock-step tests');
+const FAKETIME = [
+  '/usr/lib/x86_64-linux-gnu/faketime/libfaketimeMT.so.1',
+  '/usr/lib/faketime/libfaketimeMT.so.1',
+].find((p) => existsSync(p));
+if (!FAKETIME && process.env.CI)
+  throw new Error('CI needs libfaketime (apt: faketime) for the clock-step tests');
 const packageDir = join(dirname(fileURLToPath(import.meta.url)), '..');
 
 let scratch: string;

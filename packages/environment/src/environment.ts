@@ -19,6 +19,7 @@ import {
   DEFAULT_CONCH_CONFIG,
   definePlugin,
   InvalidConfigError,
+  onHostExit,
   PluginRegistry,
   PluginSetupError,
   type EventBus,
@@ -256,6 +257,7 @@ export class Environment implements AsyncDisposable {
   private readonly closingController: AbortController;
   private readonly browserConfig: Omit<BrowserConfigInput, 'cdpUrl'>;
   private closing: Promise<void> | undefined;
+  private readonly removeExitHook: (() => void) | undefined;
 
   /** @internal built by createEnvironment */
   constructor(init: {
@@ -271,7 +273,9 @@ export class Environment implements AsyncDisposable {
     target: ExecutionTarget | undefined;
     closing: AbortController;
     browserConfig: Omit<BrowserConfigInput, 'cdpUrl'>;
+    removeExitHook?: () => void;
   }) {
+    this.removeExitHook = init.removeExitHook;
     this.registry = init.registry;
     this.workingDir = init.workingDir;
     this.tmpDir = init.tmpDir;
@@ -406,9 +410,10 @@ export class Environment implements AsyncDisposable {
     });
     // 3. The registry (plugins' own dispose, the process manager's final sweep by cookie), then the temp dir.
     await step('dispose the registry', () => registry.dispose());
-    await step('remove the temp dir', () =>
-      rmSync(this.tmpDir, { recursive: true, force: true, maxRetries: 3 }),
-    );
+    await step('remove the temp dir', () => {
+      rmSync(this.tmpDir, { recursive: true, force: true, maxRetries: 3 });
+      this.removeExitHook?.();
+    });
     if (failures.length > 0) throw new EnvironmentCloseError(failures);
   }
 }
@@ -464,6 +469,9 @@ export async function createEnvironment(options: EnvironmentOptions = {}): Promi
   };
 
   const tmpDir = mkdtempSync(join(tmpRoot, 'conch-env-'));
+  // A host that dies without close() (an unhandled SIGTERM) leaves no temp dir or browser profile:
+  // removed after every process manager has killed its trees (Chromium among them).
+  const removeExitHook = onHostExit(() => rmSync(tmpDir, { recursive: true, force: true }), 'clean');
   const registry =
     options.registry ??
     new PluginRegistry({
@@ -516,6 +524,7 @@ export async function createEnvironment(options: EnvironmentOptions = {}): Promi
     const remote = target?.remote && target.client ? target : undefined;
 
     env = new Environment({
+      removeExitHook,
       registry,
       workingDir,
       tmpDir,
@@ -556,6 +565,7 @@ export async function createEnvironment(options: EnvironmentOptions = {}): Promi
         closing.abort();
         await registry.dispose();
         rmSync(tmpDir, { recursive: true, force: true });
+        removeExitHook();
       }
     } catch (undoError) {
       logger.error({ err: undoError }, 'environment: undoing a failed start left something behind');

@@ -67,9 +67,48 @@ export const MAX_DISPLAY_CHARS = 20_000;
 export function requestLine(request: PermissionRequest): string {
   if (request.kind === 'action') return request.summary;
   if (request.plan) return request.plan.line;
-  return request.args?.length
+  const line = request.args?.length
     ? `${request.command} ${request.args.map(shellQuote).join(' ')}`
     : request.command;
+  const exports = envExports(request.env, Number.POSITIVE_INFINITY);
+  return exports.length === 1 ? `${exports[0]}\n${line}` : line;
+}
+
+/** Bytes of `export` line judged together with the command; past it, in pieces (see envExports). */
+export const ENV_INLINE_BYTES = 32 * 1024;
+
+/**
+ * A command's per-call variables as the `export` lines that set them, each at most `maxBytes` long
+ * (one line per variable past it). One line when they fit `ENV_INLINE_BYTES`: the command is then
+ * judged after it (its `$NAME`s known); more lines are judged each on its own.
+ */
+export function envExports(
+  env: Readonly<Record<string, string>> | undefined,
+  maxBytes = ENV_INLINE_BYTES,
+): string[] {
+  const entries = Object.entries(env ?? {});
+  if (entries.length === 0) return [];
+  const words = entries.map(([name, value]) => `${name}=${shellQuote(value)}`);
+  const all = `export ${words.join(' ')}`;
+  if (maxBytes === Number.POSITIVE_INFINITY) {
+    return Buffer.byteLength(all) <= ENV_INLINE_BYTES ? [all] : [];
+  }
+  if (Buffer.byteLength(all) <= maxBytes) return [all];
+  const lines: string[] = [];
+  let current: string[] = [];
+  let bytes = 0;
+  for (const word of words) {
+    const size = Buffer.byteLength(word) + 1;
+    if (current.length > 0 && bytes + size > maxBytes) {
+      lines.push(`export ${current.join(' ')}`);
+      current = [];
+      bytes = 0;
+    }
+    current.push(word);
+    bytes += size;
+  }
+  if (current.length > 0) lines.push(`export ${current.join(' ')}`);
+  return lines;
 }
 
 /**

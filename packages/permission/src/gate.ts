@@ -22,7 +22,7 @@ import { Analyzer, type Analysis, type Dialect, type Part, type Verdict } from '
 import { summarize } from './analyze/helpers.js';
 import { potentialOwnProcesses, runningOwnProcesses } from './rules/self-kill.js';
 import type { PermissionConfig } from './config.js';
-import { escapeHidden, MAX_DISPLAY_CHARS, requestLine } from './display.js';
+import { envExports, escapeHidden, MAX_DISPLAY_CHARS, requestLine } from './display.js';
 import { compileProtected, type PathContext } from './paths.js';
 import { protectedWrite } from './protected-write.js';
 import { compileRule, type CompiledRule, type HostRules, type RuleList } from './host-rules.js';
@@ -707,12 +707,27 @@ export class PermissionEngine implements PermissionGate {
       }
       const line = requestLine(request);
       const cwd = posix.resolve(paths?.workspaceRoot ?? this.workspaceRoot, request.cwd || '.');
-      const analysis = readWhole(
-        this.analyzer.analyze(line, cwd, {
-          ...(request.dialect ? { dialect: request.dialect } : {}),
-          ...(paths ? { paths } : {}),
-        }),
-      );
+      const judge = (text: string) =>
+        readWhole(
+          this.analyzer.analyze(text, cwd, {
+            ...(request.dialect ? { dialect: request.dialect } : {}),
+            ...(paths ? { paths } : {}),
+          }),
+        );
+      const analysis = judge(line);
+      const env = Object.keys(request.env ?? {});
+      if (env.length > 0 && envExports(request.env, Number.POSITIVE_INFINITY).length === 0) {
+        // Variables too many to parse with the command (requestLine left them out): each piece of
+        // their `export` line is judged on its own, as strictly as it would be with the command,
+        // and the strictest answer of all counts.
+        const pieces = envExports(request.env).map(judge);
+        const shownEnv = `export ${env.length} variables (${env.slice(0, 20).join(', ')}${env.length > 20 ? ', …' : ''})`;
+        return {
+          analysis: strictestOf([...pieces, analysis]),
+          display: escapeHidden(`${shownEnv}\n${line}`),
+          cwd,
+        };
+      }
       return { analysis, display: escapeHidden(line), cwd };
     }
     const part: Part = request.readOnly
@@ -1017,4 +1032,18 @@ function internalAddress(address: string): boolean {
   }
   const v6 = address.toLowerCase();
   return v6 === '::1' || v6 === '::' || /^fe[89ab]/.test(v6) || /^f[cd]/.test(v6);
+}
+
+const VERDICT_RANK: Record<Analysis['verdict'], number> = { allow: 0, ask: 1, deny: 2 };
+
+/** Analyses of the pieces of one request as one: every part, the strictest verdict decisive. */
+function strictestOf(analyses: readonly Analysis[]): Analysis {
+  let worst = analyses[0] as Analysis;
+  for (const a of analyses) if (VERDICT_RANK[a.verdict] > VERDICT_RANK[worst.verdict]) worst = a;
+  return {
+    verdict: worst.verdict,
+    decisive: worst.decisive,
+    parts: analyses.flatMap((a) => a.parts),
+    readOnly: analyses.every((a) => a.readOnly),
+  };
 }

@@ -1,5 +1,5 @@
 import { existsSync, realpathSync, statSync } from 'node:fs';
-import { dirname, isAbsolute, resolve } from 'node:path';
+import { dirname, isAbsolute, join, resolve } from 'node:path';
 import { InvalidSpawnOptionError } from './invalid-spawn-option-error.js';
 
 /**
@@ -257,7 +257,17 @@ const under = (path: string, dir: string) => path === dir || path.startsWith(`${
 export function installRoot(path: string): string {
   const real = existing(path) ?? path;
   const at = real.indexOf('/node_modules/');
-  return at >= 0 ? real.slice(0, at + '/node_modules'.length) : dirname(real);
+  if (at >= 0) return real.slice(0, at + '/node_modules'.length);
+  // A workspace checkout (conch's own, or a monorepo that links it): its packages reach each other
+  // and the root node_modules/.pnpm through symlinks, so the highest ancestor holding a
+  // node_modules is what must stay visible (a clone under /tmp lost @conch/sandbox otherwise) —
+  // never a private dir itself, nor the root.
+  let root = dirname(real);
+  for (let dir = dirname(real); dir !== dirname(dir); dir = dirname(dir)) {
+    if ((PRIVATE_DIRS as readonly string[]).includes(dir)) break;
+    if (existsSync(join(dir, 'node_modules'))) root = dir;
+  }
+  return root;
 }
 
 /** Parts of /proc an isolated sandbox keeps read-only (as container runtimes do). */

@@ -1,8 +1,9 @@
 import { shellQuote } from './shell-scripts.js';
 
 /**
- * What the gate judges for a new command: the command, preceded by the per-call `env` as the
- * `export` lines the command file runs (so an env entry is judged like the assignment it is).
+ * The command and its per-call `env` as one text: the `export` line the command file runs, then the
+ * command. The terminal hands the gate `command` and `env` apart (PermissionRequest.env), and the
+ * gate reads them as this text; kept for hosts that judge or show the pair as one line.
  */
 export function judgedCommand(command: string, env: Readonly<Record<string, string>> | undefined): string {
   const entries = Object.entries(env ?? {});

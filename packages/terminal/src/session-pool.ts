@@ -1,4 +1,4 @@
-import { writeFileSync, mkdirSync } from 'node:fs';
+import { mkdirSync, statSync, unlinkSync, writeFileSync } from 'node:fs';
 import { readFile } from 'node:fs/promises';
 import { basename, join, resolve } from 'node:path';
 import { oneLine, type EventBus, type Logger, type PermissionGate, type TrashDialect } from '@conch/core';
@@ -22,7 +22,6 @@ import {
 } from './session-state.js';
 import { spawnLocalPty, type SessionPtySpawner } from './session-pty.js';
 import { ENV_NAME, type ShellKind } from './shell-scripts.js';
-import { judgedCommand } from './judged-command.js';
 import './events.js';
 
 /** A session as a UI shows it. */
@@ -259,7 +258,8 @@ export class SessionPool implements TerminalService {
       {
         kind: 'command',
         tool: 'terminal',
-        command: judgedCommand(command, options.env),
+        command,
+        ...(options.env && Object.keys(options.env).length > 0 ? { env: options.env } : {}),
         cwd: resolve(this.expectedCwd(), options.cwd ?? '.'),
         dialect: this.shellKind,
       },
@@ -528,9 +528,10 @@ export class SessionPool implements TerminalService {
     startedAt: number,
     options: { waitFor?: boolean } = {},
   ): FinishedResult | RunningResult {
-    const { output, output_file } = this.takeFinalOutput(session);
+    const { output, output_file, lost } = this.takeFinalOutput(session);
     const file = {
       ...(output_file === undefined ? {} : { output_file }),
+      ...lostFields(lost, output_file),
       ...(options.waitFor
         ? {
             wait_for_matched: session.matchedLine !== undefined,
@@ -540,7 +541,12 @@ export class SessionPool implements TerminalService {
     };
     const summary = (status: string) => {
       const last = lastLine(output);
-      return oneLine(`${status}${last ? ` · ${last}` : ''}${output_file ? ` [full: ${output_file}]` : ''}`);
+      const saved = lost
+        ? ` ${lost.error_code}${output_file ? ` [partial: ${output_file}]` : ''}`
+        : output_file
+          ? ` [full: ${output_file}]`
+          : '';
+      return oneLine(`${status}${last ? ` · ${last}` : ''}${saved}`);
     };
     const { lifecycle } = session;
     // A finished command reports its end whatever the collect saw last.
@@ -989,7 +995,7 @@ export class SessionPool implements TerminalService {
   }
 
   /** Cleans the unread output; spills the whole cleaned text to a file when anything was cut. */
-  takeFinalOutput(session: PtySession): { output: string; output_file?: string } {
+  takeFinalOutput(session: PtySession): FinalOutput {
     const { maxOutputChars, maxLineChars } = this.deps.config;
     const dropped = session.droppedChars;
     session.droppedChars = 0;
@@ -1016,19 +1022,44 @@ export class SessionPool implements TerminalService {
         ? `[${dropped} earlier chars were over the in-memory cap; the session log has them: ${session.logPath}]\n`
         : '';
     let outputFile: string | undefined = path;
+    let lost: FinalOutput['lost'];
+    const whole = note + full;
     try {
-      writeFileSync(path, note + full, { mode: 0o600 });
+      writeFileSync(path, whole, { mode: 0o600 });
     } catch (error) {
       this.deps.logger.warn({ err: error, sessionId: session.id }, 'terminal output spill failed');
-      outputFile = undefined;
+      // What reached the file before the write failed stays there and is said; nothing is claimed
+      // that the disk does not hold (the session log failed too when the disk is full).
+      const kept = statSync(path, { throwIfNoEntry: false })?.size ?? 0;
+      const code = (error as NodeJS.ErrnoException).code;
+      const reason = code
+        ? `${code}: ${(error as Error).message.split(',')[0]?.replace(/^\w+: /, '')}`
+        : String(error);
+      lost = {
+        kept_bytes: kept,
+        total_bytes: Buffer.byteLength(whole),
+        reason,
+        error_code:
+          code === 'ENOSPC' || code === 'EDQUOT' ? 'OUTPUT_TRUNCATED_DISK_FULL' : 'OUTPUT_NOT_SAVED',
+      };
+      if (kept === 0) {
+        outputFile = undefined;
+        try {
+          unlinkSync(path);
+        } catch {
+          // not there
+        }
+      }
     }
-    const shown = capTotal(
-      note + text,
-      maxOutputChars,
-      outputFile ?? session.logPath,
-      this.deps.config.overflowPreviewChars,
-    );
-    return outputFile === undefined ? { output: shown } : { output: shown, output_file: outputFile };
+    const where = lost
+      ? `${outputFile ? `only the first ${lost.kept_bytes} bytes saved in ${outputFile}` : 'not saved'}: ${lost.reason}`
+      : (outputFile ?? session.logPath);
+    const shown = capTotal(note + text, maxOutputChars, where, this.deps.config.overflowPreviewChars);
+    return {
+      output: shown,
+      ...(outputFile === undefined ? {} : { output_file: outputFile }),
+      ...(lost ? { lost } : {}),
+    };
   }
 }
 
@@ -1066,4 +1097,32 @@ export function rcLogDirOf(tempDir: string): string {
   const dir = join(tempDir, 'terminal-rc-logs');
   mkdirSync(dir, { recursive: true, mode: 0o700 });
   return dir;
+}
+
+/** A command's final output as the result carries it, and what of it could not be saved. */
+export interface FinalOutput {
+  output: string;
+  output_file?: string;
+  /** The output did not fit the result and the file that should hold it could not be written whole. */
+  lost?: {
+    kept_bytes: number;
+    total_bytes: number;
+    reason: string;
+    error_code: 'OUTPUT_TRUNCATED_DISK_FULL' | 'OUTPUT_NOT_SAVED';
+  };
+}
+
+/** The result fields that say output was lost (the cli's names: output_file_incomplete, error, error_code). */
+export function lostFields(lost: FinalOutput['lost'], file: string | undefined): Record<string, unknown> {
+  if (!lost) return {};
+  const { kept_bytes, total_bytes, reason, error_code } = lost;
+  const what =
+    error_code === 'OUTPUT_TRUNCATED_DISK_FULL'
+      ? `The disk filled up while the output was saved: ${file ? `${file} holds only the first ${kept_bytes} of ${total_bytes} bytes` : `none of its ${total_bytes} bytes could be saved`}, and only the start and end shown are kept (${reason}). Tell the user the disk is full`
+      : `Saving the output failed: ${file ? `${file} holds only the first ${kept_bytes} of ${total_bytes} bytes` : `none of its ${total_bytes} bytes could be saved`}, and only the start and end shown are kept (${reason})`;
+  return {
+    output_file_incomplete: { kept_bytes, total_bytes, reason },
+    error: `${what}; if the missing part matters, rerun with the output filtered (| grep PATTERN, | tail -100) or redirected into a file in the workspace (> out.log).`,
+    error_code,
+  };
 }

@@ -24,6 +24,7 @@ import { inspectInput, type JudgedInput } from './input-gate.js';
 import { judgedCommand } from './judged-command.js';
 import {
   execRefusal,
+  lostFields,
   type CollectMode,
   type CollectOutcome,
   type SessionLease,
@@ -361,7 +362,9 @@ function commandRequest(
   return {
     kind: 'command',
     tool: 'terminal',
-    command: judgedCommand(shape.command, args.env),
+    // The per-call env is judged as the `export` line it becomes (the gate reads it with the command).
+    command: shape.command,
+    ...(args.env && Object.keys(args.env).length > 0 ? { env: args.env } : {}),
     cwd: resolve(pool.expectedCwd(shape.sessionId, args.sandbox === false), args.cwd ?? '.'),
     // The gate reads the command as the session's shell will.
     dialect: pool.shellKind,
@@ -648,13 +651,14 @@ async function killSession(pool: SessionPool, sessionId: number): Promise<ToolRe
       display: `■ session ${sessionId} killed`,
     };
   }
-  const { output, output_file } = pool.takeFinalOutput(session);
+  const { output, output_file, lost } = pool.takeFinalOutput(session);
   return {
     exit_code: session.exit?.exitCode ?? -1,
     output,
     cwd: session.cwd,
     killed: true,
     ...(output_file === undefined ? {} : { output_file }),
+    ...lostFields(lost, output_file),
     display: `■ session ${sessionId} killed`,
   };
 }
