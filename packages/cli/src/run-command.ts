@@ -562,6 +562,15 @@ async function runOn(
       out.error = `The connection to ${where?.target ?? 'the target'} was lost while the command ran and could not be re-attached in time: ${result.spawnError?.message ?? 'its exec server session expired'}`;
       out.error_code = 'SESSION_EXPIRED';
     }
+    if (result.drainTimedOut && result.leftRunning.length === 0 && !result.killed && !out.error_code) {
+      // Every process of the command was gone, yet its pipes did not close within the drain's
+      // bound (a process conch cannot see holds them, or the host's event loop fell that far
+      // behind): what was read is here, but more may have been written. Never an empty success.
+      const kept = `${result.stdout.totalBytes} bytes of stdout and ${result.stderr.totalBytes} of stderr`;
+      const message = `The command ended, but its output did not finish arriving (its pipes stayed open after every process of it was gone): ${kept} were read and are shown; more may have been written. Run it again if the output matters; if it keeps happening, a process it started outside conch's view (env -i setsid …) is holding its output, or the machine is overloaded.`;
+      out.error = out.error ? `${out.error} ${message}` : message;
+      out.error_code = 'OUTPUT_INCOMPLETE';
+    }
     // A background task's final result says where it ran, as the call's result does.
     if (where) (out as CliResult & { target?: string }).target = where.target;
     if (result.leftRunning.length > 0) await ownLeftovers(proc, result, out);

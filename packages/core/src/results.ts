@@ -34,6 +34,8 @@ export const ERROR_CODES = {
     'output that did not fit the result could not be saved to a file (no writable directory, or writing failed): only its start and end are kept, and the result says how much is lost',
   OUTPUT_TRUNCATED_DISK_FULL:
     'the disk filled up while the output was saved: output_file holds only the first bytes, and the result says how many of how many',
+  OUTPUT_INCOMPLETE:
+    "the command's processes were all gone but its output pipes did not close within the drain's bound: what was read is shown, more may have been written",
   OUTPUT_LIMIT_REACHED:
     'the output reached a spill-file size limit (per call or per registry): output_file holds only the first bytes, and the result says how many and whether the command was stopped',
   // What the gate decided
