@@ -3,6 +3,7 @@ import { basename, dirname, isAbsolute, posix, relative, resolve } from 'node:pa
 import picomatch from 'picomatch';
 import {
   ENV_FILE,
+  ENV_TEMPLATE,
   RC_FILES,
   SYSTEM_RC,
   SYSTEM_RC_DIRS,
@@ -84,7 +85,7 @@ export const HOME_MARK = '\u0000HOME';
 export function protectedReason(abs: string, ctx: PathContext): string | undefined {
   const base = basename(abs);
   const parts = abs.split('/');
-  if (ENV_FILE.test(base)) return `${abs} is an environment file (.env*)`;
+  if (ENV_FILE.test(base) && !ENV_TEMPLATE.test(base)) return `${abs} is an environment file (.env*)`;
   if (parts.includes('.ssh')) return `${abs} is inside an .ssh directory`;
   const toolDir = parts.find((p) => TOOL_CONFIG_DIRS.has(p));
   if (toolDir) return `${abs} is in ${toolDir}/, settings a tool of the user runs outside any sandbox`;

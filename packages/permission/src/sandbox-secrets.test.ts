@@ -45,6 +45,14 @@ const SECRET_VARS = [
   'CONCH_TEST_DATABASE_URL',
 ] as const;
 
+/** Variables whose names miss every pattern and whose values are credentials. */
+const VALUE_SECRET_VARS = [
+  'CONCH_VALUE_HOOK_URL',
+  'CONCH_VALUE_MONGODB_URI',
+  'CONCH_VALUE_AUTH',
+  'CONCH_VALUE_SMTP_PASS',
+] as const;
+
 let dir: string;
 let home: string;
 let secrets: Record<string, string>;
@@ -63,9 +71,18 @@ function writeTree(root: string, files: Record<string, string>): void {
 beforeEach(() => {
   dir = mkdtempSync(join(tmpdir(), 'conch-secrets-'));
   home = mkdtempSync(join(tmpdir(), 'conch-secrets-home-'));
-  for (const name of ['HOME', ...SECRET_VARS, 'CONCH_TEST_PLAIN']) saved[name] = process.env[name];
+  for (const name of ['HOME', ...SECRET_VARS, ...VALUE_SECRET_VARS, 'CONCH_TEST_PLAIN'])
+    saved[name] = process.env[name];
   process.env.HOME = home;
   secrets = Object.fromEntries(SECRET_VARS.map((name) => [name, unique(name.toLowerCase())]));
+  // Names no pattern matches, values that give them away (judged by value).
+  const hex = () => randomBytes(16).toString('hex');
+  Object.assign(secrets, {
+    CONCH_VALUE_HOOK_URL: `https://hooks.slack.com/services/T0/B0/${hex()}`,
+    CONCH_VALUE_MONGODB_URI: `mongodb://app:${hex()}@db.internal:27017/prod`,
+    CONCH_VALUE_AUTH: `eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIx${hex()}.${hex()}`,
+    CONCH_VALUE_SMTP_PASS: `p${hex().slice(0, 12)}`,
+  });
   Object.assign(process.env, secrets);
   // Not a credential: visible, which shows the dumps below really print the environment.
   process.env.CONCH_TEST_PLAIN = 'plain-value-visible';
@@ -77,6 +94,14 @@ beforeEach(() => {
     '~/.docker/config.json': `{"auths":{"x":{"auth":"${unique('docker')}"}}}\n`,
     '.env': `API_TOKEN=${unique('dotenv')}\n`,
     'sub/dir/.env.local': `DB_PASSWORD=${unique('dotenv-local')}\n`,
+    // other agents' credentials, a history with a token typed on a command line, a database's
+    '~/.claude/.credentials.json': `{"claudeAiOauth":{"accessToken":"${unique('claude')}"}}\n`,
+    '~/.codex/auth.json': `{"OPENAI_API_KEY":"${unique('codex')}"}\n`,
+    '~/.gemini/oauth_creds.json': `{"refresh_token":"${unique('gemini')}"}\n`,
+    '~/.config/github-copilot/apps.json': `{"github.com":{"oauth_token":"${unique('copilot')}"}}\n`,
+    '~/.cursor/mcp.json': `{"mcpServers":{"x":{"env":{"KEY":"${unique('cursor-mcp')}"}}}}\n`,
+    '~/.bash_history': `curl -H "Authorization: Bearer ${unique('history')}" https://api\n`,
+    '~/.pgpass': `db:5432:app:app:${unique('pgpass')}\n`,
   };
   for (const [path, text] of Object.entries(secretFiles))
     writeTree(path.startsWith('~/') ? home : dir, { [path.replace(/^~\//, '')]: text });
@@ -308,7 +333,19 @@ describe.runIf(findBwrap() || process.env.CI)('secrets in the default workspace-
       const { run, nobodyAsked } = await setup();
       const files = Object.keys(secretFiles);
       const commands: string[] = [];
+      // Every route for a file in a masked directory, a masked file in HOME and the workspace's
+      // .env files; the mechanism is the same for the rest, which get the three plainest routes
+      // (each command is a sandboxed spawn: the whole matrix took ten minutes on a loaded machine).
+      const everyRoute = new Set(['~/.ssh/id_ed25519', '~/.npmrc', '.env', 'sub/dir/.env.local']);
       for (const file of files) {
+        if (!everyRoute.has(file)) {
+          commands.push(
+            `cat ${file}`,
+            `python3 -c "print(open('${file.replace('~', home)}').read())"`,
+            `cp ${file} copied-$RANDOM && cat copied-*`,
+          );
+          continue;
+        }
         commands.push(
           `cat ${file}`,
           `cat < ${file}`,
@@ -495,6 +532,36 @@ describe.runIf(findBwrap() || process.env.CI)('secrets in the default workspace-
         expect(result.returncode).not.toBe(0);
         expect(shown(result)).not.toContain(token(file));
       }
+      nobodyAsked();
+    },
+    TEST_TIMEOUT,
+  );
+
+  it.each(['.env.example', '.env.sample', '.env.template', 'config/.env.local.example', '.env-example'])(
+    '%s is an ordinary file: read, written, created and removed, while .env stays masked',
+    async (template) => {
+      const { run, nobodyAsked } = await setup();
+      writeTree(dir, { [template]: 'API_TOKEN=changeme\n' });
+      const read = await run(`cat ${template}`);
+      expect(read).toMatchObject({
+        returncode: 0,
+        stdout: 'API_TOKEN=changeme\n',
+        sandbox: 'workspace-write',
+      });
+      const write = await run(`echo 'DB_URL=postgres://localhost/app' >> ${template} && cat ${template}`);
+      expect(write, JSON.stringify(write)).toMatchObject({ returncode: 0 });
+      expect(readFileSync(join(dir, template), 'utf8')).toBe(
+        'API_TOKEN=changeme\nDB_URL=postgres://localhost/app\n',
+      );
+      // made new by a command (as `cp .env.example` scaffolds do), then removed
+      const fresh = await run(
+        `mkdir -p new && printf 'A=1\\n' > new/${template.split('/').pop()} && cat new/${template.split('/').pop()} && rm new/${template.split('/').pop()}`,
+      );
+      expect(fresh, JSON.stringify(fresh)).toMatchObject({ returncode: 0, stdout: 'A=1\n' });
+      // the real one next to it is still a secret
+      const env = await run('cat .env');
+      expect(env.returncode).not.toBe(0);
+      expect(shown(env)).not.toContain(token('.env'));
       nobodyAsked();
     },
     TEST_TIMEOUT,

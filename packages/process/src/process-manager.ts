@@ -435,14 +435,17 @@ export class ProcessManager implements ProcessManagerService {
       const host = process.env;
       for (const key in host) env[key] = host[key];
     }
+    // Credentials of the host never enter a sandbox that hides them (by name, or by a value that
+    // looks like one); the caller's own env (a template's env_vars, a call's env) is its author's
+    // choice and passes.
+    const hidden = envFilter(profile);
+    if (hidden)
+      for (const key in env) if (env[key] !== undefined && hidden(key, env[key])) env[key] = undefined;
     // The sandbox's own variables (cache locations, TMPDIR) over the host's, under the caller's.
     if (profile.kind === 'workspace-write' && profile.env) Object.assign(env, profile.env);
     if (options.env) {
       for (const key in options.env) env[key] = options.env[key];
     }
-    // Credentials never enter a sandbox that hides them.
-    const hidden = envFilter(profile);
-    if (hidden) for (const key in env) if (hidden(key)) env[key] = undefined;
     env[COOKIE_VAR] = cookie;
 
     const shellPath = options.shell === true ? '/bin/sh' : options.shell || undefined;
@@ -603,7 +606,7 @@ export class ProcessManager implements ProcessManagerService {
     // The sandbox's own variables (cache locations, TMPDIR) over the host's; credentials removed.
     if (requested.kind === 'workspace-write' && requested.env) Object.assign(env, requested.env);
     const hidden = envFilter(requested);
-    if (hidden) for (const key of Object.keys(env)) if (hidden(key)) delete env[key];
+    if (hidden) for (const key of Object.keys(env)) if (hidden(key, env[key])) delete env[key];
     const onExited = (pty: BasePty) => this.ptys.delete(pty);
 
     if (this.fallbackReason === undefined) {

@@ -69,7 +69,7 @@ export interface SupervisorClientOptions {
    * Variables the supervisor (and bwrap around it) must not be started with: inside a sandbox its
    * /proc/<pid>/environ is readable by the commands it runs.
    */
-  envFilter?: (name: string) => boolean;
+  envFilter?: (name: string, value?: string) => boolean;
   /** false: the supervisor spawns with node's child_process even where posix_spawn loads. */
   nativeSpawn?: boolean;
   logger?: Logger | undefined;
@@ -288,7 +288,7 @@ export class SupervisorClient {
     delete env.NODE_OPTIONS;
     if (this.options.nativeSpawn === false) env[NATIVE_SPAWN_VAR] = '0';
     const hidden = this.options.envFilter;
-    if (hidden) for (const key of Object.keys(env)) if (hidden(key)) delete env[key];
+    if (hidden) for (const key of Object.keys(env)) if (hidden(key, env[key])) delete env[key];
     const native = this.options.nativeSpawn === false ? undefined : hostNative();
     if (native) env[FD_CHANNEL_VAR] = String(FD_CHANNEL_SLOT);
     let proc: ChildProcess;

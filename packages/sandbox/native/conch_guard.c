@@ -100,6 +100,9 @@
 #ifndef SECCOMP_FILTER_FLAG_WAIT_KILLABLE_RECV
 #define SECCOMP_FILTER_FLAG_WAIT_KILLABLE_RECV (1UL << 5)
 #endif
+#ifndef SECCOMP_USER_NOTIF_FLAG_CONTINUE
+#define SECCOMP_USER_NOTIF_FLAG_CONTINUE (1UL << 0)
+#endif
 #ifndef SECCOMP_ADDFD_FLAG_SEND
 #define SECCOMP_ADDFD_FLAG_SEND (1UL << 1)
 #endif
@@ -798,6 +801,15 @@ static void reply_value(uint64_t id, long value) {
   ioctl(listener_fd, SECCOMP_IOCTL_NOTIF_SEND, &resp);
 }
 
+/* Lets the kernel perform the call as the caller made it (an O_PATH open: see handle_open). */
+static void reply_continue(uint64_t id) {
+  struct seccomp_notif_resp resp;
+  memset(&resp, 0, sizeof resp);
+  resp.id = id;
+  resp.flags = SECCOMP_USER_NOTIF_FLAG_CONTINUE;
+  ioctl(listener_fd, SECCOMP_IOCTL_NOTIF_SEND, &resp);
+}
+
 static void reply_fd(uint64_t id, int fd, int cloexec) {
   struct seccomp_notif_addfd addfd;
   memset(&addfd, 0, sizeof addfd);
@@ -805,7 +817,9 @@ static void reply_fd(uint64_t id, int fd, int cloexec) {
   addfd.flags = SECCOMP_ADDFD_FLAG_SEND;
   addfd.srcfd = (uint32_t)fd;
   addfd.newfd_flags = cloexec ? O_CLOEXEC : 0;
-  ioctl(listener_fd, SECCOMP_IOCTL_NOTIF_ADDFD, &addfd);
+  /* A descriptor the kernel will not install (the caller out of fds, a kind ADDFD refuses) is the
+   * call's error: an unanswered notification would block the caller for ever. */
+  if (ioctl(listener_fd, SECCOMP_IOCTL_NOTIF_ADDFD, &addfd) < 0 && errno != ENOENT) reply_error(id, errno);
 }
 
 /* The caller's spawn cookie (the host's name for the spawn it descends from), or "" when unknown. */
@@ -1046,6 +1060,15 @@ static void handle_open(const struct call *c, int dirfd, uint64_t path_address, 
       }
       report_refusal(c, OP_READ, r.via[0] ? r.via : r.path, EACCES);
       reply_error(req->id, EACCES);
+      return;
+    }
+    if (flags & O_PATH) {
+      /* An O_PATH descriptor reads, writes and creates nothing (the kernel ignores every other flag
+       * but O_DIRECTORY and O_NOFOLLOW), and ADDFD cannot hand one over (it takes no O_PATH file:
+       * the caller hung for ever). The path was judged: the kernel opens it. What the descriptor is
+       * used for later (an openat from it, /proc/self/fd/N, a link) comes back here and is judged. */
+      close(r.dir);
+      reply_continue(req->id);
       return;
     }
     int target_flags = flags | O_CLOEXEC | O_NOCTTY;

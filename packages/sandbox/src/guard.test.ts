@@ -135,6 +135,29 @@ maybe('names born during the session', () => {
     expect(readFileSync(join(ws, '.env.production'), 'utf8')).toBe('SECRET=host\n');
   });
 
+  it('O_PATH opens answer at once (the kernel cannot take one over ADDFD), and what they open stays judged', async () => {
+    const ws = tempWorkspace();
+    writeFileSync(join(ws, '.env'), 'SECRET=host\n');
+    mkdirSync(join(ws, 'sub', 'dir'), { recursive: true });
+    writeFileSync(join(ws, 'sub', 'dir', '.env.local'), 'SECRET=local\n');
+    const py = (code: string) => `timeout -s KILL 20 python3 -c "import os; ${code}"`;
+    const script = `
+      cd ${ws}
+      ${py("os.open('sub', os.O_PATH | os.O_DIRECTORY)")}; echo dir=$?
+      ${py("os.open('sub/dir/.env.local', os.O_PATH | os.O_NOFOLLOW)")} 2>/dev/null; echo masked_path=$?
+      ${py("fd = os.open('sub/dir', os.O_PATH | os.O_DIRECTORY); os.open('.env.local', os.O_RDONLY, dir_fd=fd)")} 2>/dev/null; echo from_dir=$?
+      ${py("fd = os.open('sub', os.O_PATH); print(open('/proc/self/fd/%d/dir/.env.local' % fd).read())")} 2>/dev/null; echo via_proc=$?
+      mv moved sub 2>/dev/null; echo mv_missing=$?
+      realpath sub/dir >/dev/null; echo realpath=$?
+    `;
+    const r = await runGuarded(rulesFor(ws), script).done;
+    const s = statuses(r.stdout);
+    // none was killed by timeout (137): each call answered
+    expect(s).toMatchObject({ dir: 0, realpath: 0, mv_missing: 1 });
+    for (const k of ['masked_path', 'from_dir', 'via_proc']) expect(s[k], k).toBe(1);
+    expect(r.stdout).not.toContain('SECRET');
+  });
+
   it('a rule sent while the sandbox runs applies to the next call, without a restart', async () => {
     const ws = tempWorkspace();
     mkdirSync(join(ws, 'data'));

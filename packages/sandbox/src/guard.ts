@@ -4,7 +4,7 @@ import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { PLANT_WATCH_NAMES } from './plants.js';
 import type { SandboxProfile } from './profile.js';
-import { GUARD_DIR_NAMES, GUARD_FILE_NAMES } from './protected-names.js';
+import { ENV_TEMPLATE_NAMES, GUARD_DIR_NAMES, GUARD_FILE_NAMES } from './protected-names.js';
 
 /**
  * The sandbox's path guard (native/conch_guard.c, built into dist/conch-guard): the first process
@@ -244,6 +244,7 @@ export function guardRulesFor(profile: SandboxProfile, cookieVar?: string): Guar
     fileNames: names ? GUARD_FILE_NAMES : [],
     dirNames: names ? GUARD_DIR_NAMES : [],
     envSecrets: profile.dotEnvSecrets !== false,
+    envTemplates: ENV_TEMPLATE_NAMES,
     hooks: names,
     watchNames: PLANT_WATCH_NAMES,
     watchGit: true,

@@ -43,6 +43,9 @@ export {
 } from './profile.js';
 export {
   ENV_FILE,
+  ENV_TEMPLATE,
+  ENV_TEMPLATE_NAMES,
+  isEnvSecretName,
   RC_FILES,
   SYSTEM_RC,
   SYSTEM_RC_DIRS,
@@ -86,3 +89,4 @@ export {
   type SandboxRunOptions,
   type SandboxRunResult,
 } from './sandbox.js';
+export { looksLikeCredential } from './env-values.js';

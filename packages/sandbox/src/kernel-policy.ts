@@ -14,7 +14,7 @@ import { homedir } from 'node:os';
 import { basename, dirname, isAbsolute, join, relative, resolve } from 'node:path';
 import type { KernelPolicy, Logger } from '@conch/core';
 import {
-  ENV_FILE,
+  isEnvSecretName,
   RC_FILES,
   SYSTEM_RC,
   SYSTEM_RC_DIRS,
@@ -103,6 +103,60 @@ export const SECRET_HOME_PATHS: readonly string[] = [
   '.gem/credentials',
   '.local/share/keyrings',
   '.password-store',
+  // databases, vaults, object stores, deploy tools. (Build tools' own config files that may hold a
+  // registry token — ~/.m2/settings.xml, ~/.gradle/gradle.properties, ~/.yarnrc.yml, pip.conf,
+  // ~/.bundle/config — are not masked: a masked file is unreadable, and maven, gradle, yarn and
+  // pip stop on an unreadable config of theirs.)
+  '.pgpass',
+  '.my.cnf',
+  '.mylogin.cnf',
+  '.vault-token',
+  '.terraform.d/credentials.tfrc.json',
+  '.config/rclone',
+  '.s3cfg',
+  '.boto',
+  '.composer/auth.json',
+  '.config/composer/auth.json',
+  '.config/hcloud',
+  '.config/doctl',
+  '.fly',
+  '.vercel',
+  '.netlify',
+  '.config/heroku',
+  '.databrickscfg',
+  '.snowflake',
+  // other agents' credentials and their MCP servers' keys
+  '.claude/.credentials.json',
+  '.claude.json',
+  '.codex/auth.json',
+  '.config/github-copilot',
+  '.gemini/oauth_creds.json',
+  '.gemini/google_accounts.json',
+  '.local/share/opencode/auth.json',
+  '.cursor/mcp.json',
+  '.codeium',
+  '.continue/config.json',
+  '.aider.conf.yml',
+  // shell and REPL histories (tokens typed on command lines)
+  '.bash_history',
+  '.zsh_history',
+  '.zhistory',
+  '.histfile',
+  '.local/share/fish/fish_history',
+  '.psql_history',
+  '.mysql_history',
+  '.python_history',
+  '.node_repl_history',
+  '.rediscli_history',
+  '.sqlite_history',
+  '.irb_history',
+  '.config/fish/fish_history',
+  // browser profiles (cookies, saved logins)
+  '.config/google-chrome',
+  '.config/chromium',
+  '.config/BraveSoftware',
+  '.config/microsoft-edge',
+  '.mozilla',
 ];
 
 /**
@@ -369,7 +423,7 @@ export class KernelPolicyBuilder {
     }
     if (!secrets?.exposeDotEnv) {
       for (const p of readOnly)
-        if (ENV_FILE.test(basename(p)) && roots.some((r) => inside(p, r))) masked.add(p);
+        if (isEnvSecretName(basename(p)) && roots.some((r) => inside(p, r))) masked.add(p);
     }
     // Every other name of a masked file (a hard link made outside the sandbox) is masked too.
     const maskedInodes = new Set<string>();
@@ -492,7 +546,7 @@ export class KernelPolicyBuilder {
       name === '.zshrc.d' ||
       paths.names?.has(name) === true;
     const protectedFileName = (name: string) =>
-      ENV_FILE.test(name) ||
+      isEnvSecretName(name) ||
       TOOL_CONFIG_FILES.has(name) ||
       RC_FILES.has(name) ||
       paths.names?.has(name) === true;

@@ -1,4 +1,5 @@
 import { existsSync, realpathSync, statSync } from 'node:fs';
+import { looksLikeCredential } from './env-values.js';
 import { dirname, isAbsolute, join, resolve } from 'node:path';
 import { InvalidSpawnOptionError } from './invalid-spawn-option-error.js';
 
@@ -474,7 +475,7 @@ const filtersByProfile = new WeakMap<SandboxProfile, (name: string) => boolean>(
  * A test of variable names against a profile's `hiddenEnv` / `keptEnv` globs (one compiled regular
  * expression each, cached by the globs), or undefined when nothing is hidden.
  */
-export function envFilter(profile: SandboxProfile): ((name: string) => boolean) | undefined {
+export function envFilter(profile: SandboxProfile): ((name: string, value?: string) => boolean) | undefined {
   if (profile.kind !== 'workspace-write' || !profile.hiddenEnv?.length) return undefined;
   const known = filtersByProfile.get(profile);
   if (known) return known;
@@ -486,7 +487,7 @@ export function envFilter(profile: SandboxProfile): ((name: string) => boolean) 
 function compileEnvFilter(
   hiddenEnv: readonly string[],
   keptEnv: readonly string[] | undefined,
-): (name: string) => boolean {
+): (name: string, value?: string) => boolean {
   const cacheKey = JSON.stringify([hiddenEnv, keptEnv ?? []]);
   const cached = envFilters.get(cacheKey);
   if (cached) return cached;
@@ -506,14 +507,24 @@ function compileEnvFilter(
   const kept = keptEnv?.length ? compile(keptEnv) : undefined;
   // Answers by name: every spawn tests every variable of the host's environment, the same names.
   const answers = new Map<string, boolean>();
-  const test = (name: string) => {
+  // And by value (env-values.ts): a name the patterns miss still hides a credential's value.
+  const byValue = new Map<string, boolean>();
+  const test = (name: string, value?: string) => {
     let answer = answers.get(name);
     if (answer === undefined) {
       answer = hidden.test(name) && !kept?.test(name);
       if (answers.size >= 4096) answers.clear();
       answers.set(name, answer);
     }
-    return answer;
+    if (answer || value === undefined) return answer;
+    const key = `${name}=${value}`;
+    let valued = byValue.get(key);
+    if (valued === undefined) {
+      valued = !kept?.test(name) && looksLikeCredential(name, value);
+      if (byValue.size >= 4096) byValue.clear();
+      byValue.set(key, valued);
+    }
+    return valued;
   };
   if (envFilters.size >= 64) envFilters.clear();
   envFilters.set(cacheKey, test);

@@ -48,6 +48,34 @@ export const TOOL_CONFIG_FILES: ReadonlySet<string> = new Set([
 ]);
 /** An environment file: `.env`, `.env.local`, `.env-prod`, `.env_x`, `.envrc`. */
 export const ENV_FILE = /^\.env($|[.\-_]|rc$)/;
+/**
+ * A template of one, committed to show which variables exist and holding no secret by convention:
+ * `.env.example`, `.env.sample`, `.env.template`, `.env.dist`, `.env.defaults`, `.env.schema`
+ * (also `.env.local.example`, `.env-example`). An ordinary file: readable and writable.
+ */
+export const ENV_TEMPLATE =
+  /^\.env(?:[.\-_][\w.-]*)?[.\-_](?:example|sample|template|tmpl|tpl|dist|defaults?|schema)$/i;
+/** The common template names, for the path guard (which judges names it is given, not patterns). */
+export const ENV_TEMPLATE_NAMES: readonly string[] = [
+  '.env.example',
+  '.env.sample',
+  '.env.template',
+  '.env.tmpl',
+  '.env.tpl',
+  '.env.dist',
+  '.env.defaults',
+  '.env.default',
+  '.env.schema',
+  '.env-example',
+  '.env-sample',
+  '.env_example',
+  '.env.local.example',
+  '.env.development.example',
+  '.env.test.example',
+  '.env.production.example',
+];
+/** A `.env*` name that may hold secrets (an environment file that is not a template). */
+export const isEnvSecretName = (name: string): boolean => ENV_FILE.test(name) && !ENV_TEMPLATE.test(name);
 /** System-wide start-up files and directories. */
 export const SYSTEM_RC: readonly string[] = [
   '/etc/profile',

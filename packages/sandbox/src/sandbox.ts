@@ -316,7 +316,7 @@ export class Sandbox extends EventEmitter<SandboxEvents> {
     const hidden = envFilter(profile);
     const env: Record<string, string> = {};
     for (const [name, value] of Object.entries(base)) {
-      if (value === undefined || hidden?.(name)) continue;
+      if (value === undefined || hidden?.(name, value)) continue;
       env[name] = value;
     }
     if (profile.kind === 'workspace-write') Object.assign(env, profile.env ?? {});

@@ -56,7 +56,9 @@ describe('runSync', () => {
       expect.objectContaining({
         kind: 'command',
         tool: 'terminal',
-        command: 'export GREETING=\'hi\'\nseq 1 2000; echo "$GREETING"; (exit 3)',
+        // the per-call env rides beside the command: the gate reads them as `export …` + command
+        command: 'seq 1 2000; echo "$GREETING"; (exit 3)',
+        env: { GREETING: 'hi' },
         cwd: '/tmp',
       }),
     ]);

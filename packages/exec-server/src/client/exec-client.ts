@@ -691,7 +691,7 @@ export class ExecClient {
       hello,
       init,
       deployed,
-      connectMs: performance.now() - started,
+      connectMs: Math.round(performance.now() - started),
     };
     this.lastConnection = conn.info;
     this.startHeartbeat(conn);
@@ -900,7 +900,7 @@ export class ExecClient {
     const every = this.heartbeatMs();
     conn.heartbeat = setInterval(() => {
       if (conn.lostWith) return;
-      const silent = performance.now() - conn.lastHeard;
+      const silent = Math.round(performance.now() - conn.lastHeard);
       if (silent > every * 3) {
         this.lose(
           conn,

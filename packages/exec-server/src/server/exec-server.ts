@@ -195,7 +195,7 @@ export class ExecServer implements ClientLink {
     return {
       id: this.session.id,
       graceMs: this.session.graceMs,
-      detachedMs: this.detached ? performance.now() - this.detached.at : undefined,
+      detachedMs: this.detached ? Math.round(performance.now() - this.detached.at) : undefined,
     };
   }
 
@@ -382,7 +382,7 @@ export class ExecServer implements ClientLink {
     if (this.shuttingDown) throw new ServerError('SHUTTING_DOWN', 'the exec server is shutting down');
     const processes = this.ready().processes;
     clearTimeout(timer);
-    const detachedMs = this.detached ? performance.now() - this.detached.at : 0;
+    const detachedMs = this.detached ? Math.round(performance.now() - this.detached.at) : 0;
     if (this.detached) clearTimeout(this.detached.timer);
     this.detached = undefined;
     // The newest client wins: a stream the server has not seen drop (half-open) is replaced.
@@ -547,7 +547,10 @@ export class ExecServer implements ClientLink {
       () => {
         const stream = this.stream;
         if (stream && performance.now() - this.lastHeard > idleTimeoutMs) {
-          this.streamLost(stream.peer, `nothing heard from the client for ${performance.now() - this.lastHeard} ms`);
+          this.streamLost(
+            stream.peer,
+            `nothing heard from the client for ${Math.round(performance.now() - this.lastHeard)} ms`,
+          );
         }
       },
       Math.max(50, Math.min(idleTimeoutMs / 4, 5000)),
