@@ -75,7 +75,11 @@ async function makeRegistry(tools: ('terminal' | 'background')[] = []): Promise<
   return registry;
 }
 
-async function cli(registry: PluginRegistry, command: string, more: Record<string, unknown> = {}): Promise<Result> {
+async function cli(
+  registry: PluginRegistry,
+  command: string,
+  more: Record<string, unknown> = {},
+): Promise<Result> {
   const result = (await registry.execute('cli_based_tool', { command, ...more })) as Result;
   // A command estimated slow (git clone) continues as a task: its final result is the call's.
   if (result.background_task_id && !more.background) return finished(registry, result.background_task_id);
@@ -84,7 +88,10 @@ async function cli(registry: PluginRegistry, command: string, more: Record<strin
 
 async function finished(registry: PluginRegistry, taskId: string): Promise<Result> {
   for (;;) {
-    const r = (await registry.execute('check_background_task', { task_id: taskId, wait_seconds: 300 })) as Result;
+    const r = (await registry.execute('check_background_task', {
+      task_id: taskId,
+      wait_seconds: 300,
+    })) as Result;
     if (r.status !== 'running' && r.status !== 'queued') return (r.result as Result | undefined) ?? r;
   }
 }
@@ -188,8 +195,17 @@ maybe('protections hold while the host changes the files, for tasks and terminal
         background: true,
       })) as Result;
       expect(term.session_id, JSON.stringify(term)).toBeDefined();
-      await until(() => existsSync(join(ws, 'task.started')) && existsSync(join(ws, 'term.started')), 'both loops started');
-      for (const method of ['rename-over', 'unlink-recreate', 'rewrite-in-place', 'symlink-swap', 'dir-renamed'] as const) {
+      await until(
+        () => existsSync(join(ws, 'task.started')) && existsSync(join(ws, 'term.started')),
+        'both loops started',
+      );
+      for (const method of [
+        'rename-over',
+        'unlink-recreate',
+        'rewrite-in-place',
+        'symlink-swap',
+        'dir-renamed',
+      ] as const) {
         for (let round = 0; round < 1000; round++) {
           const secret = `SECRET=${method}-${round}\n`;
           // the user's own git rewrites its config by renaming config.lock over it
@@ -225,10 +241,12 @@ maybe('protections hold while the host changes the files, for tasks and terminal
 });
 
 maybe('plants are refused or reported in the call that made them', () => {
-  it('a hook or template copied by any spelling is refused; the user\'s git runs nothing', async () => {
+  it("a hook or template copied by any spelling is refused; the user's git runs nothing", async () => {
     const registry = await makeRegistry();
     mkdirSync(join(ws, 'tpl', 'hooks'), { recursive: true });
-    writeFileSync(join(ws, 'tpl', 'hooks', 'pre-commit'), `#!/bin/sh\ntouch ${scratch}/hook-ran\n`, { mode: 0o755 });
+    writeFileSync(join(ws, 'tpl', 'hooks', 'pre-commit'), `#!/bin/sh\ntouch ${scratch}/hook-ran\n`, {
+      mode: 0o755,
+    });
     const spellings = [
       'git init -q --template=tpl nested1',
       `python3 -c "import os; os.makedirs('.git/hooks', exist_ok=True); open('.git/hooks/pre-commit','w').write('#!/bin/sh\\ntouch ${scratch}/hook-ran\\n'); os.chmod('.git/hooks/pre-commit', 0o755)"`,
@@ -239,7 +257,9 @@ maybe('plants are refused or reported in the call that made them', () => {
     ];
     for (const command of spellings) {
       const r = await cli(registry, command);
-      expect(r.error_code, `${command}: ${JSON.stringify(r)}`).toMatch(/SANDBOX_REFUSED_WRITE|PERMISSION_DENIED/);
+      expect(r.error_code, `${command}: ${JSON.stringify(r)}`).toMatch(
+        /SANDBOX_REFUSED_WRITE|PERMISSION_DENIED/,
+      );
     }
     // the user's trigger, on the host
     writeFileSync(join(ws, 'x.txt'), 'x');
@@ -262,12 +282,17 @@ maybe('plants are refused or reported in the call that made them', () => {
         'script file',
         `printf 'git init -q sh\\nprintf "[alias]\\\\n\\\\tst = !touch ${marker}\\\\n" >> sh/.git/config\\n' > arm.sh && bash arm.sh`,
       ],
-      ['clone', `git clone -q . cloned && node -e "require('fs').appendFileSync('cloned/.git/config', '[core]\\\\n\\\\tsshCommand = ${ws}/mon.sh\\\\n')"`],
+      [
+        'clone',
+        `git clone -q . cloned && node -e "require('fs').appendFileSync('cloned/.git/config', '[core]\\\\n\\\\tsshCommand = ${ws}/mon.sh\\\\n')"`,
+      ],
     ];
     for (const [how, command] of spellings) {
       const r = await cli(registry, command);
       expect(r.error_code, `${how}: ${JSON.stringify(r)}`).toBe('PLANT_REPORTED');
-      expect(r.plants, how).toEqual(expect.arrayContaining([expect.objectContaining({ kind: 'git-config' })]));
+      expect(r.plants, how).toEqual(
+        expect.arrayContaining([expect.objectContaining({ kind: 'git-config' })]),
+      );
     }
     const status = (await registry.status()) as Record<string, any>;
     expect(status.processes.plants.length).toBeGreaterThanOrEqual(3);
@@ -276,7 +301,7 @@ maybe('plants are refused or reported in the call that made them', () => {
     expect(existsSync(marker)).toBe(true);
   });
 
-  it('history that would check out a protected file is reported; the user\'s checkout proves it', async () => {
+  it("history that would check out a protected file is reported; the user's checkout proves it", async () => {
     const registry = await makeRegistry();
     writeFileSync(join(ws, 'readme.md'), 'hi\n');
     git(ws, 'add', 'readme.md');
@@ -290,7 +315,9 @@ maybe('plants are refused or reported in the call that made them', () => {
       ].join(' && '),
     );
     expect(r.error_code, JSON.stringify(r)).toBe('PLANT_REPORTED');
-    expect(r.plants).toEqual(expect.arrayContaining([expect.objectContaining({ kind: 'git-history', path: join(ws, '.envrc') })]));
+    expect(r.plants).toEqual(
+      expect.arrayContaining([expect.objectContaining({ kind: 'git-history', path: join(ws, '.envrc') })]),
+    );
     expect(existsSync(join(ws, '.envrc'))).toBe(false);
     git(ws, 'checkout', 'HEAD', '--', '.');
     expect(existsSync(join(ws, '.envrc'))).toBe(true);
@@ -323,7 +350,9 @@ maybe('plants are refused or reported in the call that made them', () => {
     ]) {
       mkdirSync(join(ws, 'sub'), { recursive: true });
       const r = await cli(registry, command);
-      expect(r.error_code, `${command}: ${JSON.stringify(r)}`).toMatch(/SANDBOX_REFUSED_WRITE|PERMISSION_DENIED/);
+      expect(r.error_code, `${command}: ${JSON.stringify(r)}`).toMatch(
+        /SANDBOX_REFUSED_WRITE|PERMISSION_DENIED/,
+      );
     }
     expect(existsSync(join(ws, 'conch.config.json'))).toBe(false);
     expect(existsSync(join(ws, 'sub', 'conch.config.json'))).toBe(false);
@@ -359,7 +388,8 @@ print(json.dumps(out))
     const r = await cli(registry, 'python3 reach.py');
     const out = JSON.parse(String(r.stdout).trim().split('\n').pop() ?? '{}') as Record<string, number>;
     expect(Object.keys(out).length, JSON.stringify(r)).toBeGreaterThan(5);
-    for (const [key, errno] of Object.entries(out)) expect(errno, `${key} ${JSON.stringify(out)}`).not.toBe(0);
+    for (const [key, errno] of Object.entries(out))
+      expect(errno, `${key} ${JSON.stringify(out)}`).not.toBe(0);
     // and the next call still gets its own, unforged result
     const next = await cli(registry, 'echo still-here');
     expect(next.stdout).toBe('still-here\n');

@@ -450,7 +450,9 @@ describe.runIf(BWRAP)('escapes through cli_based_tool, default config, no approv
       "a new .env the command makes is its own: written and read back, not the user's secret",
       async () => {
         const { run } = await setup();
-        const result = await run(`python3 -c "open('a/b/.env.local', 'w').write('MINE=1')" && cat a/b/.env.local`);
+        const result = await run(
+          `python3 -c "open('a/b/.env.local', 'w').write('MINE=1')" && cat a/b/.env.local`,
+        );
         expect(result).toMatchObject({ returncode: 0, stdout: 'MINE=1', sandbox: 'workspace-write' });
       },
       T,

@@ -65,7 +65,8 @@ export class BlockingLineChannel {
         n = readSync(this.fd, this.chunk, 0, this.chunk.length, null);
       } catch (error) {
         if ((error as NodeJS.ErrnoException).code !== 'EAGAIN') throw error;
-        if (performance.now() > deadline) throw new Error(`no reply within ${timeoutMs} ms`, { cause: error });
+        if (performance.now() > deadline)
+          throw new Error(`no reply within ${timeoutMs} ms`, { cause: error });
         sleep(backoff(attempt));
         continue;
       }
