@@ -2,7 +2,7 @@
 // process.exit() without dispose()/close() leaves nothing in $TMPDIR: not the registry's temp dir,
 // not the environment's, not a Chromium profile, and no Chromium or command process — and it still
 // dies of that signal.
-import { spawn } from 'node:child_process';
+import { spawn, type ChildProcess } from 'node:child_process';
 import { existsSync, mkdtempSync, readdirSync, realpathSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
@@ -13,10 +13,16 @@ import { requireChrome } from './test-support/chrome.js';
 
 const packageDir = join(dirname(fileURLToPath(import.meta.url)), '..');
 let root: string;
+const hosts: ChildProcess[] = [];
 beforeEach(() => {
   root = realpathSync(mkdtempSync(join(tmpdir(), 'conch-host-signal-')));
 });
-afterEach(() => rmSync(root, { recursive: true, force: true }));
+afterEach(() => {
+  // A test that failed before killing its host: the host dies now (its exit hooks clean up).
+  for (const host of hosts.splice(0))
+    if (host.exitCode === null && host.signalCode === null) host.kill('SIGTERM');
+  rmSync(root, { recursive: true, force: true });
+});
 
 /** Starts a host whose $TMPDIR is `root/tmp`; it prints one JSON line once ready, then idles. */
 function startHost(body: string, ending: string) {
@@ -35,6 +41,7 @@ function startHost(body: string, ending: string) {
     env: { ...process.env, TMPDIR: tmp, HOME: join(root, 'home'), MARK: `mark-${root.slice(-8)}` },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
+  hosts.push(child);
   let out = '';
   let err = '';
   child.stdout.on('data', (c: Buffer) => (out += c.toString()));
