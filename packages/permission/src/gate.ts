@@ -719,11 +719,11 @@ export class PermissionEngine implements PermissionGate {
       if (env.length > 0 && envExports(request.env, Number.POSITIVE_INFINITY).length === 0) {
         // Variables too many to parse with the command (requestLine left them out): each piece of
         // their `export` line is judged on its own, as strictly as it would be with the command,
-        // and the strictest answer of all counts.
+        // and the strictest answer of all counts (summarize, as for one line).
         const pieces = envExports(request.env).map(judge);
         const shownEnv = `export ${env.length} variables (${env.slice(0, 20).join(', ')}${env.length > 20 ? ', …' : ''})`;
         return {
-          analysis: strictestOf([...pieces, analysis]),
+          analysis: summarize([...pieces, analysis].flatMap((a) => a.parts)),
           display: escapeHidden(`${shownEnv}\n${line}`),
           cwd,
         };
@@ -1032,18 +1032,4 @@ function internalAddress(address: string): boolean {
   }
   const v6 = address.toLowerCase();
   return v6 === '::1' || v6 === '::' || /^fe[89ab]/.test(v6) || /^f[cd]/.test(v6);
-}
-
-const VERDICT_RANK: Record<Analysis['verdict'], number> = { allow: 0, ask: 1, deny: 2 };
-
-/** Analyses of the pieces of one request as one: every part, the strictest verdict decisive. */
-function strictestOf(analyses: readonly Analysis[]): Analysis {
-  let worst = analyses[0] as Analysis;
-  for (const a of analyses) if (VERDICT_RANK[a.verdict] > VERDICT_RANK[worst.verdict]) worst = a;
-  return {
-    verdict: worst.verdict,
-    decisive: worst.decisive,
-    parts: analyses.flatMap((a) => a.parts),
-    readOnly: analyses.every((a) => a.readOnly),
-  };
 }

@@ -4,6 +4,8 @@
 // for scanning repositories): a spawn tests every variable of the host's environment, so the check is
 // a few anchored regular expressions and an entropy count, each answer remembered by name and value.
 
+import { KEPT_ENV } from './kernel-policy.js';
+
 /** Values that are credentials whatever the variable is called. */
 const CREDENTIAL_VALUES: readonly RegExp[] = [
   // a URL carrying a password (postgres://u:p@h, redis://:p@h, https://u:tok@git.host)
@@ -45,19 +47,9 @@ const KEY_LIKE_NAME =
  * not looked at: paths, the locale, the terminal, the shell's own state.
  */
 const INERT_NAMES = new Set([
-  'PATH',
-  'HOME',
-  'USER',
-  'LOGNAME',
-  'SHELL',
-  'LANG',
-  'LANGUAGE',
-  'TERM',
+  // the names a sandbox keeps whatever a pattern says (KEPT_ENV), and more like them
+  ...KEPT_ENV.filter((name) => !name.includes('*')),
   'COLORTERM',
-  'TZ',
-  'PWD',
-  'OLDPWD',
-  'TMPDIR',
   'SHLVL',
   'HOSTNAME',
   'EDITOR',
@@ -66,7 +58,6 @@ const INERT_NAMES = new Set([
   'DISPLAY',
   'MANPATH',
   'INFOPATH',
-  'CONCH_PROC_COOKIE',
 ]);
 
 /** Bits of entropy per character of `value` (Shannon, over its characters). */
