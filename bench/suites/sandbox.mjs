@@ -22,6 +22,11 @@ export default async function () {
   // cost before the guard, the baseline of the guard's row.
   const unguarded = new ProcessManager({ cwd: ws, guard: false });
   managers.push(unguarded);
+  // The same sandbox with every resource limit off (no rlimits, no pid_max, no process watch,
+  // tmpfs at the kernel's size): what a sandboxed command cost before the limits.
+  const unlimited = new ProcessManager({ cwd: ws });
+  managers.push(unlimited);
+  const noLimits = { tmpfsBytes: 0, memoryBytes: 0, processes: 0, idleMs: 0 };
   const base = { kind: 'workspace-write', writableRoots: [ws], readOnlyPaths: [] };
   const run = (sandbox) => {
     const manager = managers[!sandbox ? 0 : sandbox.network === 'proxy' ? 2 : 1];
@@ -49,6 +54,16 @@ export default async function () {
       () => boxedRun('true', []),
       () => plain('true', []),
     );
+    // The default limits (resource-limits.ts) are set up once per sandbox: a command should cost
+    // what it did without them.
+    const bare = (file, args) =>
+      unlimited.spawn(file, args, { sandbox: { ...base, resources: noLimits } }).result;
+    await bare('true', []);
+    const limited = await alternate(
+      () => boxedRun('true', []),
+      () => bare('true', []),
+    );
+    const limits = (await managers[1].status()).limits;
     // node's start opens a few dozen files (its own and the addon's), each judged by the guard.
     const nodeStart = await alternate(
       () => boxedRun(process.execPath, ['-e', '0']),
@@ -82,6 +97,15 @@ export default async function () {
         ratio: guard.conch / guard.baseline,
         goal: 'ratio <= 1.2',
         pass: guarded.active && guard.conch / guard.baseline <= 1.2,
+      },
+      {
+        name: `sandbox: \`true\` with the default resource limits (${limits.mechanism}: memory ${limits.memory.enforcedBy}, processes ${limits.processes.enforcedBy}, tmpfs ${limits.tmpfs.sized ? 'sized' : 'unsized'}) vs the same sandbox with every limit off, median of 300`,
+        conch: limited.conch,
+        baseline: limited.baseline,
+        unit: 'ms',
+        ratio: limited.conch / limited.baseline,
+        goal: 'ratio <= 1.2',
+        pass: limited.conch / limited.baseline <= 1.2,
       },
       {
         name: 'sandbox: `node -e 0` under the path guard vs without it (every open judged; median of 40)',

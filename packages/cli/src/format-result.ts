@@ -45,6 +45,22 @@ export interface CliResult {
    * any sandbox (`kind`, `path`, what runs and when). Also in `registry.status()` until cleared.
    */
   plants?: { kind: string; path: string; detail: string }[];
+  /**
+   * With OUT_OF_MEMORY / PROCESS_LIMIT: the sandbox's limit it ran into — memory in `bytes` (for
+   * the whole sandbox or `per` process) or `processes` (tasks, threads included) — and how it is
+   * enforced (`mechanism`: 'cgroup-v2', 'rlimit', 'pid-namespace', 'watch', or 'machine' when the
+   * machine itself ran out), with the evidence.
+   */
+  limit?: {
+    kind: 'memory' | 'processes';
+    bytes?: number;
+    processes?: number;
+    per?: 'sandbox' | 'process';
+    mechanism: string;
+    evidence: string;
+  };
+  /** With OUT_OF_MEMORY / PROCESS_LIMIT: the signal that ended the command (SIGKILL, SIGABRT), if one did. */
+  signal?: string;
   /** Where it ran: 'workspace-write' / 'read-only' (sandboxes), 'protected' (outside, protected paths read-only), 'none'. */
   sandbox?: string;
   /** Processes the command started that were still running when it returned. */
@@ -92,6 +108,13 @@ export interface FormatOptions {
 }
 
 const fmt = (n: number) => String(n).replace(/\B(?=(\d{3})+(?!\d))/g, ',');
+
+/** A byte count as MiB or GiB. */
+function bytes(n: number): string {
+  return n >= 1024 ** 3 && n % 1024 ** 3 === 0
+    ? `${n / 1024 ** 3} GiB`
+    : `${Math.round((n / 1024 ** 2) * 10) / 10} MiB`;
+}
 
 function signalNumber(signal: string): number | undefined {
   return (constants.signals as Record<string, number | undefined>)[signal];
@@ -202,6 +225,25 @@ export function errorGuidance(
       code: 'ABORTED',
       error: 'Command was aborted by the caller; it was killed with every process it started.',
     };
+  const hit = result.resourceLimit;
+  if (hit?.kind === 'processes') {
+    return {
+      code: 'PROCESS_LIMIT',
+      error: `The command was stopped: the sandbox reached its limit of ${fmt(hit.limit)} processes (threads count too), and this command held most of them (${hit.evidence}). A fork loop, or more parallel processes than the sandbox allows: lower the parallelism (-j4, --maxWorkers=4, fewer workers) or fix the loop; if the task really needs more, tell the user (the permission config's resources.processes).`,
+    };
+  }
+  if (hit?.kind === 'memory') {
+    const how =
+      hit.mechanism === 'machine'
+        ? 'The machine ran out of memory while it ran and the kernel killed it'
+        : hit.per === 'process'
+          ? `It ran out of memory under the sandbox's limit of ${bytes(hit.limit)} per process`
+          : `It ran out of memory under the sandbox's limit of ${bytes(hit.limit)}`;
+    return {
+      code: 'OUT_OF_MEMORY',
+      error: `${how}${hit.signal ? ` (ended by ${hit.signal})` : ''}: ${hit.evidence}. Use less memory (smaller inputs, a streaming approach, fewer parallel jobs: -j2, --maxWorkers=2) or, if the task needs more, tell the user (the permission config's resources.memory).`,
+    };
+  }
   const rc = result.exitCode;
   if (rc === 0 || rc === null) return undefined;
   if (rc === 127 && /not found/i.test(stderr)) {
@@ -281,6 +323,18 @@ export function formatResult(result: ProcessResult, options: FormatOptions): Cli
   if (guidance) {
     out.error = guidance.error;
     out.error_code = guidance.code;
+  }
+  const hit = result.resourceLimit;
+  if (hit && (guidance?.code === 'OUT_OF_MEMORY' || guidance?.code === 'PROCESS_LIMIT')) {
+    out.limit = {
+      kind: hit.kind,
+      ...(hit.kind === 'memory' ? { bytes: hit.limit } : { processes: hit.limit }),
+      ...(hit.per ? { per: hit.per } : {}),
+      mechanism: hit.mechanism,
+      evidence: hit.evidence,
+    };
+    const signal = hit.signal ?? result.signal ?? undefined;
+    if (signal) out.signal = signal;
   }
   if (cut && saved.problem && !result.spill?.stopped) {
     // What was lost of the output is always said; the code is the command's own when it has one.

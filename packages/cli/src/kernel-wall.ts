@@ -1,5 +1,5 @@
-import { PERMISSION_GATE, type SandboxLevel, type ToolCallContext } from '@conch/core';
-import { realpathSync } from 'node:fs';
+import { PERMISSION_GATE, type KernelPolicy, type SandboxLevel, type ToolCallContext } from '@conch/core';
+import { lstatSync, realpathSync } from 'node:fs';
 import { constants } from 'node:os';
 import { resolve } from 'node:path';
 import { profileFor, type ProcessResult, type SandboxProfile } from '@conch/process';
@@ -76,8 +76,17 @@ export function hiddenSecret(
   result: ProcessResult,
   masked: readonly string[] | undefined,
   cwd: string,
+  view?: Pick<KernelPolicy, 'closedPaths' | 'readablePaths' | 'writableRoots' | 'substitutes'>,
 ): SandboxRefusal | undefined {
-  if (result.sandbox !== 'workspace-write' || !masked?.length) return undefined;
+  if (result.sandbox !== 'workspace-write') return undefined;
+  const closed = view?.closedPaths ?? [];
+  if (!masked?.length && closed.length === 0) return undefined;
+  const within = (p: string, dir: string) => p === dir || p.startsWith(`${dir}/`);
+  const opened = [
+    ...(view?.readablePaths ?? []),
+    ...(view?.writableRoots ?? []),
+    ...(view?.substitutes ?? []).map((s) => s.path),
+  ];
   const text = `${result.stderr.head}\n${result.stderr.tail}\n${result.stdout.head}\n${result.stdout.tail}`;
   for (const line of text.match(EACCES_LINE) ?? []) {
     const named = refusedPath(line.replace(EACCES_WORDS, 'Read-only file system'));
@@ -86,7 +95,20 @@ export function hiddenSecret(
     // A symlink to a hidden file is the hidden file, and a masked path is hidden under its real
     // name too (`.env -> config/prod.secret`).
     const names = new Set([abs, realOr(abs)]);
-    const hit = masked.find((m) => {
+    const shut = closed.find(
+      (c) =>
+        within(abs, c) &&
+        abs !== c &&
+        !opened.some((o) => within(abs, o) || within(o, abs)) &&
+        // Only what exists outside is hidden; a path missing everywhere is a plain mistake.
+        lstatSync(abs, { throwIfNoEntry: false }) !== undefined,
+    );
+    if (shut)
+      return {
+        path: named,
+        message: `${named} is outside what the sandbox shows: the home directory (and other homes) read as empty inside it but for what toolchains need, so other projects and credentials stay out of reach. Work inside the workspace; if the task really needs this path, tell the user: the host can add it to the permission config's readableRoots.`,
+      };
+    const hit = (masked ?? []).find((m) => {
       const hidden = [m, realOr(m)];
       return [...names].some((p) => hidden.some((h) => p === h || p.startsWith(`${h}/`)));
     });

@@ -513,11 +513,8 @@ async function runOn(
       out.error_code = 'SANDBOX_REFUSED_WRITE';
       if (refusal.path) out.refused_path = refusal.path;
     }
-    const secret = hiddenSecret(
-      result,
-      ctx.resolveOptional(PERMISSION_GATE)?.kernelPolicy?.()?.maskedPaths,
-      cwd,
-    );
+    const policyNow = ctx.resolveOptional(PERMISSION_GATE)?.kernelPolicy?.();
+    const secret = hiddenSecret(result, policyNow?.maskedPaths, cwd, policyNow);
     if (secret) {
       out.error = secret.message;
       out.error_code = 'SECRET_HIDDEN';

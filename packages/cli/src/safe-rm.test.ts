@@ -96,7 +96,8 @@ describe('cli output_file', () => {
     registry = make({ maxOutputChars: 1000 });
     const r = await run({ command: 'seq 1 100000' });
     expect(r.truncated).toBe(true);
-    expect(dirname(r.output_file)).toBe(defaultOutputDir());
+    expect(dirname(dirname(r.output_file))).toBe(defaultOutputDir());
+    expect(dirname(r.output_file)).toBe(defaultOutputDir(process.env, dir));
     const file: string = r.output_file;
     await registry.dispose();
     expect(readFileSync(file, 'utf8').split('\n')[99_999]).toBe('100000');

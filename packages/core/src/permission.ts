@@ -148,6 +148,18 @@ export interface KernelPolicy {
   /** Secrets hidden inside the sandbox (directories empty, files unreadable). */
   maskedPaths?: readonly string[];
   /**
+   * Directories that read as empty inside the sandbox (the user's home, other users' homes, the
+   * shared output directory): closed by default, opened by need through `readablePaths`.
+   */
+  closedPaths?: readonly string[];
+  /** Paths under `closedPaths` bound back read-only (toolchains, the host's readableRoots). */
+  readablePaths?: readonly string[];
+  /**
+   * Files shown in place of others inside the sandbox, read-only: `source` (a host file outside
+   * every writable root) at `path` — a config with its credential lines removed, a snapshot.
+   */
+  substitutes?: readonly { path: string; source: string }[];
+  /**
    * Environment variables sandboxed commands (and the sandbox itself) never get: glob patterns of
    * names (`*_TOKEN`, `AWS_*`), except names matching `keptEnv`.
    */
@@ -167,6 +179,12 @@ export interface KernelPolicy {
    * being created or changed either (secrets stay masked). Default true.
    */
   protectedNames?: boolean;
+  /**
+   * What an isolated sandbox may take from the machine (@conch/sandbox `SandboxResources`): each
+   * private tmpfs's size, the memory and process limits (0: none), and how long an idle sandbox
+   * lives before it is closed and its tmpfs memory freed. Absent: @conch/sandbox's defaults.
+   */
+  resources?: { tmpfsBytes: number; memoryBytes: number; processes: number; idleMs: number };
 }
 
 /** A connection a sandboxed command asks the network proxy for. */

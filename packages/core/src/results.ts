@@ -29,6 +29,10 @@ export const ERROR_CODES = {
     'the sandbox refused a network connection (no network, or a destination not on the allow-list)',
   PLANT_REPORTED:
     "the command left a file the user's own tools would run later outside any sandbox (a git config's fsmonitor or alias, a hook, a yarnPath, history that checks out a .envrc, …): listed in `plants` and kept in registry.status() until a human clears it; conch ran none of it",
+  OUT_OF_MEMORY:
+    "the command ran out of memory under the sandbox's memory limit (killed by the kernel's OOM killer, or an allocation refused): the result's `limit` says which limit and how it is enforced, `signal` how the command ended",
+  PROCESS_LIMIT:
+    "the sandbox reached its process limit (a fork loop, or more parallel processes or threads than it allows): the command holding most of them was stopped; the result's `limit` says the limit and how it is enforced",
   // What happened to a command's output
   OUTPUT_NOT_SAVED:
     'output that did not fit the result could not be saved to a file (no writable directory, or writing failed): only its start and end are kept, and the result says how much is lost',

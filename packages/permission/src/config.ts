@@ -1,4 +1,11 @@
 import type { ApproveFn } from '@conch/core';
+import {
+  MIN_MEMORY_BYTES,
+  MIN_PROCESSES,
+  normalizeSandboxResources,
+  parseByteSize,
+  type SandboxResources,
+} from '@conch/sandbox';
 import { z } from 'zod';
 
 const examples = z.strictObject({
@@ -47,6 +54,49 @@ export const safetySchema = z.strictObject({
 });
 export type SafetyRuleId = keyof z.output<typeof safetySchema>;
 
+/** A size: bytes, or a string with a binary unit ('512MiB', '2GiB', '64k'). */
+const byteSize = (min: number) =>
+  z.union([z.number(), z.string()]).superRefine((value, ctx) => {
+    const bytes = parseByteSize(value);
+    if (bytes === undefined || (bytes !== 0 && bytes < min))
+      ctx.addIssue({
+        code: 'custom',
+        message: `expected 0 or a size of at least ${min / 1024 ** 2} MiB, in bytes or as '512MiB' / '2GiB'`,
+      });
+  });
+
+/**
+ * What a sandbox may take from the machine (@conch/sandbox resource-limits.ts, whose defaults come
+ * from the machine's RAM: tmpfs min(512 MiB, RAM/8), memory min(RAM/2, 8 GiB), 4096 processes,
+ * 5 minutes idle). `false` turns a limit off.
+ */
+export const resourcesSchema = z.strictObject({
+  tmpfs: byteSize(1024 ** 2)
+    .optional()
+    .describe(
+      "size of each private tmpfs inside the sandbox (/dev/shm, /run, /var/tmp): bytes or '512MiB'; writes past it fail (No space left on device). Default min(512 MiB, RAM/8); 0: the kernel's default (half of RAM)",
+    ),
+  memory: z
+    .union([byteSize(MIN_MEMORY_BYTES), z.literal(false)])
+    .optional()
+    .describe(
+      "memory limit: for the whole sandbox with cgroup v2 (a systemd scope), else for each of its processes (RLIMIT_DATA); bytes or '4GiB'. Default min(RAM/2, 8 GiB); false: none",
+    ),
+  processes: z
+    .union([z.number().int().min(MIN_PROCESSES), z.literal(false)])
+    .optional()
+    .describe(
+      'most tasks (processes and threads) the sandbox holds; at the limit the process group holding the most is stopped (PROCESS_LIMIT). Default 4096; false: none',
+    ),
+  idleSeconds: z
+    .union([z.number().int().positive(), z.literal(false)])
+    .optional()
+    .describe(
+      'a sandbox nothing runs in is closed after this long, freeing its tmpfs memory (the next command starts a new one; /tmp is kept). Default 300; false: never',
+    ),
+});
+export type ResourcesConfig = z.output<typeof resourcesSchema>;
+
 export const permissionConfigSchema = z.strictObject({
   mode: z
     .enum(['default', 'readOnly', 'acceptAll'])
@@ -86,6 +136,12 @@ export const permissionConfigSchema = z.strictObject({
     .array(z.string().min(1))
     .default([])
     .describe('more directories sandboxed commands may write (absolute, or relative to the workspace)'),
+  readableRoots: z
+    .array(z.string().min(1))
+    .default([])
+    .describe(
+      "more paths sandboxed commands may read under the closed home (absolute, ~/…, or relative to the workspace); the home reads as empty but for toolchains' entries (see @conch/sandbox's README)",
+    ),
   protectedFiles: z
     .array(z.string().min(1))
     .default(['Gemfile', 'Gemfile.lock', '.aws'])
@@ -131,8 +187,19 @@ export const permissionConfigSchema = z.strictObject({
         .boolean()
         .default(false)
         .describe('let sandboxed commands read the workspace .env* files (masked by default)'),
+      openHome: z
+        .boolean()
+        .default(false)
+        .describe(
+          "let sandboxed commands read the whole home directory and other users' homes (closed by default: only toolchains' entries and readableRoots are seen; known credential stores stay masked either way)",
+        ),
     })
-    .default({ hideEnv: [], keepEnv: [], maskPaths: [], exposeDotEnv: false }),
+    .default({ hideEnv: [], keepEnv: [], maskPaths: [], exposeDotEnv: false, openHome: false }),
+  resources: resourcesSchema
+    .optional()
+    .describe(
+      'what a sandbox may take from the machine: tmpfs sizes, memory and process limits, how long an idle sandbox lives (registry.status().processes.limits says how they are enforced here)',
+    ),
   kernelWall: z
     .boolean()
     .default(true)
@@ -159,3 +226,20 @@ export const permissionConfigSchema = z.strictObject({
 });
 export type PermissionConfig = z.output<typeof permissionConfigSchema>;
 export type PermissionConfigInput = z.input<typeof permissionConfigSchema>;
+
+/** The permission config's `resources` as a sandbox profile's (false and 0 turn a limit off). */
+export function toSandboxResources(config: ResourcesConfig): SandboxResources {
+  return normalizeSandboxResources(
+    {
+      ...(config.tmpfs !== undefined ? { tmpfsBytes: config.tmpfs } : {}),
+      ...(config.memory !== undefined ? { memoryBytes: config.memory === false ? 0 : config.memory } : {}),
+      ...(config.processes !== undefined
+        ? { processes: config.processes === false ? 0 : config.processes }
+        : {}),
+      ...(config.idleSeconds !== undefined
+        ? { idleMs: config.idleSeconds === false ? 0 : config.idleSeconds * 1000 }
+        : {}),
+    },
+    'permission config resources',
+  );
+}

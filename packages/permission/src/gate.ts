@@ -17,11 +17,11 @@ import { compileHostPattern, KernelPolicyBuilder, type HostPattern, type Sandbox
 import type { ParsedCommand, ShellParser } from '@conch/shell-syntax';
 import { isIP } from 'node:net';
 import { homedir } from 'node:os';
-import { posix, resolve } from 'node:path';
+import { join, posix, resolve } from 'node:path';
 import { Analyzer, type Analysis, type Dialect, type Part, type Verdict } from './analyze.js';
 import { summarize } from './analyze/helpers.js';
 import { potentialOwnProcesses, runningOwnProcesses } from './rules/self-kill.js';
-import type { PermissionConfig } from './config.js';
+import { toSandboxResources, type PermissionConfig } from './config.js';
 import { envExports, escapeHidden, MAX_DISPLAY_CHARS, requestLine } from './display.js';
 import { compileProtected, type PathContext } from './paths.js';
 import { protectedWrite } from './protected-write.js';
@@ -95,6 +95,10 @@ export class PermissionEngine implements PermissionGate {
   private readonly logger: Logger | undefined;
   private readonly events: EventBus | undefined;
   private readonly kernel: KernelPolicyBuilder | undefined;
+  /** The config's `resources` for the sandbox (undefined: @conch/sandbox's defaults). */
+  private readonly resources: KernelPolicy['resources'];
+  /** The last policy the builder gave, and the same with `resources` (one object per policy). */
+  private withResources: { from: KernelPolicy; policy: KernelPolicy } | undefined;
   private readonly network: { allow: HostPattern[]; deny: HostPattern[] };
   /** Hosts a human allowed this session (`always`), and until when `once` answers hold. */
   private readonly networkSession = new Set<string>();
@@ -142,6 +146,7 @@ export class PermissionEngine implements PermissionGate {
       allow: patterns(options.config.network.allow),
       deny: patterns(options.config.network.deny),
     };
+    this.resources = options.config.resources ? toSandboxResources(options.config.resources) : undefined;
     this.kernel =
       this.sandbox === 'off' && !options.config.kernelWall
         ? undefined
@@ -149,6 +154,11 @@ export class PermissionEngine implements PermissionGate {
             mode: this.sandbox,
             paths: this.paths,
             writableRoots: options.config.writableRoots.map((r) => resolve(this.workspaceRoot, r)),
+            readableRoots: options.config.readableRoots.map((r) =>
+              r === '~' || r.startsWith('~/')
+                ? join(this.paths.home, r.slice(1))
+                : resolve(this.workspaceRoot, r),
+            ),
             secrets: options.config.secrets,
             ...(options.sandboxCacheDir ? { cacheDir: options.sandboxCacheDir } : {}),
             ...(options.logger ? { logger: options.logger } : {}),
@@ -185,7 +195,11 @@ export class PermissionEngine implements PermissionGate {
    */
   kernelPolicy(): KernelPolicy | undefined {
     if (!this.kernel) return undefined;
-    const policy = this.kernel.policy();
+    const built = this.kernel.policy();
+    // The same object while the policy is (profiles are compared by their fields' identity).
+    if (this.resources && this.withResources?.from !== built)
+      this.withResources = { from: built, policy: { ...built, resources: this.resources } };
+    const policy = this.resources ? this.withResources!.policy : built;
     // With the protected-paths rule off, nothing is bound read-only (reads still run read-only).
     if (!this.config.safety.protectedPaths)
       return { ...policy, readOnlyPaths: [], pinnedPaths: [], protectedNames: false };

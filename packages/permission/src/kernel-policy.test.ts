@@ -78,6 +78,7 @@ function builder(options: Build = {}): KernelPolicyBuilder {
       names: new Set(config.protectedFiles),
     },
     cacheDir: join(home, '.cache', 'conch', 'sandbox', 'test'),
+    secrets: config.secrets,
     ...rest,
   });
   builders.push(b);
@@ -175,15 +176,23 @@ describe('protected names at any depth', () => {
     expect(covered(p, nestedKey)).toBe(false);
   });
 
-  it('start-up files in the home directory are read-only', () => {
-    const entries = [
-      file(join(home, '.bashrc')),
-      file(join(home, '.profile')),
-      file(join(home, '.gitconfig')),
-      dir(join(home, '.ssh')),
-      dir(join(home, '.config', 'git')),
-    ];
-    expect(policy().readOnlyPaths).toEqual(expect.arrayContaining(entries));
+  it('start-up files in the home directory are read-only, or not there at all (a closed home)', () => {
+    const shown = [file(join(home, '.bashrc')), file(join(home, '.profile')), file(join(home, '.gitconfig'))];
+    const hidden = [dir(join(home, '.ssh')), dir(join(home, '.config', 'git'))];
+    // Open home: each one a read-only mount.
+    const open = policy({ config: { secrets: { openHome: true } } });
+    expect(open.closedPaths ?? []).toEqual([]);
+    expect(open.readOnlyPaths).toEqual(expect.arrayContaining([...shown, ...hidden]));
+    // Closed home (the default): the start-up files are shown read-only (as sanitized copies on
+    // top), the rest is not in the sandbox at all, so needs no mount of its own.
+    const closed = policy();
+    expect(closed.closedPaths).toContain(home);
+    expect(closed.readOnlyPaths).toEqual(expect.arrayContaining(shown));
+    expect((closed.substitutes ?? []).map((s) => s.path)).toEqual(expect.arrayContaining(shown));
+    for (const path of hidden) {
+      expect(closed.readOnlyPaths).not.toContain(path);
+      expect((closed.readablePaths ?? []).some((r) => path === r || path.startsWith(r + sep))).toBe(false);
+    }
   });
 });
 

@@ -203,7 +203,8 @@ describe.runIf(BWRAP)('escapes through cli_based_tool, default config, no approv
       // Exit status 0: the failing write is inside a substitution, or before `; true`.
       ['echo "$(touch {sib}/t5)"; true', 'kernel', '{sib}/t5'],
       ['true | tee {sib}/t6; true', 'kernel', '{sib}/t6'],
-      ['(cd {sib} && : > t7)', 'kernel', 't7'],
+      // The home reads as empty inside: the cd fails on the hidden directory, before any write.
+      ['(cd {sib} && : > t7)', 'kernel', '{sib}'],
       ['find . -maxdepth 0 -exec touch {sib}/t8 \\;', 'kernel', '{sib}/t8'],
       ['echo {sib}/t9 | xargs touch', 'kernel', '{sib}/t9'],
       ["cat > {sib}/t10 <<'EOF'\npayload\nEOF", 'kernel', '{sib}/t10'],

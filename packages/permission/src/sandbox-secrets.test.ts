@@ -1,4 +1,4 @@
-// Invariant: in the default workspace-write sandbox, credentials never reach a command — no variable whose name looks like one is visible by any spelling (env, /proc, ps, a background task), and ~/.ssh, ~/.aws, ~/.netrc, ~/.npmrc and the workspace's .env files read as nothing by any route (cat, open, cp, tar, git) — unless the host keeps a variable (secrets.keepEnv) or exposes .env files (secrets.exposeDotEnv, still read-only).
+// Invariant: in the default workspace-write sandbox, credentials never reach a command — no variable whose name looks like one is visible by any spelling (env, /proc, ps, a background task), and ~/.ssh, ~/.aws, ~/.netrc, ~/.npmrc's token and the workspace's .env files read as nothing by any route (cat, open, cp, tar, git) — unless the host keeps a variable (secrets.keepEnv) or exposes .env files (secrets.exposeDotEnv, still read-only).
 import 'reflect-metadata';
 import { backgroundPlugin } from '@conch/background';
 import { cliPlugin } from '@conch/cli';
@@ -398,7 +398,7 @@ describe.runIf(findBwrap() || process.env.CI)('secrets in the default workspace-
     'reading a masked file is reported as SECRET_HIDDEN, naming it',
     async () => {
       const { run, nobodyAsked } = await setup();
-      for (const file of ['.env', 'sub/dir/.env.local', '~/.netrc', '~/.npmrc', '~/.docker/config.json']) {
+      for (const file of ['.env', 'sub/dir/.env.local', '~/.netrc', '~/.docker/config.json']) {
         const command = `cat ${file}`;
         const result = await run(command);
         expect(result, describeResult(command, result)).toMatchObject({
@@ -407,6 +407,11 @@ describe.runIf(findBwrap() || process.env.CI)('secrets in the default workspace-
         });
         expect(shown(result)).not.toContain(token(file));
       }
+      // ~/.npmrc is shown as a copy without its credential lines (its settings stay): no error.
+      const npmrc = await run('cat ~/.npmrc');
+      expect(npmrc.returncode, describeResult('cat ~/.npmrc', npmrc)).toBe(0);
+      expect(npmrc.error_code).toBeUndefined();
+      expect(shown(npmrc)).not.toContain(token('~/.npmrc'));
       nobodyAsked();
     },
     TEST_TIMEOUT,

@@ -77,6 +77,8 @@ function write(files: Record<string, string>): void {
 }
 
 const SANDBOX_CACHE = join('.cache', 'conch', 'sandbox');
+/** conch's own output files (made by the host at sandbox start; read-only inside the sandbox). */
+const OUTPUT_DIR = join('.cache', 'conch', 'output');
 
 /** A registry as a host builds it with the default permission config and no approver. */
 async function setup(name: string) {
@@ -119,7 +121,7 @@ async function setup(name: string) {
     expect(decisions).toHaveLength(calls);
     for (const d of decisions)
       expect(d).toMatchObject({ outcome: 'allow', askedHuman: false, sandbox: 'workspace-write' });
-    expect(listTree(home, (rel) => rel === SANDBOX_CACHE)).toEqual([]);
+    expect(listTree(home, (rel) => rel === SANDBOX_CACHE || rel === OUTPUT_DIR)).toEqual([]);
     console.log(
       `[${name}] ${((performance.now() - started) / 1000).toFixed(1)}s in all\n  ${timings.join('\n  ')}`,
     );

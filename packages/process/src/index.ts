@@ -59,6 +59,7 @@ export {
   type SpawnOptions,
 } from './spawn-options.js';
 export type { ExitReason, LeftoverProcess, OutputEvent, ProcessResult } from './process-result.js';
+export type { ResourceLimitHit, SandboxLimitsStatus } from './sandbox-limits.js';
 export type { LeftoverHandle } from './leftover-handle.js';
 export type { PtyExit, PtyProcess } from './pty-process.js';
 // The sandbox's mechanism lives in @conch/sandbox; these names are exported here as before.

@@ -20,6 +20,7 @@ import type { OutputCapture } from './output-capture.js';
 import type { ExitReason, LeftoverProcess, OutputEvent, ProcessResult } from './process-result.js';
 import type { SpawnedChild } from './spawned-child.js';
 import type { SandboxActivity } from './sandbox-activity.js';
+import type { ResourceLimitHit } from './sandbox-limits.js';
 import type { SpillReport, SpillSink } from './spill-sink.js';
 import { cleanForModel, stripAnsi } from './strip-ansi.js';
 import { decodeUtf8 } from './utf8.js';
@@ -67,6 +68,15 @@ export interface ManagedProcessInit {
   sandbox: () => SandboxKind;
   /** What the sandbox's guard saw this spawn do (asked once, when the result is made). */
   sandboxActivity?: () => Promise<SandboxActivity | undefined>;
+  /**
+   * Whether it ran into its sandbox's memory limit (sandbox-limits.ts), asked once when the result
+   * is made, for a command that ended by itself.
+   */
+  resourceCheck?: (outcome: {
+    exitCode: number | null;
+    signal: string | null;
+    text: string;
+  }) => ResourceLimitHit | undefined;
 }
 
 /** Bytes of the latest output kept for lastLine() once the captures released their buffers. */
@@ -105,6 +115,7 @@ export class ManagedProcess {
   private readonly forceFile: boolean;
   private readonly sandboxOf: () => SandboxKind;
   private readonly sandboxActivity: (() => Promise<SandboxActivity | undefined>) | undefined;
+  private readonly resourceCheck: ManagedProcessInit['resourceCheck'];
   private readonly t0: number;
   private resolveResult!: (result: ProcessResult) => void;
   private resolveSpawned!: (pid: number | undefined) => void;
@@ -159,6 +170,7 @@ export class ManagedProcess {
     this.forceFile = init.forceFile;
     this.sandboxOf = init.sandbox;
     this.sandboxActivity = init.sandboxActivity;
+    this.resourceCheck = init.resourceCheck;
     this.startedAt = Date.now();
     this.t0 = performance.now();
     this.stdin = init.child.stdin ?? null;
@@ -618,6 +630,18 @@ export class ManagedProcess {
     // The guard's events come on their own channel; the ones this command caused were sent before
     // the calls they answer returned, so they are here by the time its pipes have closed.
     const activity = await this.sandboxActivity?.().catch(() => undefined);
+    // A limit it ran into: the process-limit watch's report, else (only for a command that ended
+    // by itself: a kill of conch's own is no memory limit) the memory evidence.
+    const resourceLimit =
+      this.child.limitHit ??
+      (reason === 'exit' && this.ran
+        ? this.resourceCheck?.({
+            exitCode: this.exitCodeValue,
+            signal: this.exitSignalValue,
+            // The end of each stream: where a program reports the failure that ended it.
+            text: `${(stderr.tail || stderr.head).slice(-2000)}\n${(stdout.tail || stdout.head).slice(-1000)}`,
+          })
+        : undefined);
     const result: ProcessResult = {
       id: this.id,
       pid: this.child.pid,
@@ -642,6 +666,7 @@ export class ManagedProcess {
         : {}),
       ...(activity?.refusals.length ? { sandboxRefusals: activity.refusals } : {}),
       ...(activity?.plants.length ? { plants: activity.plants } : {}),
+      ...(resourceLimit ? { resourceLimit } : {}),
     };
     this.owner.finished(this, result);
     this.resolveResult(result);

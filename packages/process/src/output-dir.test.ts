@@ -27,6 +27,11 @@ describe('output files for a model', () => {
   it('defaults to the XDG cache directory', () => {
     expect(defaultOutputDir({ XDG_CACHE_HOME: '/c' })).toBe('/c/conch/output');
     expect(defaultOutputDir({ HOME: '/home/u' })).toBe('/home/u/.cache/conch/output');
+    // One directory per workspace: a sandbox is shown its own workspace's files only.
+    const a = defaultOutputDir({ HOME: '/home/u' }, '/home/u/src/a');
+    expect(a).toMatch(/^\/home\/u\/\.cache\/conch\/output\/ws-[0-9a-f]{16}$/);
+    expect(defaultOutputDir({ HOME: '/home/u' }, '/home/u/src/b')).not.toBe(a);
+    expect(defaultOutputDir({ HOME: '/home/u' }, '/home/u/src/a')).toBe(a);
     expect(defaultOutputDir({ HOME: '/home/u', XDG_CACHE_HOME: 'relative' })).toBe(
       '/home/u/.cache/conch/output',
     );

@@ -1,4 +1,4 @@
-import { randomBytes } from 'node:crypto';
+import { createHash, randomBytes } from 'node:crypto';
 import { mkdirSync, readdirSync, rmSync, statSync } from 'node:fs';
 import { homedir } from 'node:os';
 import { isAbsolute, join } from 'node:path';
@@ -11,13 +11,19 @@ const lastPruned = new Map<string, number>();
 
 /**
  * Where output files handed to a model live: `$XDG_CACHE_HOME/conch/output`, else
- * `~/.cache/conch/output`. Per user, outside any registry's temp dir, so a model can read a file it
- * was given in a later turn, after the host restarted; files older than 7 days are pruned.
+ * `~/.cache/conch/output`, and in it one directory per `workspace` when one is given. Per user,
+ * outside any registry's temp dir, so a model can read a file it was given in a later turn, after
+ * the host restarted; files older than 7 days are pruned.
  */
-export function defaultOutputDir(env: NodeJS.ProcessEnv = process.env): string {
+export function defaultOutputDir(env: NodeJS.ProcessEnv = process.env, workspace?: string): string {
   const xdg = env.XDG_CACHE_HOME;
   const cache = xdg && isAbsolute(xdg) ? xdg : join(env.HOME || homedir(), '.cache');
-  return join(cache, 'conch', 'output');
+  const root = join(cache, 'conch', 'output');
+  // One directory per workspace: a sandbox sees its own workspace's files (a model reads the
+  // output_file it was given with `cat`), never another project's.
+  return workspace
+    ? join(root, `ws-${createHash('sha256').update(workspace).digest('hex').slice(0, 16)}`)
+    : root;
 }
 
 /**

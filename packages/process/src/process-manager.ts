@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import { chmodSync, mkdirSync, mkdtempSync, rmSync, statSync } from 'node:fs';
+import { chmodSync, existsSync, mkdirSync, mkdtempSync, rmSync, statSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { homedir, tmpdir } from 'node:os';
 import { dirname, isAbsolute, join, resolve } from 'node:path';
@@ -19,6 +19,7 @@ import {
   PROXY_PORT,
   PROXY_SOCKET_IN_SANDBOX,
   proxyEnv,
+  resourcesOf,
   sandboxArgs,
   sandboxKey,
   settledSandboxStatus,
@@ -74,6 +75,14 @@ import { performFs } from './supervisor-fs.js';
 import { PortForwarder, type ForwardedPort } from './port-forwarder.js';
 import { sandboxFileSystem, type SandboxFileSystem } from './sandbox-file-system.js';
 import { SandboxActivityLog, type ReportedPlant, type SandboxActivity } from './sandbox-activity.js';
+import {
+  commandLimits,
+  limitsStatus,
+  memoryCheck,
+  supervisorLimits,
+  type SandboxLimitsStatus,
+  type SupervisorLimits,
+} from './sandbox-limits.js';
 
 export interface SupervisorOptions {
   /** The node binary that runs the supervisor. Default: `process.execPath`. */
@@ -198,6 +207,13 @@ export interface ProcessManagerStatus {
    * kept until `clearPlants()`.
    */
   plants: ReportedPlant[];
+  /**
+   * What an isolated sandbox may take from the machine and how it is held to it: the mechanism
+   * ('cgroup-v2' | 'rlimit' | 'none'), the memory and process limits and what enforces them, the
+   * tmpfs sizes, the idle bound, and why a stronger mechanism does not apply here (@conch/sandbox
+   * resource-limits.ts). The limits of the newest isolated sandbox (the defaults before one ran).
+   */
+  limits: SandboxLimitsStatus;
 }
 
 // Under vitest this module runs from src/*.ts, which node cannot execute: use the built script.
@@ -317,6 +333,14 @@ export class ProcessManager implements ProcessManagerService {
   private readonly draining = new Set<SupervisorClient>();
   /** What each sandboxed supervisor stands on, as it was when it started (see sound()). */
   private readonly footing = new WeakMap<SupervisorClient, { path: string; id: string }[]>();
+  /** Each isolated sandbox's limits, and its idle timer while nothing runs in it. */
+  private readonly limited = new WeakMap<SupervisorClient, SupervisorLimits>();
+  private readonly idleTimers = new Map<SupervisorClient, NodeJS.Timeout>();
+  /** The limits of the newest isolated sandbox, and what of them could not be applied. */
+  private lastLimits: SupervisorLimits | undefined;
+  private readonly limitProblems = new Set<string>();
+  /** Why sandboxes no longer start in a cgroup of their own (a scope could not be made). */
+  private cgroupBroken: string | undefined;
 
   constructor(options: ProcessManagerOptions = {}) {
     this.options = options;
@@ -395,7 +419,7 @@ export class ProcessManager implements ProcessManagerService {
   /** The directory spill files kept for a model go to (`capture.outputDir: true`); not created here. */
   outputDir(): string {
     const dir = this.options.outputDir;
-    return typeof dir === 'function' ? dir() : (dir ?? defaultOutputDir());
+    return typeof dir === 'function' ? dir() : (dir ?? defaultOutputDir(process.env, this.cwd));
   }
 
   /**
@@ -551,6 +575,10 @@ export class ProcessManager implements ProcessManagerService {
       ...(profile.kind === 'workspace-write' || profile.kind === 'protected'
         ? { sandboxActivity: () => this.activity.take(cookie) }
         : {}),
+      // Read at the end: a child re-routed to another supervisor carries that one's limits.
+      ...(child instanceof RoutedChild && isIsolated(profile)
+        ? { resourceCheck: (outcome) => memoryCheck(child.limits)?.(outcome) }
+        : {}),
     });
     if (!isHidden) this.processes.set(id, proc);
     this.live.add(proc);
@@ -704,6 +732,15 @@ export class ProcessManager implements ProcessManagerService {
   private withShared(profile: SandboxProfile): SandboxProfile {
     if (profile.kind === 'workspace-write') {
       if (profile.network === 'proxy') profile = { ...profile, env: { ...profile.env, ...proxyEnv() } };
+      // Where homes are closed, the shared output directory is too (it may live outside the home:
+      // $XDG_CACHE_HOME): other workspaces' output files are theirs. This one's is kept visible.
+      const outputRoot = defaultOutputDir(process.env);
+      if (
+        profile.closedPaths?.length &&
+        !profile.closedPaths.some((c) => outputRoot === c || outputRoot.startsWith(`${c}/`)) &&
+        existsSync(outputRoot)
+      )
+        profile = { ...profile, closedPaths: [...profile.closedPaths, outputRoot].sort() };
       if (this.shared.writable.size === 0 && this.shared.visible.size === 0) return profile;
       return {
         ...profile,
@@ -876,6 +913,11 @@ export class ProcessManager implements ProcessManagerService {
       ...(spawner ? { spawner } : {}),
       guard,
       plants: await this.activity.plants(),
+      limits: limitsStatus(
+        this.lastLimits?.resources ?? resourcesOf({ kind: 'workspace-write' })!,
+        [...(this.cgroupBroken ? [this.cgroupBroken] : []), ...this.limitProblems],
+        this.cgroupBroken === undefined,
+      ),
     };
   }
 
@@ -933,6 +975,31 @@ export class ProcessManager implements ProcessManagerService {
       return;
     }
     this.draining.add(client);
+  }
+
+  /**
+   * An isolated sandbox with nothing running in it for its `idleMs` is closed: its tmpfs (/dev/shm,
+   * /run, /var/tmp) is freed with its mount namespace. The next command starts a new one (its /tmp,
+   * a host directory of this manager, is kept). Busy again before the bound: the timer stops.
+   */
+  private idleChange(client: SupervisorClient, key: string, busy: boolean): void {
+    const timer = this.idleTimers.get(client);
+    if (timer) {
+      clearTimeout(timer);
+      this.idleTimers.delete(client);
+    }
+    const idleMs = this.limited.get(client)?.resources.idleMs ?? 0;
+    if (busy || idleMs === 0 || client.status !== 'ready' || this.disposing) return;
+    const idle = setTimeout(() => {
+      this.idleTimers.delete(client);
+      if (client.busy || (client.status !== 'ready' && client.status !== 'starting')) return;
+      if (this.clients.get(key) === client) this.clients.delete(key);
+      this.logger?.debug({ idleMs }, 'sandbox idle past its bound: closed (its tmpfs memory is freed)');
+      client.close();
+      this.retire(client);
+    }, idleMs);
+    idle.unref();
+    this.idleTimers.set(client, idle);
   }
 
   /** The proxy whose socket went away: the next sandbox that needs one starts a new proxy. */
@@ -1019,7 +1086,21 @@ export class ProcessManager implements ProcessManagerService {
    * the home directory (a HOME under /tmp — containers, tests — is read as the user's home is).
    */
   private visible(): string[] {
-    return [this.cwd, homedir()];
+    return [this.cwd, homedir(), this.ownOutputDir()];
+  }
+
+  /**
+   * The directory this manager's output files go to, made now: a sandbox binds it at start (the
+   * model reads an output_file with `cat`), and a path that does not exist then cannot be bound.
+   */
+  private ownOutputDir(): string {
+    const dir = this.outputDir();
+    try {
+      mkdirSync(dir, { recursive: true, mode: 0o700 });
+    } catch {
+      // unwritable: spill files go to the last-resort directory, which is under the private /tmp
+    }
+    return dir;
   }
 
   /**
@@ -1257,6 +1338,12 @@ export class ProcessManager implements ProcessManagerService {
       bwrap = { path, args };
     }
     const guardRules = bwrap ? this.guardRules(profile) : undefined;
+    // What it may take from the machine (tmpfs sizes are in its bwrap arguments already).
+    const limits =
+      bwrap && isIsolated(profile)
+        ? supervisorLimits(profile, this.id, this.cgroupBroken === undefined)
+        : undefined;
+    if (limits) this.lastLimits = limits;
     // Its own network namespace: servers it runs are forwarded to the host (not the bridge's port).
     const forwarder = bwrap && isIsolated(profile) ? this.forwarder : undefined;
     const client: SupervisorClient = new SupervisorClient({
@@ -1276,6 +1363,21 @@ export class ProcessManager implements ProcessManagerService {
           }
         : {}),
       ...(envFilter(profile) ? { envFilter: envFilter(profile)! } : {}),
+      ...(limits
+        ? {
+            limits: {
+              ...limits,
+              onApplied: (problem: string | undefined) => {
+                if (!problem || this.limitProblems.has(problem)) return;
+                this.limitProblems.add(problem);
+                this.logger?.warn(
+                  { problem },
+                  'sandbox: a resource limit could not be applied (see status().limits)',
+                );
+              },
+            },
+          }
+        : {}),
       logger: this.logger,
       ...(supervisorOpt.unresponsiveMs !== undefined ? { unresponsiveMs: supervisorOpt.unresponsiveMs } : {}),
       ...(supervisorOpt.nativeSpawn === false ? { nativeSpawn: false } : {}),
@@ -1283,14 +1385,21 @@ export class ProcessManager implements ProcessManagerService {
         this.onSupervisorLost(profile, lost, reason, queued, started, unresponsive),
       onBusyChange: (busy: boolean) => {
         forwarder?.setBusy(client, busy);
+        if (limits) this.idleChange(client, key, busy);
         // A replaced sandbox (see sound()) goes once what it ran has ended.
         if (!busy && this.draining.delete(client)) {
           client.close();
           this.retire(client);
         }
       },
-      ...(forwarder ? { onEnd: () => void forwarder.remove(client) } : {}),
+      onEnd: () => {
+        if (forwarder) void forwarder.remove(client);
+        const timer = this.idleTimers.get(client);
+        if (timer) clearTimeout(timer);
+        this.idleTimers.delete(client);
+      },
     });
+    if (limits) this.limited.set(client, limits);
     forwarder?.add(client, { sandbox: profile.kind, excluded: proxy ? [proxy.port] : [] });
     this.clients.set(key, client);
     if (bwrap) this.footing.set(client, this.footingOf(profile, proxy !== undefined));
@@ -1325,6 +1434,13 @@ export class ProcessManager implements ProcessManagerService {
         { reason, sandbox: profile.kind },
         'process supervisor died; its processes were killed',
       );
+    } else if (profile.kind !== 'none' && this.limited.get(client)?.outer.length && !this.cgroupBroken) {
+      // A sandbox that could not start in a systemd scope of its own: sandboxes go on with
+      // rlimits (said once and in status().limits); the spawns it held are routed to one.
+      this.cgroupBroken = `a sandbox could not start in a systemd scope (${reason}): limits are rlimits`;
+      this.logger?.warn({ reason }, 'sandbox: no cgroup of its own; resource limits fall back to rlimits');
+      for (const child of queued) this.route(child, profile);
+      return;
     } else if (profile.kind !== 'none' && client.guardedBy !== undefined && this.guardBroken === undefined) {
       // A guarded sandbox that never started: sandboxes go on without the guard (their mounts
       // alone), said once and in status(); the spawns it held are routed to one.
@@ -1372,7 +1488,7 @@ export class ProcessManager implements ProcessManagerService {
         request = {
           ...request,
           file: status.bwrap,
-          args: [...args, ...perCommand, '--', request.file, ...request.args],
+          args: [...args, ...perCommand, '--', ...commandLimits(profile), request.file, ...request.args],
         };
         kind = profile.kind;
       } else if (profile.kind !== 'none') {
@@ -1424,7 +1540,7 @@ export class ProcessManager implements ProcessManagerService {
         // /dev would not have its /dev/pts/N (`tty` would say "not a tty").
         const dev = bwrapArgs.indexOf('--dev');
         if (dev !== -1) bwrapArgs.splice(dev + 2, 0, '--dev-bind', '/dev/pts', '/dev/pts');
-        args = [...bwrapArgs, '--', file, ...args];
+        args = [...bwrapArgs, '--', ...commandLimits(profile), file, ...args];
         file = bwrap;
         kind = profile.kind;
       } else {

@@ -1,5 +1,6 @@
 import type { Plant, SandboxKind } from '@conch/sandbox';
 import type { GuardRefusal } from './sandbox-activity.js';
+import type { ResourceLimitHit } from './sandbox-limits.js';
 import type { CaptureSnapshot } from './output-capture.js';
 import type { SpillReport } from './spill-sink.js';
 
@@ -72,6 +73,13 @@ export interface ProcessResult {
    * @conch/sandbox plants. Also kept in the manager's `status().plants` until cleared.
    */
   plants?: Plant[];
+  /**
+   * It ran into its sandbox's memory or process limit (@conch/sandbox resource-limits): which, how
+   * the limit is enforced, and the evidence (an OOM kill counted by the kernel, an allocation
+   * failure in its output, the tasks the sandbox held). A command that failed for its own reasons
+   * under a limit it never reached has none.
+   */
+  resourceLimit?: ResourceLimitHit;
 }
 
 export interface OutputEvent {

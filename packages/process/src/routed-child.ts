@@ -5,6 +5,7 @@ import type { SandboxKind } from '@conch/sandbox';
 import { DeferredWritable } from './deferred-writable.js';
 import type { ExecutorSpawnRequest } from './executor.js';
 import type { SpawnedChild } from './spawned-child.js';
+import type { ChildLimits, ResourceLimitHit } from './sandbox-limits.js';
 
 /**
  * A SpawnedChild whose process is started after spawn() returned: by a supervisor (the pid comes
@@ -25,6 +26,10 @@ export class RoutedChild extends EventEmitter implements SpawnedChild {
   lostReason: string | undefined;
   /** With lostReason: the supervisor stopped answering and was killed (see SpawnedChild). */
   lostUnresponsive: boolean | undefined;
+  /** Set when its sandbox's process-limit watch stopped it (see SpawnedChild). */
+  limitHit: ResourceLimitHit | undefined;
+  /** The limits of the sandbox that started it (for its result's memory check). */
+  limits: ChildLimits | undefined;
   /** Set by the supervisor client it is submitted to: the call's limit passed before it started. */
   onOverdue: (() => void) | undefined;
   stdout: Readable | null = null;

@@ -1,4 +1,5 @@
 import type { Readable, Writable } from 'node:stream';
+import type { ResourceLimitHit } from './sandbox-limits.js';
 
 /**
  * What an executor returns for one started process: the part of node's ChildProcess that
@@ -25,6 +26,8 @@ export interface SpawnedChild {
   readonly lostReason?: string | undefined;
   /** With lostReason: the supervisor stopped answering and was killed by the health check. */
   readonly lostUnresponsive?: boolean | undefined;
+  /** Its sandbox reached its process limit and stopped it (the group holding the most tasks was its). */
+  readonly limitHit?: ResourceLimitHit | undefined;
   /**
    * The call's time limit passed before the child started (no pid yet): the one who starts it
    * decides whether that is a fault (a supervisor that does not answer) or progress (a supervisor

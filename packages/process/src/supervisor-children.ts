@@ -61,6 +61,13 @@ function detachPipe(child: ChildProcess, fd: 0 | 1 | 2): Socket | undefined {
   return socket;
 }
 
+/**
+ * How often, and how far apart (growing to 4x), a spawn refused with EAGAIN is tried again: about
+ * 30 s in all, long enough for the process-limit watch to free the sandbox on a loaded machine.
+ */
+const EAGAIN_RETRIES = 150;
+const EAGAIN_RETRY_MS = 50;
+
 /** Signal numbers to node's names ('SIGKILL'), for exits the native spawner reports. */
 const SIGNAL_NAMES = new Map(Object.entries(constants.signals).map(([name, number]) => [number, name]));
 
@@ -83,6 +90,10 @@ function socketOf(fd: number, readable: boolean): Socket {
  */
 export class SupervisorChildren {
   private readonly live = new Map<number, number>(); // request id -> pid
+  /** Each live child's env cookie (what finds it from a process of its tree). */
+  private readonly cookies = new Map<number, string>();
+  /** Called when a child was started (the sandbox's process-limit watch wakes up). */
+  onStart: (() => void) | undefined;
   private readonly send: Send;
   private readonly sandboxed: boolean;
   private readonly native: NativeSpawnModule | undefined;
@@ -118,14 +129,31 @@ export class SupervisorChildren {
     return env;
   }
 
+  /** Whether any child runs. */
+  get busy(): boolean {
+    return this.live.size > 0;
+  }
+
+  /** The request id of the child that leads process group `pgid`, or whose tree carries `cookie`. */
+  idOf(pgid: number, cookie: string | undefined): number | undefined {
+    for (const [id, pid] of this.live) if (pid === pgid) return id;
+    if (cookie) for (const [id, own] of this.cookies) if (own === cookie && this.live.has(id)) return id;
+    return undefined;
+  }
+
   spawn(request: SpawnRequest): void {
+    // The env is applied to the base once, in the order requests came, whatever retries follow.
+    this.start(request, this.env(request), 0);
+  }
+
+  private start(request: SpawnRequest, env: Record<string, string>, attempt: number): void {
+    this.onStart?.();
     if (this.native) {
-      this.spawnNative(request, this.native);
+      this.spawnNative(request, env, this.native, attempt);
       return;
     }
     const { id } = request;
     const out = request.capture ? 'pipe' : 'ignore';
-    const env = this.env(request);
     let child: ChildProcess;
     try {
       child = spawn(request.file, request.args as string[], {
@@ -142,10 +170,13 @@ export class SupervisorChildren {
     if (child.pid === undefined) {
       // ENOENT / EACCES: node emits 'error' on the next tick; the pipes it made are unused.
       for (const stream of child.stdio) (stream as Socket | null)?.destroy();
-      child.once('error', (error: NodeJS.ErrnoException) => this.spawnError(request, error));
+      child.once('error', (error: NodeJS.ErrnoException) => {
+        if (!this.retryLater(request, env, error, attempt)) this.spawnError(request, error);
+      });
       return;
     }
     const pid = child.pid;
+    this.track(id, env);
     const pipes: [number, Socket][] = [];
     for (const fd of [1, 2, 0] as const) {
       const socket = detachPipe(child, fd);
@@ -157,11 +188,33 @@ export class SupervisorChildren {
     });
     child.once('exit', (code, signal) => {
       this.live.delete(id);
+      this.cookies.delete(id);
       this.send({ t: 'exit', id, code, signal, group: groupExists(pid) });
     });
     const [first, ...rest] = pipes;
     this.send({ t: 'spawned', id, pid, fds: pipes.map(([fd]) => fd) }, first?.[1]);
     for (const [fd, socket] of rest) this.send({ t: 'stream', id, fd }, socket);
+  }
+
+  private track(id: number, env: Record<string, string>): void {
+    const cookie = env.CONCH_PROC_COOKIE;
+    if (cookie) this.cookies.set(id, cookie);
+  }
+
+  /**
+   * EAGAIN: the sandbox is at its process limit (a fork loop holds every task it may have). The
+   * process-limit watch (supervisor-limits.ts) frees them within a few of its looks, so the spawn
+   * is tried again rather than failed: a command started beside a fork loop still runs.
+   */
+  private retryLater(
+    request: SpawnRequest,
+    env: Record<string, string>,
+    error: NodeJS.ErrnoException,
+    attempt: number,
+  ): boolean {
+    if (error.code !== 'EAGAIN' || attempt >= EAGAIN_RETRIES) return false;
+    setTimeout(() => this.start(request, env, attempt + 1), EAGAIN_RETRY_MS * Math.min(4, attempt + 1));
+    return true;
   }
 
   private spawnError(request: SpawnRequest, error: NodeJS.ErrnoException): void {
@@ -173,9 +226,13 @@ export class SupervisorChildren {
   }
 
   /** spawn() through posix_spawn: the same request, replies and order as node's path above. */
-  private spawnNative(request: SpawnRequest, native: NativeSpawnModule): void {
+  private spawnNative(
+    request: SpawnRequest,
+    env: Record<string, string>,
+    native: NativeSpawnModule,
+    attempt: number,
+  ): void {
     const { id, file, args, cwd } = request;
-    const env = this.env(request);
     // No string here holds a NUL byte (C would cut it there): the host refused those at spawn()
     // (spawn-options.ts), and the host's own environment cannot hold one.
     const envp: string[] = [];
@@ -184,11 +241,13 @@ export class SupervisorChildren {
     try {
       started = native.spawn(file, [file, ...args], cwd, envp, request.stdin === 'pipe', request.capture);
     } catch (error) {
-      this.spawnError(request, error as NodeJS.ErrnoException);
+      if (!this.retryLater(request, env, error as NodeJS.ErrnoException, attempt))
+        this.spawnError(request, error as NodeJS.ErrnoException);
       return;
     }
     const [pid, stdinFd, stdoutFd, stderrFd] = started;
     this.live.set(id, pid);
+    this.track(id, env);
     // The child's fds and this process's ends of them, in the order the host expects (see `spawned`).
     const ends = (
       [
@@ -212,6 +271,7 @@ export class SupervisorChildren {
 
   private nativeExit(id: number, pid: number, code: number | null, signal: number | null): void {
     this.live.delete(id);
+    this.cookies.delete(id);
     const name = signal === null ? null : (SIGNAL_NAMES.get(signal) ?? `SIG${signal}`);
     this.send({ t: 'exit', id, code, signal: name, group: groupExists(pid) });
   }

@@ -26,6 +26,8 @@ import type {
   SupervisorMessage,
 } from './supervisor-protocol.js';
 import { FD_CHANNEL_VAR, loadSpawner, NATIVE_SPAWN_VAR, type NativeSpawnModule } from './native-spawn.js';
+import { cgroupDirOf } from '@conch/sandbox';
+import { OomCounter, processVerdict, setPidMax, type SupervisorLimits } from './sandbox-limits.js';
 
 /** The addon in this process, for the fd channel's receiving end: loaded once, when first asked. */
 let hostAddon: NativeSpawnModule | null | undefined;
@@ -72,6 +74,12 @@ export interface SupervisorClientOptions {
   envFilter?: (name: string, value?: string) => boolean;
   /** false: the supervisor spawns with node's child_process even where posix_spawn loads. */
   nativeSpawn?: boolean;
+  /**
+   * The sandbox's resource limits (sandbox-limits.ts): bwrap started under `outer` (a systemd
+   * scope), the supervisor under `inner` (prlimit), `env` given to it, and the pid namespace's
+   * pid_max set before its first spawn. `onApplied` hears what could not be applied.
+   */
+  limits?: SupervisorLimits & { onApplied?(problem: string | undefined): void };
   logger?: Logger | undefined;
   /**
    * Stalled milliseconds (see SupervisorHealth) after which a supervisor that does not answer is
@@ -227,6 +235,12 @@ export class SupervisorClient {
   private readonly guardAcks: (() => void)[] = [];
   /** The guard's pid in the sandbox once it said it started. */
   private guardStarted: { guardPid: number; supervisorPid: number } | undefined;
+  /** Things the first spawns wait for once it is ready (its pid namespace's pid_max being set). */
+  private holds = 0;
+  /** The sandbox's cgroup v2 directory, when it was started in a scope of its own. */
+  private cgroup: string | undefined;
+  /** The OOM kills counted for its commands' results (its cgroup's, or the machine's). */
+  private readonly oom = new OomCounter(() => this.cgroup);
 
   constructor(options: SupervisorClientOptions) {
     this.options = options;
@@ -267,6 +281,34 @@ export class SupervisorClient {
     return this.proc?.pid;
   }
 
+  /** The sandbox's cgroup v2 directory (its systemd scope), once it is ready in one. */
+  get cgroupDir(): string | undefined {
+    return this.cgroup;
+  }
+
+  /**
+   * Once the sandbox runs: where its limits need the host — its cgroup found (for its OOM count),
+   * its pid namespace's pid_max set (spawns wait for it). What fails is said once, not fatal: the
+   * sandbox runs with the limits that did apply.
+   */
+  private applyLimits(): void {
+    const limits = this.options.bwrap ? this.options.limits : undefined;
+    if (!limits) return;
+    if (limits.outer.length && this.proc?.pid !== undefined) this.cgroup = cgroupDirOf(this.proc.pid);
+    if (limits.resources.memoryBytes > 0) this.oom.start();
+    const pid = this.supervisorPid;
+    if (!limits.pidMax || pid === undefined) {
+      limits.onApplied?.(undefined);
+      return;
+    }
+    this.holds++;
+    void setPidMax(limits.pidMax.nsenter, pid, limits.pidMax.value).then((problem) => {
+      limits.onApplied?.(problem);
+      this.holds--;
+      if (this.state === 'ready' && this.guardAcks.length === 0 && this.holds === 0) this.flushQueued();
+    });
+  }
+
   /** Why the supervisor is unusable, once it is. */
   get lostReason(): string | undefined {
     return this.reason;
@@ -278,22 +320,29 @@ export class SupervisorClient {
     const proxy = this.options.proxy;
     const argv = [script, prefix, this.sandbox, '4', ...(proxy ? [proxy.socket, String(proxy.port)] : [])];
     const guard = bwrap ? this.options.guard : undefined;
-    const inner = guard
-      ? [guard.binary, '--channel', String(GUARD_SLOT), '--', execPath, ...argv]
-      : [execPath, ...argv];
-    const [file, args] = bwrap ? [bwrap.path, [...bwrap.args, '--', ...inner]] : [execPath, argv];
+    const limits = bwrap ? this.options.limits : undefined;
+    const inner = [
+      ...(limits?.inner ?? []),
+      ...(guard
+        ? [guard.binary, '--channel', String(GUARD_SLOT), '--', execPath, ...argv]
+        : [execPath, ...argv]),
+    ];
+    const wrapped = bwrap ? [bwrap.path, ...bwrap.args, '--', ...inner] : [execPath, ...argv];
+    // systemd-run puts itself in the sandbox's scope, then execs bwrap: the same pid.
+    const [file, ...args] = limits?.outer.length ? [...limits.outer, ...wrapped] : wrapped;
     // The host's NODE_OPTIONS (loaders, --inspect, heap flags) are for the host; children still get
     // them, since every spawn request carries its own complete env.
     const env = { ...process.env };
     delete env.NODE_OPTIONS;
     if (this.options.nativeSpawn === false) env[NATIVE_SPAWN_VAR] = '0';
+    if (limits) Object.assign(env, limits.env);
     const hidden = this.options.envFilter;
     if (hidden) for (const key of Object.keys(env)) if (hidden(key, env[key])) delete env[key];
     const native = this.options.nativeSpawn === false ? undefined : hostNative();
     if (native) env[FD_CHANNEL_VAR] = String(FD_CHANNEL_SLOT);
     let proc: ChildProcess;
     try {
-      proc = spawn(file, args, {
+      proc = spawn(file!, args, {
         // fd 3: node's IPC channel; fd 4: the synchronous PTY-spawn channel; fd 5, with the addon
         // here: the fd channel. `detached`: its own session and process group, so a Ctrl-C to the
         // host's terminal never reaches it.
@@ -388,9 +437,11 @@ export class SupervisorClient {
   /** Starts a child through the supervisor (queued until it is ready). */
   submit(child: RoutedChild): void {
     child.sandbox = this.sandbox;
+    const limits = this.options.bwrap ? this.options.limits : undefined;
+    if (limits) child.limits = { config: limits, oom: this.oom, cgroup: limits.outer.length > 0 };
     child.onOverdue = () => this.childOverdue(child);
     this.ref();
-    if (this.state === 'ready' && this.guardAcks.length === 0) this.sendSpawn(child);
+    if (this.state === 'ready' && this.guardAcks.length === 0 && this.holds === 0) this.sendSpawn(child);
     else this.queued.push(child);
   }
 
@@ -427,7 +478,7 @@ export class SupervisorClient {
       for (const event of reader.push(chunk)) {
         if (event.kind === 'ack') {
           this.guardAcks.shift()?.();
-          if (this.guardAcks.length === 0 && this.state === 'ready') this.flushQueued();
+          if (this.guardAcks.length === 0 && this.state === 'ready' && this.holds === 0) this.flushQueued();
         } else if (event.kind === 'started') {
           this.guardStarted = { guardPid: event.guardPid, supervisorPid: event.supervisorPid };
         } else if (event.kind === 'error') {
@@ -704,7 +755,18 @@ export class SupervisorClient {
         const pending = this.pendingSends;
         this.pendingSends = [];
         for (const m of pending) this.post(m);
-        if (this.guardAcks.length === 0) this.flushQueued();
+        this.applyLimits();
+        if (this.guardAcks.length === 0 && this.holds === 0) this.flushQueued();
+        return;
+      }
+      case 'limit': {
+        const child = message.id !== undefined ? this.children.get(message.id) : undefined;
+        const limits = this.options.limits;
+        if (child && limits) child.limitHit = processVerdict(limits, message);
+        this.options.logger?.warn(
+          { tasks: message.tasks, limit: message.limit, sandbox: this.sandbox },
+          'sandbox: its process limit was reached; the process group holding the most tasks was stopped',
+        );
         return;
       }
       case 'fatal':

@@ -12,15 +12,17 @@
  * network namespace and passes the socket to the host (port forwarding, see supervisor-ports.ts).
  * It imports only node built-ins and a few small modules of this package, so it starts fast.
  */
-import { closeSync } from 'node:fs';
+import { closeSync, writeFileSync } from 'node:fs';
 import { Socket } from 'node:net';
 import { sweepCookie } from './kill-tree.js';
 import { canDetachPipes, SupervisorChildren } from './supervisor-children.js';
 import { FD_CHANNEL_VAR, loadSpawner } from './native-spawn.js';
 import { startBridge } from './supervisor-bridge.js';
 import { fsRequest } from './supervisor-fs.js';
+import { ownPidsEvents, ProcessLimitWatch } from './supervisor-limits.js';
 import { connectPort } from './supervisor-ports.js';
 import type { HostMessage, PtySpawnRequest, SupervisorMessage } from './supervisor-protocol.js';
+import { OOM_SCORE_ADJ_VAR, PIDS_EVENTS_VAR, PROCESS_LIMIT_VAR } from './supervisor-limit-vars.js';
 import { SupervisorPtys } from './supervisor-ptys.js';
 
 const [prefix = '', sandbox = 'none', syncFd, proxySocket, proxyPort] = process.argv.slice(2);
@@ -47,6 +49,41 @@ const children = new SupervisorChildren(
   fdChannel,
 );
 const ptys = new SupervisorPtys((message, onSent) => send(message, undefined, onSent));
+
+// The sandbox's limits (set by the host, see the process manager's sandbox-limits.ts): what it
+// runs is the kernel OOM killer's first choice over the host's processes (raising one's own
+// oom_score_adj needs no privilege; children inherit it), and a fork loop that holds every task
+// the sandbox may have is stopped.
+const oomScoreAdj = process.env[OOM_SCORE_ADJ_VAR];
+if (oomScoreAdj) {
+  try {
+    writeFileSync('/proc/self/oom_score_adj', oomScoreAdj);
+  } catch {
+    // a /proc that refuses it: the limits still hold
+  }
+}
+const processLimit = Number(process.env[PROCESS_LIMIT_VAR] ?? 0);
+if (processLimit > 0) {
+  const watch = new ProcessLimitWatch({
+    limit: processLimit,
+    pidsEvents: process.env[PIDS_EVENTS_VAR] === '1' ? ownPidsEvents() : undefined,
+    cookieVar: 'CONCH_PROC_COOKIE',
+    busy: () => children.busy,
+    onHit: (hit) => {
+      const id = children.idOf(hit.pgid, hit.cookie);
+      send({
+        t: 'limit',
+        ...(id !== undefined ? { id } : {}),
+        kind: 'processes',
+        tasks: hit.tasks,
+        groupTasks: hit.groupTasks,
+        limit: processLimit,
+      });
+    },
+  });
+  children.onStart = () => watch.wake();
+  ptys.onStart = () => watch.wake();
+}
 
 let closing = false;
 function shutdown(code: number): void {

@@ -119,6 +119,12 @@ export type SupervisorMessage =
   /** The answer to a `port-connect`: the connected TCP socket is the message's handle. */
   | { t: 'port-connected'; id: number }
   | { t: 'port-error'; id: number; code: string; message: string }
+  /**
+   * The sandbox reached its process limit and the process group holding the most tasks was
+   * SIGKILLed (supervisor-limits.ts); sent before the kill, so before that child's `exit`. `id`: the
+   * child whose group (or whose cookie's tree) it was, when it was one of this supervisor's.
+   */
+  | { t: 'limit'; id?: number; kind: 'processes'; tasks: number; groupTasks: number; limit: number }
   | { t: 'fatal'; message: string };
 
 /** A PTY spawn, sent as one JSON line on the synchronous channel. */

@@ -24,6 +24,8 @@ interface Pty {
 export class SupervisorPtys {
   private readonly ptys = new Map<number, Pty>();
   private readonly send: Send;
+  /** Called when a PTY is started (the sandbox's process-limit watch wakes up). */
+  onStart: (() => void) | undefined;
 
   constructor(send: Send) {
     this.send = send;
@@ -31,6 +33,7 @@ export class SupervisorPtys {
 
   spawn(request: PtySpawnRequest): PtySpawnReply {
     const { id } = request;
+    this.onStart?.();
     let pty: NodePty;
     try {
       pty = loadPtyModule(request.ptyModule).spawn(request.file, [...request.args], {

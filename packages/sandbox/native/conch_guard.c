@@ -183,6 +183,10 @@ struct list {
 
 struct policy {
   struct list read_only, masked, roots, file_names, dir_names, env_templates, watch_names;
+  /* `.env*` paths shown as a snapshot git already holds (a tracked, unchanged file): not secrets. */
+  struct list env_exposed;
+  /* Directories that read as empty (the user's home): a missing path below one is outside. */
+  struct list closed;
   int env_rule, hooks_rule, watch_git;
   char cookie_var[64]; /* the variable that names which spawn a process belongs to */
 };
@@ -231,6 +235,8 @@ static void policy_free(struct policy *p) {
   list_free(&p->dir_names);
   list_free(&p->env_templates);
   list_free(&p->watch_names);
+  list_free(&p->env_exposed);
+  list_free(&p->closed);
   free(p);
 }
 
@@ -438,7 +444,8 @@ static int judge(const struct policy *p, pid_t caller, const char *path, enum op
   const char *root = root_of(p, path);
   const char *name = strrchr(path, '/');
   name = name ? name + 1 : path;
-  if (root && p->env_rule && is_env_name(name) && !list_has_name(&p->env_templates, name)) {
+  if (root && p->env_rule && is_env_name(name) && !list_has_name(&p->env_templates, name) &&
+      !list_covering(&p->env_exposed, path)) {
     /* A secret unless this sandbox made it (then it is the agent's own file). */
     if (st && !S_ISDIR(st->st_mode) && !own_has(st)) return writes ? EROFS : MASK_FILE;
   }
@@ -524,6 +531,8 @@ struct resolved {
   int anonymous;            /* a magic link to something without a path (a pipe, a socket): `dir` is it */
   char via[PATH_MAX];       /* the path as named, when its final symlink was followed ("" otherwise) */
   struct stat via_st;       /* that symlink */
+  char missing[PATH_MAX];   /* ENOENT: the path as it would be (the real path of its deepest existing directory, then the rest) */
+  dev_t missing_dev;        /* the device of that deepest existing directory */
 };
 
 /* Paths that name the caller's own view: what the kernel would resolve for the caller, not the guard. */
@@ -569,6 +578,42 @@ static int caller_dir(pid_t tid, int dirfd) {
 }
 
 /*
+ * A directory of the path does not exist: where the path would be, from its deepest existing
+ * directory (its real path) and the components below it, so a write under a closed directory can
+ * be told from a typo (missing_errno).
+ */
+static void note_missing(int base, const char *parent, const char *name, struct resolved *r) {
+  char prefix[PATH_MAX];
+  snprintf(prefix, sizeof prefix, "%s", parent);
+  for (;;) {
+    char *cut = strrchr(prefix, '/');
+    if (cut == NULL) {
+      prefix[0] = '\0';
+    } else if (cut == prefix) {
+      prefix[1] = '\0';
+    } else {
+      *cut = '\0';
+    }
+    int dir = prefix[0] ? openat(base, prefix, O_PATH | O_DIRECTORY | O_CLOEXEC) : fcntl(base, F_DUPFD_CLOEXEC, 0);
+    if (dir >= 0) {
+      char real[PATH_MAX];
+      struct stat st;
+      int e = real_path_of_fd(dir, real, sizeof real);
+      if (!e && fstat(dir, &st) != 0) e = errno;
+      close(dir);
+      if (e || real[0] != '/') return;
+      r->missing_dev = st.st_dev;
+      size_t skip = strlen(prefix);
+      const char *rest = parent + skip;
+      while (*rest == '/') rest++;
+      snprintf(r->missing, sizeof r->missing, "%s/%s%s%s", strcmp(real, "/") == 0 ? "" : real, rest, *rest ? "/" : "", name);
+      return;
+    }
+    if (errno != ENOENT || prefix[0] == '\0' || strcmp(prefix, "/") == 0) return;
+  }
+}
+
+/*
  * Resolves `path` for the caller: its directory opened here (following symlinks as the kernel
  * does), the final name, and the entry when it exists. `follow` follows a final symlink (what the
  * call itself would do), up to 40 links in all. Returns 0 or an errno; on success `r->dir` is open.
@@ -601,7 +646,11 @@ static int resolve_at(pid_t tid, int base, const char *given, int follow, struct
     *slash = '\0';
     const char *parent = slash == path ? "/" : path;
     dir = openat(base, parent, O_PATH | O_DIRECTORY | O_CLOEXEC);
-    if (dir < 0) return errno;
+    if (dir < 0) {
+      e = errno;
+      if (e == ENOENT) note_missing(base, path, slash + 1, r);
+      return e;
+    }
     name = slash + 1;
   }
   if (strcmp(name, ".") == 0 || strcmp(name, "..") == 0) {
@@ -992,6 +1041,22 @@ static void open_later(uint64_t id, int dir, const char *name, int flags, int mo
   queue_blocking(job);
 }
 
+/*
+ * The answer to a path that could not be resolved (`e`): a change to a missing path below a closed
+ * directory (the home, which reads as empty inside) is a write outside the sandbox, refused as
+ * read-only and reported like any other refused write; a read stays ENOENT.
+ */
+static int missing_errno(const struct call *c, enum op op, const struct resolved *r, int e) {
+  if (e != ENOENT || op == OP_READ || r->missing[0] == '\0') return e;
+  const char *closed = list_covering(&c->policy->closed, r->missing);
+  /* Only where the path stops on the closed directory's own (empty) filesystem: a missing path in
+   * a workspace or toolchain bound inside it is an ordinary ENOENT. */
+  struct stat st;
+  if (!closed || stat(closed, &st) != 0 || st.st_dev != r->missing_dev) return e;
+  report_refusal(c, op, r->missing, EROFS);
+  return EROFS;
+}
+
 static void handle_open(const struct call *c, int dirfd, uint64_t path_address, int flags, int mode) {
   const struct seccomp_notif *req = c->req;
   pid_t tid = (pid_t)req->pid;
@@ -1029,7 +1094,8 @@ static void handle_open(const struct call *c, int dirfd, uint64_t path_address, 
     struct resolved r;
     e = resolve_for(tid, dirfd, given, follow, &r);
     if (e) {
-      reply_error(req->id, e);
+      int wants = access != O_RDONLY || (flags & O_TRUNC) || tmpfile || creating;
+      reply_error(req->id, missing_errno(c, wants ? OP_CREATE : OP_READ, &r, e));
       return;
     }
     if (!notification_valid(req->id)) {
@@ -1169,7 +1235,7 @@ static void handle_simple(const struct call *c, enum op op, int dirfd, uint64_t 
   struct resolved r;
   e = resolve_for(tid, dirfd, given, follow, &r);
   if (e) {
-    reply_error(req->id, e);
+    reply_error(req->id, missing_errno(c, op, &r, e));
     return;
   }
   if (!notification_valid(req->id)) {
@@ -1289,7 +1355,7 @@ static void handle_symlink(const struct call *c, uint64_t target_address, int di
   struct resolved r;
   e = resolve_for(tid, dirfd, given, 0, &r);
   if (e) {
-    reply_error(req->id, e);
+    reply_error(req->id, missing_errno(c, OP_CREATE, &r, e));
     return;
   }
   if (!notification_valid(req->id)) {
@@ -1339,7 +1405,7 @@ static void handle_link(const struct call *c, int olddirfd, uint64_t old_address
   e = resolve_for(tid, newdirfd, new_path, 0, &to);
   if (e) {
     close(from.dir);
-    reply_error(req->id, e);
+    reply_error(req->id, missing_errno(c, OP_CREATE, &to, e));
     return;
   }
   if (!notification_valid(req->id)) {
@@ -1386,13 +1452,13 @@ static void handle_rename(const struct call *c, int olddirfd, uint64_t old_addre
   struct resolved from, to;
   e = resolve_for(tid, olddirfd, old_path, 0, &from);
   if (e) {
-    reply_error(req->id, e);
+    reply_error(req->id, missing_errno(c, OP_REMOVE, &from, e));
     return;
   }
   e = resolve_for(tid, newdirfd, new_path, 0, &to);
   if (e) {
     close(from.dir);
-    reply_error(req->id, e);
+    reply_error(req->id, missing_errno(c, OP_CREATE, &to, e));
     return;
   }
   if (!notification_valid(req->id)) {
@@ -1827,6 +1893,8 @@ static int read_policy_record(void) {
     case 'F': list_add(&p->file_names, payload, length); break;
     case 'D': list_add(&p->dir_names, payload, length); break;
     case 'X': list_add(&p->env_templates, payload, length); break;
+    case 'P': list_add(&p->env_exposed, payload, length); break;
+    case 'Z': list_add(&p->closed, payload, length); break;
     case 'W': list_add(&p->watch_names, payload, length); break;
     case 'E': p->env_rule = payload[0] == '1'; break;
     case 'H': p->hooks_rule = payload[0] == '1'; break;
@@ -1835,6 +1903,8 @@ static int read_policy_record(void) {
     case 'C': {
       list_sort(&p->read_only);
       list_sort(&p->masked);
+      list_sort(&p->env_exposed);
+      list_sort(&p->closed);
       pthread_rwlock_wrlock(&policy_lock);
       struct policy *old = current_policy;
       current_policy = p;

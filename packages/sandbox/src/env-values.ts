@@ -4,7 +4,23 @@
 // for scanning repositories): a spawn tests every variable of the host's environment, so the check is
 // a few anchored regular expressions and an entropy count, each answer remembered by name and value.
 
-import { KEPT_ENV } from './kernel-policy.js';
+/** Names never hidden whatever a pattern says (a sandbox needs them). */
+export const KEPT_ENV: readonly string[] = [
+  'PATH',
+  'HOME',
+  'USER',
+  'LOGNAME',
+  'SHELL',
+  'LANG',
+  'LANGUAGE',
+  'LC_*',
+  'TERM',
+  'TZ',
+  'PWD',
+  'OLDPWD',
+  'TMPDIR',
+  'CONCH_PROC_COOKIE',
+];
 
 /** Values that are credentials whatever the variable is called. */
 const CREDENTIAL_VALUES: readonly RegExp[] = [

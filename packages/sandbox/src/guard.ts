@@ -41,6 +41,13 @@ export interface GuardRules {
   envSecrets: boolean;
   /** `.env*` names that are not secrets (templates such as `.env.example`). */
   envTemplates?: readonly string[];
+  /** `.env*` paths that are not secrets: a snapshot of a file git tracks unchanged is shown there. */
+  envExposed?: readonly string[];
+  /**
+   * Directories that read as empty (closed homes): a change to a path that does not exist below
+   * one is refused as read-only (EROFS, reported) instead of failing as a missing file.
+   */
+  closed?: readonly string[];
   /** No hook but a `*.sample` can be created in any repository's hooks directory under a name root. */
   hooks: boolean;
   /** File names whose successful changes are reported ('written' events): plant candidates. */
@@ -83,6 +90,8 @@ export function encodeGuardRules(rules: GuardRules): Buffer {
   add('F', rules.fileNames);
   add('D', rules.dirNames);
   add('X', rules.envTemplates);
+  add('P', rules.envExposed);
+  add('Z', rules.closed);
   add('W', rules.watchNames);
   parts.push(record('E', rules.envSecrets ? '1' : '0'));
   parts.push(record('H', rules.hooks ? '1' : '0'));
@@ -245,6 +254,8 @@ export function guardRulesFor(profile: SandboxProfile, cookieVar?: string): Guar
     dirNames: names ? GUARD_DIR_NAMES : [],
     envSecrets: profile.dotEnvSecrets !== false,
     envTemplates: ENV_TEMPLATE_NAMES,
+    envExposed: (profile.substitutes ?? []).map((s) => s.path),
+    closed: profile.closedPaths ?? [],
     hooks: names,
     watchNames: PLANT_WATCH_NAMES,
     watchGit: true,
@@ -267,6 +278,9 @@ export function mergeGuardRules(older: GuardRules, newer: GuardRules): GuardRule
     dirNames: union(older.dirNames, newer.dirNames),
     envSecrets: older.envSecrets || newer.envSecrets,
     envTemplates: (older.envTemplates ?? []).filter((n) => (newer.envTemplates ?? []).includes(n)),
+    // A file exposed by both (a snapshot then and now); one that changed since is a secret again.
+    envExposed: (older.envExposed ?? []).filter((n) => (newer.envExposed ?? []).includes(n)),
+    closed: union(older.closed ?? [], newer.closed ?? []),
     hooks: older.hooks || newer.hooks,
     watchNames: union(older.watchNames, newer.watchNames),
     watchGit: older.watchGit || newer.watchGit,

@@ -8,12 +8,14 @@ export {
   KEPT_ENV,
   KernelPolicyBuilder,
   SECRET_HOME_PATHS,
+  SYSTEM_SECRET_PATHS,
   sandboxEnv,
   type KernelPolicyOptions,
   type SandboxMode,
   type SandboxPaths,
 } from './kernel-policy.js';
 export {
+  MAX_PROXY_CONNECTIONS,
   NetworkProxy,
   normalizeHost,
   type BlockedConnection,
@@ -90,3 +92,35 @@ export {
   type SandboxRunResult,
 } from './sandbox.js';
 export { looksLikeCredential } from './env-values.js';
+export {
+  HOME_READABLE,
+  HOME_SANITIZED,
+  HOME_SANITIZED_DIRS,
+  readIndexBlobs,
+  sanitizeConfig,
+  TOOLCHAIN_ROOT_VARS,
+  toolchainPaths,
+  trackedUnchanged,
+  type HomeEntry,
+  type SanitizeKind,
+} from './home-view.js';
+export {
+  allocationFailure,
+  cgroupCounters,
+  cgroupDirOf,
+  defaultSandboxResources,
+  forgetLimitSupport,
+  limitSupport,
+  limitWrap,
+  MIN_MEMORY_BYTES,
+  MIN_PROCESSES,
+  normalizeSandboxResources,
+  parseByteSize,
+  PID_RESERVED,
+  resourcesOf,
+  systemOomKills,
+  tmpfsSizing,
+  type LimitSupport,
+  type LimitWrap,
+  type SandboxResources,
+} from './resource-limits.js';

@@ -1,7 +1,13 @@
 import { createHash } from 'node:crypto';
 import {
+  accessSync,
+  constants as fsConstants,
+  closeSync,
+  ftruncateSync,
   lstatSync,
   mkdirSync,
+  openSync,
+  writeSync,
   readdirSync,
   readFileSync,
   realpathSync,
@@ -21,6 +27,16 @@ import {
   TOOL_CONFIG_DIRS,
   TOOL_CONFIG_FILES,
 } from './protected-names.js';
+import {
+  HOME_SANITIZED,
+  HOME_SANITIZED_DIRS,
+  sanitizeConfig,
+  sanitizedDirFiles,
+  toolchainPaths,
+  trackedUnchanged,
+  type SanitizeKind,
+} from './home-view.js';
+import { KEPT_ENV } from './env-values.js';
 
 /**
  * How the kernel is told: the sandbox policy, in one place.
@@ -160,6 +176,40 @@ export const SECRET_HOME_PATHS: readonly string[] = [
 ];
 
 /**
+ * The machine's own secrets: unreadable to an ordinary user already, readable when the host runs
+ * as root (a container, CI). Masked when this process can read them.
+ */
+export const SYSTEM_SECRET_PATHS: readonly string[] = [
+  '/etc/shadow',
+  '/etc/shadow-',
+  '/etc/gshadow',
+  '/etc/gshadow-',
+  '/etc/security/opasswd',
+  '/etc/ssl/private',
+  '/etc/krb5.keytab',
+  '/var/lib/sss/secrets',
+];
+
+/** Private keys of the host's ssh server (`/etc/ssh/ssh_host_*_key`), when readable. */
+function systemSecrets(): string[] {
+  const out = [...SYSTEM_SECRET_PATHS];
+  try {
+    for (const name of readdirSync('/etc/ssh'))
+      if (/^ssh_host_.*_key$/.test(name)) out.push(join('/etc/ssh', name));
+  } catch {
+    // no ssh server
+  }
+  return out.filter((p) => {
+    try {
+      accessSync(p, fsConstants.R_OK);
+      return true;
+    } catch {
+      return false;
+    }
+  });
+}
+
+/**
  * Names of environment variables that carry credentials: sandboxed commands (and the sandbox
  * itself: its pid 1 and supervisor) never get them. Globs (`*` any run of characters).
  */
@@ -196,23 +246,8 @@ export const HIDDEN_ENV: readonly string[] = [
   'KRB5CCNAME',
 ];
 
-/** Names never hidden whatever a pattern says (a sandbox needs them). */
-export const KEPT_ENV: readonly string[] = [
-  'PATH',
-  'HOME',
-  'USER',
-  'LOGNAME',
-  'SHELL',
-  'LANG',
-  'LANGUAGE',
-  'LC_*',
-  'TERM',
-  'TZ',
-  'PWD',
-  'OLDPWD',
-  'TMPDIR',
-  'CONCH_PROC_COOKIE',
-];
+/** Names never hidden whatever a pattern says (a sandbox needs them): defined beside the value test. */
+export { KEPT_ENV };
 
 /** Files in a git directory that make git run code or open another directory. */
 const GIT_PROTECTED = ['hooks', 'config', 'config.worktree', 'commondir', 'gitdir'];
@@ -244,7 +279,11 @@ export interface KernelPolicyOptions {
     keepEnv: readonly string[];
     maskPaths: readonly string[];
     exposeDotEnv: boolean;
+    /** true: the home directory is open to reads (only the deny-list hides); default closed. */
+    openHome?: boolean;
   };
+  /** Paths under a closed home the sandbox may read (the host's `readableRoots`, resolved). */
+  readableRoots?: readonly string[];
   /** The host's extra writable roots (resolved). */
   writableRoots?: readonly string[];
   /** The sandbox-private cache directory (default: per workspace under the user's cache dir). */
@@ -324,6 +363,8 @@ interface Walked {
   dirs: string[];
   /** Regular files seen (hard-link candidates). */
   files: string[];
+  /** Git directories `.git` files point at (worktrees, submodules). */
+  gitTargets: string[];
   complete: boolean;
 }
 
@@ -410,11 +451,21 @@ export class KernelPolicyBuilder {
     // Secrets: the home directory's credentials, the host's masks, and the workspace's .env files
     // (unreadable unless the host exposes them; read-only either way).
     const secrets = this.options.secrets;
+    const view = mode === 'workspace-write' ? this.homeView(writable, walked) : undefined;
+    const substitutes = new Map<string, string>();
+    for (const { path, kind } of view?.sanitized ?? []) {
+      const source = this.substitute(path, kind);
+      if (source) substitutes.set(path, source);
+    }
+    // An edit of a home config (in place or by an editor's rename) rewrites its copy on the next call.
+    this.watchFiles((view?.sanitized ?? []).map((e) => e.path));
     const masked = new Set<string>();
     for (const entry of SECRET_HOME_PATHS) {
       const path = join(paths.home, entry);
+      if (substitutes.has(path)) continue;
       if (lstatSync(path, { throwIfNoEntry: false })) masked.add(path);
     }
+    if (mode === 'workspace-write') for (const path of systemSecrets()) masked.add(path);
     for (const entry of secrets?.maskPaths ?? []) {
       const path = entry.startsWith('~/')
         ? join(paths.home, entry.slice(2))
@@ -422,8 +473,15 @@ export class KernelPolicyBuilder {
       if (lstatSync(path, { throwIfNoEntry: false })) masked.add(path);
     }
     if (!secrets?.exposeDotEnv) {
-      for (const p of readOnly)
-        if (isEnvSecretName(basename(p)) && roots.some((r) => inside(p, r))) masked.add(p);
+      for (const p of readOnly) {
+        if (!isEnvSecretName(basename(p)) || !roots.some((r) => inside(p, r))) continue;
+        // A file git tracks unchanged is in the repository's objects already (readable by `git
+        // show`): masking it only breaks git (`commit -a`, `stash`, `diff` exit 128) and tests that
+        // load it. A snapshot is shown, so a secret the user adds to it later stays outside.
+        const snapshot = mode === 'workspace-write' ? this.snapshot(p) : undefined;
+        if (snapshot) substitutes.set(p, snapshot);
+        else masked.add(p);
+      }
     }
     // Every other name of a masked file (a hard link made outside the sandbox) is masked too.
     const maskedInodes = new Set<string>();
@@ -437,10 +495,24 @@ export class KernelPolicyBuilder {
         if (st?.isFile() && maskedInodes.has(`${st.dev}:${st.ino}`)) masked.add(p);
       }
     }
+    const closed = view?.closed ?? [];
+    const readable = view?.readable ?? [];
+    // Under a closed directory only what is bound back is seen: a protection or a mask of anything
+    // else there is one mount more for nothing.
+    const seen = (p: string) =>
+      !closed.some((c) => inside(p, c)) ||
+      [...writable, ...readable].some((r) => inside(p, r)) ||
+      substitutes.has(p);
+    for (const p of [...readOnly]) if (!seen(p)) readOnly.delete(p);
+    for (const p of [...masked]) if (!seen(p) || substitutes.has(p)) masked.delete(p);
     const policy: KernelPolicy = {
       mode,
       writableRoots: [...writable].sort(),
       readOnlyPaths: [...readOnly].sort(),
+      ...(closed.length ? { closedPaths: closed, readablePaths: readable } : {}),
+      ...(substitutes.size
+        ? { substitutes: [...substitutes].map(([path, source]) => ({ path, source })).sort(byPath) }
+        : {}),
       pinnedPaths: mode === 'workspace-write' ? [...pinned].sort() : [],
       env,
       network: mode === 'workspace-write' ? 'proxy' : 'none',
@@ -457,6 +529,115 @@ export class KernelPolicyBuilder {
         'sandbox: the workspace is too large to search for protected paths in full; the directories not searched are read-only',
       );
     return policy;
+  }
+
+  /**
+   * What the sandbox sees of the homes (home-view.ts): the user's home, `/home` and `/root` closed
+   * — unless one of them is, or is inside, a writable root (a workspace that is the home) or the
+   * host opened the home — with the toolchains' entries, the host's readable roots, the project
+   * that encloses the workspace and the git directories its `.git` files name bound back; and the
+   * config files shown as sanitized copies (also when the home is open: their settings without
+   * their credentials).
+   */
+  private homeView(
+    writable: ReadonlySet<string>,
+    walked: Walked,
+  ): { closed: string[]; readable: string[]; sanitized: { path: string; kind: SanitizeKind }[] } {
+    const { paths } = this.options;
+    const home = real(paths.home) ?? paths.home;
+    const sanitized: { path: string; kind: SanitizeKind }[] = [];
+    for (const entry of HOME_SANITIZED) {
+      const path = join(home, entry.path);
+      if (statSync(path, { throwIfNoEntry: false })?.isFile()) sanitized.push({ path, kind: entry.kind });
+    }
+    for (const entry of HOME_SANITIZED_DIRS)
+      for (const path of sanitizedDirFiles(join(home, entry.path)))
+        sanitized.push({ path, kind: entry.kind });
+    const closed: string[] = [];
+    if (this.options.secrets?.openHome !== true) {
+      for (const dir of new Set([home, '/home', '/root'])) {
+        const r = real(dir);
+        if (!r || r === '/' || !statSync(r).isDirectory()) continue;
+        if ([...writable].some((w) => inside(r, w))) continue;
+        closed.push(r);
+      }
+    }
+    if (closed.length === 0) return { closed, readable: [], sanitized };
+    const readable = new Set<string>();
+    const add = (path: string) => {
+      if (lstatSync(path, { throwIfNoEntry: false })) readable.add(path);
+    };
+    for (const path of toolchainPaths(closed, home, process.env, existsPath)) readable.add(path);
+    for (const root of this.options.readableRoots ?? []) add(real(root) ?? root);
+    const isClosed = (p: string) => closed.some((c) => inside(p, c) && p !== c);
+    // The project around a workspace under a closed home (a package of a monorepo): its
+    // repository and node_modules, up to the highest directory that holds a .git or node_modules.
+    for (const root of writable) {
+      if (!isClosed(root)) continue;
+      let top: string | undefined;
+      for (let dir = dirname(root); isClosed(dir); dir = dirname(dir)) {
+        if (existsPath(join(dir, '.git')) || existsPath(join(dir, 'node_modules'))) top = dir;
+      }
+      if (top) readable.add(top);
+    }
+    // The git directories `.git` files name (a worktree's main repository elsewhere in the home).
+    for (const dir of walked.gitTargets) if (isClosed(dir)) readable.add(dir);
+    return { closed: closed.sort(), readable: [...readable].sort(), sanitized };
+  }
+
+  /** Where substitutes are written: beside the sandbox's cache, outside every writable root. */
+  private viewsDir(): string {
+    return `${this.cacheDir}.views`;
+  }
+
+  /** The sanitized copy of a config (written in place, so a sandbox that binds it sees updates). */
+  private substitute(path: string, kind: SanitizeKind): string | undefined {
+    let text: string;
+    try {
+      if ((statSync(path).size ?? 0) > 1 << 20) return undefined;
+      text = readFileSync(path, 'utf8');
+    } catch {
+      return undefined;
+    }
+    const secretName = compileNameGlobs([...HIDDEN_ENV, ...(this.options.secrets?.hideEnv ?? [])]);
+    return this.writeView(`config-${basename(path)}`, path, sanitizeConfig(kind, text, secretName));
+  }
+
+  /** A tracked, unchanged `.env` file's snapshot, or undefined (it stays masked). */
+  private snapshot(path: string): string | undefined {
+    const content = trackedUnchanged(path);
+    return content ? this.writeView(`env-${basename(path)}`, path, content) : undefined;
+  }
+
+  private writeView(label: string, path: string, content: string | Buffer): string | undefined {
+    const id = createHash('sha256').update(path).digest('hex').slice(0, 16);
+    const file = join(this.viewsDir(), `${label.replace(/[^A-Za-z0-9._-]/g, '_')}-${id}`);
+    const bytes = typeof content === 'string' ? Buffer.from(content) : content;
+    // Unchanged: left alone (a rewrite would show a reader inside a sandbox an empty file for a moment).
+    try {
+      if (readFileSync(file).equals(bytes)) return file;
+    } catch {
+      // not written yet
+    }
+    try {
+      mkdirSync(this.viewsDir(), { recursive: true, mode: 0o700 });
+      // In place (same inode): a sandbox that bound the file sees the new content.
+      const fd = openSync(file, fsConstants.O_WRONLY | fsConstants.O_CREAT | fsConstants.O_NOFOLLOW, 0o600);
+      try {
+        ftruncateSync(fd, 0);
+        for (let done = 0; done < bytes.length;)
+          done += writeSync(fd, bytes, done, bytes.length - done, done);
+      } finally {
+        closeSync(fd);
+      }
+      return file;
+    } catch (error) {
+      this.options.logger?.warn(
+        { err: error, path },
+        'sandbox: a sanitized copy could not be written; the file stays hidden',
+      );
+      return undefined;
+    }
   }
 
   /** The protected entries of one git directory (and of the module and worktree git dirs inside it). */
@@ -519,6 +700,7 @@ export class KernelPolicyBuilder {
       writable: new Set(),
       dirs: [],
       files: [],
+      gitTargets: [],
       complete: true,
     };
     let budget = this.options.walkBudget ?? WALK_BUDGET;
@@ -588,8 +770,12 @@ export class KernelPolicyBuilder {
           protect(path);
           const target = e.isFile() ? gitFileTarget(path) : real(path);
           const resolved = target ? real(target) : undefined;
-          if (resolved && statSync(resolved, { throwIfNoEntry: false })?.isDirectory()) gitDir(resolved, dir);
-          else if (target) this.failClosed([target], out, roots);
+          if (resolved && statSync(resolved, { throwIfNoEntry: false })?.isDirectory()) {
+            gitDir(resolved, dir);
+            out.gitTargets.push(resolved);
+            const common = real(join(resolved, readTrimmed(join(resolved, 'commondir')) ?? '.'));
+            if (common && common !== resolved) out.gitTargets.push(common);
+          } else if (target) this.failClosed([target], out, roots);
           continue;
         }
         if (e.isFile()) out.files.push(path);
@@ -705,6 +891,31 @@ export class KernelPolicyBuilder {
     else for (const path of linked) out.readOnly.add(path);
   }
 
+  /** Files watched through their directories (any event naming one marks the policy stale). */
+  private watchFiles(files: readonly string[]): void {
+    if (this.disposed || this.unwatched) return;
+    const byDir = new Map<string, Set<string>>();
+    for (const file of files.slice(0, 128)) {
+      const names = byDir.get(dirname(file)) ?? new Set<string>();
+      names.add(basename(file));
+      byDir.set(dirname(file), names);
+    }
+    for (const [dir, names] of byDir) {
+      try {
+        const w = watch(dir, { persistent: false }, (_event, name) => {
+          if (name === null || names.has(String(name))) this.stale = true;
+        });
+        w.on('error', () => {
+          this.stale = true;
+        });
+        this.watchers.push(w);
+      } catch {
+        this.unwatched = true;
+        return;
+      }
+    }
+  }
+
   /** Each walked directory is watched: any change there marks the policy stale. */
   private watch(dirs: readonly string[]): void {
     this.closeWatchers();
@@ -731,6 +942,32 @@ export class KernelPolicyBuilder {
       }
     }
   }
+}
+
+function readTrimmed(file: string): string | undefined {
+  try {
+    return readFileSync(file, 'utf8').trim() || undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+const byPath = (a: { path: string }, b: { path: string }) => (a.path < b.path ? -1 : a.path > b.path ? 1 : 0);
+
+/** A test of names against globs (`*` any run of characters; case-insensitive). */
+function compileNameGlobs(globs: readonly string[]): (name: string) => boolean {
+  const re = new RegExp(
+    `^(?:${globs
+      .map((g) =>
+        g
+          .split('*')
+          .map((part) => part.replace(/[.+?^${}()|[\]\\]/g, '\\$&'))
+          .join('.*'),
+      )
+      .join('|')})$`,
+    'i',
+  );
+  return (name) => !KEPT_ENV.includes(name) && re.test(name);
 }
 
 function nearestExisting(path: string): string {

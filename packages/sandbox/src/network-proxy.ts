@@ -43,7 +43,19 @@ export interface NetworkProxyOptions {
   /** Decides each connection (the permission gate's network rules; may ask a human). */
   decide: (destination: Destination) => Promise<ConnectionVerdict>;
   logger?: Logger | undefined;
+  /**
+   * Connections from the sandbox held at once (default {@link MAX_PROXY_CONNECTIONS}); past it a
+   * new one is closed as soon as it is accepted, so a flood from inside costs the host at most this
+   * many descriptors (twice, with each tunnel's upstream socket).
+   */
+  maxConnections?: number;
 }
+
+/**
+ * Default of NetworkProxyOptions.maxConnections: far more than a package manager's parallel
+ * downloads (npm: 16 sockets, pip: 10, cargo: a few dozen), far fewer than a host's descriptors.
+ */
+export const MAX_PROXY_CONNECTIONS = 256;
 
 /**
  * Normalises a host the way the allow-list compares hosts: lowercase, trailing dot dropped,
@@ -125,10 +137,23 @@ export class NetworkProxy {
   private readonly sockets = new Set<Socket>();
   private readonly blocked: BlockedConnection[] = [];
   private listening: Promise<void> | undefined;
+  private dropped = 0;
+  private warnedFlood = false;
 
   constructor(options: NetworkProxyOptions) {
     this.options = options;
     this.server = createServer((req, res) => void this.forward(req, res));
+    // node closes a connection past the cap right after accept(), before any socket object exists.
+    this.server.maxConnections = options.maxConnections ?? MAX_PROXY_CONNECTIONS;
+    this.server.on('drop', () => {
+      this.dropped++;
+      if (this.warnedFlood) return;
+      this.warnedFlood = true;
+      this.options.logger?.warn(
+        { maxConnections: this.server.maxConnections },
+        'network proxy: a sandbox opened more connections than the cap; the excess ones are closed',
+      );
+    });
     this.server.on(
       'connect',
       (req: IncomingMessage, socket: Socket, head: Buffer) => void this.tunnel(req, socket, head),
@@ -151,6 +176,11 @@ export class NetworkProxy {
       this.server.unref();
     });
     return this.listening;
+  }
+
+  /** Connections closed at once because the cap was reached, since the proxy started. */
+  get droppedConnections(): number {
+    return this.dropped;
   }
 
   /** Connections refused since `since` (performance.now()), oldest first. */

@@ -2,6 +2,14 @@ import { existsSync, realpathSync, statSync } from 'node:fs';
 import { looksLikeCredential } from './env-values.js';
 import { dirname, isAbsolute, join, resolve } from 'node:path';
 import { InvalidSpawnOptionError } from './invalid-spawn-option-error.js';
+import {
+  devArgs,
+  normalizeSandboxResources,
+  resourcesKey,
+  resourcesOf,
+  tmpfsArgs,
+  type SandboxResources,
+} from './resource-limits.js';
 
 /**
  * The kernel wall around a command (bubblewrap), set up once per profile around a supervisor:
@@ -25,7 +33,13 @@ import { InvalidSpawnOptionError } from './invalid-spawn-option-error.js';
  */
 export type SandboxProfile =
   | { kind: 'none' }
-  | { kind: 'read-only'; required?: boolean; visiblePaths?: readonly string[] }
+  | {
+      kind: 'read-only';
+      required?: boolean;
+      visiblePaths?: readonly string[];
+      /** What it may take from the machine (default: defaultSandboxResources(); see resource-limits.ts). */
+      resources?: SandboxResources;
+    }
   | WorkspaceWriteProfile
   | { kind: 'protected'; readOnlyPaths: readonly string[] };
 
@@ -48,6 +62,15 @@ export interface WorkspaceWriteProfile {
   /** Paths whose content is hidden inside: directories become empty, files unreadable (secrets). */
   maskedPaths?: readonly string[];
   /**
+   * Directories that read as empty inside (an empty read-only tmpfs: the user's home, other
+   * homes), with `readablePaths` under them bound back read-only, and the writable roots, the
+   * kept-visible runner paths and `substitutes` under them bound as usual.
+   */
+  closedPaths?: readonly string[];
+  readablePaths?: readonly string[];
+  /** Host files shown read-only in place of others (`source` at `path`): sanitized configs, snapshots. */
+  substitutes?: readonly { path: string; source: string }[];
+  /**
    * Environment variables the sandbox never gets — neither its commands nor its own processes
    * (bwrap's init, the supervisor: their /proc/<pid>/environ is readable inside): name globs, except
    * those matching `keptEnv`.
@@ -63,6 +86,11 @@ export interface WorkspaceWriteProfile {
   dotEnvSecrets?: boolean;
   /** false: protected names may be created and changed (the host turned that protection off). */
   protectedNames?: boolean;
+  /**
+   * What the sandbox may take from the machine: tmpfs sizes, memory and process limits, how long it
+   * lives idle (default: defaultSandboxResources(); see resource-limits.ts).
+   */
+  resources?: SandboxResources;
 }
 
 /** Where the network bridge listens inside a sandbox with `network: 'proxy'`. */
@@ -120,6 +148,20 @@ function pathList(value: unknown, field: string, cwd: string, optional = false):
   return [...new Set((value as string[]).map((p) => (isAbsolute(p) ? resolve(p) : resolve(cwd, p))))].sort();
 }
 
+function substituteList(value: unknown, field: string, cwd: string): { path: string; source: string }[] {
+  if (value === undefined) return [];
+  const ok = (x: unknown) => typeof x === 'string' && x.length > 0 && !x.includes('\0');
+  if (
+    !Array.isArray(value) ||
+    value.some((e) => typeof e !== 'object' || e === null || !ok(e.path) || !ok(e.source))
+  ) {
+    throw new InvalidSpawnOptionError(field, 'an array of { path, source } path strings', value);
+  }
+  return (value as { path: string; source: string }[])
+    .map((e) => ({ path: resolve(cwd, e.path), source: resolve(cwd, e.source) }))
+    .sort((a, b) => (a.path < b.path ? -1 : a.path > b.path ? 1 : 0));
+}
+
 /** Checks a `sandbox` option; relative paths resolve against `cwd`. */
 export function normalizeSandboxProfile(value: unknown, cwd: string, field = 'sandbox'): SandboxProfile {
   if (value === undefined) return NO_SANDBOX;
@@ -134,6 +176,9 @@ export function normalizeSandboxProfile(value: unknown, cwd: string, field = 'sa
         kind: 'read-only',
         ...(v.required === true ? { required: true } : {}),
         ...(visiblePaths.length ? { visiblePaths } : {}),
+        ...(v.resources !== undefined
+          ? { resources: normalizeSandboxResources(v.resources, `${field}.resources`) }
+          : {}),
       };
     }
     case 'workspace':
@@ -161,6 +206,9 @@ export function normalizeSandboxProfile(value: unknown, cwd: string, field = 'sa
         throw new InvalidSpawnOptionError(`${field}.network`, "'none' or 'proxy'", v.network);
       }
       const masked = pathList(v.maskedPaths, `${field}.maskedPaths`, cwd, true);
+      const closed = pathList(v.closedPaths, `${field}.closedPaths`, cwd, true);
+      const readable = pathList(v.readablePaths, `${field}.readablePaths`, cwd, true);
+      const substitutes = substituteList(v.substitutes, `${field}.substitutes`, cwd);
       const names = (value: unknown, name: string) => {
         if (value === undefined) return [];
         if (!Array.isArray(value) || value.some((x) => typeof x !== 'string' || x === ''))
@@ -182,11 +230,17 @@ export function normalizeSandboxProfile(value: unknown, cwd: string, field = 'sa
         ...(env ? { env: { ...(env as Record<string, string>) } } : {}),
         ...(v.network === 'proxy' ? { network: 'proxy' as const } : {}),
         ...(masked.length ? { maskedPaths: masked } : {}),
+        ...(closed.length ? { closedPaths: closed } : {}),
+        ...(readable.length ? { readablePaths: readable } : {}),
+        ...(substitutes.length ? { substitutes } : {}),
         ...(hiddenEnv.length ? { hiddenEnv } : {}),
         ...(keptEnv.length ? { keptEnv } : {}),
         ...(nameRoots ? { nameRoots } : {}),
         ...(v.dotEnvSecrets === false ? { dotEnvSecrets: false } : {}),
         ...(v.protectedNames === false ? { protectedNames: false } : {}),
+        ...(v.resources !== undefined
+          ? { resources: normalizeSandboxResources(v.resources, `${field}.resources`) }
+          : {}),
       };
     }
     default:
@@ -201,7 +255,7 @@ const sandboxKeys = new WeakMap<SandboxProfile, string>();
 export function sandboxKey(profile: SandboxProfile): string {
   let key = sandboxKeys.get(profile);
   if (key === undefined) {
-    key = computeSandboxKey(profile);
+    key = computeSandboxKey(profile) + resourcesKey(profile);
     sandboxKeys.set(profile, key);
   }
   return key;
@@ -223,6 +277,9 @@ function computeSandboxKey(profile: SandboxProfile): string {
         Object.entries(profile.env ?? {}).sort(),
         profile.network ?? 'none',
         profile.maskedPaths ?? [],
+        profile.closedPaths ?? [],
+        profile.readablePaths ?? [],
+        (profile.substitutes ?? []).map((e) => [e.path, e.source]),
         profile.hiddenEnv ?? [],
         profile.keptEnv ?? [],
         profile.nameRoots ?? null,
@@ -285,8 +342,19 @@ const PRIVATE_DIRS = ['/tmp', '/var/tmp', '/run'] as const;
  * /tmp, /var/tmp and /run (no host sockets: docker, ssh-agent, dbus), and `keepVisible` paths under
  * those bound back read-only (node, the supervisor and node-pty when installed under /tmp).
  */
-function isolatedBase(keepVisible: readonly string[], tmp?: string): string[] {
+function isolatedBase(
+  keepVisible: readonly string[],
+  tmp?: string,
+  closed?: {
+    closedPaths?: readonly string[];
+    readablePaths?: readonly string[];
+    resources?: SandboxResources;
+  },
+): string[] {
   const args = ['--ro-bind', '/', '/', '--dev', '/dev', '--proc', '/proc'];
+  // Every private tmpfs sized (resource-limits.ts): what is written there is held in RAM.
+  const tmpfsBytes = resourcesOf({ kind: 'read-only', resources: closed?.resources })!.tmpfsBytes;
+  args.push(...devArgs(tmpfsBytes));
   // The kernel's knobs under the fresh /proc stay read-only: root without capabilities may still
   // write a sysctl whose only check is the file mode (kernel.core_pattern runs a program as root
   // on the next crash; sysrq-trigger reboots).
@@ -297,7 +365,7 @@ function isolatedBase(keepVisible: readonly string[], tmp?: string): string[] {
     // survives a sandbox that is replaced (new protected paths), and is removed with the registry.
     const own = dir === '/tmp' && tmp !== undefined ? existing(tmp) : undefined;
     if (own) args.push('--bind', own, dir);
-    else args.push('--tmpfs', dir);
+    else args.push(...tmpfsArgs(dir, tmpfsBytes));
   }
   const rebound = new Set<string>();
   for (const path of keepVisible) {
@@ -307,6 +375,54 @@ function isolatedBase(keepVisible: readonly string[], tmp?: string): string[] {
       rebound.add(real);
       args.push('--ro-bind', real, real);
     }
+  }
+  if (closed?.closedPaths?.length)
+    args.push(...closeDirs(closed.closedPaths, closed.readablePaths ?? [], keepVisible));
+  return args;
+}
+
+/**
+ * Directories that read as empty (the user's home, other homes): an empty tmpfs over each,
+ * writable while the mounts inside it are made (bwrap creates their mount points in it) and made
+ * read-only at the end (`closedTail`). Bound back inside, read-only: `readable` paths at their
+ * own names (a `~/.bashrc` that is a symlink into a dotfiles repository shows the file's content
+ * under `~/.bashrc`), and the kept-visible runner paths (node under `~/.nvm`, a supervisor
+ * installed in a project under HOME) at their real paths.
+ */
+function closeDirs(
+  closedPaths: readonly string[],
+  readable: readonly string[],
+  keepVisible: readonly string[],
+): string[] {
+  const dirs = closedPaths
+    .map((p) => existing(p))
+    .filter((d): d is string => d !== undefined && d !== '/')
+    .sort((a, b) => a.split('/').length - b.split('/').length);
+  if (dirs.length === 0) return [];
+  const args: string[] = [];
+  for (const dir of new Set(dirs)) args.push('--perms', '0755', '--tmpfs', dir);
+  const isClosed = (p: string) => dirs.some((d) => under(p, d) && p !== d);
+  const seen = new Set<string>();
+  for (const path of [...readable].sort((a, b) => a.split('/').length - b.split('/').length)) {
+    const real = existing(path);
+    if (!real || seen.has(path) || !isClosed(path)) continue;
+    seen.add(path);
+    args.push('--ro-bind', real, path);
+  }
+  for (const path of keepVisible) {
+    const real = existing(path);
+    if (!real || seen.has(real) || !isClosed(real)) continue;
+    seen.add(real);
+    args.push('--ro-bind', real, real);
+  }
+  return args;
+}
+
+/** What ends a profile with closed directories: each made read-only (after every mount inside it). */
+function closedTail(closedPaths: readonly string[] | undefined): string[] {
+  const args: string[] = [];
+  for (const dir of new Set((closedPaths ?? []).map((p) => existing(p)))) {
+    if (dir !== undefined && dir !== '/') args.push('--remount-ro', dir);
   }
   return args;
 }
@@ -351,7 +467,10 @@ export function sandboxArgs(
     case 'read-only':
       // Visible paths: a runner's own files under the private /tmp (a terminal's session files).
       return {
-        args: [...isolatedBase([...keepVisible, ...(profile.visiblePaths ?? [])]), ...ISOLATION],
+        args: [
+          ...isolatedBase([...keepVisible, ...(profile.visiblePaths ?? [])], undefined, profile),
+          ...ISOLATION,
+        ],
         skipped,
       };
     case 'protected': {
@@ -366,7 +485,7 @@ export function sandboxArgs(
       return { args, skipped };
     }
     case 'workspace-write': {
-      const args = isolatedBase(keepVisible, options.tmp);
+      const args = isolatedBase(keepVisible, options.tmp, profile);
       const bound = new Set<string>();
       const bind = (flag: '--bind' | '--ro-bind', path: string) => {
         const real = existing(path);
@@ -402,8 +521,16 @@ export function sandboxArgs(
         else args.push('--ro-bind', '/dev/null', real);
       }
       if (profile.network === 'proxy' && options.proxySocket) {
-        args.push('--bind', options.proxySocket, PROXY_SOCKET_IN_SANDBOX);
+        // Read-only: connect() needs no write access to the mount, and a chmod 000 or an unlink
+        // from inside cannot cut the sandbox's own network.
+        args.push('--ro-bind', options.proxySocket, PROXY_SOCKET_IN_SANDBOX);
       }
+      // Substitutes last but for the closing remounts: they replace whatever showed at their path.
+      for (const { path, source } of profile.substitutes ?? []) {
+        if (existing(source) === undefined) skipped.push(source);
+        else args.push('--ro-bind', source, path);
+      }
+      args.push(...closedTail(profile.closedPaths));
       args.push(...ISOLATION);
       return { args, skipped };
     }
@@ -421,11 +548,16 @@ export interface PolicyForProfile {
   network?: 'none' | 'proxy';
   /** Secrets hidden inside the sandbox. */
   maskedPaths?: readonly string[];
+  closedPaths?: readonly string[];
+  readablePaths?: readonly string[];
+  substitutes?: readonly { path: string; source: string }[];
   hiddenEnv?: readonly string[];
   keptEnv?: readonly string[];
   nameRoots?: readonly string[];
   dotEnvSecrets?: boolean;
   protectedNames?: boolean;
+  /** What an isolated sandbox may take from the machine (default: defaultSandboxResources()). */
+  resources?: SandboxResources;
 }
 
 /**
@@ -453,15 +585,22 @@ export function profileFor(
       env: policy.env,
       ...(policy.network === 'proxy' ? { network: 'proxy' as const } : {}),
       ...(policy.maskedPaths?.length ? { maskedPaths: policy.maskedPaths } : {}),
+      ...(policy.closedPaths?.length ? { closedPaths: policy.closedPaths } : {}),
+      ...(policy.readablePaths?.length ? { readablePaths: policy.readablePaths } : {}),
+      ...(policy.substitutes?.length ? { substitutes: policy.substitutes } : {}),
       ...(policy.hiddenEnv?.length ? { hiddenEnv: policy.hiddenEnv } : {}),
       ...(policy.keptEnv?.length ? { keptEnv: policy.keptEnv } : {}),
       ...(policy.nameRoots ? { nameRoots: policy.nameRoots } : {}),
       ...(policy.dotEnvSecrets === false ? { dotEnvSecrets: false } : {}),
       ...(policy.protectedNames === false ? { protectedNames: false } : {}),
+      ...(policy.resources ? { resources: policy.resources } : {}),
     };
   }
   if (level === 'read-only') {
-    return policy.mode === 'off' ? { kind: 'read-only' } : { kind: 'read-only', required: true };
+    const resources = policy.resources ? { resources: policy.resources } : {};
+    return policy.mode === 'off'
+      ? { kind: 'read-only', ...resources }
+      : { kind: 'read-only', required: true, ...resources };
   }
   return { kind: 'protected', readOnlyPaths: policy.readOnlyPaths };
 }

@@ -17,6 +17,7 @@ import {
   type GuardOp,
 } from './guard.js';
 import { KernelPolicyBuilder } from './kernel-policy.js';
+import { limitSupport, limitWrap, resourcesOf } from './resource-limits.js';
 import { allowListDecider } from './network-allow-list.js';
 import { NetworkProxy, type BlockedConnection } from './network-proxy.js';
 import { changesHistory, historyPlants, inspectPlants, workTreeOf, type Plant } from './plants.js';
@@ -40,6 +41,11 @@ export interface SandboxOptions {
   /** More directories commands may write (absolute, or relative to the workspace). */
   writableRoots?: readonly string[];
   /**
+   * Paths commands may read under the closed homes (absolute, `~/…`, or relative to the workspace).
+   * The home reads as empty but for what toolchains need (home-view.ts).
+   */
+  readableRoots?: readonly string[];
+  /**
    * Destinations commands reach through the sandbox's proxy (host patterns: `registry.npmjs.org`,
    * `*.pythonhosted.org`, `host:port`; `PACKAGE_REGISTRIES` lists the package registries). Nothing
    * is reachable without it.
@@ -52,6 +58,8 @@ export interface SandboxOptions {
     /** `~/…` or workspace-relative paths. */
     maskPaths?: readonly string[];
     exposeDotEnv?: boolean;
+    /** true: the home directory is readable (only the credential stores masked). */
+    openHome?: boolean;
   };
   /** The sandbox-private cache directory (default: per workspace under the user's cache dir). */
   cacheDir?: string;
@@ -152,7 +160,11 @@ export class Sandbox extends EventEmitter<SandboxEvents> {
         keepEnv: options.secrets?.keepEnv ?? [],
         maskPaths: options.secrets?.maskPaths ?? [],
         exposeDotEnv: options.secrets?.exposeDotEnv === true,
+        openHome: options.secrets?.openHome === true,
       },
+      readableRoots: (options.readableRoots ?? []).map((r) =>
+        r === '~' || r.startsWith('~/') ? join(home, r.slice(1)) : realOr(resolve(this.workspace, r)),
+      ),
       writableRoots: (options.writableRoots ?? []).map((r) => realOr(resolve(this.workspace, r))),
       ...(options.cacheDir ? { cacheDir: options.cacheDir } : {}),
       ...(options.logger ? { logger: options.logger } : {}),
@@ -209,6 +221,8 @@ export class Sandbox extends EventEmitter<SandboxEvents> {
     const env = this.environment(profile, options.env ?? process.env, network !== undefined);
     env[RUN_COOKIE] = cookie;
     const inner = [
+      // Memory and process rlimits on what runs inside (resource-limits.ts; no scope for one command).
+      ...limitWrap(resourcesOf(walled)!, limitSupport({ cgroup: false }), '').inner,
       ...(rules ? [GUARD_BINARY, '--channel', '3', '--'] : []),
       ...(network
         ? [process.execPath, SANDBOX_INIT, '--bridge', PROXY_SOCKET_IN_SANDBOX, String(PROXY_PORT), '--']

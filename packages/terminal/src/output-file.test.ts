@@ -15,7 +15,9 @@ describe('output_file', () => {
   it('outlives the registry', async () => {
     const first = createHarness({ maxOutputChars: 500 });
     const r = (await first.call({ command: 'seq 1 20000' })) as { output: string; output_file: string };
-    expect(dirname(r.output_file)).toBe(defaultOutputDir());
+    // One directory per workspace under the per-user output directory.
+    expect(dirname(dirname(r.output_file))).toBe(defaultOutputDir());
+    expect(dirname(r.output_file)).toMatch(/\/ws-[0-9a-f]{16}$/);
     expect(r.output).toContain(r.output_file);
     await first.dispose();
     const text = readFileSync(r.output_file, 'utf8');

@@ -213,7 +213,7 @@ export class SessionPool implements TerminalService {
 
   /** Where output files handed to the model go. */
   get outputDir(): string {
-    return this.deps.outputDir ?? defaultOutputDir();
+    return this.deps.outputDir ?? defaultOutputDir(process.env, this.deps.cwd);
   }
 
   async runSync(command: string, options: RunSyncOptions = {}): Promise<RunSyncResult> {
