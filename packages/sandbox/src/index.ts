@@ -124,3 +124,49 @@ export {
   type LimitWrap,
   type SandboxResources,
 } from './resource-limits.js';
+export {
+  EngineProxy,
+  type EngineProxyOptions,
+  type EngineProxyStartOptions,
+  type EngineRefusal,
+} from './engine/engine-proxy.js';
+export {
+  composeProjectNames,
+  defaultEnginePolicy,
+  enginePolicySchema,
+  parseEnginePolicy,
+  type EnginePolicy,
+  type EnginePolicyInput,
+} from './engine/engine-policy-config.js';
+export {
+  COMPOSE_PROJECT_LABEL,
+  SESSION_LABEL as ENGINE_SESSION_LABEL,
+  type EngineRule,
+  type PolicyRefusal as EnginePolicyRefusal,
+} from './engine/engine-policy.js';
+export {
+  ENGINE_SOCKET_IN_SANDBOX,
+  engineAvailable,
+  engineSandboxEnv,
+  engineSocketCandidates,
+  type EngineAvailability,
+} from './engine/engine-socket.js';
+export {
+  CA_BUNDLE_IN_SANDBOX,
+  CredentialInjector,
+  SYSTEM_CA_FILES,
+  type CredentialInjectorOptions,
+  type CredentialTunnel,
+  type InterceptUpstream,
+} from './credentials/credential-injector.js';
+export {
+  CA_ENV_NAMES,
+  CREDENTIAL_SCHEMES,
+  normalizeCredentials,
+  type Credential,
+  type CredentialConfig,
+  type CredentialHost,
+  type CredentialScheme,
+} from './credentials/credential-config.js';
+export { InvalidCredentialConfigError } from './credentials/invalid-credential-config-error.js';
+export { SessionCa, type IssuedLeaf, type SessionCaOptions } from './credentials/session-ca.js';
