@@ -38,6 +38,13 @@ export interface CliResult {
   error_code?: string;
   /** With SANDBOX_REFUSED_WRITE: the path the refused write named, when the output names one. */
   refused_path?: string;
+  /**
+   * Every wall the command met, when more than one (`error_code` is the first): a refused write
+   * and a hidden secret, a network refusal beside either, a signal to a process outside.
+   */
+  error_codes?: string[];
+  /** With SANDBOX_REFUSED_SIGNAL: the host pid the command tried to signal. */
+  refused_pid?: number;
   /** With NETWORK_BLOCKED: the destinations the sandbox's network refused. */
   blocked_hosts?: string[];
   /**

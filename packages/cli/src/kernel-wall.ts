@@ -1,5 +1,5 @@
 import { PERMISSION_GATE, type KernelPolicy, type SandboxLevel, type ToolCallContext } from '@conch/core';
-import { lstatSync, realpathSync } from 'node:fs';
+import { existsSync, lstatSync, realpathSync } from 'node:fs';
 import { constants } from 'node:os';
 import { resolve } from 'node:path';
 import { profileFor, type ProcessResult, type SandboxProfile } from '@conch/process';
@@ -51,6 +51,40 @@ function refusedPath(line: string): string | undefined {
       line,
     );
   return colon?.[1];
+}
+
+/**
+ * CMake's own wording of a refused write (no errno text): `file cannot create directory:
+ * /usr/local/lib/cmake/x.  Maybe need administrative privileges.`, `file INSTALL cannot make
+ * directory "/usr/local/include/x": …`.
+ */
+const CMAKE_REFUSAL =
+  /file (?:cannot create directory:\s*(\/\S+?)\.?\s+Maybe\s+need\s+administrative\s+privileges|INSTALL cannot (?:make directory|copy file)[^"\n]*"(\/[^"]+)")/;
+
+/**
+ * A signal the sandbox kept from a process outside it: the command's pid namespace shows only
+ * what it started, so `kill <pid>` of a host process fails with "No such process" (ESRCH). Said so
+ * only when that pid is alive on the host (a pid that exists nowhere is a plain mistake).
+ */
+export function outsideSignal(result: ProcessResult, command = ''): SandboxRefusal | undefined {
+  if (result.sandbox !== 'workspace-write' && result.sandbox !== 'read-only') return undefined;
+  const text = `${result.stderr.head}\n${result.stderr.tail}`;
+  const m =
+    /kill: (?:\((\d+)\)(?: -|:) |(\d+): )No such process/.exec(text) ??
+    /ProcessLookupError: \[Errno 3\] No such process[^\n]*?(\d+)?/.exec(text) ??
+    /kill (?:ESRCH|EPERM)[^\n]*?(\d+)?/.exec(text);
+  if (!m) return undefined;
+  // A message without the pid (python's ProcessLookupError): the command's own numbers.
+  const pid = Number(
+    m[1] ??
+      m[2] ??
+      (command.match(/\b\d{2,7}\b/g) ?? []).find((n) => Number(n) > 1 && existsSync(`/proc/${n}`)),
+  );
+  if (!Number.isInteger(pid) || pid <= 1 || !existsSync(`/proc/${pid}`)) return undefined;
+  return {
+    path: String(pid),
+    message: `Process ${pid} is outside the sandbox: a command in it sees and signals only the processes it started (its own pid namespace), so the signal never reached it. If the task really needs it, call again with sandbox: false and a justification; a human decides.`,
+  };
 }
 
 /** A refused write of a git config: how to do what the command wanted without writing it. */
@@ -141,9 +175,13 @@ export function sandboxRefusal(result: ProcessResult): SandboxRefusal | undefine
     STDOUT_EROFS.exec(`${result.stdout.head}\n${result.stdout.tail}`);
   // The guard's own record of a refused write (exact, even when the command hid its error).
   const guarded = result.sandboxRefusals?.find((r) => r.errno === constants.errno.EROFS && r.op !== 'read');
-  if (!match && !guarded) return undefined;
+  const cmake = CMAKE_REFUSAL.exec(`${result.stderr.head}\n${result.stderr.tail}\n${result.stdout.tail}`);
+  if (!match && !guarded && !cmake) return undefined;
   // The path as the command's own output spells it (what the model wrote), else the guard's.
-  const path = (match ? refusedPath(match[0]) : undefined) ?? guarded?.path;
+  const path =
+    (match ? refusedPath(match[0]) : undefined) ??
+    (cmake ? (cmake[1] ?? cmake[2]) : undefined) ??
+    guarded?.path;
   const where = path ? ` (${path})` : '';
   if (result.sandbox === 'read-only')
     return {

@@ -40,7 +40,7 @@ import {
   type CliResult,
   type FormatOptions,
 } from './format-result.js';
-import { hiddenSecret, sandboxFor, sandboxRefusal } from './kernel-wall.js';
+import { hiddenSecret, outsideSignal, sandboxFor, sandboxRefusal } from './kernel-wall.js';
 import { quoteWord } from './quote.js';
 import { planCommand, resolveShell, type CliPlan } from './plan.js';
 import { DEFAULT_SLOW_PATTERNS, estimateSeconds } from './slow-patterns.js';
@@ -516,9 +516,27 @@ async function runOn(
     const policyNow = ctx.resolveOptional(PERMISSION_GATE)?.kernelPolicy?.();
     const secret = hiddenSecret(result, policyNow?.maskedPaths, cwd, policyNow);
     if (secret) {
-      out.error = secret.message;
-      out.error_code = 'SECRET_HIDDEN';
-      if (secret.path) out.refused_path = secret.path;
+      if (out.error_code === 'SANDBOX_REFUSED_WRITE') {
+        // Both walls, both said: a refused write and a hidden secret in one command.
+        out.error = `${out.error} ${secret.message}`;
+        out.error_codes = ['SANDBOX_REFUSED_WRITE', 'SECRET_HIDDEN'];
+      } else {
+        // Instead of the command's own reading (NO_SUCH_FILE's "check the path" would mislead).
+        out.error = secret.message;
+        out.error_code = 'SECRET_HIDDEN';
+        if (secret.path) out.refused_path = secret.path;
+      }
+    }
+    const signal = outsideSignal(result, plan.line);
+    if (signal) {
+      if (out.error_code === 'SANDBOX_REFUSED_WRITE' || out.error_code === 'SECRET_HIDDEN') {
+        out.error = `${out.error} ${signal.message}`;
+        out.error_codes = [...(out.error_codes ?? [out.error_code]), 'SANDBOX_REFUSED_SIGNAL'];
+      } else {
+        out.error = signal.message;
+        out.error_code = 'SANDBOX_REFUSED_SIGNAL';
+      }
+      out.refused_pid = Number(signal.path);
     }
     const blocked = networkBlocked(manager, startedAt);
     if (blocked.length > 0) {
@@ -527,6 +545,8 @@ async function runOn(
       const message = `The sandbox's network refused ${hosts.join(', ')} (${blocked[0]!.reason}). Only destinations on the host's allow-list are reached; if the task needs ${hosts.length > 1 ? 'these' : 'this one'}, tell the user (the host can add it to the permission config's network.allow), or call again with sandbox: false and a justification.`;
       out.error = out.error ? `${out.error} ${message}` : message;
       out.error_code ??= 'NETWORK_BLOCKED';
+      if (out.error_code !== 'NETWORK_BLOCKED')
+        out.error_codes = [...(out.error_codes ?? [out.error_code]), 'NETWORK_BLOCKED'];
     }
     if (blocked.length === 0 && result.sandbox === 'workspace-write' && !out.error_code) {
       const direct = directNetworkFailure(

@@ -160,6 +160,11 @@ export interface KernelPolicy {
    */
   substitutes?: readonly { path: string; source: string }[];
   /**
+   * Host loopback ports sandboxed commands reach at their own address (`127.0.0.1:<port>`,
+   * `localhost:<port>`): those the network allow-list names with a port.
+   */
+  hostPorts?: readonly number[];
+  /**
    * Environment variables sandboxed commands (and the sandbox itself) never get: glob patterns of
    * names (`*_TOKEN`, `AWS_*`), except names matching `keptEnv`.
    */

@@ -18,6 +18,8 @@ export const ERROR_CODES = {
   ABORTED: "the caller's AbortSignal fired; everything the call started was stopped",
   SANDBOX_REFUSED_WRITE:
     'the kernel sandbox refused a write (outside the workspace, or a protected path); call again with sandbox: false and a justification to ask for it',
+  SANDBOX_REFUSED_SIGNAL:
+    'the command signalled a process outside the sandbox (its own pid namespace shows only what it started, so the process was not found there); call again with sandbox: false and a justification to ask for it',
   SANDBOX_UNAVAILABLE: 'the sandbox the command must run in could not be set up here, so it did not run',
   SECRET_HIDDEN:
     'the command touched a secret the sandbox hides (.env files, ~/.ssh, cloud and registry credentials): neither readable nor writable inside it',

@@ -97,6 +97,12 @@ export class PermissionEngine implements PermissionGate {
   private readonly kernel: KernelPolicyBuilder | undefined;
   /** The config's `resources` for the sandbox (undefined: @conch/sandbox's defaults). */
   private readonly resources: KernelPolicy['resources'];
+  /**
+   * Host loopback ports the allow-list names (`127.0.0.1:5432`, `localhost:8080`, `[::1]:3000`):
+   * reached inside the sandbox at their own address (the bridge listens there and CONNECTs to
+   * `127.0.0.1:<port>` through the proxy, which this gate still decides).
+   */
+  private readonly hostPorts: readonly number[];
   /** The last policy the builder gave, and the same with `resources` (one object per policy). */
   private withResources: { from: KernelPolicy; policy: KernelPolicy } | undefined;
   private readonly network: { allow: HostPattern[]; deny: HostPattern[] };
@@ -147,6 +153,7 @@ export class PermissionEngine implements PermissionGate {
       deny: patterns(options.config.network.deny),
     };
     this.resources = options.config.resources ? toSandboxResources(options.config.resources) : undefined;
+    this.hostPorts = loopbackPorts(options.config.network.allow);
     this.kernel =
       this.sandbox === 'off' && !options.config.kernelWall
         ? undefined
@@ -197,9 +204,17 @@ export class PermissionEngine implements PermissionGate {
     if (!this.kernel) return undefined;
     const built = this.kernel.policy();
     // The same object while the policy is (profiles are compared by their fields' identity).
-    if (this.resources && this.withResources?.from !== built)
-      this.withResources = { from: built, policy: { ...built, resources: this.resources } };
-    const policy = this.resources ? this.withResources!.policy : built;
+    const wrap = this.resources !== undefined || this.hostPorts.length > 0;
+    if (wrap && this.withResources?.from !== built)
+      this.withResources = {
+        from: built,
+        policy: {
+          ...built,
+          ...(this.resources ? { resources: this.resources } : {}),
+          ...(this.hostPorts.length ? { hostPorts: this.hostPorts } : {}),
+        },
+      };
+    const policy = wrap ? this.withResources!.policy : built;
     // With the protected-paths rule off, nothing is bound read-only (reads still run read-only).
     if (!this.config.safety.protectedPaths)
       return { ...policy, readOnlyPaths: [], pinnedPaths: [], protectedNames: false };
@@ -439,7 +454,18 @@ export class PermissionEngine implements PermissionGate {
     } else {
       const allowed = this.network.allow.find((p) => p.test(host, port));
       const once = this.networkOnce.get(host);
-      if (allowed) {
+      // `localhost:<port>` names the host's loopback service the bridge reaches as 127.0.0.1 / ::1.
+      const loopback =
+        (host === '127.0.0.1' || host === '::1') && this.hostPorts.includes(port)
+          ? this.network.allow.find((p) => ['localhost', '127.0.0.1', '::1'].some((h) => p.test(h, port)))
+          : undefined;
+      if (loopback && !allowed) {
+        decision = {
+          outcome: 'allow',
+          reason: `the network allow-list names ${loopback.text}`,
+          rule: `network.allow:${loopback.text}`,
+        };
+      } else if (allowed) {
         decision = {
           outcome: 'allow',
           reason: `the network allow-list names ${allowed.text}`,
@@ -1046,4 +1072,15 @@ function internalAddress(address: string): boolean {
   }
   const v6 = address.toLowerCase();
   return v6 === '::1' || v6 === '::' || /^fe[89ab]/.test(v6) || /^f[cd]/.test(v6);
+}
+
+/** Ports of the host's loopback the allow-list names with an explicit port. */
+function loopbackPorts(allow: readonly string[]): number[] {
+  const ports = new Set<number>();
+  for (const entry of allow) {
+    const m = /^(?:127\.0\.0\.1|localhost|\[::1\]):(\d{1,5})$/i.exec(entry.trim());
+    const port = m ? Number(m[1]) : NaN;
+    if (port >= 1 && port <= 65535) ports.add(port);
+  }
+  return [...ports].sort((a, b) => a - b);
 }

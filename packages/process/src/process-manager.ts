@@ -1310,7 +1310,7 @@ export class ProcessManager implements ProcessManagerService {
     const supervisorOpt = typeof this.options.supervisor === 'object' ? this.options.supervisor : {};
     const execPath = supervisorOpt.execPath ?? process.execPath;
     let bwrap: { path: string; args: string[] } | undefined;
-    let proxy: { socket: string; port: number } | undefined;
+    let proxy: { socket: string; port: number; hostPorts?: readonly number[] } | undefined;
     if (profile.kind !== 'none') {
       const path = findBwrap();
       if (!path) {
@@ -1320,7 +1320,14 @@ export class ProcessManager implements ProcessManagerService {
       }
       const proxySocket =
         profile.kind === 'workspace-write' && profile.network === 'proxy' ? this.proxySocket() : undefined;
-      if (proxySocket) proxy = { socket: PROXY_SOCKET_IN_SANDBOX, port: PROXY_PORT };
+      if (proxySocket)
+        proxy = {
+          socket: PROXY_SOCKET_IN_SANDBOX,
+          port: PROXY_PORT,
+          ...(profile.kind === 'workspace-write' && profile.hostPorts?.length
+            ? { hostPorts: profile.hostPorts }
+            : {}),
+        };
       // The supervisor, node and the PTY module load inside the sandbox: keep their installs visible.
       const { args, skipped } = sandboxArgs(
         profile,
@@ -1400,7 +1407,12 @@ export class ProcessManager implements ProcessManagerService {
       },
     });
     if (limits) this.limited.set(client, limits);
-    forwarder?.add(client, { sandbox: profile.kind, excluded: proxy ? [proxy.port] : [] });
+    // Neither the bridge's port nor a host service's (its listener inside forwards to the host:
+    // forwarding it back out would loop).
+    forwarder?.add(client, {
+      sandbox: profile.kind,
+      excluded: proxy ? [proxy.port, ...(proxy.hostPorts ?? [])] : [],
+    });
     this.clients.set(key, client);
     if (bwrap) this.footing.set(client, this.footingOf(profile, proxy !== undefined));
     if (!client.start()) {

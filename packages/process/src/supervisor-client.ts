@@ -60,7 +60,8 @@ export interface SupervisorClientOptions {
    */
   isolated?: boolean;
   /** The supervisor bridges 127.0.0.1:<port> inside its network namespace to this proxy socket. */
-  proxy?: { socket: string; port: number };
+  /** The proxy socket inside, the bridge's port, and the host loopback ports forwarded through it. */
+  proxy?: { socket: string; port: number; hostPorts?: readonly number[] };
   /**
    * The sandbox's path guard (@conch/sandbox): bwrap runs it, and it runs the supervisor under its
    * seccomp filter. `rules` are in force before the supervisor's first syscall; events (refusals,
@@ -318,7 +319,13 @@ export class SupervisorClient {
   start(): boolean {
     const { execPath, script, prefix, bwrap } = this.options;
     const proxy = this.options.proxy;
-    const argv = [script, prefix, this.sandbox, '4', ...(proxy ? [proxy.socket, String(proxy.port)] : [])];
+    const argv = [
+      script,
+      prefix,
+      this.sandbox,
+      '4',
+      ...(proxy ? [proxy.socket, String(proxy.port), (proxy.hostPorts ?? []).join(',')] : []),
+    ];
     const guard = bwrap ? this.options.guard : undefined;
     const limits = bwrap ? this.options.limits : undefined;
     const inner = [

@@ -17,7 +17,7 @@ import { Socket } from 'node:net';
 import { sweepCookie } from './kill-tree.js';
 import { canDetachPipes, SupervisorChildren } from './supervisor-children.js';
 import { FD_CHANNEL_VAR, loadSpawner } from './native-spawn.js';
-import { startBridge } from './supervisor-bridge.js';
+import { startBridge, startLoopbackForwards } from './supervisor-bridge.js';
 import { fsRequest } from './supervisor-fs.js';
 import { ownPidsEvents, ProcessLimitWatch } from './supervisor-limits.js';
 import { connectPort } from './supervisor-ports.js';
@@ -25,7 +25,14 @@ import type { HostMessage, PtySpawnRequest, SupervisorMessage } from './supervis
 import { OOM_SCORE_ADJ_VAR, PIDS_EVENTS_VAR, PROCESS_LIMIT_VAR } from './supervisor-limit-vars.js';
 import { SupervisorPtys } from './supervisor-ptys.js';
 
-const [prefix = '', sandbox = 'none', syncFd, proxySocket, proxyPort] = process.argv.slice(2);
+const [prefix = '', sandbox = 'none', syncFd, proxySocket, proxyPort, hostPortList = ''] =
+  process.argv.slice(2);
+/** Host loopback ports reached at their own address inside (network.allow names them). */
+const hostPorts = hostPortList
+  .split(',')
+  .filter(Boolean)
+  .map(Number)
+  .filter((p) => Number.isInteger(p) && p > 0 && p < 65536);
 if (typeof process.send !== 'function' || !/^[0-9a-f]+-$/.test(prefix)) {
   process.stderr.write(
     'conch supervisor: start it through @conch/process (needs an IPC channel and a cookie prefix)\n',
@@ -182,9 +189,13 @@ if (!usable) {
   send({ t: 'fatal', message: `node ${process.version}: child pipes cannot be detached for handle passing` });
 } else if (proxySocket && proxyPort) {
   // Ready once commands can reach the proxy.
-  startBridge(proxySocket, Number(proxyPort)).then(
-    (server) => {
+  Promise.all([
+    startBridge(proxySocket, Number(proxyPort)),
+    startLoopbackForwards(proxySocket, hostPorts),
+  ]).then(
+    ([server, forwards]) => {
       server.unref();
+      for (const s of forwards) s.unref();
       void ready();
     },
     (error: Error) => send({ t: 'fatal', message: `the network bridge could not start: ${error.message}` }),

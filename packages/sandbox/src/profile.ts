@@ -71,6 +71,11 @@ export interface WorkspaceWriteProfile {
   /** Host files shown read-only in place of others (`source` at `path`): sanitized configs, snapshots. */
   substitutes?: readonly { path: string; source: string }[];
   /**
+   * Host loopback ports reached inside at their own address (`127.0.0.1:<port>`), through the
+   * proxy (which still decides each connection); needs `network: 'proxy'`.
+   */
+  hostPorts?: readonly number[];
+  /**
    * Environment variables the sandbox never gets — neither its commands nor its own processes
    * (bwrap's init, the supervisor: their /proc/<pid>/environ is readable inside): name globs, except
    * those matching `keptEnv`.
@@ -209,6 +214,17 @@ export function normalizeSandboxProfile(value: unknown, cwd: string, field = 'sa
       const closed = pathList(v.closedPaths, `${field}.closedPaths`, cwd, true);
       const readable = pathList(v.readablePaths, `${field}.readablePaths`, cwd, true);
       const substitutes = substituteList(v.substitutes, `${field}.substitutes`, cwd);
+      if (
+        v.hostPorts !== undefined &&
+        (!Array.isArray(v.hostPorts) ||
+          v.hostPorts.some((p) => !Number.isInteger(p) || (p as number) < 1 || (p as number) > 65535))
+      )
+        throw new InvalidSpawnOptionError(
+          `${field}.hostPorts`,
+          'an array of port numbers (1-65535)',
+          v.hostPorts,
+        );
+      const hostPorts = [...new Set((v.hostPorts as number[] | undefined) ?? [])].sort((a, b) => a - b);
       const names = (value: unknown, name: string) => {
         if (value === undefined) return [];
         if (!Array.isArray(value) || value.some((x) => typeof x !== 'string' || x === ''))
@@ -233,6 +249,7 @@ export function normalizeSandboxProfile(value: unknown, cwd: string, field = 'sa
         ...(closed.length ? { closedPaths: closed } : {}),
         ...(readable.length ? { readablePaths: readable } : {}),
         ...(substitutes.length ? { substitutes } : {}),
+        ...(hostPorts.length ? { hostPorts } : {}),
         ...(hiddenEnv.length ? { hiddenEnv } : {}),
         ...(keptEnv.length ? { keptEnv } : {}),
         ...(nameRoots ? { nameRoots } : {}),
@@ -280,6 +297,7 @@ function computeSandboxKey(profile: SandboxProfile): string {
         profile.closedPaths ?? [],
         profile.readablePaths ?? [],
         (profile.substitutes ?? []).map((e) => [e.path, e.source]),
+        profile.hostPorts ?? [],
         profile.hiddenEnv ?? [],
         profile.keptEnv ?? [],
         profile.nameRoots ?? null,
@@ -551,6 +569,7 @@ export interface PolicyForProfile {
   closedPaths?: readonly string[];
   readablePaths?: readonly string[];
   substitutes?: readonly { path: string; source: string }[];
+  hostPorts?: readonly number[];
   hiddenEnv?: readonly string[];
   keptEnv?: readonly string[];
   nameRoots?: readonly string[];
@@ -588,6 +607,7 @@ export function profileFor(
       ...(policy.closedPaths?.length ? { closedPaths: policy.closedPaths } : {}),
       ...(policy.readablePaths?.length ? { readablePaths: policy.readablePaths } : {}),
       ...(policy.substitutes?.length ? { substitutes: policy.substitutes } : {}),
+      ...(policy.hostPorts?.length ? { hostPorts: policy.hostPorts } : {}),
       ...(policy.hiddenEnv?.length ? { hiddenEnv: policy.hiddenEnv } : {}),
       ...(policy.keptEnv?.length ? { keptEnv: policy.keptEnv } : {}),
       ...(policy.nameRoots ? { nameRoots: policy.nameRoots } : {}),
