@@ -1,4 +1,5 @@
 import { mkdirSync } from 'node:fs';
+import { resolve } from 'node:path';
 import {
   ARGUMENT_BYTES,
   BACKGROUND_SERVICE,
@@ -164,7 +165,9 @@ export const cliPlugin = definePlugin<CliConfig>({
     // function file) read-only, the trash writable. Registered before the first command, so cli,
     // terminal and file tools share one sandbox (one network namespace, one /tmp).
     manager.shareWithSandbox({
-      visible: [ctx.env.tempDir()],
+      // A configured output directory too: under a closed home the sandbox would not show it, and
+      // a model reads its output_file back (cat, read_file) inside.
+      visible: [ctx.env.tempDir(), ...sharedOutputDir(config.outputDir, ctx.env.cwd)],
       ...(config.safeRm ? { writable: [trashDirOf(ctx)] } : {}),
     });
     const { shell, fallback } = resolveShell(config.shell);
@@ -337,3 +340,15 @@ function targetOfPlan(plan: CliPlan): { target?: { name: string; workspace: stri
 }
 
 export default cliPlugin;
+
+/** A configured output directory, made now (a sandbox binds only what exists when it starts). */
+function sharedOutputDir(outputDir: string | undefined, cwd: string): string[] {
+  if (!outputDir) return [];
+  const dir = resolve(cwd, outputDir);
+  try {
+    mkdirSync(dir, { recursive: true, mode: 0o700 });
+  } catch {
+    return [];
+  }
+  return [dir];
+}

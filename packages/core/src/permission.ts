@@ -165,6 +165,11 @@ export interface KernelPolicy {
    */
   hostPorts?: readonly number[];
   /**
+   * The container engine through conch's policy socket (@conch/sandbox engine/): present, the
+   * sandbox gets a Docker-API socket that forwards what this policy allows to the host's engine.
+   */
+  engine?: Readonly<Record<string, unknown>>;
+  /**
    * Environment variables sandboxed commands (and the sandbox itself) never get: glob patterns of
    * names (`*_TOKEN`, `AWS_*`), except names matching `keptEnv`.
    */

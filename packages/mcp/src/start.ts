@@ -28,13 +28,16 @@ import { ConchStdioTransport, type ConchStdioTransportOptions } from './stdio-tr
  * (read_file, write_file, edit_file, ...: the model reads a long command's `output_file` back with
  * read_file). The gate's sandbox lets commands reach the common package registries and code hosts
  * (npm, PyPI, crates.io, Go modules, RubyGems, Maven Central, GitHub, GitLab) through its proxy,
- * and nothing else.
+ * and nothing else; the host's container engine (podman or docker) answers inside through conch's
+ * policy socket (the session's and the workspace compose project's containers, binds only inside
+ * the workspace; no privileged, host namespaces, devices or engine socket). The library's default
+ * stays closed (permission config `engine: false`).
  */
 export const MCP_DEFAULT_CONFIG: ConchConfig = {
   ...DEFAULT_CONCH_CONFIG,
   plugins: {
     ...DEFAULT_CONCH_CONFIG.plugins,
-    permission: { network: { allow: [...PACKAGE_REGISTRIES] } },
+    permission: { network: { allow: [...PACKAGE_REGISTRIES] }, engine: true },
     files: {},
   },
 };

@@ -195,6 +195,12 @@ export const permissionConfigSchema = z.strictObject({
         ),
     })
     .default({ hideEnv: [], keepEnv: [], maskPaths: [], exposeDotEnv: false, openHome: false }),
+  engine: z
+    .union([z.boolean(), z.record(z.string(), z.unknown())])
+    .default(false)
+    .describe(
+      "the container engine from inside the sandbox, through conch's policy socket (docker / docker compose / podman's Docker API): true for the default policy, or its settings (@conch/sandbox README, Containers through a policy); false (default): no engine socket inside",
+    ),
   resources: resourcesSchema
     .optional()
     .describe(

@@ -13,7 +13,13 @@ import {
   type PermissionRequest,
   type SandboxLevel,
 } from '@conch/core';
-import { compileHostPattern, KernelPolicyBuilder, type HostPattern, type SandboxMode } from '@conch/sandbox';
+import {
+  compileHostPattern,
+  KernelPolicyBuilder,
+  parseEnginePolicy,
+  type HostPattern,
+  type SandboxMode,
+} from '@conch/sandbox';
 import type { ParsedCommand, ShellParser } from '@conch/shell-syntax';
 import { isIP } from 'node:net';
 import { homedir } from 'node:os';
@@ -103,6 +109,8 @@ export class PermissionEngine implements PermissionGate {
    * `127.0.0.1:<port>` through the proxy, which this gate still decides).
    */
   private readonly hostPorts: readonly number[];
+  /** The container-engine policy's settings, when the engine is opened (config `engine`). */
+  private readonly engine: Readonly<Record<string, unknown>> | undefined;
   /** The last policy the builder gave, and the same with `resources` (one object per policy). */
   private withResources: { from: KernelPolicy; policy: KernelPolicy } | undefined;
   private readonly network: { allow: HostPattern[]; deny: HostPattern[] };
@@ -154,6 +162,12 @@ export class PermissionEngine implements PermissionGate {
     };
     this.resources = options.config.resources ? toSandboxResources(options.config.resources) : undefined;
     this.hostPorts = loopbackPorts(options.config.network.allow);
+    const engine = options.config.engine;
+    if (engine !== false) {
+      // Checked now (a bad field fails at expose, naming it), passed on as given.
+      parseEnginePolicy(engine === true ? {} : engine);
+      this.engine = engine === true ? {} : engine;
+    }
     this.kernel =
       this.sandbox === 'off' && !options.config.kernelWall
         ? undefined
@@ -204,7 +218,7 @@ export class PermissionEngine implements PermissionGate {
     if (!this.kernel) return undefined;
     const built = this.kernel.policy();
     // The same object while the policy is (profiles are compared by their fields' identity).
-    const wrap = this.resources !== undefined || this.hostPorts.length > 0;
+    const wrap = this.resources !== undefined || this.hostPorts.length > 0 || this.engine !== undefined;
     if (wrap && this.withResources?.from !== built)
       this.withResources = {
         from: built,
@@ -212,6 +226,7 @@ export class PermissionEngine implements PermissionGate {
           ...built,
           ...(this.resources ? { resources: this.resources } : {}),
           ...(this.hostPorts.length ? { hostPorts: this.hostPorts } : {}),
+          ...(this.engine ? { engine: this.engine } : {}),
         },
       };
     const policy = wrap ? this.withResources!.policy : built;

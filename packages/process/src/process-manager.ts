@@ -12,6 +12,9 @@ import {
   installRoot,
   isIsolated,
   isRequired,
+  ENGINE_DIR_IN_SANDBOX,
+  EngineProxy,
+  engineSandboxEnv,
   NetworkProxy,
   NO_SANDBOX,
   normalizeSandboxProfile,
@@ -296,6 +299,8 @@ export class ProcessManager implements ProcessManagerService {
   private readonly profileMemo: { input: SandboxProfile; profile: SandboxProfile }[] = [];
   private proxy: NetworkProxy | undefined;
   private proxySocketPath: string | undefined;
+  /** The container-engine policy proxy (started on first use by a profile with `engine`). */
+  private engine: { proxy: EngineProxy; dir: string } | undefined;
   /** Forwards servers listening in isolated sandboxes to the host's loopback (undefined: off). */
   private readonly forwarder: PortForwarder | undefined;
   /** Supervisors closed before dispose (replaced sandboxes) that may still be exiting. */
@@ -732,6 +737,13 @@ export class ProcessManager implements ProcessManagerService {
   private withShared(profile: SandboxProfile): SandboxProfile {
     if (profile.kind === 'workspace-write') {
       if (profile.network === 'proxy') profile = { ...profile, env: { ...profile.env, ...proxyEnv() } };
+      // The container engine through the policy socket: docker, compose and podman's Docker API
+      // clients find it (DOCKER_HOST; /run/docker.sock points there too).
+      if (profile.engine)
+        profile = {
+          ...profile,
+          env: { ...profile.env, ...engineSandboxEnv(`${ENGINE_DIR_IN_SANDBOX}/docker.sock`) },
+        };
       // Where homes are closed, the shared output directory is too (it may live outside the home:
       // $XDG_CACHE_HOME): other workspaces' output files are theirs. This one's is kept visible.
       const outputRoot = defaultOutputDir(process.env);
@@ -1000,6 +1012,38 @@ export class ProcessManager implements ProcessManagerService {
     }, idleMs);
     idle.unref();
     this.idleTimers.set(client, idle);
+  }
+
+  /**
+   * The directory of this manager's container-engine policy socket (started on first use): the
+   * engine's Docker API, with what `policy` allows forwarded to the host's engine (podman or
+   * docker), for this manager's workspace and session. One per manager: the first policy wins.
+   */
+  private engineDir(policy: Readonly<Record<string, unknown>>): string | undefined {
+    if (!this.engine) {
+      let dir: string;
+      try {
+        dir = join(this.tempDir(), 'engine');
+        mkdirSync(dir, { recursive: true, mode: 0o700 });
+      } catch {
+        return undefined;
+      }
+      const proxy = new EngineProxy({ ...(this.logger ? { logger: this.logger } : {}) });
+      this.engine = { proxy, dir };
+      // Listening takes a tick; the sandbox binds the directory, so the socket appears inside
+      // when it does.
+      proxy
+        .start({
+          workspace: this.cwd,
+          sessionId: this.cookiePrefix.replace(/[^A-Za-z0-9_.-]/g, '_') || 'conch',
+          policy,
+          socketPath: join(dir, 'docker.sock'),
+        })
+        .catch((error: unknown) => {
+          this.logger?.warn({ err: error }, 'container engine policy socket could not start');
+        });
+    }
+    return this.engine.dir;
   }
 
   /** The proxy whose socket went away: the next sandbox that needs one starts a new proxy. */
@@ -1320,6 +1364,8 @@ export class ProcessManager implements ProcessManagerService {
       }
       const proxySocket =
         profile.kind === 'workspace-write' && profile.network === 'proxy' ? this.proxySocket() : undefined;
+      const engineDir =
+        profile.kind === 'workspace-write' && profile.engine ? this.engineDir(profile.engine) : undefined;
       if (proxySocket)
         proxy = {
           socket: PROXY_SOCKET_IN_SANDBOX,
@@ -1339,7 +1385,11 @@ export class ProcessManager implements ProcessManagerService {
           installRoot(GUARD_BINARY),
           ...extraVisible.map((p) => installRoot(p)),
         ],
-        { tmp: this.sandboxTmp(), ...(proxySocket ? { proxySocket } : {}) },
+        {
+          tmp: this.sandboxTmp(),
+          ...(proxySocket ? { proxySocket } : {}),
+          ...(engineDir ? { engineDir } : {}),
+        },
       );
       for (const p of skipped) this.skipped.add(p);
       bwrap = { path, args };
@@ -1605,6 +1655,7 @@ export class ProcessManager implements ProcessManagerService {
       // for it, so nothing of this manager is left running when dispose() resolves.
       await Promise.all(clients.map((client) => client.exited(SUPERVISOR_EXIT_MS)));
       this.proxy?.close();
+      await this.engine?.proxy.stop().catch(() => undefined);
       this.removeExitHook();
       if (this.ownTempDir) rmSync(this.ownTempDir, { recursive: true, force: true });
     }

@@ -34,6 +34,7 @@ export {
   profileFor,
   PROXY_PORT,
   PROXY_SOCKET_IN_SANDBOX,
+  ENGINE_DIR_IN_SANDBOX,
   proxyEnv,
   sandboxArgs,
   sandboxKey,

@@ -76,6 +76,11 @@ export interface WorkspaceWriteProfile {
    */
   hostPorts?: readonly number[];
   /**
+   * The container engine through the policy socket (engine/): the policy's settings (validated by
+   * parseEnginePolicy). The socket's directory is bound read-only at {@link ENGINE_DIR_IN_SANDBOX}.
+   */
+  engine?: Readonly<Record<string, unknown>>;
+  /**
    * Environment variables the sandbox never gets — neither its commands nor its own processes
    * (bwrap's init, the supervisor: their /proc/<pid>/environ is readable inside): name globs, except
    * those matching `keptEnv`.
@@ -100,6 +105,9 @@ export interface WorkspaceWriteProfile {
 
 /** Where the network bridge listens inside a sandbox with `network: 'proxy'`. */
 export const PROXY_PORT = 3128;
+/** Where the container-engine policy socket's directory is bound inside the sandbox. */
+export const ENGINE_DIR_IN_SANDBOX = '/run/conch-engine';
+
 /** Where the host's proxy socket is bound inside the sandbox. */
 export const PROXY_SOCKET_IN_SANDBOX = '/run/conch/proxy.sock';
 
@@ -250,6 +258,9 @@ export function normalizeSandboxProfile(value: unknown, cwd: string, field = 'sa
         ...(readable.length ? { readablePaths: readable } : {}),
         ...(substitutes.length ? { substitutes } : {}),
         ...(hostPorts.length ? { hostPorts } : {}),
+        ...(v.engine !== undefined && v.engine !== null && typeof v.engine === 'object'
+          ? { engine: { ...(v.engine as Record<string, unknown>) } }
+          : {}),
         ...(hiddenEnv.length ? { hiddenEnv } : {}),
         ...(keptEnv.length ? { keptEnv } : {}),
         ...(nameRoots ? { nameRoots } : {}),
@@ -298,6 +309,7 @@ function computeSandboxKey(profile: SandboxProfile): string {
         profile.readablePaths ?? [],
         (profile.substitutes ?? []).map((e) => [e.path, e.source]),
         profile.hostPorts ?? [],
+        profile.engine ?? null,
         profile.hiddenEnv ?? [],
         profile.keptEnv ?? [],
         profile.nameRoots ?? null,
@@ -476,7 +488,7 @@ const ISOLATION = [
 export function sandboxArgs(
   profile: SandboxProfile,
   keepVisible: readonly string[] = [],
-  options: { tmp?: string; proxySocket?: string } = {},
+  options: { tmp?: string; proxySocket?: string; engineDir?: string } = {},
 ): SandboxArgs {
   const skipped: string[] = [];
   switch (profile.kind) {
@@ -543,6 +555,12 @@ export function sandboxArgs(
         // from inside cannot cut the sandbox's own network.
         args.push('--ro-bind', options.proxySocket, PROXY_SOCKET_IN_SANDBOX);
       }
+      // The container engine's policy socket: its directory (the socket appears there once the
+      // host's policy proxy listens), read-only, and the usual paths pointing at it.
+      if (profile.engine && options.engineDir && existing(options.engineDir)) {
+        args.push('--ro-bind', existing(options.engineDir)!, ENGINE_DIR_IN_SANDBOX);
+        args.push('--symlink', `${ENGINE_DIR_IN_SANDBOX}/docker.sock`, '/run/docker.sock');
+      }
       // Substitutes last but for the closing remounts: they replace whatever showed at their path.
       for (const { path, source } of profile.substitutes ?? []) {
         if (existing(source) === undefined) skipped.push(source);
@@ -570,6 +588,7 @@ export interface PolicyForProfile {
   readablePaths?: readonly string[];
   substitutes?: readonly { path: string; source: string }[];
   hostPorts?: readonly number[];
+  engine?: Readonly<Record<string, unknown>>;
   hiddenEnv?: readonly string[];
   keptEnv?: readonly string[];
   nameRoots?: readonly string[];
@@ -608,6 +627,7 @@ export function profileFor(
       ...(policy.readablePaths?.length ? { readablePaths: policy.readablePaths } : {}),
       ...(policy.substitutes?.length ? { substitutes: policy.substitutes } : {}),
       ...(policy.hostPorts?.length ? { hostPorts: policy.hostPorts } : {}),
+      ...(policy.engine ? { engine: policy.engine } : {}),
       ...(policy.hiddenEnv?.length ? { hiddenEnv: policy.hiddenEnv } : {}),
       ...(policy.keptEnv?.length ? { keptEnv: policy.keptEnv } : {}),
       ...(policy.nameRoots ? { nameRoots: policy.nameRoots } : {}),

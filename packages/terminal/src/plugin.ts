@@ -49,8 +49,19 @@ export const terminalPlugin = definePlugin<TerminalConfig>({
     // What every sandbox of this registry gives the shells: the session files (init, command and
     // rm files in the registry's temp dir) read-only, the rc-error logs and the trash writable.
     // Registered before the first session, so terminal, cli and file tools share one sandbox.
+    if (ctx.config.outputDir) {
+      // A configured output directory is shown to the sandbox (a closed home would hide it).
+      try {
+        mkdirSync(resolve(ctx.env.cwd, ctx.config.outputDir), { recursive: true, mode: 0o700 });
+      } catch {
+        // unwritable: spill files go elsewhere, and the result says so
+      }
+    }
     manager.shareWithSandbox({
-      visible: [ctx.env.tempDir()],
+      visible: [
+        ctx.env.tempDir(),
+        ...(ctx.config.outputDir ? [resolve(ctx.env.cwd, ctx.config.outputDir)] : []),
+      ],
       writable: [rcLogDirOf(ctx.env.tempDir()), ...(ctx.config.safeRm ? [trashDirFor(trash())] : [])],
     });
     const pool = new SessionPool({
