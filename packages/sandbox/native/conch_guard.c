@@ -533,6 +533,7 @@ struct resolved {
   struct stat via_st;       /* that symlink */
   char missing[PATH_MAX];   /* ENOENT: the path as it would be (the real path of its deepest existing directory, then the rest) */
   dev_t missing_dev;        /* the device of that deepest existing directory */
+  int want_missing;         /* a change: `missing` is worth finding (reads skip the extra lookups) */
 };
 
 /* Paths that name the caller's own view: what the kernel would resolve for the caller, not the guard. */
@@ -648,7 +649,7 @@ static int resolve_at(pid_t tid, int base, const char *given, int follow, struct
     dir = openat(base, parent, O_PATH | O_DIRECTORY | O_CLOEXEC);
     if (dir < 0) {
       e = errno;
-      if (e == ENOENT) note_missing(base, path, slash + 1, r);
+      if (e == ENOENT && r->want_missing) note_missing(base, path, slash + 1, r);
       return e;
     }
     name = slash + 1;
@@ -764,8 +765,9 @@ static int resolve_at(pid_t tid, int base, const char *given, int follow, struct
   return 0;
 }
 
-static int resolve_for(pid_t tid, int dirfd, const char *path, int follow, struct resolved *r) {
+static int resolve_for(pid_t tid, int dirfd, const char *path, int follow, struct resolved *r, int want_missing) {
   memset(r, 0, sizeof *r);
+  r->want_missing = want_missing;
   r->dir = -1;
   int base;
   if (path[0] == '/') {
@@ -1092,7 +1094,8 @@ static void handle_open(const struct call *c, int dirfd, uint64_t path_address, 
    * its place) is resolved and judged again. */
   for (int round = 0;; round++) {
     struct resolved r;
-    e = resolve_for(tid, dirfd, given, follow, &r);
+    e = resolve_for(tid, dirfd, given, follow, &r,
+                    access != O_RDONLY || (flags & O_TRUNC) || tmpfile || creating);
     if (e) {
       int wants = access != O_RDONLY || (flags & O_TRUNC) || tmpfile || creating;
       reply_error(req->id, missing_errno(c, wants ? OP_CREATE : OP_READ, &r, e));
@@ -1233,7 +1236,7 @@ static void handle_simple(const struct call *c, enum op op, int dirfd, uint64_t 
     return;
   }
   struct resolved r;
-  e = resolve_for(tid, dirfd, given, follow, &r);
+  e = resolve_for(tid, dirfd, given, follow, &r, op != OP_READ);
   if (e) {
     reply_error(req->id, missing_errno(c, op, &r, e));
     return;
@@ -1353,7 +1356,7 @@ static void handle_symlink(const struct call *c, uint64_t target_address, int di
     return;
   }
   struct resolved r;
-  e = resolve_for(tid, dirfd, given, 0, &r);
+  e = resolve_for(tid, dirfd, given, 0, &r, 1);
   if (e) {
     reply_error(req->id, missing_errno(c, OP_CREATE, &r, e));
     return;
@@ -1397,12 +1400,12 @@ static void handle_link(const struct call *c, int olddirfd, uint64_t old_address
     return;
   }
   struct resolved from, to;
-  e = resolve_for(tid, olddirfd, old_path, (flags & AT_SYMLINK_FOLLOW) != 0, &from);
+  e = resolve_for(tid, olddirfd, old_path, (flags & AT_SYMLINK_FOLLOW) != 0, &from, 0);
   if (e) {
     reply_error(req->id, e);
     return;
   }
-  e = resolve_for(tid, newdirfd, new_path, 0, &to);
+  e = resolve_for(tid, newdirfd, new_path, 0, &to, 1);
   if (e) {
     close(from.dir);
     reply_error(req->id, missing_errno(c, OP_CREATE, &to, e));
@@ -1450,12 +1453,12 @@ static void handle_rename(const struct call *c, int olddirfd, uint64_t old_addre
     return;
   }
   struct resolved from, to;
-  e = resolve_for(tid, olddirfd, old_path, 0, &from);
+  e = resolve_for(tid, olddirfd, old_path, 0, &from, 1);
   if (e) {
     reply_error(req->id, missing_errno(c, OP_REMOVE, &from, e));
     return;
   }
-  e = resolve_for(tid, newdirfd, new_path, 0, &to);
+  e = resolve_for(tid, newdirfd, new_path, 0, &to, 1);
   if (e) {
     close(from.dir);
     reply_error(req->id, missing_errno(c, OP_CREATE, &to, e));
