@@ -37,6 +37,7 @@ import {
   type SanitizeKind,
 } from './home-view.js';
 import { KEPT_ENV } from './env-values.js';
+import { nameGlobsRegExp } from './profile.js';
 
 /**
  * How the kernel is told: the sandbox policy, in one place.
@@ -599,7 +600,8 @@ export class KernelPolicyBuilder {
     } catch {
       return undefined;
     }
-    const secretName = compileNameGlobs([...HIDDEN_ENV, ...(this.options.secrets?.hideEnv ?? [])]);
+    const hidden = nameGlobsRegExp([...HIDDEN_ENV, ...(this.options.secrets?.hideEnv ?? [])]);
+    const secretName = (name: string) => !KEPT_ENV.includes(name) && hidden.test(name);
     return this.writeView(`config-${basename(path)}`, path, sanitizeConfig(kind, text, secretName));
   }
 
@@ -953,22 +955,6 @@ function readTrimmed(file: string): string | undefined {
 }
 
 const byPath = (a: { path: string }, b: { path: string }) => (a.path < b.path ? -1 : a.path > b.path ? 1 : 0);
-
-/** A test of names against globs (`*` any run of characters; case-insensitive). */
-function compileNameGlobs(globs: readonly string[]): (name: string) => boolean {
-  const re = new RegExp(
-    `^(?:${globs
-      .map((g) =>
-        g
-          .split('*')
-          .map((part) => part.replace(/[.+?^${}()|[\]\\]/g, '\\$&'))
-          .join('.*'),
-      )
-      .join('|')})$`,
-    'i',
-  );
-  return (name) => !KEPT_ENV.includes(name) && re.test(name);
-}
 
 function nearestExisting(path: string): string {
   for (let p = path; ; p = dirname(p)) {

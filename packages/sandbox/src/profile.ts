@@ -645,6 +645,21 @@ export function profileFor(
   return { kind: 'protected', readOnlyPaths: policy.readOnlyPaths };
 }
 
+/** One case-insensitive regular expression for variable-name globs (`*` any run of characters). */
+export function nameGlobsRegExp(globs: readonly string[]): RegExp {
+  return new RegExp(
+    `^(?:${globs
+      .map((g) =>
+        g
+          .split('*')
+          .map((part) => part.replace(/[.+?^${}()|[\]\\]/g, '\\$&'))
+          .join('.*'),
+      )
+      .join('|')})$`,
+    'i',
+  );
+}
+
 /** Compiled envFilter tests by their globs (a profile may be rebuilt; its globs rarely change). */
 const envFilters = new Map<string, (name: string) => boolean>();
 /** The same by profile object (see sandboxKey). */
@@ -670,20 +685,8 @@ function compileEnvFilter(
   const cacheKey = JSON.stringify([hiddenEnv, keptEnv ?? []]);
   const cached = envFilters.get(cacheKey);
   if (cached) return cached;
-  const compile = (globs: readonly string[]) =>
-    new RegExp(
-      `^(?:${globs
-        .map((g) =>
-          g
-            .split('*')
-            .map((part) => part.replace(/[.+?^${}()|[\]\\]/g, '\\$&'))
-            .join('.*'),
-        )
-        .join('|')})$`,
-      'i',
-    );
-  const hidden = compile(hiddenEnv);
-  const kept = keptEnv?.length ? compile(keptEnv) : undefined;
+  const hidden = nameGlobsRegExp(hiddenEnv);
+  const kept = keptEnv?.length ? nameGlobsRegExp(keptEnv) : undefined;
   // Answers by name: every spawn tests every variable of the host's environment, the same names.
   const answers = new Map<string, boolean>();
   // And by value (env-values.ts): a name the patterns miss still hides a credential's value.
