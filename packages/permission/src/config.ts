@@ -1,5 +1,6 @@
 import type { ApproveFn } from '@conch/core';
 import {
+  formatSize,
   MIN_MEMORY_BYTES,
   MIN_PROCESSES,
   normalizeSandboxResources,
@@ -61,7 +62,7 @@ const byteSize = (min: number) =>
     if (bytes === undefined || (bytes !== 0 && bytes < min))
       ctx.addIssue({
         code: 'custom',
-        message: `expected 0 or a size of at least ${min / 1024 ** 2} MiB, in bytes or as '512MiB' / '2GiB'`,
+        message: `expected 0 or a size of at least ${formatSize(min)}, in bytes or as '512MiB' / '2GiB'`,
       });
   });
 

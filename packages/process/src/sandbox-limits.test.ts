@@ -16,6 +16,7 @@ import { memoryVerdict, type SupervisorLimits } from './sandbox-limits.js';
 import { survivors } from './test-support/procs.js';
 
 const MiB = 1024 * 1024;
+const GiB = 1024 * MiB;
 const bwrap = findBwrap();
 const cc = ['cc', 'gcc'].find((c) => spawnSync(c, ['--version']).status === 0);
 const python = spawnSync('python3', ['--version']).status === 0;
@@ -28,7 +29,7 @@ function shmem(): number {
 
 describe('the memory verdict, from the evidence there is', () => {
   const limits = (mechanism: 'cgroup-v2' | 'rlimit'): SupervisorLimits => ({
-    resources: { tmpfsBytes: 0, memoryBytes: 512 * MiB, processes: 0, idleMs: 0 },
+    resources: { tmpfsBytes: 0, memoryBytes: GiB, processes: 0, idleMs: 0 },
     outer: [],
     inner: [],
     env: {},
@@ -53,7 +54,7 @@ describe('the memory verdict, from the evidence there is', () => {
       kind: 'memory',
       mechanism: 'cgroup-v2',
       per: 'sandbox',
-      limit: 512 * MiB,
+      limit: GiB,
       signal: 'SIGKILL',
     });
   });
@@ -105,7 +106,7 @@ describe.runIf(bwrap || process.env.CI)('sandbox resource limits', () => {
   let ws: string;
   let manager: ProcessManager;
   let sandbox: SandboxProfile;
-  const resources = { tmpfsBytes: 128 * MiB, memoryBytes: 512 * MiB, processes: 128, idleMs: 0 };
+  const resources = { tmpfsBytes: 128 * MiB, memoryBytes: GiB, processes: 128, idleMs: 0 };
 
   beforeEach(() => {
     ws = mkdtempSync(join(tmpdir(), 'conch-limits-'));
@@ -125,7 +126,7 @@ describe.runIf(bwrap || process.env.CI)('sandbox resource limits', () => {
     expect((await run('true', []).result).exitCode).toBe(0);
     const { limits } = await manager.status();
     expect(['cgroup-v2', 'rlimit', 'none']).toContain(limits.mechanism);
-    expect(limits.memory.bytes).toBe(512 * MiB);
+    expect(limits.memory.bytes).toBe(GiB);
     expect(limits.processes.max).toBe(128);
     expect(limits.tmpfs).toEqual({ bytes: 128 * MiB, paths: ['/dev/shm', '/run', '/var/tmp'], sized: true });
     if (limits.mechanism === 'rlimit') {
@@ -133,7 +134,7 @@ describe.runIf(bwrap || process.env.CI)('sandbox resource limits', () => {
       expect(limits.reasons.length).toBeGreaterThan(0);
       // What the sandbox's own processes got, read from inside.
       const inside = await run('cat', ['/proc/self/limits']).result;
-      expect(inside.stdout.head).toMatch(new RegExp(`Max data size\\s+${512 * MiB}\\s+${512 * MiB}`));
+      expect(inside.stdout.head).toMatch(new RegExp(`Max data size\\s+${GiB}\\s+${GiB}`));
       if (limits.processes.enforcedBy === 'pid_max') {
         const pidMax = await run('cat', ['/proc/sys/kernel/pid_max']).result;
         expect(pidMax.stdout.head.trim()).toBe(String(128 + 300));
@@ -260,7 +261,7 @@ describe.runIf(bwrap || process.env.CI)('sandbox resource limits', () => {
       const before = spawnSync('true').status;
       const result = await run(command[0], command[1]).result;
       expect(result.exitCode === 0 && result.signal === null).toBe(false);
-      expect(result.resourceLimit).toMatchObject({ kind: 'memory', limit: 512 * MiB });
+      expect(result.resourceLimit).toMatchObject({ kind: 'memory', limit: GiB });
       const { limits } = await manager.status();
       if (limits.mechanism === 'rlimit') {
         expect(result.resourceLimit).toMatchObject({ mechanism: 'rlimit', per: 'process' });

@@ -111,6 +111,7 @@ export {
   cgroupDirOf,
   defaultSandboxResources,
   forgetLimitSupport,
+  formatSize,
   limitSupport,
   limitWrap,
   MIN_MEMORY_BYTES,

@@ -59,8 +59,9 @@ describe('resources: values', () => {
       processes: 4096,
       idleMs: 300_000,
     });
-    // A tiny machine still leaves the supervisor room.
-    expect(defaultSandboxResources(256 * MiB).memoryBytes).toBe(256 * MiB);
+    // A tiny machine still leaves the supervisor room: node 24 needs ~560 MiB of RLIMIT_DATA to start.
+    expect(defaultSandboxResources(256 * MiB).memoryBytes).toBe(GiB);
+    expect(defaultSandboxResources(GiB).memoryBytes).toBe(GiB);
   });
 
   it('fills what a partial object leaves out, and 0 turns a limit off', () => {
@@ -73,7 +74,8 @@ describe('resources: values', () => {
   });
 
   it.each([
-    [{ memoryBytes: 10 * MiB }, 'sandbox.resources.memoryBytes', 'at least 256 MiB'],
+    [{ memoryBytes: 10 * MiB }, 'sandbox.resources.memoryBytes', 'at least 1 GiB'],
+    [{ memoryBytes: '512MiB' }, 'sandbox.resources.memoryBytes', 'at least 1 GiB'],
     [{ memoryBytes: 'lots' }, 'sandbox.resources.memoryBytes', "'512MiB'"],
     [{ tmpfsBytes: -1 }, 'sandbox.resources.tmpfsBytes', 'at least 1 MiB'],
     [{ processes: 10 }, 'sandbox.resources.processes', 'at least 64'],
@@ -95,7 +97,7 @@ describe('resources: values', () => {
   it('gives a profile with other resources another sandbox (one supervisor per set of limits)', () => {
     const profile = (resources?: SandboxResources) =>
       normalizeSandboxProfile({ kind: 'read-only', ...(resources ? { resources } : {}) }, '/');
-    const small = { ...defaultSandboxResources(), memoryBytes: 512 * MiB };
+    const small = { ...defaultSandboxResources(), memoryBytes: 2 * GiB };
     expect(sandboxKey(profile(small))).not.toBe(sandboxKey(profile()));
     expect(sandboxKey(profile(small))).toBe(sandboxKey(profile({ ...small })));
   });
@@ -177,6 +179,11 @@ describe('resources: how a sandbox is wrapped', () => {
     ['python', 'Traceback (most recent call last):\n  File "<string>", line 1\nMemoryError\n'],
     ['node heap', 'FATAL ERROR: Reached heap limit Allocation failed - JavaScript heap out of memory'],
     ['node buffer', 'RangeError: Array buffer allocation failed'],
+    [
+      'node 24 buffer',
+      "RangeError: Failed to allocate memory\n    at createUnsafeBuffer (node:internal/buffer:1113:25) {\n  code: 'ERR_MEMORY_ALLOCATION_FAILED'\n}",
+    ],
+    ['node 24 code range', 'Fatal process out of memory: Failed to reserve virtual memory for CodeRange'],
     ['C', 'malloc: Cannot allocate memory'],
     ['rust', 'memory allocation of 21474836480 bytes failed'],
     ['C++', "terminate called after throwing an instance of 'std::bad_alloc'"],

@@ -39,11 +39,14 @@ const MiB = 1024 * 1024;
 const GiB = 1024 * MiB;
 
 /**
- * The smallest memory limit accepted: the limit applies to the sandbox's own supervisor (node, ~50
- * MiB of data at rest) and path guard too, and per process (RLIMIT_DATA) a lower one would stop
- * ordinary tools (node reserves its heap in steps of tens of MiB).
+ * The smallest memory limit accepted: 1 GiB. Without cgroup v2 the limit is each process's
+ * RLIMIT_DATA, and it applies to the sandbox's own supervisor (node) and path guard too. Node 24's
+ * V8 reserves a 512 MiB code range at start-up, and that reservation counts: measured here, node
+ * 24 aborts before running a line ("Failed to reserve virtual memory for CodeRange") under any
+ * RLIMIT_DATA below ~560 MiB, node 20 and 22 start under 256 MiB. 1 GiB leaves node 24 ~450 MiB of
+ * heap, and the floor is the same with cgroup v2 so that one config means the same everywhere.
  */
-export const MIN_MEMORY_BYTES = 256 * MiB;
+export const MIN_MEMORY_BYTES = GiB;
 /** The fewest tasks accepted: the supervisor alone runs ~11 threads, the guard a few. */
 export const MIN_PROCESSES = 64;
 /** The smallest tmpfs accepted (a unix socket or a lock file in /run still fits). */
@@ -89,6 +92,11 @@ export function resourcesKey(profile: { kind: string; resources?: SandboxResourc
   return r ? `|r:${r.tmpfsBytes},${r.memoryBytes},${r.processes},${r.idleMs}` : '';
 }
 
+/** A size for a message: whole GiB as GiB, else MiB. */
+export function formatSize(bytes: number): string {
+  return bytes >= GiB && bytes % GiB === 0 ? `${bytes / GiB} GiB` : `${Math.round(bytes / MiB)} MiB`;
+}
+
 const UNITS: Record<string, number> = { '': 1, k: 1024, m: MiB, g: GiB, t: 1024 * GiB };
 
 /**
@@ -126,7 +134,7 @@ export function normalizeSandboxResources(value: unknown, field = 'resources'): 
     if (bytes === undefined || (bytes !== 0 && bytes < min))
       throw new InvalidSpawnOptionError(
         `${field}.${key}`,
-        `0 (no limit) or a size of at least ${min / MiB} MiB, in bytes or as '512MiB' / '2GiB'`,
+        `0 (no limit) or a size of at least ${formatSize(min)}, in bytes or as '512MiB' / '2GiB'`,
         v[key],
       );
     return bytes;
@@ -470,12 +478,12 @@ export const PID_RESERVED = 300;
 
 /**
  * Messages programs print when an allocation failed (Python's MemoryError, node's heap and
- * ArrayBuffer failures, C's ENOMEM text, Rust, Go, Java, C++, GCC, bash's xmalloc). Under a
+ * ArrayBuffer failures (node 24: `RangeError: Failed to allocate memory`, ERR_MEMORY_ALLOCATION_FAILED), C's ENOMEM text, Rust, Go, Java, C++, GCC, bash's xmalloc). Under a
  * per-process RLIMIT_DATA this is the only trace an exhausted limit leaves: the kernel refuses the
  * mapping and the program reports it (or aborts) itself.
  */
 const ALLOCATION_FAILURE =
-  /MemoryError|OutOfMemoryError|out of memory|Cannot allocate memory|std::bad_alloc|memory allocation of \d+ bytes failed|virtual memory exhausted|xmalloc: .*cannot allocate|Array buffer allocation failed|Unable to grow instance memory|Fatal process OOM/i;
+  /MemoryError|OutOfMemoryError|out of memory|Cannot allocate memory|std::bad_alloc|memory allocation of \d+ bytes failed|virtual memory exhausted|xmalloc: .*cannot allocate|Array buffer allocation failed|Failed to allocate memory|ERR_MEMORY_ALLOCATION_FAILED|Unable to grow instance memory|Fatal process OOM/i;
 
 /** The line of `text` that says an allocation failed, if one does (at most 200 characters). */
 export function allocationFailure(text: string): string | undefined {
