@@ -202,6 +202,46 @@ export const permissionConfigSchema = z.strictObject({
     .describe(
       "the container engine from inside the sandbox, through conch's policy socket (docker / docker compose / podman's Docker API): true for the default policy, or its settings (@conch/sandbox README, Containers through a policy); false (default): no engine socket inside",
     ),
+  credentials: z
+    .array(
+      z
+        .strictObject({
+          hosts: z
+            .array(z.string().min(1))
+            .min(1)
+            .describe('where the real value may go: exact host names, host:port for a port other than 443'),
+          fromEnv: z
+            .string()
+            .regex(/^[A-Za-z_][A-Za-z0-9_]*$/, { error: 'expected a variable name' })
+            .optional()
+            .describe("the variable of conch's own environment holding the secret (read at expose)"),
+          value: z
+            .string()
+            .min(1)
+            .optional()
+            .describe('the secret itself (a host passing it from its own store); prefer fromEnv in files'),
+          header: z.string().optional().describe('the header that carries it (default Authorization)'),
+          scheme: z
+            .enum(['token', 'Bearer', 'Basic'])
+            .optional()
+            .describe('only a header of this scheme is rewritten (default: token, Bearer, Basic, bare)'),
+          placeholder: z
+            .string()
+            .optional()
+            .describe('what the sandbox sees instead (default: drawn at random)'),
+          env: z
+            .array(z.string())
+            .optional()
+            .describe('variables the sandbox gets, set to the placeholder (GH_TOKEN, GITHUB_TOKEN)'),
+        })
+        .refine((c) => (c.fromEnv === undefined) !== (c.value === undefined), {
+          error: 'expected exactly one of fromEnv (a variable name) or value (the secret)',
+        }),
+    )
+    .default([])
+    .describe(
+      "credentials that never enter the sandbox: inside, the tools see a placeholder; conch's proxy ends TLS to these hosts (a per-session CA only the sandbox trusts) and puts the real value in their requests only. Their hosts are reachable. Off by default; risks in @conch/permission's README",
+    ),
   resources: resourcesSchema
     .optional()
     .describe(

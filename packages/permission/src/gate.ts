@@ -16,6 +16,7 @@ import {
 import {
   compileHostPattern,
   KernelPolicyBuilder,
+  parseCredentialHost,
   parseEnginePolicy,
   type HostPattern,
   type SandboxMode,
@@ -114,6 +115,8 @@ export class PermissionEngine implements PermissionGate {
   /** The last policy the builder gave, and the same with `resources` (one object per policy). */
   private withResources: { from: KernelPolicy; policy: KernelPolicy } | undefined;
   private readonly network: { allow: HostPattern[]; deny: HostPattern[] };
+  /** The destinations of the config's credentials (`host:port`), reachable like the allow-list's. */
+  private readonly credentialHosts: HostPattern[];
   /** Hosts a human allowed this session (`always`), and until when `once` answers hold. */
   private readonly networkSession = new Set<string>();
   private readonly networkOnce = new Map<string, number>();
@@ -160,6 +163,16 @@ export class PermissionEngine implements PermissionGate {
       allow: patterns(options.config.network.allow),
       deny: patterns(options.config.network.deny),
     };
+    // A credential's hosts are destinations the user named: reachable (on their port only).
+    this.credentialHosts = patterns(
+      options.config.credentials.flatMap((c) =>
+        c.hosts.map((text) => {
+          const parsed = parseCredentialHost(text);
+          if (typeof parsed === 'string') return text; // normalizeCredentials names it at expose
+          return `${parsed.host.includes(':') ? `[${parsed.host}]` : parsed.host}:${parsed.port}`;
+        }),
+      ),
+    );
     this.resources = options.config.resources ? toSandboxResources(options.config.resources) : undefined;
     this.hostPorts = loopbackPorts(options.config.network.allow);
     const engine = options.config.engine;
@@ -468,6 +481,7 @@ export class PermissionEngine implements PermissionGate {
       };
     } else {
       const allowed = this.network.allow.find((p) => p.test(host, port));
+      const credential = allowed ? undefined : this.credentialHosts.find((p) => p.test(host, port));
       const once = this.networkOnce.get(host);
       // `localhost:<port>` names the host's loopback service the bridge reaches as 127.0.0.1 / ::1.
       const loopback =
@@ -485,6 +499,12 @@ export class PermissionEngine implements PermissionGate {
           outcome: 'allow',
           reason: `the network allow-list names ${allowed.text}`,
           rule: `network.allow:${allowed.text}`,
+        };
+      } else if (credential) {
+        decision = {
+          outcome: 'allow',
+          reason: `a credential is configured for ${credential.text}`,
+          rule: `credentials:${credential.text}`,
         };
       } else if (this.networkSession.has(host) || (once !== undefined && once > performance.now())) {
         decision = { outcome: 'allow', reason: `a human allowed ${host}`, rule: `network.approved:${host}` };

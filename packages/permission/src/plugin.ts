@@ -10,7 +10,14 @@ import {
   type PluginSetup,
 } from '@conch/core';
 import { probeSandboxSync } from '@conch/process';
-import { compileHostPattern } from '@conch/sandbox';
+import {
+  compileHostPattern,
+  CREDENTIAL_INJECTOR,
+  CredentialInjector,
+  InvalidCredentialConfigError,
+  normalizeCredentials,
+  type CredentialConfig,
+} from '@conch/sandbox';
 import { loadShellParser, type ShellParser } from '@conch/shell-syntax';
 import { ZodError, type z } from 'zod';
 import { permissionConfigSchema, type PermissionConfig } from './config.js';
@@ -55,6 +62,19 @@ const configSchema = permissionConfigSchema.superRefine((config, ctx) => {
     for (const p of compiled.problems) ctx.addIssue({ code: 'custom', path: p.path, message: p.message });
     return;
   }
+  // Credentials: each field checked as the injector will (a fromEnv's value is read at expose).
+  if (config.credentials.length)
+    try {
+      normalizeCredentials(config.credentials.map((c) => toCredential(c, c.value ?? UNREAD_VALUE)));
+    } catch (error) {
+      if (!(error instanceof InvalidCredentialConfigError)) throw error;
+      for (const issue of error.issues)
+        ctx.addIssue({
+          code: 'custom',
+          path: issue.path.split('.').map((k) => (/^\d+$/.test(k) ? Number(k) : k)),
+          message: issue.expected,
+        });
+    }
   for (const list of ['allow', 'deny'] as const) {
     config.network[list].forEach((text, i) => {
       const compiled = compileHostPattern(text);
@@ -67,6 +87,41 @@ const configSchema = permissionConfigSchema.superRefine((config, ctx) => {
   for (const p of exampleProblems(parser, config))
     ctx.addIssue({ code: 'custom', path: p.path, message: p.message });
 }) as unknown as z.ZodType<PermissionConfig>;
+
+/** What stands for a fromEnv credential's value while the config is checked (before it is read). */
+const UNREAD_VALUE = 'conch-unread-fromEnv-value';
+
+/** A config entry as the injector takes it, with its value. */
+function toCredential(entry: PermissionConfig['credentials'][number], value: string): CredentialConfig {
+  const { fromEnv: _fromEnv, value: _value, ...rest } = entry;
+  return { ...rest, value } as CredentialConfig;
+}
+
+/**
+ * The credential injector of the config's `credentials` (undefined with none): each value read
+ * from the entry or from conch's own environment (`fromEnv`); an entry whose variable is unset is
+ * left out, said in the log and in status (`credentials.missing`), and the rest work. Making the
+ * session CA takes ~0.3–0.5 s, off the main thread.
+ */
+async function startCredentials(
+  ctx: PluginContext<PermissionConfig>,
+): Promise<{ injector?: CredentialInjector; missing: string[] }> {
+  const missing: string[] = [];
+  const list: CredentialConfig[] = [];
+  for (const entry of ctx.config.credentials) {
+    const value = entry.value ?? process.env[entry.fromEnv!];
+    if (value) list.push(toCredential(entry, value));
+    else missing.push(entry.fromEnv!);
+  }
+  if (missing.length)
+    ctx.logger.warn(
+      { missing },
+      "permission: credentials whose variable is not set in conch's environment are left out",
+    );
+  if (!list.length) return { missing };
+  const injector = await CredentialInjector.create(list, { logger: ctx.logger });
+  return { injector, missing };
+}
 
 /** Rule examples that their rule does not match (or matches when it should not). */
 function exampleProblems(shellParser: ShellParser, config: PermissionConfig) {
@@ -156,7 +211,31 @@ export const permissionPlugin: PluginDefinition<PermissionConfig> = definePlugin
   },
 });
 
-function setupWith(shellParser: ShellParser, ctx: PluginContext<PermissionConfig>): PluginSetup {
+function setupWith(
+  shellParser: ShellParser,
+  ctx: PluginContext<PermissionConfig>,
+): PluginSetup | Promise<PluginSetup> {
+  const setup = setupGate(shellParser, ctx);
+  if (!ctx.config.credentials.length) return setup;
+  // Credentials make the setup asynchronous (the session CA): `await registry.exposeTool(…)`.
+  return startCredentials(ctx).then(({ injector, missing }) => {
+    if (injector) ctx.provide(CREDENTIAL_INJECTOR, injector);
+    ctx.reportStatus('credentials', () => ({
+      destinations: injector?.destinations().map((d) => `${d.host}:${d.port}`) ?? [],
+      variables: Object.keys(injector?.placeholderEnv() ?? {}),
+      ...(missing.length ? { missing } : {}),
+    }));
+    return {
+      ...setup,
+      dispose: async () => {
+        injector?.close();
+        await setup.dispose?.();
+      },
+    };
+  });
+}
+
+function setupGate(shellParser: ShellParser, ctx: PluginContext<PermissionConfig>): PluginSetup {
   const sandbox = chooseSandbox(ctx.config);
   const engine = new PermissionEngine({
     parser: shellParser,

@@ -1,4 +1,5 @@
 import { PERMISSION_GATE, token, type PluginContext } from '@conch/core';
+import { CREDENTIAL_INJECTOR } from '@conch/sandbox';
 import { ProcessManager } from './process-manager.js';
 
 /** The registry's ProcessManager, provided by the first plugin that runs processes. */
@@ -31,6 +32,8 @@ export function ensureProcessManager(
         return decision.outcome === 'allow' ? { allowed: true } : { allowed: false, reason: decision.reason };
       },
     },
+    // Credentials that never enter a sandbox: the permission plugin's, when its config names some.
+    credentials: () => ctx.resolveOptional(CREDENTIAL_INJECTOR),
   });
   if (ctx.provide) ctx.provide(PROCESS_MANAGER, manager);
   // Contexts of plugins on the deprecated hooks (and tests) still register through the container.

@@ -28,6 +28,7 @@ import {
   settledSandboxStatus,
   type BlockedConnection,
   type ConnectionVerdict,
+  type CredentialInjector,
   type Destination,
   type SandboxKind,
   type SandboxProfile,
@@ -148,7 +149,17 @@ export interface ProcessManagerOptions {
    * How connections out of a sandbox with `network: 'proxy'` are decided (the permission gate's
    * network rules). Without it every such connection is refused.
    */
-  network?: { decide(destination: Destination): Promise<ConnectionVerdict> };
+  network?: {
+    decide(destination: Destination): Promise<ConnectionVerdict>;
+    /** How the proxy looks allowed names up (NetworkProxyOptions.lookup; default the system's). */
+    lookup?: (host: string) => Promise<readonly string[]>;
+  };
+  /**
+   * Credentials that never enter a sandbox (read at each use; undefined: none): sandboxes with
+   * `network: 'proxy'` get its placeholders, CA bundle and git helpers, the proxy hands it the
+   * tunnels to its destinations, and a host variable holding one of its values is never passed in.
+   */
+  credentials?: () => CredentialInjector | undefined;
   /**
    * Spawn through a supervisor process (default true): the host never forks per command, and
    * nothing outlives the host even when it is SIGKILLed. false spawns in the host (as before the
@@ -297,6 +308,10 @@ export class ProcessManager implements ProcessManagerService {
   private readonly shared = { writable: new Set<string>(), visible: new Set<string>() };
   /** Recent `sandbox` options and what they became, most recent first (see profileOf). */
   private readonly profileMemo: { input: SandboxProfile; profile: SandboxProfile }[] = [];
+  /** The credential injector the memoised profiles were made with (another one clears the memo). */
+  private memoInjector: CredentialInjector | undefined;
+  /** The CA bundle written for the current credential injector (its host path). */
+  private caBundle: { injector: CredentialInjector; path: string } | undefined;
   private proxy: NetworkProxy | undefined;
   private proxySocketPath: string | undefined;
   /** The container-engine policy proxy (started on first use by a profile with `engine`). */
@@ -470,6 +485,9 @@ export class ProcessManager implements ProcessManagerService {
     const hidden = envFilter(profile);
     if (hidden)
       for (const key in env) if (env[key] !== undefined && hidden(key, env[key])) env[key] = undefined;
+    const injector = profile.kind === 'workspace-write' ? this.options.credentials?.() : undefined;
+    if (injector)
+      for (const key in env) if (env[key] !== undefined && injector.hides(env[key]!)) env[key] = undefined;
     // The sandbox's own variables (cache locations, TMPDIR) over the host's, under the caller's.
     if (profile.kind === 'workspace-write' && profile.env) Object.assign(env, profile.env);
     if (options.env) {
@@ -636,10 +654,13 @@ export class ProcessManager implements ProcessManagerService {
     }
     env[COOKIE_VAR] = cookie;
     env.TERM ??= 'xterm-256color';
-    // The sandbox's own variables (cache locations, TMPDIR) over the host's; credentials removed.
-    if (requested.kind === 'workspace-write' && requested.env) Object.assign(env, requested.env);
+    // Credentials removed; then the sandbox's own variables (cache locations, TMPDIR, a credential's
+    // placeholder) over the host's.
     const hidden = envFilter(requested);
     if (hidden) for (const key of Object.keys(env)) if (hidden(key, env[key])) delete env[key];
+    const injector = requested.kind === 'workspace-write' ? this.options.credentials?.() : undefined;
+    if (injector) for (const key of Object.keys(env)) if (injector.hides(env[key]!)) delete env[key];
+    if (requested.kind === 'workspace-write' && requested.env) Object.assign(env, requested.env);
     const onExited = (pty: BasePty) => this.ptys.delete(pty);
 
     if (this.fallbackReason === undefined) {
@@ -718,6 +739,11 @@ export class ProcessManager implements ProcessManagerService {
     if (sandbox === undefined || sandbox === null || typeof sandbox !== 'object') {
       return this.withShared(normalizeSandboxProfile(sandbox, this.cwd));
     }
+    const injector = this.options.credentials?.();
+    if (injector !== this.memoInjector) {
+      this.profileMemo.length = 0;
+      this.memoInjector = injector;
+    }
     const memo = this.profileMemo;
     for (let i = 0; i < memo.length; i++) {
       const entry = memo[i]!;
@@ -736,7 +762,12 @@ export class ProcessManager implements ProcessManagerService {
   /** A requested profile with the shared paths added (isolated kinds only). */
   private withShared(profile: SandboxProfile): SandboxProfile {
     if (profile.kind === 'workspace-write') {
-      if (profile.network === 'proxy') profile = { ...profile, env: { ...profile.env, ...proxyEnv() } };
+      if (profile.network === 'proxy') {
+        profile = { ...profile, env: { ...profile.env, ...proxyEnv() } };
+        // Credentials that never enter: their placeholders, the CA bundle's variables, git's helpers.
+        const injector = this.options.credentials?.();
+        if (injector) profile = { ...profile, env: { ...profile.env, ...injector.sandboxEnv() } };
+      }
       // The container engine through the policy socket: docker, compose and podman's Docker API
       // clients find it (DOCKER_HOST; /run/docker.sock points there too).
       if (profile.engine)
@@ -1162,10 +1193,14 @@ export class ProcessManager implements ProcessManagerService {
         return undefined;
       }
       const decide = this.options.network?.decide;
+      const lookup = this.options.network?.lookup;
       this.proxy = new NetworkProxy({
         socketPath,
         decide: decide ?? (async () => ({ allowed: false, reason: 'no network rules are configured' })),
         logger: this.logger,
+        // Read per connection: credentials configured after the proxy started are used too.
+        intercept: (destination) => this.options.credentials?.()?.interceptFor(destination),
+        ...(lookup ? { lookup } : {}),
       });
       this.proxySocketPath = socketPath;
       // Listening takes a tick; the first connection comes from a command, well after.
@@ -1177,6 +1212,28 @@ export class ProcessManager implements ProcessManagerService {
       });
     }
     return this.proxySocketPath;
+  }
+
+  /**
+   * The host path of the current credential injector's CA bundle (written on first use into this
+   * manager's private net directory, outside every writable root), or undefined without one.
+   */
+  private caBundlePath(): string | undefined {
+    const injector = this.options.credentials?.();
+    if (!injector) return undefined;
+    if (this.caBundle?.injector === injector && existsSync(this.caBundle.path)) return this.caBundle.path;
+    try {
+      const dir = join(this.tempDir(), 'net');
+      mkdirSync(dir, { recursive: true, mode: 0o700 });
+      this.caBundle = { injector, path: injector.writeCaBundle(dir) };
+      return this.caBundle.path;
+    } catch (error) {
+      this.logger?.warn(
+        { err: error },
+        'credential CA bundle could not be written: TLS to its hosts will fail',
+      );
+      return undefined;
+    }
   }
 
   /** Connections the network proxy refused since `since` (performance.now()), for a command's result. */
@@ -1366,6 +1423,7 @@ export class ProcessManager implements ProcessManagerService {
         profile.kind === 'workspace-write' && profile.network === 'proxy' ? this.proxySocket() : undefined;
       const engineDir =
         profile.kind === 'workspace-write' && profile.engine ? this.engineDir(profile.engine) : undefined;
+      const caBundle = proxySocket ? this.caBundlePath() : undefined;
       if (proxySocket)
         proxy = {
           socket: PROXY_SOCKET_IN_SANDBOX,
@@ -1389,6 +1447,7 @@ export class ProcessManager implements ProcessManagerService {
           tmp: this.sandboxTmp(),
           ...(proxySocket ? { proxySocket } : {}),
           ...(engineDir ? { engineDir } : {}),
+          ...(caBundle ? { caBundle } : {}),
         },
       );
       for (const p of skipped) this.skipped.add(p);
@@ -1538,9 +1597,11 @@ export class ProcessManager implements ProcessManagerService {
       if (profile.kind !== 'none' && status?.available && status.bwrap) {
         const proxySocket =
           profile.kind === 'workspace-write' && profile.network === 'proxy' ? this.proxySocket() : undefined;
+        const caBundle = proxySocket ? this.caBundlePath() : undefined;
         const { args, skipped } = sandboxArgs(profile, this.visible(), {
           tmp: this.sandboxTmp(),
           ...(proxySocket ? { proxySocket } : {}),
+          ...(caBundle ? { caBundle } : {}),
         });
         for (const p of skipped) this.skipped.add(p);
         // One bwrap per command: with a pid namespace, bwrap's monitor is the child the host

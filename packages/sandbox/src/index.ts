@@ -155,6 +155,7 @@ export {
 } from './engine/engine-socket.js';
 export {
   CA_BUNDLE_IN_SANDBOX,
+  CREDENTIAL_INJECTOR,
   CredentialInjector,
   SYSTEM_CA_FILES,
   type CredentialInjectorOptions,
@@ -165,6 +166,7 @@ export {
   CA_ENV_NAMES,
   CREDENTIAL_SCHEMES,
   normalizeCredentials,
+  parseCredentialHost,
   type Credential,
   type CredentialConfig,
   type CredentialHost,

@@ -9,6 +9,7 @@ import { lookup } from 'node:dns/promises';
 import { connect, isIP, isIPv4, type Socket } from 'node:net';
 import { domainToASCII } from 'node:url';
 import type { Logger } from '@conch/core';
+import type { CredentialTunnel } from './credentials/credential-injector.js';
 
 /** Where a sandboxed command wants to connect: the host as the proxy normalised it, and the port. */
 export interface Destination {
@@ -49,6 +50,17 @@ export interface NetworkProxyOptions {
    * many descriptors (twice, with each tunnel's upstream socket).
    */
   maxConnections?: number;
+  /**
+   * Called for each CONNECT the proxy allowed, before it connects: a tunnel to hand the client to
+   * (after `200 Connection Established`) instead of piping it to the destination, or undefined for
+   * the usual pipe. The credential injector's hook (credentials/credential-injector.ts interceptFor).
+   */
+  intercept?: (destination: { host: string; port: number }) => CredentialTunnel | undefined;
+  /**
+   * How an allowed name is looked up (default: the system resolver, `dns.lookup` with every
+   * address). A host with its own resolver (a split-horizon VPN's) passes one; so do tests.
+   */
+  lookup?: (host: string) => Promise<readonly string[]>;
 }
 
 /**
@@ -209,9 +221,10 @@ export class NetworkProxy {
       if (resolved) return resolved;
       if (isIP(destination.host)) return (resolved = [destination.host]);
       try {
-        resolved = (await lookup(destination.host, { all: true, verbatim: true }))
-          .map((a) => normalizeHost(a.address))
-          .filter((a): a is string => a !== undefined);
+        const found = this.options.lookup
+          ? await this.options.lookup(destination.host)
+          : (await lookup(destination.host, { all: true, verbatim: true })).map((a) => a.address);
+        resolved = found.map((a) => normalizeHost(a)).filter((a): a is string => a !== undefined);
       } catch (error) {
         lookupError = (error as NodeJS.ErrnoException).code ?? 'lookup failed';
         resolved = [];
@@ -272,6 +285,17 @@ export class NetworkProxy {
       client.end(
         `HTTP/1.1 403 Forbidden\r\nX-Conch-Blocked: ${destination.host}\r\nContent-Type: text/plain\r\nContent-Length: ${Buffer.byteLength(body)}\r\n\r\n${body}`,
       );
+      return;
+    }
+    // A destination with a credential: its TLS is ended here and its requests carry the real value.
+    const intercepted = this.options.intercept?.(destination);
+    if (intercepted) {
+      client.write('HTTP/1.1 200 Connection Established\r\n\r\n');
+      intercepted(client, {
+        address: verdict.address,
+        port: destination.port,
+        ...(head.length ? { head } : {}),
+      });
       return;
     }
     const upstream = connect(destination.port, verdict.address);

@@ -110,6 +110,8 @@ export const ENGINE_DIR_IN_SANDBOX = '/run/conch-engine';
 
 /** Where the host's proxy socket is bound inside the sandbox. */
 export const PROXY_SOCKET_IN_SANDBOX = '/run/conch/proxy.sock';
+/** Where the credential injector's CA bundle is bound (read-only) inside a sandbox, beside the proxy socket. */
+export const CA_BUNDLE_IN_SANDBOX = '/run/conch/ca-bundle.crt';
 
 /** What commands in a sandbox with the proxy are told. */
 export function proxyEnv(): Record<string, string> {
@@ -488,7 +490,7 @@ const ISOLATION = [
 export function sandboxArgs(
   profile: SandboxProfile,
   keepVisible: readonly string[] = [],
-  options: { tmp?: string; proxySocket?: string; engineDir?: string } = {},
+  options: { tmp?: string; proxySocket?: string; engineDir?: string; caBundle?: string } = {},
 ): SandboxArgs {
   const skipped: string[] = [];
   switch (profile.kind) {
@@ -554,6 +556,9 @@ export function sandboxArgs(
         // Read-only: connect() needs no write access to the mount, and a chmod 000 or an unlink
         // from inside cannot cut the sandbox's own network.
         args.push('--ro-bind', options.proxySocket, PROXY_SOCKET_IN_SANDBOX);
+        // The CA bundle of the credential injector (system CAs and the session CA), beside it.
+        if (options.caBundle && existing(options.caBundle))
+          args.push('--ro-bind', existing(options.caBundle)!, CA_BUNDLE_IN_SANDBOX);
       }
       // The container engine's policy socket: its directory (the socket appears there once the
       // host's policy proxy listens), read-only, and the usual paths pointing at it.

@@ -47,8 +47,8 @@ export function newPlaceholder(): string {
 }
 
 /**
- * Variables the injector sets itself (the CA bundle's) or that the sandbox needs as they are: a
- * credential cannot claim them.
+ * Variables the injector sets itself (the CA bundle's, git's GIT_CONFIG_* helpers) or that the
+ * sandbox needs as they are: a credential cannot claim them.
  */
 export const RESERVED_ENV = new Set([
   'PATH',
@@ -156,9 +156,13 @@ const credentialSchema = z
         z
           .string({ error: 'expected a variable name' })
           .regex(/^[A-Za-z_][A-Za-z0-9_]*$/, { error: 'expected a variable name' })
-          .refine((name) => !RESERVED_ENV.has(name) && !CA_ENV_NAMES.includes(name), {
-            error: 'expected a variable the sandbox does not need for itself',
-          }),
+          .refine(
+            (name) =>
+              !RESERVED_ENV.has(name) && !CA_ENV_NAMES.includes(name) && !name.startsWith('GIT_CONFIG_'),
+            {
+              error: 'expected a variable the sandbox does not need for itself',
+            },
+          ),
         { error: 'expected a list of variable names' },
       )
       .max(32, { error: 'expected at most 32 variable names' })

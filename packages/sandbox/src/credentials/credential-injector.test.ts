@@ -17,7 +17,7 @@ import {
   startTestProxy,
   type StandIn,
   type TestProxy,
-} from '../test-support/credential-stand-in.js';
+} from '@conch/test-support/credentials';
 import { CredentialInjector } from './credential-injector.js';
 import { SessionCa } from './session-ca.js';
 
@@ -169,6 +169,50 @@ describe('what the sandbox is given', () => {
         { host: 'bearer.example', port: 443 },
       ]),
     );
+  });
+});
+
+describe("git's helpers and the host's variables", () => {
+  it('gives git a helper per host git can present the credential to, answering get only', async () => {
+    const gitOnes = await CredentialInjector.create([
+      {
+        hosts: ['github.com', 'git.example.com:8443'],
+        value: SECRET,
+        placeholder: 'conch-ph-git-0123456789',
+      },
+      { hosts: ['api.example.com'], header: 'X-Api-Key', value: OTHER_SECRET },
+      { hosts: ['bearer.example'], scheme: 'Bearer', value: 'bearer-secret-0123456789' },
+    ]);
+    try {
+      const env = gitOnes.gitEnv();
+      expect(env.GIT_CONFIG_COUNT).toBe('2');
+      expect([env.GIT_CONFIG_KEY_0, env.GIT_CONFIG_KEY_1]).toEqual([
+        'credential.https://github.com.helper',
+        'credential.https://git.example.com:8443.helper',
+      ]);
+      expect(gitOnes.sandboxEnv()).toMatchObject(env);
+      // The helper as git runs it (sh -c with the action as $1): the placeholder for get, nothing else.
+      const helper = env.GIT_CONFIG_VALUE_0!.slice(1);
+      const answer = (action: string) =>
+        new Promise<string>((resolve) => {
+          const child = spawn('sh', ['-c', `${helper} "$@"`, 'helper', action]);
+          let out = '';
+          child.stdout.on('data', (d: Buffer) => (out += d.toString()));
+          child.on('close', () => resolve(out));
+        });
+      expect(await answer('get')).toBe('username=x-access-token\npassword=conch-ph-git-0123456789\n');
+      expect(await answer('store')).toBe('');
+      expect(JSON.stringify(env)).not.toContain(SECRET);
+    } finally {
+      gitOnes.close();
+    }
+  });
+
+  it("says which host values hold a credential's secret, whatever the name", () => {
+    expect(injector.hides(SECRET)).toBe(true);
+    expect(injector.hides(`Bearer ${OTHER_SECRET}`)).toBe(true);
+    expect(injector.hides(placeholder)).toBe(false);
+    expect(injector.hides('an ordinary value')).toBe(false);
   });
 });
 

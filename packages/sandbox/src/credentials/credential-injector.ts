@@ -2,8 +2,9 @@ import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Duplex } from 'node:stream';
 import { rootCertificates } from 'node:tls';
-import type { Logger } from '@conch/core';
+import { token, type Logger } from '@conch/core';
 import { normalizeHost } from '../network-proxy.js';
+import { CA_BUNDLE_IN_SANDBOX } from '../profile.js';
 import {
   CA_ENV_NAMES,
   normalizeCredentials,
@@ -15,8 +16,7 @@ import type { Substitution } from './header-rewrite.js';
 import { SessionCa } from './session-ca.js';
 import { TlsForwarder, type InterceptedTarget } from './tls-forwarder.js';
 
-/** Where the CA bundle is bound (read-only) inside a sandbox: beside the proxy socket, in the sandbox's private /run. */
-export const CA_BUNDLE_IN_SANDBOX = '/run/conch/ca-bundle.crt';
+export { CA_BUNDLE_IN_SANDBOX };
 
 /** The system CA bundles, first found wins (Debian/Ubuntu/Alpine/Arch, Fedora/RHEL, openSUSE, macOS/BSD). */
 export const SYSTEM_CA_FILES: readonly string[] = [
@@ -155,9 +155,50 @@ export class CredentialInjector {
     return Object.fromEntries(CA_ENV_NAMES.map((name) => [name, bundlePath]));
   }
 
-  /** What the sandbox's commands get: the placeholders and the CA variables. */
+  /**
+   * git's credential helpers for the credentials git can present (the Authorization header, Basic
+   * or any scheme), as GIT_CONFIG_COUNT/KEY/VALUE variables: `credential.https://<host>.helper`
+   * answers `get` with user `x-access-token` (what GitHub expects of a token; GitLab and Gitea
+   * accept any user with a token) and the placeholder, which the proxy swaps on the wire. So `git
+   * push https://github.com/…` works with no setup inside, while the user's own helpers stay out
+   * (the closed home's gitconfig substitute has none). Empty when no credential fits.
+   */
+  gitEnv(): Record<string, string> {
+    const entries: [string, string][] = [];
+    for (const credential of this.credentials) {
+      if (credential.header !== 'authorization' || (credential.scheme && credential.scheme !== 'Basic'))
+        continue;
+      for (const { host, port } of credential.hosts) {
+        const name = host.includes(':') ? `[${host}]` : host;
+        const url = port === 443 ? `https://${name}` : `https://${name}:${port}`;
+        // The placeholder's characters ([A-Za-z0-9._~+/=-]) need no quoting in sh.
+        entries.push([
+          `credential.${url}.helper`,
+          `!f() { test "$1" = get && printf 'username=x-access-token\\npassword=%s\\n' ${credential.placeholder}; }; f`,
+        ]);
+      }
+    }
+    if (!entries.length) return {};
+    const env: Record<string, string> = { GIT_CONFIG_COUNT: String(entries.length) };
+    entries.forEach(([key, value], i) => {
+      env[`GIT_CONFIG_KEY_${i}`] = key;
+      env[`GIT_CONFIG_VALUE_${i}`] = value;
+    });
+    return env;
+  }
+
+  /** What the sandbox's commands get: the placeholders, the CA variables and git's helpers. */
   sandboxEnv(bundlePath: string = CA_BUNDLE_IN_SANDBOX): Record<string, string> {
-    return { ...this.placeholderEnv(), ...this.caEnv(bundlePath) };
+    return { ...this.placeholderEnv(), ...this.caEnv(bundlePath), ...this.gitEnv() };
+  }
+
+  /**
+   * Whether `value` holds a credential's real value (a host variable the sandbox must not get,
+   * whatever its name: `fromEnv: 'MY_GH'` is not a name the env filter knows).
+   */
+  hides(value: string): boolean {
+    for (const credential of this.credentials) if (value.includes(credential.value)) return true;
+    return false;
   }
 
   /** The CA bundle the sandbox trusts: the system's CAs (so other hosts verify as before) and the session CA. */
@@ -218,3 +259,9 @@ export class CredentialInjector {
     this.forwarder.close();
   }
 }
+
+/**
+ * The registry's credential injector, provided by the permission plugin when its config names
+ * credentials; the process manager reads it for each sandbox and each proxied connection.
+ */
+export const CREDENTIAL_INJECTOR = token<CredentialInjector>('conch.sandbox.CredentialInjector');

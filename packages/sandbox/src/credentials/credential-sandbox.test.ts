@@ -25,7 +25,7 @@ import {
   startTestProxy,
   type StandIn,
   type TestProxy,
-} from '../test-support/credential-stand-in.js';
+} from '@conch/test-support/credentials';
 import { bwrap, tempWorkspace } from '../test-support/guarded.js';
 import { CA_BUNDLE_IN_SANDBOX, CredentialInjector } from './credential-injector.js';
 import { SessionCa } from './session-ca.js';

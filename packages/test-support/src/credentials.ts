@@ -1,4 +1,4 @@
-// Stand-ins for the credential tests: an HTTPS server playing github.com and friends (its own test CA,
+// Stand-ins for the credential tests (@conch/sandbox's injector, the process manager's wiring): an HTTPS server playing github.com and friends (its own test CA,
 // one leaf per SNI name, a git smart-HTTP endpoint through `git http-backend`), and a CONNECT proxy
 // that does what network-proxy.ts's tunnel does, calling the injector's hook first.
 import { spawn } from 'node:child_process';
@@ -11,10 +11,30 @@ import {
 } from 'node:http';
 import { createServer as createHttpsServer, type Server as HttpsServer } from 'node:https';
 import { connect, type AddressInfo, type Socket } from 'node:net';
-import type { TLSSocket } from 'node:tls';
-import { normalizeHost } from '../network-proxy.js';
-import type { CredentialInjector } from '../credentials/credential-injector.js';
-import type { SessionCa } from '../credentials/session-ca.js';
+import type { SecureContext, TLSSocket } from 'node:tls';
+
+/** The certificate authority the stand-in serves from (@conch/sandbox's SessionCa fits). */
+export interface StandInCa {
+  issue(host: string): { cert: string; key: string };
+  secureContext(host: string): SecureContext;
+}
+
+/** The credential injector's hook, as the proxy calls it (@conch/sandbox's CredentialInjector fits). */
+export interface InterceptingInjector {
+  interceptFor(destination: {
+    host: string;
+    port: number;
+  }): ((client: Socket, upstream: { address: string; port?: number; head?: Buffer }) => void) | undefined;
+}
+
+/** A host as a CONNECT or an SNI names it: brackets off, lowercase, no trailing dot. */
+function normalizeHost(name: string): string | undefined {
+  const host = name
+    .replace(/^\[|\]$/g, '')
+    .replace(/\.$/, '')
+    .toLowerCase();
+  return host === '' || /[\s/@\\?#%]/.test(host) ? undefined : host;
+}
 
 /** What the stand-in saw of one request. */
 export interface SeenRequest {
@@ -54,7 +74,7 @@ export function presented(authorization: string): string[] {
  * never puts a received credential in a body.
  */
 export async function startStandIn(options: {
-  ca: SessionCa;
+  ca: StandInCa;
   secret: string;
   gitRoot?: string;
 }): Promise<StandIn> {
@@ -225,7 +245,7 @@ export interface TestProxy {
  * looked up.
  */
 export async function startTestProxy(options: {
-  injector: CredentialInjector;
+  injector: InterceptingInjector;
   standInPort: number;
   /** A unix socket path (the sandbox's bridge connects there); default: TCP on 127.0.0.1. */
   socketPath?: string;
