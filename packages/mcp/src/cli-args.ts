@@ -4,11 +4,13 @@ export interface McpCliArgs {
   config?: string;
   /** `--trust`: accept the config and plugin packages of the working directory as they are now. */
   trust: boolean;
+  /** `--allow-port`: host loopback ports sandboxed commands reach at their own address. */
+  allowPorts: number[];
   help: boolean;
   version: boolean;
 }
 
-export const USAGE = `Usage: conch-mcp [--config <conch.config.json>] [--trust]
+export const USAGE = `Usage: conch-mcp [--config <conch.config.json>] [--trust] [--allow-port <port>]...
 
 Starts an MCP server on stdio exposing the tools of a conch config.
 
@@ -21,6 +23,11 @@ Options:
                        new or changed since it last ran there (a sandboxed command may have written
                        it) and does not load such plugin packages; review them, then start once
                        with --trust, which pins them
+      --allow-port <port>
+                       a service on this machine's loopback (a database, a dev server run
+                       outside) that sandboxed commands reach at 127.0.0.1:<port> /
+                       localhost:<port>; repeat it or give several: --allow-port 5432,8080.
+                       Other ports of the host's loopback stay unreachable
   -h, --help           show this help
   -v, --version        show the version
 
@@ -31,6 +38,7 @@ Environment:
                          node /path/to/conch-mcp/dist/bin.js --method tools/list)
   CONCH_TRUST          1 or true: the same as --trust (unset it after that start: left set, it
                        accepts whatever a sandboxed command writes)
+  CONCH_ALLOW_PORTS    ports, comma-separated: the same as --allow-port (added to it)
   CONCH_LOG_LEVEL      log level (default warn)
 
 Logs go to stderr; stdout carries only MCP messages. What conch-mcp last loaded in each
@@ -39,13 +47,16 @@ working directory is kept in $XDG_STATE_HOME/conch/trust.json (default ~/.local/
 
 /** Parses conch-mcp's argv (without node and the script). Unknown options are an error naming them. */
 export function parseCliArgs(argv: readonly string[]): McpCliArgs {
-  const args: McpCliArgs = { trust: false, help: false, version: false };
+  const args: McpCliArgs = { trust: false, allowPorts: [], help: false, version: false };
   for (let i = 0; i < argv.length; i++) {
     const arg = argv[i] as string;
     if (arg === '-h' || arg === '--help') args.help = true;
     else if (arg === '-v' || arg === '--version') args.version = true;
     else if (arg === '--trust') args.trust = true;
-    else if (arg === '-c' || arg === '--config') {
+    else if (arg === '--allow-port' || arg.startsWith('--allow-port=')) {
+      const value = arg === '--allow-port' ? argv[++i] : arg.slice('--allow-port='.length);
+      args.allowPorts.push(...parsePorts(value, '--allow-port'));
+    } else if (arg === '-c' || arg === '--config') {
       const value = argv[++i];
       if (value === undefined || value.startsWith('-')) {
         throw new ConchError({
@@ -59,11 +70,42 @@ export function parseCliArgs(argv: readonly string[]): McpCliArgs {
     } else {
       throw new ConchError({
         code: 'INVALID_ARGUMENTS',
-        message: `conch-mcp: unknown argument ${JSON.stringify(arg)}; expected --config <file>, --trust, --help or --version`,
+        message: `conch-mcp: unknown argument ${JSON.stringify(arg)}; expected --config <file>, --trust, --allow-port <port>, --help or --version`,
       });
     }
   }
   return args;
+}
+
+/**
+ * Ports from `--allow-port`'s value or CONCH_ALLOW_PORTS: comma-separated integers 1–65535. An
+ * INVALID_ARGUMENTS error names the source and the part that is not a port.
+ */
+export function parsePorts(value: string | undefined, source: string): number[] {
+  if (value === undefined || value.trim() === '' || value.startsWith('-'))
+    throw new ConchError({
+      code: 'INVALID_ARGUMENTS',
+      message: `conch-mcp: ${source} expects a port (1-65535) or several, comma-separated; received ${value === undefined ? 'nothing' : JSON.stringify(value)}`,
+    });
+  return value.split(',').map((part) => {
+    const text = part.trim();
+    const port = Number(text);
+    if (!/^\d{1,5}$/.test(text) || port < 1 || port > 65535)
+      throw new ConchError({
+        code: 'INVALID_ARGUMENTS',
+        message: `conch-mcp: ${source} expects ports from 1 to 65535; ${JSON.stringify(part)} is not one`,
+      });
+    return port;
+  });
+}
+
+/** The ports of `--allow-port` and CONCH_ALLOW_PORTS together, each once, in order. */
+export function chooseAllowPorts(
+  args: Pick<McpCliArgs, 'allowPorts'>,
+  env: NodeJS.ProcessEnv = process.env,
+): number[] {
+  const fromEnv = env.CONCH_ALLOW_PORTS?.trim() ? parsePorts(env.CONCH_ALLOW_PORTS, 'CONCH_ALLOW_PORTS') : [];
+  return [...new Set([...args.allowPorts, ...fromEnv])];
 }
 
 /** Where the config file came from: the flag, the environment variable, or neither. */

@@ -8,6 +8,7 @@ export {
   MCP_DEFAULT_CONFIG,
   outputDirs,
   startStdioServer,
+  withHostPorts,
   withOutputFilesReadable,
   type RunningServer,
   type StartOptions,
@@ -34,4 +35,12 @@ export {
   MAX_ID_CHARS,
   type ConchStdioTransportOptions,
 } from './stdio-transport.js';
-export { chooseConfig, parseCliArgs, USAGE, type ConfigSource, type McpCliArgs } from './cli-args.js';
+export {
+  chooseAllowPorts,
+  chooseConfig,
+  parseCliArgs,
+  parsePorts,
+  USAGE,
+  type ConfigSource,
+  type McpCliArgs,
+} from './cli-args.js';

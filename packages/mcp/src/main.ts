@@ -3,7 +3,7 @@ import { readFileSync } from 'node:fs';
 import { createDefaultLogger, type Logger, type PluginRegistry } from '@conch/core';
 // Imported here, not required by @conch/core at run time: the published server bundles it.
 import * as pinoModule from 'pino';
-import { chooseConfig, chooseTrust, parseCliArgs, USAGE } from './cli-args.js';
+import { chooseAllowPorts, chooseConfig, chooseTrust, parseCliArgs, USAGE } from './cli-args.js';
 import { startStdioServer } from './start.js';
 
 // Most children die in dispose(); this bounds how long a stuck dispose can hold the exit.
@@ -49,9 +49,12 @@ async function main(): Promise<void> {
   const chosen = chooseConfig(args);
   // --trust, else CONCH_TRUST: the human accepts the cwd's config and plugin packages as they are now.
   const { trust } = chooseTrust(args);
+  // --allow-port and CONCH_ALLOW_PORTS: host loopback services the sandbox reaches.
+  const allowPorts = chooseAllowPorts(args);
   const running = await startStdioServer({
     ...(chosen === undefined ? {} : { config: chosen.config, configSource: chosen.source }),
     ...(trust ? { trust } : {}),
+    ...(allowPorts.length ? { allowPorts } : {}),
     logger,
   });
   registry = running.registry;

@@ -56,6 +56,11 @@ export interface StartOptions extends Omit<ConchMcpServerOptions, 'configHint' |
    * such plugin packages are not loaded.
    */
   trust?: boolean;
+  /**
+   * Host loopback ports sandboxed commands reach at their own address (`--allow-port`): added to
+   * the permission plugin's `network.allow` as `localhost:<port>`.
+   */
+  allowPorts?: readonly number[];
   /** The trust store's file. Default `$XDG_STATE_HOME/conch/trust.json` (else `~/.local/state/...`). */
   trustStore?: string;
   /** The stdio transport's bounds and liveness checks (see ConchStdioTransport). */
@@ -115,6 +120,15 @@ export async function startStdioServer(options: StartOptions = {}): Promise<Runn
     baseDir = dir;
   }
   config = withOutputFilesReadable(config, resolve(baseDir, config.cwd ?? '.'));
+  if (options.allowPorts?.length) {
+    const opened = withHostPorts(config, options.allowPorts);
+    if (opened === config)
+      options.logger?.warn(
+        { ports: options.allowPorts },
+        'conch-mcp --allow-port: the config has no permission plugin (an object), so there is no sandbox network to open ports in; ignored',
+      );
+    config = opened;
+  }
   let registry: PluginRegistry;
   try {
     registry = await createRegistryFromConfig(config, {
@@ -228,6 +242,29 @@ export function outputDirs(
   const uid = typeof process.getuid === 'function' ? process.getuid() : 'user';
   dirs.add(join(tmpdir(), `conch-output-${uid}`));
   return [...dirs];
+}
+
+/**
+ * The config with host loopback `ports` added to the permission plugin's `network.allow` (as
+ * `localhost:<port>`, which the gate reads as the host's 127.0.0.1 and ::1 at that port). Returned
+ * as it is without a permission plugin configured as an object, or with a `network.allow` that is
+ * not a list (the plugin's schema names that mistake).
+ */
+export function withHostPorts(config: ConchConfig, ports: readonly number[]): ConchConfig {
+  const permission = config.plugins?.permission;
+  if (!permission || typeof permission !== 'object' || Array.isArray(permission)) return config;
+  const network = (permission as { network?: unknown }).network ?? {};
+  if (typeof network !== 'object' || network === null || Array.isArray(network)) return config;
+  const allow = (network as { allow?: unknown }).allow ?? [];
+  if (!Array.isArray(allow)) return config;
+  const extra = ports.map((port) => `localhost:${port}`).filter((entry) => !allow.includes(entry));
+  return {
+    ...config,
+    plugins: {
+      ...config.plugins,
+      permission: { ...permission, network: { ...network, allow: [...allow, ...extra] } },
+    },
+  };
 }
 
 /**
