@@ -48,6 +48,11 @@ export interface CliResult {
   /** With NETWORK_BLOCKED: the destinations the sandbox's network refused. */
   blocked_hosts?: string[];
   /**
+   * With ENGINE_REFUSED: what the container-engine policy refused (at most 5, each once): its
+   * `rule` (`privileged`, `bind-outside-workspace`, …), the message the client got, the endpoint.
+   */
+  engine_refusals?: { rule: string; message: string; route?: string }[];
+  /**
    * With PLANT_REPORTED: what the command left that the user's own tools would run later outside
    * any sandbox (`kind`, `path`, what runs and when). Also in `registry.status()` until cleared.
    */

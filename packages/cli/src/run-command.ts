@@ -548,6 +548,27 @@ async function runOn(
       if (out.error_code !== 'NETWORK_BLOCKED')
         out.error_codes = [...(out.error_codes ?? [out.error_code]), 'NETWORK_BLOCKED'];
     }
+    const refusals = engineRefused(manager, startedAt);
+    if (refusals.length > 0) {
+      const seen = new Set<string>();
+      out.engine_refusals = [];
+      for (const r of refusals) {
+        const key = `${r.rule}\0${r.message}`;
+        if (seen.has(key) || out.engine_refusals.length >= 5) continue;
+        seen.add(key);
+        out.engine_refusals.push({
+          rule: r.rule,
+          message: r.message,
+          ...(r.route ? { route: r.route } : {}),
+        });
+      }
+      const first = out.engine_refusals[0]!;
+      const message = `The container engine policy refused ${first.route ?? 'a request'}: ${first.message} (rule ${first.rule}${out.engine_refusals.length > 1 ? `, and ${out.engine_refusals.length - 1} more` : ''}). The engine never saw it. Inside the sandbox the engine manages this session's and the workspace compose project's containers, with binds only inside the workspace; if the task needs more, tell the user, or call again with sandbox: false and a justification.`;
+      out.error = out.error ? `${out.error} ${message}` : message;
+      out.error_code ??= 'ENGINE_REFUSED';
+      if (out.error_code !== 'ENGINE_REFUSED')
+        out.error_codes = [...(out.error_codes ?? [out.error_code]), 'ENGINE_REFUSED'];
+    }
     if (blocked.length === 0 && result.sandbox === 'workspace-write' && !out.error_code) {
       const direct = directNetworkFailure(
         `${result.stderr.head}\n${result.stderr.tail}\n${result.stdout.tail}`,
@@ -717,6 +738,17 @@ function networkBlocked(
     networkBlockedSince?(since: number): { host: string; port: number; reason: string }[];
   };
   return typeof local.networkBlockedSince === 'function' ? local.networkBlockedSince(since) : [];
+}
+
+/** Requests the container-engine policy refused since `since` (a local process manager's; none elsewhere). */
+function engineRefused(
+  manager: ProcessLayer,
+  since: number,
+): { rule: string; message: string; route?: string }[] {
+  const local = manager as ProcessLayer & {
+    engineRefusedSince?(since: number): { rule: string; message: string; route?: string }[];
+  };
+  return typeof local.engineRefusedSince === 'function' ? local.engineRefusedSince(since) : [];
 }
 
 /**

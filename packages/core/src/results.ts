@@ -29,6 +29,8 @@ export const ERROR_CODES = {
     "conch's process supervisor stopped answering (stopped or hung) while the call waited on it, so it was killed with everything it ran and replaced; the next call starts a new one",
   NETWORK_BLOCKED:
     'the sandbox refused a network connection (no network, or a destination not on the allow-list)',
+  ENGINE_REFUSED:
+    "the container engine policy refused a request the sandbox made (a bind outside the workspace, --privileged, added capabilities, host namespaces, a device, the engine's socket, a container the session does not manage): `engine_refusals` names each rule; the engine never saw it. Call again with sandbox: false and a justification to ask a human, or tell the user",
   PLANT_REPORTED:
     "the command left a file the user's own tools would run later outside any sandbox (a git config's fsmonitor or alias, a hook, a yarnPath, history that checks out a .envrc, …): listed in `plants` and kept in registry.status() until a human clears it; conch ran none of it",
   OUT_OF_MEMORY:

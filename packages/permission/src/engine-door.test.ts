@@ -113,6 +113,7 @@ describe.runIf((findBwrap() || process.env.CI) && podmanWorks)('the container en
       expect(ping.stdout, JSON.stringify(ping)).toMatch(/^OK/);
       expect(ping.stdout).toContain('"ApiVersion"');
       expect(ping.stdout).toContain('unix:///run/conch-engine/docker.sock');
+      expect(ping.error_code).toBeUndefined();
       // The docker CLI, where the machine has one, finds the socket by itself.
       if (spawnSync('docker', ['--version']).status === 0) {
         const cli = await run(
@@ -131,6 +132,10 @@ describe.runIf((findBwrap() || process.env.CI) && podmanWorks)('the container en
         const refused = await run(api('POST', '/v1.41/containers/create', body));
         expect(refused.stdout, JSON.stringify({ body, refused })).toContain(rule);
         expect(refused.stdout).toContain('conch:');
+        // The result says it was the wall, whatever curl's exit status, with the rule.
+        expect(refused.error_code, JSON.stringify(refused)).toBe('ENGINE_REFUSED');
+        expect(refused.engine_refusals[0]).toMatchObject({ route: 'container.create' });
+        expect(refused.error).toContain(refused.engine_refusals[0].rule);
       }
     },
     TEST_TIMEOUT,

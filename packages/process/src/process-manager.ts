@@ -29,6 +29,7 @@ import {
   type BlockedConnection,
   type ConnectionVerdict,
   type CredentialInjector,
+  type EngineRefusal,
   type Destination,
   type SandboxKind,
   type SandboxProfile,
@@ -1212,6 +1213,17 @@ export class ProcessManager implements ProcessManagerService {
       });
     }
     return this.proxySocketPath;
+  }
+
+  /**
+   * Requests the container-engine policy refused since `since` (performance.now()), for a
+   * command's result; none without the engine door.
+   */
+  engineRefusedSince(since: number): EngineRefusal[] {
+    if (!this.engine) return [];
+    // The proxy stamps refusals with Date.now(): the same instant on that clock.
+    const from = Date.now() - (performance.now() - since);
+    return this.engine.proxy.refusals().filter((r) => r.at >= from);
   }
 
   /**
