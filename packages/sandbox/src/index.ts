@@ -36,6 +36,7 @@ export {
   PROXY_SOCKET_IN_SANDBOX,
   ENGINE_DIR_IN_SANDBOX,
   proxyEnv,
+  makeWritableRoot,
   sandboxArgs,
   sandboxKey,
   type PolicyForProfile,

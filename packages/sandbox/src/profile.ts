@@ -1,4 +1,4 @@
-import { existsSync, realpathSync, statSync } from 'node:fs';
+import { existsSync, mkdirSync, realpathSync, statSync } from 'node:fs';
 import { looksLikeCredential } from './env-values.js';
 import { dirname, isAbsolute, join, resolve } from 'node:path';
 import { InvalidSpawnOptionError } from './invalid-spawn-option-error.js';
@@ -339,6 +339,25 @@ function existing(path: string): string | undefined {
 const under = (path: string, dir: string) => path === dir || path.startsWith(`${dir}/`);
 
 /**
+ * A writable root that does not exist yet, made (mode 0755 less the umask) so that what a command
+ * writes there reaches the host: skipped, the path would land in the sandbox's own tmpfs or /tmp and
+ * be lost (a trash, an output directory, a build's out dir on a first run). Made only where the
+ * nearest existing ancestor is reached without a symlink (a symlink could point anywhere: a root
+ * under one is skipped and reported as before). The real path, or undefined when it cannot be made.
+ */
+export function makeWritableRoot(path: string): string | undefined {
+  let ancestor = dirname(path);
+  while (ancestor !== dirname(ancestor) && !existsSync(ancestor)) ancestor = dirname(ancestor);
+  if (existing(ancestor) !== ancestor) return undefined;
+  try {
+    mkdirSync(path, { recursive: true });
+  } catch {
+    return undefined;
+  }
+  return existing(path);
+}
+
+/**
  * What must stay visible for code at `path` to load inside the read-only profile: the outermost
  * `node_modules` above its real path (a pnpm layout keeps a package's platform binaries in sibling
  * directories of that tree), else its directory. Matters when an install lives under /tmp, which
@@ -519,8 +538,8 @@ export function sandboxArgs(
     case 'workspace-write': {
       const args = isolatedBase(keepVisible, options.tmp, profile);
       const bound = new Set<string>();
-      const bind = (flag: '--bind' | '--ro-bind', path: string) => {
-        const real = existing(path);
+      const bind = (flag: '--bind' | '--ro-bind', path: string, create = false) => {
+        const real = existing(path) ?? (create ? makeWritableRoot(path) : undefined);
         if (real === undefined) {
           skipped.push(path);
           return;
@@ -534,7 +553,7 @@ export function sandboxArgs(
       // (a read-only `.git/hooks` inside the writable workspace, a writable log directory inside a
       // read-only one). At the same depth, writable first, so read-only wins on the same path.
       const mounts = [
-        ...profile.writableRoots.map((path) => ({ path, flag: '--bind' as const, order: 0 })),
+        ...profile.writableRoots.map((path) => ({ path, flag: '--bind' as const, order: 0, create: true })),
         ...(profile.pinnedPaths ?? []).map((path) => ({ path, flag: '--bind' as const, order: 1 })),
         ...profile.readOnlyPaths.map((path) => ({ path, flag: '--ro-bind' as const, order: 2 })),
       ].sort(
@@ -544,7 +563,7 @@ export function sandboxArgs(
           // Code-unit order, not localeCompare: the same on every locale, and no ICU collator to load.
           (a.path < b.path ? -1 : a.path > b.path ? 1 : 0),
       );
-      for (const m of mounts) bind(m.flag, m.path);
+      for (const m of mounts) bind(m.flag, m.path, 'create' in m && m.create === true);
       // Secrets: a directory becomes an empty read-only tmpfs, a file reads as /dev/null.
       for (const path of profile.maskedPaths ?? []) {
         const real = existing(path);

@@ -2,7 +2,7 @@
 // only allowed hosts, and reports what the guard refused and what the command planted; it never
 // runs a command unsandboxed.
 import { execFile } from 'node:child_process';
-import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, symlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
@@ -39,6 +39,34 @@ maybe('Sandbox', () => {
       expect(sandbox.plants()).toHaveLength(1);
       sandbox.clearPlants();
       expect(sandbox.plants()).toHaveLength(0);
+    } finally {
+      sandbox.dispose();
+    }
+  });
+
+  it('makes writable roots that do not exist yet, so a first run loses nothing', async () => {
+    const ws = tempWorkspace();
+    const outside = tempWorkspace('conch-sandbox-roots-');
+    // Three shapes: one level missing, several levels, and one under a symlink (not made: the link
+    // could point anywhere).
+    const trash = join(outside, 'trash');
+    const deep = join(outside, 'cache', 'build', 'out');
+    const target = tempWorkspace('conch-sandbox-link-target-');
+    symlinkSync(target, join(outside, 'link'));
+    const viaLink = join(outside, 'link', 'made');
+    const sandbox = new Sandbox({ workspace: ws, writableRoots: [trash, deep, viaLink] });
+    try {
+      const r = await sandbox.run('bash', [
+        '-c',
+        `echo kept > ${trash}/a.txt && echo built > ${deep}/b.txt && echo ok; echo x > ${viaLink}/c.txt 2>/dev/null; true`,
+      ]);
+      expect(r.stdout).toContain('ok');
+      expect(readFileSync(join(trash, 'a.txt'), 'utf8')).toBe('kept\n');
+      expect(readFileSync(join(deep, 'b.txt'), 'utf8')).toBe('built\n');
+      expect(existsSync(join(target, 'made'))).toBe(false);
+      // A second run sees what the first left, from the host's side too.
+      const again = await sandbox.run('cat', [join(trash, 'a.txt')]);
+      expect(again.stdout).toBe('kept\n');
     } finally {
       sandbox.dispose();
     }
