@@ -73,6 +73,11 @@ export interface PermissionEngineOptions {
    * probes bubblewrap). Default: the config's, else 'off'.
    */
   sandbox?: SandboxMode;
+  /**
+   * Why the sandbox is off when the machine could not make one (the probe's reason and its fix):
+   * said in every refusal of a command the sandbox would have run without asking.
+   */
+  sandboxOffReason?: string;
   /** The sandbox-private cache directory (default per workspace under the user's cache dir). */
   sandboxCacheDir?: string;
   /** Bounds of the snapshot host rules are granted on (the walk of the workspace, the reads). */
@@ -125,6 +130,7 @@ export class PermissionEngine implements PermissionGate {
   readonly workspaceRoot: string;
   /** The sandbox every command runs in unless it is escalated ('off': none is relied on). */
   readonly sandbox: SandboxMode;
+  private readonly sandboxOffReason: string | undefined;
 
   constructor(options: PermissionEngineOptions) {
     this.config = options.config;
@@ -149,6 +155,7 @@ export class PermissionEngine implements PermissionGate {
       names: new Set(options.config.protectedFiles),
     };
     this.sandbox = options.sandbox ?? options.config.sandbox ?? 'off';
+    this.sandboxOffReason = this.sandbox === 'off' ? options.sandboxOffReason : undefined;
     // The host's allow rules are granted now: what their commands execute is snapshotted, so a
     // command a rule lets run with the user's rights cannot run code changed since (rule-grants.ts).
     this.grants = new RuleGrants({
@@ -352,7 +359,11 @@ export class PermissionEngine implements PermissionGate {
       if (!approve) {
         decision = {
           outcome: 'deny',
-          reason: `${subject(decisive)} needs approval: ${decisive.reason}. No approver is configured, so asking means no.`,
+          reason: `${subject(decisive)} needs approval: ${decisive.reason}. No approver is configured, so asking means no.${
+            this.sandboxOffReason
+              ? ` The sandbox is off on this machine, so only commands proven read-only run without a human: ${this.sandboxOffReason}.`
+              : ''
+          }`,
           rule: decisive.rule,
           ...(suggestion
             ? { suggestion }

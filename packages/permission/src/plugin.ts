@@ -1,4 +1,5 @@
 import {
+  ConchError,
   definePlugin,
   InvalidConfigError,
   PERMISSION_GATE,
@@ -141,7 +142,11 @@ function assertExamples(shellParser: ShellParser, config: PermissionConfig): voi
   throw new InvalidConfigError('permission', toValidationIssues(error, config));
 }
 
-function instructions(config: PermissionConfig, sandbox: PermissionEngine['sandbox']): string {
+function instructions(
+  config: PermissionConfig,
+  sandbox: PermissionEngine['sandbox'],
+  offReason?: string,
+): string {
   const lines = [
     'Every command passes a permission check before it runs, on the command as the shell will read it.',
     'Always refused: sudo/su/doas/pkexec anywhere; piping or substituting a download (curl, wget) into a shell or interpreter (download to a file, read it, then run it); writing to .env files, .ssh/, .git/hooks/, .git/config, editor and agent settings (.vscode/, .claude/, .mcp.json, ...) or shell rc files; rm -r of /, ~ or the workspace root; fork bombs; killing the agent runtime itself (kill/pkill/killall of its processes).',
@@ -164,6 +169,10 @@ function instructions(config: PermissionConfig, sandbox: PermissionEngine['sandb
     lines.push(
       'Read-only commands (ls, cat, head, grep, rg, git status/log/diff/show, find without -delete, ...) run at once, in a read-only sandbox without network where the machine supports it; other commands need approval. eval, ${x@P}, arithmetic on variables, assignments to special variables (PATH, PAGER, PROMPT_COMMAND, ...) and bash -c "$var" always need approval, so prefer plain commands and run steps separately.',
     );
+  if (sandbox === 'off' && offReason && config.sandbox !== 'off')
+    lines.push(
+      `There is no sandbox on this machine (${offReason}), so every command that is not provably read-only needs a human's approval: prefer reading commands, and tell the user why work is blocked if it is.`,
+    );
   if (config.rules.deny.length)
     lines.push(
       `Also refused by the host: ${config.rules.deny.map((r) => (typeof r === 'string' ? r : 'pattern' in r ? r.pattern : `/${r.regex}/`)).join(', ')}.`,
@@ -185,7 +194,14 @@ function chooseSandbox(config: PermissionConfig): { mode: PermissionEngine['sand
   // Synchronous (a few ms, once per process): setup stays synchronous for exposeTool.
   const status = probeSandboxSync();
   if (status.available) return { mode: config.sandbox ?? 'workspace-write' };
-  return { mode: 'off', reason: status.reason ?? 'bubblewrap does not work here' };
+  const why = `bubblewrap cannot make a sandbox here (${status.reason ?? 'unknown reason'})${status.fix ? `; to enable it: ${status.fix}` : ''}`;
+  // A sandbox the host named is required: the exposure fails rather than run without it.
+  if (config.sandbox !== undefined)
+    throw new ConchError({
+      code: 'SANDBOX_UNAVAILABLE',
+      message: `permission: the config requires the sandbox (sandbox: '${config.sandbox}'), and ${why}. Leave sandbox unset to run without it (every command not provably read-only then asks).`,
+    });
+  return { mode: 'off', reason: why };
 }
 
 /** A command that walks the usual paths of a judgement (a pipeline, a redirect, a read). */
@@ -246,6 +262,7 @@ function setupGate(shellParser: ShellParser, ctx: PluginContext<PermissionConfig
     // The registry's process supervisors, read when a kill is judged (the manager is created lazily).
     supervisorPids: () => ctx.resolveOptional(SUPERVISED)?.supervisorPids?.() ?? [],
     sandbox: sandbox.mode,
+    ...(sandbox.reason ? { sandboxOffReason: sandbox.reason } : {}),
   });
   ctx.provide(PERMISSION_GATE, engine);
   ctx.provide(PERMISSION_ENGINE, engine);
@@ -283,7 +300,7 @@ function setupGate(shellParser: ShellParser, ctx: PluginContext<PermissionConfig
   }, WARM_UP_DELAY_MS);
   warm.unref();
   return {
-    instructions: instructions(ctx.config, sandbox.mode),
+    instructions: instructions(ctx.config, sandbox.mode, sandbox.reason),
     dispose: () => {
       disposed = true;
       clearTimeout(warm);

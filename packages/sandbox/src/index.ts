@@ -23,7 +23,14 @@ export {
   type Destination,
   type NetworkProxyOptions,
 } from './network-proxy.js';
-export { probeSandbox, probeSandboxSync, settledSandboxStatus, type SandboxStatus } from './probe.js';
+export {
+  inContainer,
+  needsUserNamespace,
+  probeSandbox,
+  probeSandboxSync,
+  settledSandboxStatus,
+  type SandboxStatus,
+} from './probe.js';
 export {
   envFilter,
   installRoot,

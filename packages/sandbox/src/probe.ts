@@ -1,4 +1,5 @@
 import { execFile, spawnSync } from 'node:child_process';
+import { existsSync, readFileSync } from 'node:fs';
 import { findBwrap } from './find-bwrap.js';
 
 /** Whether bubblewrap can sandbox commands here. */
@@ -10,6 +11,14 @@ export interface SandboxStatus {
   version?: string;
   /** Why it is not available (bwrap missing, user namespaces refused, ...). */
   reason?: string;
+  /**
+   * The sandbox works here only inside a user namespace of its own (`--unshare-user`): root in a
+   * container without CAP_SYS_ADMIN (podman's and Docker's default), where bwrap as root makes no
+   * user namespace by itself and may not make the others. Every sandbox then gets `--unshare-user`.
+   */
+  userNamespace?: boolean;
+  /** How to make it work here, when it does not (a container's flags, a package to install). */
+  fix?: string;
 }
 
 const probes = new Map<string, Promise<SandboxStatus>>();
@@ -105,7 +114,53 @@ function statusFrom(bwrap: string, run: ProbeRun, version?: ProbeRun): SandboxSt
 
 async function probe(bwrap: string): Promise<SandboxStatus> {
   const run = await runProbe(bwrap, probeArgs(bwrap));
-  return statusFrom(bwrap, run, run.ok ? undefined : await runProbe(bwrap, ['--version']));
+  if (run.ok) return statusFrom(bwrap, run);
+  // Root in a container: the namespaces may be allowed inside a user namespace of its own.
+  const inUserNs = process.geteuid?.() === 0 ? await runProbe(bwrap, probeArgs(bwrap, true)) : undefined;
+  if (inUserNs?.ok) return { ...statusFrom(bwrap, inUserNs), userNamespace: true };
+  return withFix(statusFrom(bwrap, run, await runProbe(bwrap, ['--version'])), inUserNs);
+}
+
+/** Whether this process runs in a container (podman, Docker, Kubernetes, systemd-nspawn, LXC). */
+export function inContainer(): boolean {
+  if (existsSync('/run/.containerenv') || existsSync('/.dockerenv')) return true;
+  if (process.env.container || process.env.KUBERNETES_SERVICE_HOST) return true;
+  try {
+    return /\/(docker|kubepods|libpod|lxc|containerd)/.test(readFileSync('/proc/1/cgroup', 'utf8'));
+  } catch {
+    return false;
+  }
+}
+
+/**
+ * A failed status with what would make it work here, measured (podman 4.3, bwrap 0.8, Linux 6.1):
+ * root in a default container needs `--cap-add SYS_ADMIN --cap-add NET_ADMIN` (or `--security-opt
+ * unmask=ALL`, with which conch runs the sandbox in a user namespace of its own); a non-root user
+ * needs `--security-opt unmask=ALL` (the masked /proc paths forbid a fresh /proc). Outside a
+ * container: unprivileged user namespaces (the kernel.unprivileged_userns_clone or
+ * kernel.apparmor_restrict_unprivileged_userns sysctl).
+ */
+function withFix(status: SandboxStatus, inUserNs?: ProbeRun): SandboxStatus {
+  if (status.available || !status.version) return status;
+  const root = process.geteuid?.() === 0;
+  const reason =
+    inUserNs && !inUserNs.ok
+      ? `${status.reason}; in a user namespace of its own: ${firstLine(inUserNs.stderr) || inUserNs.failure}`
+      : status.reason;
+  const fix = inContainer()
+    ? root
+      ? 'run the container with --cap-add SYS_ADMIN --cap-add NET_ADMIN, or (podman) --security-opt unmask=ALL, or --privileged'
+      : 'run the container with --security-opt unmask=ALL (podman; Docker: --security-opt systempaths=unconfined --security-opt seccomp=unconfined --security-opt apparmor=unconfined)'
+    : 'allow unprivileged user namespaces (sysctl kernel.unprivileged_userns_clone=1; Ubuntu 23.10+: an AppArmor profile for bwrap, or kernel.apparmor_restrict_unprivileged_userns=0)';
+  return { ...status, ...(reason ? { reason } : {}), fix };
+}
+
+/**
+ * Whether the sandboxes of `bwrap` (default: the one on PATH) must make a user namespace of their
+ * own (the probe found the sandbox works only so). False before a probe finished.
+ */
+export function needsUserNamespace(bwrap: string | undefined = findBwrap()): boolean {
+  return bwrap !== undefined && settled.get(bwrap)?.userNamespace === true;
 }
 
 /**
@@ -144,8 +199,9 @@ export function settledSandboxStatus(bwrap: string): SandboxStatus | undefined {
  * inside itself: one spawn both proves the sandbox works and names the version (a start of
  * conch-mcp pays for the probe before it answers).
  */
-function probeArgs(bwrap: string): string[] {
+function probeArgs(bwrap: string, userNamespace = false): string[] {
   return [
+    ...(userNamespace ? ['--unshare-user'] : []),
     '--ro-bind',
     '/',
     '/',
@@ -178,7 +234,14 @@ export function probeSandboxSync(options: { bwrap?: string } = {}): SandboxStatu
   const known = settled.get(bwrap);
   if (known) return known;
   const run = runProbeSync(bwrap, probeArgs(bwrap));
-  const status = statusFrom(bwrap, run, run.ok ? undefined : runProbeSync(bwrap, ['--version']));
+  let status: SandboxStatus;
+  if (run.ok) status = statusFrom(bwrap, run);
+  else {
+    const inUserNs = process.geteuid?.() === 0 ? runProbeSync(bwrap, probeArgs(bwrap, true)) : undefined;
+    status = inUserNs?.ok
+      ? { ...statusFrom(bwrap, inUserNs), userNamespace: true }
+      : withFix(statusFrom(bwrap, run, runProbeSync(bwrap, ['--version'])), inUserNs);
+  }
   settled.set(bwrap, status);
   if (!probes.has(bwrap)) probes.set(bwrap, Promise.resolve(status));
   return status;

@@ -2,6 +2,7 @@ import { existsSync, mkdirSync, realpathSync, statSync } from 'node:fs';
 import { looksLikeCredential } from './env-values.js';
 import { dirname, isAbsolute, join, resolve } from 'node:path';
 import { InvalidSpawnOptionError } from './invalid-spawn-option-error.js';
+import { needsUserNamespace } from './probe.js';
 import {
   devArgs,
   normalizeSandboxResources,
@@ -486,6 +487,11 @@ function closedTail(closedPaths: readonly string[] | undefined): string[] {
  * inside unless told otherwise, and with CAP_SYS_ADMIN a command could `umount` a protected path or
  * `mount -o remount,rw /` (bwrap also sets no_new_privs: no setuid program gives them back).
  */
+/** The namespaces of an isolated sandbox, with a user namespace of its own where the probe found it needed. */
+function isolation(): string[] {
+  return needsUserNamespace() ? ['--unshare-user', ...ISOLATION] : ISOLATION;
+}
+
 const ISOLATION = [
   '--unshare-pid',
   '--unshare-net',
@@ -520,7 +526,7 @@ export function sandboxArgs(
       return {
         args: [
           ...isolatedBase([...keepVisible, ...(profile.visiblePaths ?? [])], undefined, profile),
-          ...ISOLATION,
+          ...isolation(),
         ],
         skipped,
       };
@@ -533,6 +539,7 @@ export function sandboxArgs(
         else args.push('--ro-bind', real, real);
       }
       args.push('--new-session');
+      if (needsUserNamespace()) args.push('--unshare-user');
       return { args, skipped };
     }
     case 'workspace-write': {
@@ -591,7 +598,7 @@ export function sandboxArgs(
         else args.push('--ro-bind', source, path);
       }
       args.push(...closedTail(profile.closedPaths));
-      args.push(...ISOLATION);
+      args.push(...isolation());
       return { args, skipped };
     }
   }
