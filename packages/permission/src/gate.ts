@@ -325,7 +325,10 @@ export class PermissionEngine implements PermissionGate {
     let decision: PermissionDecision;
     let askedHuman = false;
     let answer: ApprovalAnswer | undefined;
-    const toAllow = policy.suggestedRules;
+    const toAllow =
+      policy.suggestedRules && !policy.escalation
+        ? this.rulesThatAllow(request, policy.suggestedRules)
+        : policy.suggestedRules;
     const suggestion = decisive.rule.startsWith('pinned:')
       ? `Review ${decisive.rule.slice(7)}: the rule was granted on what it held then. Approving the command (always) grants it on what is there now, as does restarting conch with the rule.`
       : toAllow
@@ -367,10 +370,15 @@ export class PermissionEngine implements PermissionGate {
           rule: decisive.rule,
           ...(suggestion
             ? { suggestion }
-            : {
-                suggestion:
-                  'Run the parts separately without $(...), eval or other constructs the gate cannot check.',
-              }),
+            : policy.suggestedRules
+              ? {
+                  // Rules were possible but none would let it run as written (checked above).
+                  suggestion: `No rule in rules.allow lets it run as written (${decisive.reason}); only a human's approval can (configure an approver)${this.sandboxOffReason ? ', or run conch where the sandbox works' : ''}.`,
+                }
+              : {
+                  suggestion:
+                    'Run the parts separately without $(...), eval or other constructs the gate cannot check.',
+                }),
         };
       } else {
         askedHuman = true;
@@ -847,6 +855,28 @@ export class PermissionEngine implements PermissionGate {
       else out.set(p.suggestedRule!, { text: p.suggestedRule!, ...(cwd ? { cwd } : {}) });
     }
     return [...out.values()];
+  }
+
+  /**
+   * The suggested rules, if with them in rules.allow the request would be allowed; else undefined:
+   * a suggestion that would not let the command run (a redirection's write is judged on its own,
+   * `echo x > f.txt` with "echo x" allowed still writes f.txt) is not made. Judged by analysing the
+   * request again with the rules added for this one synchronous call.
+   */
+  private rulesThatAllow(request: PermissionRequest, rules: Suggestion[]): Suggestion[] | undefined {
+    const added: CompiledRule[] = [];
+    for (const rule of rules) {
+      const compiled = compileRule('allow', this.session.length + added.length, rule.text);
+      if (typeof compiled === 'string') return undefined;
+      if (rule.cwd !== undefined) compiled.cwd = rule.cwd;
+      added.push(compiled);
+    }
+    this.session.push(...added);
+    try {
+      return this.analyzeRequest(request).analysis.verdict === 'allow' ? rules : undefined;
+    } finally {
+      this.session.splice(this.session.length - added.length, added.length);
+    }
   }
 
   /**

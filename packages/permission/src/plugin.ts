@@ -262,7 +262,8 @@ function setupGate(shellParser: ShellParser, ctx: PluginContext<PermissionConfig
     // The registry's process supervisors, read when a kill is judged (the manager is created lazily).
     supervisorPids: () => ctx.resolveOptional(SUPERVISED)?.supervisorPids?.() ?? [],
     sandbox: sandbox.mode,
-    ...(sandbox.reason ? { sandboxOffReason: sandbox.reason } : {}),
+    // Said in refusals only when the machine, not the config, turned the sandbox off.
+    ...(sandbox.reason && ctx.config.sandbox !== 'off' ? { sandboxOffReason: sandbox.reason } : {}),
   });
   ctx.provide(PERMISSION_GATE, engine);
   ctx.provide(PERMISSION_ENGINE, engine);
