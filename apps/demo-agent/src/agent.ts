@@ -1,5 +1,5 @@
 import type { LanguageModelV2 } from '@ai-sdk/provider';
-import { isConchToolError, toAiSdkTools, type ToAiSdkToolsOptions } from '@conch/ai-sdk';
+import { ConchToolCallError, toAiSdkTools, type ToAiSdkToolsOptions } from '@conch/ai-sdk';
 import type { PluginRegistry } from '@conch/core';
 import { stepCountIs, streamText, type ModelMessage } from 'ai';
 
@@ -95,10 +95,24 @@ export class Agent {
               id: part.toolCallId,
               name: part.toolName,
               output: part.output,
-              isError: isConchToolError(part.output),
+              isError: false,
             });
             break;
           case 'tool-error':
+            // A conch call that failed (denied, bad arguments, a command that could not run): the
+            // adapter throws its whole result, shown like any result.
+            if (ConchToolCallError.isInstance(part.error)) {
+              const result = part.error.result as Record<string, unknown>;
+              handlers.onToolResult?.({
+                id: part.toolCallId,
+                name: part.toolName ?? names.get(part.toolCallId) ?? '?',
+                output: result,
+                // A denial and a command that ran (a refused write) read as their results say;
+                // a call that never ran (bad arguments, a plugin's bug) is an error.
+                isError: result.permission_denied !== true && result.returncode === undefined,
+              });
+              break;
+            }
             handlers.onToolError?.({
               id: part.toolCallId,
               name: part.toolName ?? names.get(part.toolCallId) ?? '?',

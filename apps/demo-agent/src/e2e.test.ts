@@ -22,8 +22,11 @@ afterEach(() => {
   workDir = undefined;
 });
 
-/** The live part of the screen: the bottom lines, where prompts and the input line are. */
-function bottom(screen: string, lines = 16): string {
+/**
+ * The live part of the screen: the bottom lines, where prompts and the input line are (24: a prompt
+ * for a command leaving the sandbox also lists what it will reach there).
+ */
+function bottom(screen: string, lines = 24): string {
   return screen.trimEnd().split('\n').slice(-lines).join('\n');
 }
 

@@ -74,6 +74,10 @@ describe('plain mode', () => {
     expect(readFileSync(join(workDir!, 'demo-out', 'notes.txt'), 'utf8')).toBe('draft v1\n');
     expect(stdout).toMatch(/⊘ cli_based_tool denied/);
     expect(stdout).toMatch(/\? conch asks to run: mkdir -p .*approved\.txt/);
+    // The prompt says what the command will reach outside the sandbox (the gate's escalation.reaches).
+    expect(stdout).toMatch(
+      /\? conch asks to run: mkdir -p [^\n]*approved\.txt\n[^\n]*\n {2}outside the sandbox it will reach:\n {4}- writes anywhere[^\n]*\n {4}- the network[^\n]*\n {4}- your environment variables and secret files[^\n]*\n {4}- your other processes\n/,
+    );
     expect(stdout).toContain('(--yes)');
     expect(stdout).toContain('walkthrough complete');
     expect(existsSync(join(workDir!, 'demo-out', 'approved.txt'))).toBe(true);

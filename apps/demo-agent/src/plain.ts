@@ -91,6 +91,11 @@ export async function runPlain(options: PlainOptions): Promise<void> {
     const { request } = current;
     write(`? conch asks to run: ${request.display}`);
     write(`  ${request.reason}${request.suggestedRule ? `  (always adds: ${request.suggestedRule})` : ''}`);
+    const reaches = request.escalation?.reaches ?? [];
+    if (reaches.length > 0) {
+      write('  outside the sandbox it will reach:');
+      for (const line of reaches) write(`    - ${line}`);
+    }
     if (options.yes) {
       write('  allow? [y]es / [n]o / [a]lways: y   (--yes)');
       approvals.answer(current.id, 'once');

@@ -6,6 +6,7 @@ import {
   type PluginRegistry,
   type ProcessManagerService,
 } from '@conch/core';
+import { stripAnsi } from '@conch/process';
 import { isTerminalId, terminalService, type TerminalSessionRow } from './terminal-api.js';
 
 /** @conch/process's manager, by its token name (tokens of one name are one key). */
@@ -308,9 +309,12 @@ async function readAllLogs(background: BackgroundService, id: string): Promise<s
   }
 }
 
+/**
+ * The last line with text, for the process panel: terminal control sequences (colours, cursor moves,
+ * OSC 8 hyperlinks, titles) removed by @conch/process's `stripAnsi`, the one the tools use.
+ */
 export function lastNonEmptyLine(text: string): string {
-  // eslint-disable-next-line no-control-regex
-  const lines = text.replace(/\x1b\[[0-9;?]*[A-Za-z]/g, '').split(/\r?\n|\r/);
+  const lines = stripAnsi(text).split(/\r?\n|\r/);
   for (let i = lines.length - 1; i >= 0; i--) {
     const line = lines[i]?.trim();
     if (line) return line;

@@ -552,7 +552,14 @@ function helpScript(): ScriptStep[] {
 
 function outputValue(output: LanguageModelV2ToolResultOutput): unknown {
   if (output.type === 'json' || output.type === 'error-json') return output.value;
-  if (output.type === 'text' || output.type === 'error-text') return { text: output.value };
+  // A failed conch call arrives as error text: its whole result, as JSON (@conch/ai-sdk).
+  if (output.type === 'error-text')
+    try {
+      return JSON.parse(output.value) as unknown;
+    } catch {
+      return { text: output.value };
+    }
+  if (output.type === 'text') return { text: output.value };
   return undefined;
 }
 

@@ -358,6 +358,14 @@ function ApprovalPrompt({ approval }: { approval: PendingApproval }) {
       </Text>
       <Text bold>{request.display}</Text>
       <Text dimColor>{request.reason}</Text>
+      {request.escalation && request.escalation.reaches.length > 0 ? (
+        <Box flexDirection="column">
+          <Text color="yellow">outside the sandbox it will reach:</Text>
+          {request.escalation.reaches.map((line) => (
+            <Text key={line}> - {line}</Text>
+          ))}
+        </Box>
+      ) : null}
       {request.suggestedRule ? <Text dimColor>always adds the rule: {request.suggestedRule}</Text> : null}
       <Text>
         <Text color="green" bold>

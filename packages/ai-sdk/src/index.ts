@@ -1,7 +1,8 @@
+export { ConchToolCallError, type ConchToolError } from './conch-tool-call-error.js';
 export {
   isConchToolError,
   toAiSdkTools,
   type ConchAiSdkTool,
-  type ConchToolError,
+  type ConchToolCallOptions,
   type ToAiSdkToolsOptions,
 } from './to-ai-sdk-tools.js';

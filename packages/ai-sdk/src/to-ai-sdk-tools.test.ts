@@ -1,4 +1,4 @@
-// Invariant: a registry's tools run through the AI SDK for real: results reach the model, thrown errors become error results, aborts kill the tool's process, per-call approve is used.
+// Invariant: on every supported `ai` major (7, 6, 5: one vitest project each), a registry's tools run through the AI SDK for real: a result reaches the next model call as the SDK's `json` output, a failed call is a thrown ConchToolCallError the SDK sends as `error-text` with every conch field, aborts kill the tool's process, per-call approve is used.
 import 'reflect-metadata';
 import { spawn } from 'node:child_process';
 import {
@@ -10,53 +10,11 @@ import {
   type ApprovalRequest,
 } from '@conch/core';
 import { isAlive, waitFor } from '@conch/test-support';
-import { stepCountIs, streamText, type ModelMessage } from 'ai';
-import { convertArrayToReadableStream, MockLanguageModelV2 } from 'ai/test';
+import { generateText, stepCountIs, streamText } from 'ai';
 import { afterEach, describe, expect, it } from 'vitest';
 import { z } from 'zod';
-import { isConchToolError, toAiSdkTools } from './index.js';
-
-/** One chunk of a LanguageModelV2 stream (the mock model passes them through untouched). */
-type StreamPart = Record<string, unknown>;
-
-const usage = { inputTokens: 1, outputTokens: 1, totalTokens: 2 };
-
-function toolCallStep(calls: { id: string; name: string; input: unknown }[]): StreamPart[] {
-  return [
-    { type: 'stream-start', warnings: [] },
-    ...calls.map((c) => ({
-      type: 'tool-call',
-      toolCallId: c.id,
-      toolName: c.name,
-      input: JSON.stringify(c.input),
-    })),
-    { type: 'finish', finishReason: 'tool-calls', usage },
-  ];
-}
-
-function textStep(text: string): StreamPart[] {
-  return [
-    { type: 'stream-start', warnings: [] },
-    { type: 'text-start', id: 't' },
-    { type: 'text-delta', id: 't', delta: text },
-    { type: 'text-end', id: 't' },
-    { type: 'finish', finishReason: 'stop', usage },
-  ];
-}
-
-/** A mock model that plays the given steps in order and records what it was sent. */
-function scriptedModel(steps: StreamPart[][]) {
-  const prompts: ModelMessage[][] = [];
-  let index = 0;
-  const model = new MockLanguageModelV2({
-    doStream: async (options) => {
-      prompts.push(options.prompt as ModelMessage[]);
-      const step = steps[Math.min(index++, steps.length - 1)] ?? textStep('done');
-      return { stream: convertArrayToReadableStream(step as any[]) };
-    },
-  });
-  return { model, prompts };
-}
+import { ConchToolCallError, isConchToolError, toAiSdkTools } from './index.js';
+import { scriptedModel, spec, toolResults } from './test-support/scripted-model.js';
 
 const started: number[] = [];
 
@@ -145,6 +103,18 @@ const testPlugin = definePlugin({
         throw new Error('plugin bug');
       },
     }),
+    defineTool({
+      name: 'spill',
+      description: 'Fails the way a command whose output could not all be saved does',
+      inputSchema: z.strictObject({}),
+      execute: () => ({
+        stdout: 'first bytes',
+        returncode: 0,
+        output_file: '/tmp/conch-output-1.txt',
+        error: 'the disk filled up while the output was saved',
+        error_code: 'OUTPUT_TRUNCATED_DISK_FULL',
+      }),
+    }),
   ],
 });
 
@@ -160,16 +130,25 @@ async function makeRegistry(): Promise<PluginRegistry> {
   return registry;
 }
 
-describe('toAiSdkTools', () => {
+/** The error text the model read, parsed back: the failed call's whole result. */
+function errorBody(part: { output: { type: string; value: unknown } }): Record<string, unknown> {
+  expect(part.output.type).toBe('error-text');
+  return JSON.parse(part.output.value as string) as Record<string, unknown>;
+}
+
+describe(`toAiSdkTools on ai ${process.env.AI_SDK_MAJOR}`, () => {
+  it('runs against the intended ai major (its mock model speaks that major’s provider spec)', () => {
+    const expected: Record<string, string> = { '5': 'v2', '6': 'v3', '7': 'v4' };
+    expect(spec).toBe(expected[process.env.AI_SDK_MAJOR ?? '']);
+  });
+
   it('gives the model every exposed tool with its JSON schema and description', async () => {
     const reg = await makeRegistry();
     const tools = toAiSdkTools(reg);
-    expect(Object.keys(tools).sort()).toEqual(['buggy', 'echo', 'guarded', 'progress', 'sleep']);
-    const { model } = scriptedModel([textStep('hi')]);
-    const result = streamText({ model, tools, prompt: 'hi' });
-    await result.consumeStream();
-    const sent = model.doStreamCalls[0]?.tools ?? [];
-    const echo = sent.find((t) => t.name === 'echo');
+    expect(Object.keys(tools).sort()).toEqual(['buggy', 'echo', 'guarded', 'progress', 'sleep', 'spill']);
+    const { model, tools: sent } = scriptedModel([{ text: 'hi' }]);
+    await generateText({ model, tools, prompt: 'hi' });
+    const echo = (sent[0] as { name: string }[]).find((t) => t.name === 'echo');
     expect(echo).toMatchObject({
       type: 'function',
       description: 'Runs echo for real and returns its stdout',
@@ -180,7 +159,7 @@ describe('toAiSdkTools', () => {
   it('include/exclude pick tools, and an unknown name is a clear error', async () => {
     const reg = await makeRegistry();
     expect(Object.keys(toAiSdkTools(reg, { include: ['echo'] }))).toEqual(['echo']);
-    expect(Object.keys(toAiSdkTools(reg, { exclude: ['echo', 'buggy'] })).sort()).toEqual([
+    expect(Object.keys(toAiSdkTools(reg, { exclude: ['echo', 'buggy', 'spill'] })).sort()).toEqual([
       'guarded',
       'progress',
       'sleep',
@@ -188,71 +167,122 @@ describe('toAiSdkTools', () => {
     expect(() => toAiSdkTools(reg, { include: ['nope'] })).toThrow(/tool 'nope'.*exposed tools: buggy, echo/);
   });
 
-  it('runs a real tool call and sends its result back to the model in the next step', async () => {
+  it('generateText: a real tool call, and the next model call receives its result as json', async () => {
     const reg = await makeRegistry();
     const callIds: string[] = [];
     reg.events.on('tool.result', (e) => callIds.push(e.callId));
     const { model, prompts } = scriptedModel([
-      toolCallStep([{ id: 'call-1', name: 'echo', input: { text: 'hello conch' } }]),
-      textStep('it said hello'),
+      { calls: [{ id: 'call-1', name: 'echo', input: { text: 'hello conch' } }] },
+      { text: 'it said hello' },
     ]);
-    const result = streamText({
+    const result = await generateText({
       model,
       tools: toAiSdkTools(reg),
       prompt: 'say hi',
       stopWhen: stepCountIs(5),
     });
-    expect(await result.text).toBe('it said hello');
-    const toolMessage = prompts[1]?.find((m) => m.role === 'tool');
-    expect(toolMessage).toMatchObject({
-      content: [
-        {
-          type: 'tool-result',
-          toolCallId: 'call-1',
-          toolName: 'echo',
-          output: { type: 'json', value: { stdout: 'hello conch\n', returncode: 0, display: '✓' } },
-        },
-      ],
-    });
+    expect(result.text).toBe('it said hello');
+    const output = { stdout: 'hello conch\n', returncode: 0, display: '✓' };
+    expect(result.steps[0]?.toolResults).toMatchObject([{ toolCallId: 'call-1', toolName: 'echo', output }]);
+    expect(toolResults(prompts, 1)).toMatchObject([
+      {
+        type: 'tool-result',
+        toolCallId: 'call-1',
+        toolName: 'echo',
+        output: { type: 'json', value: output },
+      },
+    ]);
     expect(callIds).toEqual(['call-1']);
   });
 
-  it('turns bad arguments and plugin bugs into error results the model sees, and the loop goes on', async () => {
+  it('streamText: a real tool call, and the next model call receives its result as json', async () => {
     const reg = await makeRegistry();
     const { model, prompts } = scriptedModel([
-      toolCallStep([
-        { id: 'bad', name: 'echo', input: { text: 42 } },
-        { id: 'bug', name: 'buggy', input: {} },
-      ]),
-      textStep('recovered'),
+      { calls: [{ id: 'call-1', name: 'echo', input: { text: 'streamed' } }] },
+      { text: 'done' },
     ]);
     const result = streamText({ model, tools: toAiSdkTools(reg), prompt: 'x', stopWhen: stepCountIs(5) });
-    const outputs: unknown[] = [];
-    for await (const part of result.fullStream) if (part.type === 'tool-result') outputs.push(part.output);
-    expect(await result.text).toBe('recovered');
-    expect(outputs.every(isConchToolError)).toBe(true);
-    const parts = (prompts[1]?.find((m) => m.role === 'tool')?.content ?? []) as any[];
-    const bad = parts.find((p) => p.toolCallId === 'bad');
-    expect(bad.output.type).toBe('error-json');
-    expect(bad.output.value.error_code).toBe('INVALID_ARGUMENTS');
-    expect(bad.output.value.display).toMatch(/^✗ INVALID_ARGUMENTS: /);
-    expect(bad.output.value.error).toMatch(/text/);
-    const bug = parts.find((p) => p.toolCallId === 'bug');
-    expect(bug.output).toEqual({
-      type: 'error-json',
-      value: {
-        error: "Tool 'buggy' failed: plugin bug",
-        error_code: 'TOOL_FAILED',
-        display: "✗ TOOL_FAILED: Tool 'buggy' failed: plugin bug",
+    expect(await result.text).toBe('done');
+    expect(toolResults(prompts, 1)).toMatchObject([
+      {
+        type: 'tool-result',
+        toolCallId: 'call-1',
+        output: { type: 'json', value: { stdout: 'streamed\n', returncode: 0, display: '✓' } },
       },
+    ]);
+  });
+
+  it('generateText: bad arguments and plugin bugs are thrown errors the model reads as error results, and the loop goes on', async () => {
+    const reg = await makeRegistry();
+    const { model, prompts } = scriptedModel([
+      {
+        calls: [
+          { id: 'bad', name: 'echo', input: { text: 42 } },
+          { id: 'bug', name: 'buggy', input: {} },
+        ],
+      },
+      { text: 'recovered' },
+    ]);
+    const result = await generateText({
+      model,
+      tools: toAiSdkTools(reg),
+      prompt: 'x',
+      stopWhen: stepCountIs(5),
     });
+    expect(result.text).toBe('recovered');
+    const first = result.steps[0]!;
+    expect(first.toolResults).toEqual([]);
+    const errors = first.content.filter((p) => p.type === 'tool-error');
+    expect(errors.map((e) => e.toolCallId).sort()).toEqual(['bad', 'bug']);
+    for (const e of errors) {
+      expect(isConchToolError(e.error)).toBe(true);
+      expect(e.error).toBeInstanceOf(ConchToolCallError);
+    }
+    const badError = errors.find((e) => e.toolCallId === 'bad')!.error as ConchToolCallError;
+    expect(badError).toMatchObject({ code: 'INVALID_ARGUMENTS', toolName: 'echo', toolCallId: 'bad' });
+
+    const parts = toolResults(prompts, 1);
+    const bad = errorBody(parts.find((p) => p.toolCallId === 'bad'));
+    expect(bad.error_code).toBe('INVALID_ARGUMENTS');
+    expect(bad.display).toMatch(/^✗ INVALID_ARGUMENTS: /);
+    expect(bad.error).toMatch(/text/);
+    expect(errorBody(parts.find((p) => p.toolCallId === 'bug'))).toEqual({
+      error: "Tool 'buggy' failed: plugin bug",
+      error_code: 'TOOL_FAILED',
+      display: "✗ TOOL_FAILED: Tool 'buggy' failed: plugin bug",
+    });
+  });
+
+  it('a failed result is a thrown error too, and every field of it reaches the model (output_file, …)', async () => {
+    const reg = await makeRegistry();
+    const { model, prompts } = scriptedModel([
+      { calls: [{ id: 's', name: 'spill', input: {} }] },
+      { text: 'ok' },
+    ]);
+    const result = streamText({ model, tools: toAiSdkTools(reg), prompt: 'x', stopWhen: stepCountIs(3) });
+    const errors: unknown[] = [];
+    for await (const part of result.fullStream) if (part.type === 'tool-error') errors.push(part.error);
+    expect(errors).toHaveLength(1);
+    const error = errors[0] as ConchToolCallError;
+    expect(ConchToolCallError.isInstance(error)).toBe(true);
+    expect(error.code).toBe('OUTPUT_TRUNCATED_DISK_FULL');
+    const body = errorBody(toolResults(prompts, 1)[0]);
+    expect(body).toEqual({
+      stdout: 'first bytes',
+      returncode: 0,
+      output_file: '/tmp/conch-output-1.txt',
+      error: 'the disk filled up while the output was saved',
+      error_code: 'OUTPUT_TRUNCATED_DISK_FULL',
+      display: '✗ OUTPUT_TRUNCATED_DISK_FULL: the disk filled up while the output was saved',
+    });
+    expect(error.result).toEqual(body);
   });
 
   it('an unknown tool name from the model never reaches execute and the stream reports it', async () => {
     const reg = await makeRegistry();
     const { model } = scriptedModel([
-      toolCallStep([{ id: 'x', name: 'rm_everything', input: {} }]),
-      textStep('ok'),
+      { calls: [{ id: 'x', name: 'rm_everything', input: {} }] },
+      { text: 'ok' },
     ]);
     const result = streamText({ model, tools: toAiSdkTools(reg), prompt: 'x', stopWhen: stepCountIs(3) });
     const types: string[] = [];
@@ -264,7 +294,7 @@ describe('toAiSdkTools', () => {
     const reg = await makeRegistry();
     started.length = 0;
     const controller = new AbortController();
-    const { model } = scriptedModel([toolCallStep([{ id: 's', name: 'sleep', input: { seconds: 60 } }])]);
+    const { model } = scriptedModel([{ calls: [{ id: 's', name: 'sleep', input: { seconds: 60 } }] }]);
     let aborted = false;
     const result = streamText({
       model,
@@ -284,15 +314,17 @@ describe('toAiSdkTools', () => {
     await waitFor(() => !isAlive(pid), 'the aborted sleep to die');
   });
 
-  it('uses the per-call approver with the AI SDK tool call id; a no is a denied result', async () => {
+  it('uses the per-call approver with the AI SDK tool call id; a no is an error result with permission_denied', async () => {
     const reg = await makeRegistry();
     const asked: { request: ApprovalRequest; toolCallId: string }[] = [];
     const { model, prompts } = scriptedModel([
-      toolCallStep([
-        { id: 'yes-call', name: 'guarded', input: { command: 'make' } },
-        { id: 'no-call', name: 'guarded', input: { command: 'make clean' } },
-      ]),
-      textStep('done'),
+      {
+        calls: [
+          { id: 'yes-call', name: 'guarded', input: { command: 'make' } },
+          { id: 'no-call', name: 'guarded', input: { command: 'make clean' } },
+        ],
+      },
+      { text: 'done' },
     ]);
     const tools = toAiSdkTools(reg, {
       approve: async (request, _options, toolCallId) => {
@@ -300,16 +332,16 @@ describe('toAiSdkTools', () => {
         return toolCallId === 'yes-call' ? 'once' : 'deny';
       },
     });
-    const result = streamText({ model, tools, prompt: 'x', stopWhen: stepCountIs(3) });
-    await result.consumeStream();
+    await generateText({ model, tools, prompt: 'x', stopWhen: stepCountIs(3) });
     expect(asked.map((a) => a.toolCallId).sort()).toEqual(['no-call', 'yes-call']);
-    const parts = (prompts[1]?.find((m) => m.role === 'tool')?.content ?? []) as any[];
-    expect(parts.find((p) => p.toolCallId === 'yes-call').output.value).toEqual({
-      ran: 'make',
-      display: '✓',
+    const parts = toolResults(prompts, 1);
+    expect(parts.find((p) => p.toolCallId === 'yes-call').output).toEqual({
+      type: 'json',
+      value: { ran: 'make', display: '✓' },
     });
-    expect(parts.find((p) => p.toolCallId === 'no-call').output.value).toMatchObject({
+    expect(errorBody(parts.find((p) => p.toolCallId === 'no-call'))).toMatchObject({
       permission_denied: true,
+      error_code: 'PERMISSION_DENIED',
     });
   });
 
@@ -317,8 +349,8 @@ describe('toAiSdkTools', () => {
     const reg = await makeRegistry();
     const seen: unknown[] = [];
     const { model } = scriptedModel([
-      toolCallStep([{ id: 'p-1', name: 'progress', input: {} }]),
-      textStep('ok'),
+      { calls: [{ id: 'p-1', name: 'progress', input: {} }] },
+      { text: 'ok' },
     ]);
     const tools = toAiSdkTools(reg, { onProgress: (id, progress) => seen.push([id, progress]) });
     await streamText({ model, tools, prompt: 'x', stopWhen: stepCountIs(3) }).consumeStream();

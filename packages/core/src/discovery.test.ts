@@ -1,8 +1,10 @@
 // Discovery finds plugin packages by manifest (node_modules walk-up and named dirs) and skips broken ones without failing the rest.
-import { mkdirSync, mkdtempSync, realpathSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, realpathSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
+import { Writable } from 'node:stream';
 import { fileURLToPath, pathToFileURL } from 'node:url';
+import { pino } from 'pino';
 import { afterEach, describe, expect, test } from 'vitest';
 import { IMPORT_MODULE_HOOK } from './discovery.js';
 import { PluginRegistry } from './registry.js';
@@ -102,6 +104,110 @@ describe('discover', () => {
     expect(registry.loadErrors).toHaveLength(4);
     registry.exposeSync('good');
     expect(await registry.execute('good_tool', {})).toEqual({ from: 'good', display: '✓' });
+  });
+});
+
+/** A package.json without a conch manifest (`extra` may add a malformed one). */
+function writePlainPackage(root: string, name: string, extra: Record<string, unknown> = {}) {
+  const dir = join(root, ...name.split('/'));
+  mkdirSync(dir, { recursive: true });
+  writeFileSync(
+    join(dir, 'package.json'),
+    JSON.stringify({ name, version: '1.0.0', type: 'module', ...extra }),
+  );
+  return realpathSync(dir);
+}
+
+/** A registry with its own trust store whose log lines (warn and up) are kept, parsed. */
+function loggedRegistry(cwd: string, options: ConstructorParameters<typeof PluginRegistry>[0] = {}) {
+  const lines: { level: number; msg: string; [key: string]: unknown }[] = [];
+  const sink = new Writable({
+    write(chunk: Buffer, _enc, done) {
+      for (const line of String(chunk).split('\n')) if (line) lines.push(JSON.parse(line));
+      done();
+    },
+  });
+  const registry = new PluginRegistry({
+    cwd,
+    trustStore: join(mkdtempSync(join(tmpdir(), 'conch-disc-store-')), 'trust.json'),
+    logger: pino({ level: 'warn' }, sink),
+    ...options,
+  });
+  registries.push(registry);
+  return { registry, lines };
+}
+
+describe('a package named like a plugin that discovery does not load', () => {
+  test('is warned about once, naming the package, its path and the field, and listed in status().discovery', async () => {
+    const root = realpathSync(mkdtempSync(join(tmpdir(), 'conch-disc-warn-')));
+    const modules = join(root, 'node_modules');
+    const forgot = writePlainPackage(modules, 'conch-plugin-forgot');
+    const scoped = writePlainPackage(modules, '@acme/conch-plugin-scoped');
+    const malformed = writePlainPackage(modules, 'conch-plugin-malformed', { conch: './plugin.js' });
+    writePlainPackage(modules, 'left-pad');
+    writePlainPackage(modules, 'conch-plugins-list');
+    writePackage(modules, 'conch-plugin-good', { plugin: './plugin.js' }, goodPlugin('good', 'good_tool'));
+    // Named by the host: the directory is a package itself, without the field.
+    const named = writePlainPackage(join(root, 'named'), 'conch-plugin-named');
+    // The same package reached a second time, through a link in another node_modules.
+    const other = join(root, 'other');
+    mkdirSync(join(other, 'node_modules'), { recursive: true });
+    symlinkSync(forgot, join(other, 'node_modules', 'conch-plugin-forgot'));
+
+    const { registry, lines } = loggedRegistry(root, { pluginDirs: [named], searchPaths: [other] });
+    const report = await registry.discover();
+    expect(report.loaded).toEqual(['good']);
+    expect(report.warnings.map((w) => [w.package, w.path, w.problem]).sort()).toEqual(
+      [
+        ['@acme/conch-plugin-scoped', scoped, 'missing-manifest'],
+        ['conch-plugin-forgot', forgot, 'missing-manifest'],
+        ['conch-plugin-named', named, 'missing-manifest'],
+      ].sort(),
+    );
+    await registry.discover();
+    await registry.trust();
+
+    const warned = lines.filter((l) => l.level === 40 && l.problem === 'missing-manifest');
+    expect(warned.map((l) => l.package).sort()).toEqual(
+      ['@acme/conch-plugin-scoped', 'conch-plugin-forgot', 'conch-plugin-named'].sort(),
+    );
+    const forgotLine = warned.find((l) => l.package === 'conch-plugin-forgot');
+    expect(forgotLine).toMatchObject({ path: forgot });
+    expect(forgotLine?.msg).toContain(`package 'conch-plugin-forgot' at ${forgot}`);
+    expect(forgotLine?.msg).toContain('has no "conch" field');
+    expect(forgotLine?.msg).toContain('"conch": { "plugin": "./dist/plugin.js" }');
+    // A malformed field is a load error (logged at error level), naming the package, path and shape.
+    const malformedLines = lines.filter((l) => String(l.msg).includes('conch-plugin-malformed'));
+    expect(malformedLines[0]).toMatchObject({ level: 50, code: 'PLUGIN_INVALID_MANIFEST' });
+    expect(malformedLines[0]?.msg).toContain(`conch-plugin-malformed (${malformed})`);
+    expect(malformedLines[0]?.msg).toContain(
+      '"conch" must be an object like { "plugin": "./dist/plugin.js" }',
+    );
+    // Packages not named like plugins are passed over without a word.
+    expect(lines.some((l) => /left-pad|conch-plugins-list/.test(String(l.msg)))).toBe(false);
+
+    const status = await registry.status();
+    expect(status.discovery.warnings.map((w) => w.package).sort()).toEqual(
+      ['@acme/conch-plugin-scoped', 'conch-plugin-forgot', 'conch-plugin-named'].sort(),
+    );
+    expect(status.discovery.loadErrors).toContainEqual(
+      expect.objectContaining({
+        code: 'PLUGIN_INVALID_MANIFEST',
+        source: `conch-plugin-malformed (${malformed})`,
+      }),
+    );
+
+    // Given the field, the package loads and leaves the list.
+    writePackage(
+      modules,
+      'conch-plugin-forgot',
+      { plugin: './plugin.js' },
+      goodPlugin('forgot', 'forgot_tool'),
+    );
+    expect((await registry.trust([forgot])).loaded).toEqual(['forgot']);
+    expect((await registry.status()).discovery.warnings.map((w) => w.package)).not.toContain(
+      'conch-plugin-forgot',
+    );
   });
 });
 

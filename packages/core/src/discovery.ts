@@ -30,6 +30,26 @@ export interface PluginCandidate {
   manifest: unknown;
 }
 
+/**
+ * The names plugin packages are published under (`conch-plugin-notes`, `@acme/conch-plugin-notes`).
+ * Discovery goes by the manifest, not the name; the name only tells it that a package without a
+ * manifest was probably meant to be a plugin, so it warns instead of passing it over in silence.
+ */
+export const PLUGIN_PACKAGE_NAME = /^(?:@[^/]+\/)?conch-plugin-[^/]+$/;
+
+/** What a plugin package's package.json must have, as the warnings quote it. */
+export const EXPECTED_MANIFEST = '"conch": { "plugin": "./dist/plugin.js" }';
+
+/** A package named like a plugin (PLUGIN_PACKAGE_NAME) that discovery does not load: its package.json has no `conch` field. */
+export interface DiscoveryWarning {
+  package: string;
+  /** Real path of the package directory. */
+  path: string;
+  problem: 'missing-manifest';
+  /** One line for a human: the package, where it is, and the field to add. */
+  message: string;
+}
+
 export interface LoadedPlugin {
   plugin: PluginDefinition;
   source: string;
@@ -47,20 +67,40 @@ async function isDir(path: string): Promise<boolean> {
   }
 }
 
-async function candidateAt(dir: string): Promise<PluginCandidate | undefined> {
+/** What one package directory is to discovery: a candidate, a near miss (a warning), or nothing. */
+type Inspected = { candidate: PluginCandidate } | { warning: DiscoveryWarning } | undefined;
+
+async function inspect(dir: string): Promise<Inspected> {
   let pkg: unknown;
   try {
     pkg = await readJson(join(dir, 'package.json'));
   } catch {
     return undefined;
   }
-  if (typeof pkg !== 'object' || pkg === null || !('conch' in pkg)) return undefined;
-  const record = pkg as { name?: unknown; conch: unknown };
+  if (typeof pkg !== 'object' || pkg === null) return undefined;
+  const record = pkg as { name?: unknown; conch?: unknown };
+  const name = typeof record.name === 'string' ? record.name : undefined;
+  if (!('conch' in pkg)) {
+    if (name === undefined || !PLUGIN_PACKAGE_NAME.test(name)) return undefined;
+    const path = await realpath(dir);
+    return {
+      warning: {
+        package: name,
+        path,
+        problem: 'missing-manifest',
+        message:
+          `package '${name}' at ${path} is named like a conch plugin but is not loaded: its package.json ` +
+          `has no "conch" field; a plugin package declares its entry module with ${EXPECTED_MANIFEST}`,
+      },
+    };
+  }
   return {
-    dir: await realpath(dir),
-    path: resolve(dir),
-    packageName: typeof record.name === 'string' ? record.name : dir,
-    manifest: record.conch,
+    candidate: {
+      dir: await realpath(dir),
+      path: resolve(dir),
+      packageName: name ?? dir,
+      manifest: record.conch,
+    },
   };
 }
 
@@ -87,23 +127,30 @@ async function packagesIn(nodeModules: string): Promise<string[]> {
 /**
  * Finds plugin packages: in every `node_modules` from each start directory up to the filesystem
  * root (like node resolution), and in the named directories (a plugin package itself, or a folder
- * of them). Each package is reported once, by real path.
+ * of them). Each package is reported once, by real path; so is each package named like a plugin
+ * whose package.json has no `conch` field (`warnings`).
  */
-export async function findPluginCandidates(startDirs: readonly string[], namedDirs: readonly string[]) {
+export async function findPluginCandidates(
+  startDirs: readonly string[],
+  namedDirs: readonly string[],
+): Promise<{ candidates: PluginCandidate[]; warnings: DiscoveryWarning[] }> {
   const seen = new Set<string>();
   const found: PluginCandidate[] = [];
-  const add = (candidate: PluginCandidate | undefined) => {
-    if (!candidate || seen.has(candidate.dir)) return;
-    seen.add(candidate.dir);
-    found.push(candidate);
+  const warnings: DiscoveryWarning[] = [];
+  const add = (inspected: Inspected) => {
+    if (!inspected) return;
+    const path = 'candidate' in inspected ? inspected.candidate.dir : inspected.warning.path;
+    if (seen.has(path)) return;
+    seen.add(path);
+    if ('candidate' in inspected) found.push(inspected.candidate);
+    else warnings.push(inspected.warning);
   };
-  const consider = async (dir: string) => add(await candidateAt(dir));
+  const consider = async (dir: string) => add(await inspect(dir));
   for (const named of namedDirs) {
     const dir = resolve(named);
-    if (await candidateAt(dir)) {
-      await consider(dir);
-      continue;
-    }
+    const itself = await inspect(dir);
+    add(itself);
+    if (itself && 'candidate' in itself) continue;
     for (const sub of await readdir(dir).catch(() => [] as string[])) {
       if (await isDir(join(dir, sub))) await consider(join(dir, sub));
     }
@@ -117,15 +164,15 @@ export async function findPluginCandidates(startDirs: readonly string[], namedDi
         visitedModules.add(nodeModules);
         // Every package.json of a node_modules read at once (one await per file in turn cost a
         // conch-mcp start ~5 ms per hundred packages); reported in directory order all the same.
-        const candidates = await Promise.all((await packagesIn(nodeModules)).map(candidateAt));
-        for (const candidate of candidates) add(candidate);
+        const inspected = await Promise.all((await packagesIn(nodeModules)).map(inspect));
+        for (const item of inspected) add(item);
       }
       const parent = dirname(dir);
       if (parent === dir) break;
       dir = parent;
     }
   }
-  return found;
+  return { candidates: found, warnings };
 }
 
 /** Imports a candidate's entry and checks every plugin it exports. Never throws: failures are returned. */

@@ -59,7 +59,7 @@ export {
 } from './results.js';
 export { EventBus, type ConchEventName, type ConchEvents, type ConchListener } from './events.js';
 export { createDefaultLogger, type Logger } from './logger.js';
-export { IMPORT_MODULE_HOOK } from './discovery.js';
+export { IMPORT_MODULE_HOOK, PLUGIN_PACKAGE_NAME, type DiscoveryWarning } from './discovery.js';
 export type {
   ApprovalAnswer,
   ApprovalRequest,
@@ -107,6 +107,7 @@ export {
   PluginRegistry,
   type DiscoverOptions,
   type DiscoveryReport,
+  type DiscoveryStatus,
   type ExecuteOptions,
   type ExposeOptions,
   type PermissionDeniedResult,

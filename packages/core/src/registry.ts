@@ -25,7 +25,7 @@ import {
   type ArgumentLimits,
   type CompiledToolLimits,
 } from './argument-limits.js';
-import { findPluginCandidates, loadCandidate } from './discovery.js';
+import { type DiscoveryWarning, findPluginCandidates, loadCandidate } from './discovery.js';
 import { onHostExit } from './host-exit.js';
 import { ConchError } from './errors/conch-error.js';
 import { CircularDependencyError } from './errors/circular-dependency-error.js';
@@ -138,6 +138,8 @@ export interface RegistryStatus {
   plugins: PluginInfo[];
   /** What discovery did not load because it is new or changed since conch last ran in the workspace. */
   trust: TrustStatus;
+  /** Packages discovery found and did not load because of their manifest or their plugin. */
+  discovery: DiscoveryStatus;
   /** One section per `ctx.reportStatus(section, read)` of the exposed plugins. */
   [section: string]: unknown;
 }
@@ -149,6 +151,16 @@ export interface DiscoveryReport {
   untrusted: UntrustedItem[];
   /** Packages that were new or changed and loaded (and re-pinned) because the host accepted them. */
   accepted: UntrustedItem[];
+  /** Packages named like plugins (`conch-plugin-*`, `@scope/conch-plugin-*`) without a `conch` field in package.json. */
+  warnings: DiscoveryWarning[];
+}
+
+/** `registry.status().discovery`: what discovery found and did not load, and why. */
+export interface DiscoveryStatus {
+  /** Packages named like plugins whose package.json has no `conch` field (each also logged once, at warn). */
+  warnings: DiscoveryWarning[];
+  /** Plugins skipped with an error (`registry.loadErrors`): an invalid `conch` field, an import that threw, a clash. */
+  loadErrors: { code: string; source: string; message: string }[];
 }
 
 export interface DiscoverOptions {
@@ -235,6 +247,10 @@ export class PluginRegistry {
   private readonly argumentLimits: ArgumentLimits;
   /** Plugin packages discovery did not load, by path (an accepted or trusted one is removed). */
   private readonly untrustedItems = new Map<string, UntrustedItem>();
+  /** Packages named like plugins but without a `conch` field, by real path (removed once they have one). */
+  private readonly manifestWarnings = new Map<string, DiscoveryWarning>();
+  /** The paths already warned about: each package is logged once per registry. */
+  private readonly warnedPaths = new Set<string>();
   /** Every `dirs` a discover() call searched, so that trust() searches them again. */
   private readonly searchedDirs = new Set<string>();
   private trustWorkspace: string | undefined;
@@ -286,7 +302,7 @@ export class PluginRegistry {
     const starts = [this.cwd, ...(this.options.searchPaths ?? []), CORE_DIR];
     for (const dir of options.dirs ?? []) this.searchedDirs.add(dir);
     const dirs = [...(this.options.pluginDirs ?? []), ...(options.dirs ?? [])];
-    const found = await findPluginCandidates(starts, dirs);
+    const { candidates: found, warnings } = await findPluginCandidates(starts, dirs);
     const verdict = await judgePluginCandidates({
       store: this.trustStore,
       cwd: this.cwd,
@@ -300,7 +316,18 @@ export class PluginRegistry {
       errors: [],
       untrusted: verdict.untrusted,
       accepted: verdict.accepted,
+      warnings,
     };
+    for (const candidate of found) this.manifestWarnings.delete(candidate.dir);
+    for (const warning of warnings) {
+      this.manifestWarnings.set(warning.path, warning);
+      if (this.warnedPaths.has(warning.path)) continue;
+      this.warnedPaths.add(warning.path);
+      this.logger.warn(
+        { package: warning.package, path: warning.path, problem: warning.problem },
+        warning.message,
+      );
+    }
     for (const path of verdict.checked) this.untrustedItems.delete(path);
     for (const item of verdict.accepted) {
       this.logger.warn(
@@ -956,7 +983,11 @@ export class PluginRegistry {
       workspace: this.trustWorkspace ?? (await realPathOf(this.cwd)),
       untrusted: this.untrusted(),
     };
-    return { plugins: this.plugins(), ...sections, trust };
+    const discovery: DiscoveryStatus = {
+      warnings: [...this.manifestWarnings.values()],
+      loadErrors: this.loadErrors.map((e) => ({ code: e.code, source: e.source, message: e.message })),
+    };
+    return { plugins: this.plugins(), ...sections, trust, discovery };
   }
 
   private providedServices(): string[] {

@@ -109,6 +109,10 @@ describe('conch-mcp with the default config (cli + background + permission)', ()
     expect(questions).toHaveLength(1);
     expect(questions[0]).toContain('touch made-by-ask.txt');
     expect(questions[0]).toContain('the test checks the question a human gets');
+    // What the command will reach outside the sandbox, from the gate: files, network, secrets, processes.
+    expect(questions[0]).toMatch(
+      /Outside the sandbox it will reach:\n {2}- writes anywhere[^\n]*\n {2}- the network[^\n]*\n {2}- your environment variables and secret files[^\n]*\n {2}- your other processes/,
+    );
     await call(harness, 'cli_based_tool', escalated('touch made-by-ask.txt'));
     expect(questions).toHaveLength(1);
   });

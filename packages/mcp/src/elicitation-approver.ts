@@ -28,7 +28,10 @@ export function incompleteDisplay(request: ApprovalRequest): string | undefined 
   return undefined;
 }
 
-/** The message shown to the human: what will run, why conch asks, and what "always" adds. */
+/**
+ * The message shown to the human: what will run, why conch asks, what a command run outside the
+ * sandbox will reach there, and what "always" adds.
+ */
 export function elicitationMessage(request: ApprovalRequest): string {
   const lines = [
     `conch: allow ${request.tool} to run this?`,
@@ -37,6 +40,11 @@ export function elicitationMessage(request: ApprovalRequest): string {
     '',
     `Why asked: ${request.reason}`,
   ];
+  const reaches = request.escalation?.reaches ?? [];
+  if (reaches.length > 0) {
+    lines.push('', 'Outside the sandbox it will reach:');
+    for (const line of reaches) lines.push(`  - ${line}`);
+  }
   if (request.parts && request.parts.length > 1) {
     lines.push('', 'Parts:');
     for (const part of request.parts) lines.push(`  [${part.verdict}] ${part.command} — ${part.reason}`);

@@ -76,6 +76,23 @@ describe('the elicitation prompt', () => {
     expect(shown).toEqual([]);
   });
 
+  it('a command that asks to leave the sandbox shows what it will reach there, one line each', async () => {
+    const { server, shown } = fakeServer();
+    const reaches = ['writes anywhere your user can write', 'the network, without the allow-list'];
+    const request: ApprovalRequest = {
+      ...ask(command('make deploy'), 'make deploy'),
+      escalation: { justification: 'deploys need the VPN', reaches },
+    };
+    expect(await approver(server)(request, {})).toBe('once');
+    expect(shown[0]).toContain(
+      'Outside the sandbox it will reach:\n  - writes anywhere your user can write\n  - the network, without the allow-list',
+    );
+    // A sandboxed ask has nothing of the kind to show.
+    expect(elicitationMessage(ask(command('make deploy'), 'make deploy'))).not.toContain(
+      'Outside the sandbox',
+    );
+  });
+
   it('an action (a file write, a network destination) is shown by its whole summary', async () => {
     const { server, shown } = fakeServer();
     const request: PermissionRequest = {

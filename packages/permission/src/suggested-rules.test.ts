@@ -9,6 +9,7 @@ import { existsSync, mkdtempSync, realpathSync, rmSync, writeFileSync } from 'no
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
+import { permissionPlugin } from './plugin.js';
 
 type Result = ToolResult & Record<string, any>;
 const registries: PluginRegistry[] = [];
@@ -19,13 +20,12 @@ afterEach(async () => {
 });
 
 async function gateWith(ws: string, allow: string[]) {
-  const { permissionPlugin } = await import('./plugin.js');
   const full = new PluginRegistry({ cwd: ws, plugins: [permissionPlugin, cliPlugin] });
   registries.push(full);
   await full.expose('permission', { sandbox: 'off', kernelWall: false, rules: { allow } } as never);
   await full.expose('cli', {});
-  return (command: string) =>
-    full.execute('cli_based_tool', { command, background: false, timeout: 120 }) as Promise<Result>;
+  return async (command: string) =>
+    (await full.execute('cli_based_tool', { command, background: false, timeout: 120 })) as Result;
 }
 
 /** The rules a refusal suggests ("Add "a", "b" to rules.allow…"), or undefined. */
@@ -49,12 +49,8 @@ describe('suggested rules', () => {
       const ws = realpathSync(mkdtempSync(join(tmpdir(), 'conch-suggest-')));
       dirs.push(ws);
       writeFileSync(join(ws, 'input.txt'), 'in\n');
-      const refused = await (
-        await gateWith(ws, [])
-      )(command).then(
-        (r) => r,
-        (e: unknown) => e,
-      );
+      const refused = await (await gateWith(ws, []))(command);
+      expect(refused.error_code).toBe('PERMISSION_DENIED');
       expect(existsSync(join(ws, marker))).toBe(false);
       const rules = suggested(refused);
       expect(rules !== undefined, JSON.stringify(refused)).toBe(expectRule);

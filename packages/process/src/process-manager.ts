@@ -1223,7 +1223,8 @@ export class ProcessManager implements ProcessManagerService {
     if (!this.engine) return [];
     // The proxy stamps refusals with Date.now(): the same instant on that clock.
     const from = Date.now() - (performance.now() - since);
-    return this.engine.proxy.refusals().filter((r) => r.at >= from);
+    // Requests only: the proxy also keeps its start-up notice (no engine on this host, method '-').
+    return this.engine.proxy.refusals().filter((r) => r.at >= from && r.method !== '-');
   }
 
   /**
