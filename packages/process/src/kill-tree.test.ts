@@ -53,7 +53,7 @@ describe.runIf(process.platform === 'linux')('the cookie scan', () => {
   it('sees a process that execs in a loop on every scan: as carrying the cookie, or as mid-exec', async () => {
     const cookie = `kill-tree-scan-${process.pid}`;
     const pid = startLoop(cookie);
-    await waitFor(() => findCookiePids({ cookie }).includes(pid), { what: 'the loop', timeoutMs: 10_000 });
+    await waitFor(() => findCookiePids({ cookie }).includes(pid), { what: 'the loop', timeoutMs: 60_000 });
     let asCarrier = 0;
     let asExecing = 0;
     // 300 whole-/proc scans: each is a few ms idle, far more on a loaded machine (the timeout below
@@ -67,45 +67,49 @@ describe.runIf(process.platform === 'linux')('the cookie scan', () => {
       for (const other of execing) expect(isKernelThreadOrZombie(other), `pid ${other}`).toBe(false);
     }
     expect(asCarrier + asExecing).toBe(300);
-  }, 180_000);
+  }, 600_000);
 
-  it('never takes a zombie or a process with an empty environment for one mid-exec', async () => {
-    const cookie = `kill-tree-zombie-${process.pid}`;
-    // `sleep 0` exits; `exec sleep 30` replaced its parent shell and never reaps it: a zombie
-    // whose environ reads empty. `env -i` starts a process with no environment at all.
-    const parent = spawn('/bin/sh', ['-c', 'sleep 0 & exec sleep 30'], {
-      env: { PATH: process.env.PATH, [COOKIE_VAR]: cookie },
-      stdio: 'ignore',
-    });
-    const bare = spawn('env', ['-i', 'sleep', '30'], { stdio: 'ignore' });
-    started.push(parent, bare);
-    await waitFor(() => childrenOf(parent.pid!).some(isKernelThreadOrZombie), {
-      what: 'zombie',
-      timeoutMs: 10_000,
-    });
-    await waitFor(() => readFileSync(`/proc/${bare.pid}/cmdline`, 'latin1').startsWith('sleep'), {
-      what: 'env -i sleep',
-      timeoutMs: 10_000,
-    });
-    const zombie = childrenOf(parent.pid!).find(isKernelThreadOrZombie)!;
-    const execing: number[] = [];
-    const pids = findCookiePids({ cookie }, { execing });
-    expect(pids).toEqual([parent.pid]);
-    expect(execing).not.toContain(zombie);
-    expect(execing).not.toContain(bare.pid);
-    expect(findEnvPids('PATH', process.env.PATH!, { execing })).not.toContain(bare.pid);
-  });
+  it(
+    'never takes a zombie or a process with an empty environment for one mid-exec',
+    { timeout: 300_000 },
+    async () => {
+      const cookie = `kill-tree-zombie-${process.pid}`;
+      // `sleep 0` exits; `exec sleep 30` replaced its parent shell and never reaps it: a zombie
+      // whose environ reads empty. `env -i` starts a process with no environment at all.
+      const parent = spawn('/bin/sh', ['-c', 'sleep 0 & exec sleep 30'], {
+        env: { PATH: process.env.PATH, [COOKIE_VAR]: cookie },
+        stdio: 'ignore',
+      });
+      const bare = spawn('env', ['-i', 'sleep', '30'], { stdio: 'ignore' });
+      started.push(parent, bare);
+      await waitFor(() => childrenOf(parent.pid!).some(isKernelThreadOrZombie), {
+        what: 'zombie',
+        timeoutMs: 60_000,
+      });
+      await waitFor(() => readFileSync(`/proc/${bare.pid}/cmdline`, 'latin1').startsWith('sleep'), {
+        what: 'env -i sleep',
+        timeoutMs: 60_000,
+      });
+      const zombie = childrenOf(parent.pid!).find(isKernelThreadOrZombie)!;
+      const execing: number[] = [];
+      const pids = findCookiePids({ cookie }, { execing });
+      expect(pids).toEqual([parent.pid]);
+      expect(execing).not.toContain(zombie);
+      expect(execing).not.toContain(bare.pid);
+      expect(findEnvPids('PATH', process.env.PATH!, { execing })).not.toContain(bare.pid);
+    },
+  );
 
   it('sweepCookieUntilGone kills a process that execs in a loop, every time', async () => {
     for (let round = 0; round < 40; round++) {
       const cookie = `kill-tree-sweep-${process.pid}-${round}`;
       const pid = startLoop(cookie);
-      await waitFor(() => findCookiePids({ cookie }).includes(pid), { what: 'the loop', timeoutMs: 10_000 });
-      expect(await sweepCookieUntilGone(cookie, 10_000)).toBe(true);
-      await waitFor(() => !pidAlive(pid), { what: `round ${round}: pid ${pid} gone`, timeoutMs: 10_000 });
+      await waitFor(() => findCookiePids({ cookie }).includes(pid), { what: 'the loop', timeoutMs: 60_000 });
+      expect(await sweepCookieUntilGone(cookie, 60_000)).toBe(true);
+      await waitFor(() => !pidAlive(pid), { what: `round ${round}: pid ${pid} gone`, timeoutMs: 60_000 });
     }
     // 40 rounds of whole-/proc sweeps: slow on a loaded machine, never wrong (the timeout is for that)
-  }, 180_000);
+  }, 600_000);
 
   it.each([
     ['through the supervisor', {}],
@@ -121,7 +125,7 @@ describe.runIf(process.platform === 'linux')('the cookie scan', () => {
             () => proc.stdout.totalBytes > 0 && findCookiePids({ cookie: proc.cookie }).length >= 2,
             {
               what: 'the escapee',
-              timeoutMs: 10_000,
+              timeoutMs: 60_000,
             },
           );
           await proc.kill();
@@ -130,10 +134,11 @@ describe.runIf(process.platform === 'linux')('the cookie scan', () => {
       } finally {
         await manager.dispose();
         // A loop left behind would spin for ever and slow every later test: never leave one.
-        await sweepCookieUntilGone({ prefix: manager.cookiePrefix }, 10_000);
+        await sweepCookieUntilGone({ prefix: manager.cookiePrefix }, 60_000);
       }
     },
-    180_000,
+    // Generous for a machine at load 20: the rounds wait on events, never on the clock.
+    600_000,
   );
 });
 
