@@ -99,7 +99,16 @@ async function main(): Promise<number> {
   process.stdout.on('error', exitOn(129));
   process.stderr.on('error', exitOn(129));
 
+  // Where commands run, said up front: the sandbox's mode, or that there is none here and why.
+  const permission = (await registry.status()).permission as
+    { sandbox?: string; sandboxReason?: string } | undefined;
+  const sandboxNote = permission?.sandbox
+    ? permission.sandbox === 'off'
+      ? `sandbox: off (${permission.sandboxReason ?? 'not available'}): commands that are not provably read-only ask`
+      : `sandbox: ${permission.sandbox}`
+    : undefined;
   const notes = [
+    ...(sandboxNote ? [sandboxNote] : []),
     `tools: ${registry
       .tools()
       .map((t) => t.name)

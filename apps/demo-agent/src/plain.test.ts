@@ -59,6 +59,9 @@ describe('plain mode', () => {
     expect(stderr).toBe('');
     expect(code).toBe(0);
     expect(stdout).toContain('model: scripted demo model');
+    // Where commands run is said in the header, and the narration matches it.
+    expect(stdout).toContain('sandbox: workspace-write');
+    expect(stdout).toContain('inside the sandbox');
     // Each tool line is followed by the result's one-line display.
     expect(stdout).toMatch(/✓ cli_based_tool ok .*\n\s+✓ exit=0 · fig\n/);
     expect(stdout).toContain('Sorted, first two: apple, fig.');

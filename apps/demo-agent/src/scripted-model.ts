@@ -452,7 +452,9 @@ function walkthrough(threshold: number, demoDir: string, siteDir: string): Scrip
         const sudo = ctx.results.get('sudo');
         return (
           `${readResult(sudo).kind === 'blocked' ? `Refused: ${sentence(blockedReason(sudo))} ` : ''}` +
-          'Everything else so far ran without a question, inside the sandbox: it can write only in the workspace and reach only allowed hosts. ' +
+          (ranInSandbox(ctx)
+            ? 'Everything else so far ran without a question, inside the sandbox: it can write only in the workspace and reach only allowed hosts. '
+            : 'There is no sandbox on this machine, so everything that is not provably read-only is asked. ') +
           'A command that must leave the sandbox (a system install, a file elsewhere) is asked first. I ask to run this one outside it:'
         );
       },
@@ -548,6 +550,13 @@ function helpScript(): ScriptStep[] {
         'or ANTHROPIC_API_KEY, see the README).',
     },
   ];
+}
+
+/** Whether a command of this turn ran in the workspace sandbox (its result says where it ran). */
+function ranInSandbox(ctx: ScriptContext): boolean {
+  for (const result of ctx.results.values())
+    if ((result as { sandbox?: unknown } | undefined)?.sandbox === 'workspace-write') return true;
+  return false;
 }
 
 function outputValue(output: LanguageModelV2ToolResultOutput): unknown {
