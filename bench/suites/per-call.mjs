@@ -202,8 +202,10 @@ async function spawnRows() {
       baseline: raw,
       unit: 'ms CPU',
       ratio: cpu / raw,
-      goal: 'conch <= 2 ms',
-      pass: cpu <= 2,
+      // A ratio against the primitive measured in the same run, not this machine's milliseconds:
+      // conch's whole call costs the host no more CPU than one raw node spawn of `true` does.
+      goal: 'ratio <= 1',
+      pass: cpu / raw <= 1,
     });
   } finally {
     await Promise.all([sandboxed.dispose(), open.dispose()]);

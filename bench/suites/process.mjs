@@ -208,8 +208,9 @@ export default async function () {
       baseline: rawStall,
       unit: 'ms',
       ratio: cliStall / rawStall,
-      goal: 'conch < 5 ms',
-      pass: cliStall < 5,
+      // Against the raw spawn's stall from the same host in the same run (tens of ms from 2 GiB).
+      goal: 'ratio <= 0.25',
+      pass: cliStall / rawStall <= 0.25,
     });
     rows.push({
       name: `process: longest event-loop stall in 20 spawns from the 2 GiB host, median of 5 rounds (idle host: ${median(m.idleStall).toFixed(2)} ms; baseline: raw spawn)`,
@@ -217,8 +218,8 @@ export default async function () {
       baseline: rawStall,
       unit: 'ms',
       ratio: conchStall / rawStall,
-      goal: 'conch < 5 ms',
-      pass: conchStall < 5,
+      goal: 'ratio <= 0.25',
+      pass: conchStall / rawStall <= 0.25,
     });
 
     // (iv) The read-only profile's namespaces are set up once, around its supervisor.
