@@ -1,5 +1,5 @@
 import { constants } from 'node:os';
-import { oneLine } from '@conch/core';
+import { formatBytes, oneLine } from '@conch/core';
 import {
   argMax,
   MAX_ARG_STRLEN,
@@ -120,13 +120,6 @@ export interface FormatOptions {
 }
 
 const fmt = (n: number) => String(n).replace(/\B(?=(\d{3})+(?!\d))/g, ',');
-
-/** A byte count as MiB or GiB. */
-function bytes(n: number): string {
-  return n >= 1024 ** 3 && n % 1024 ** 3 === 0
-    ? `${n / 1024 ** 3} GiB`
-    : `${Math.round((n / 1024 ** 2) * 10) / 10} MiB`;
-}
 
 function signalNumber(signal: string): number | undefined {
   return (constants.signals as Record<string, number | undefined>)[signal];
@@ -249,8 +242,8 @@ export function errorGuidance(
       hit.mechanism === 'machine'
         ? 'The machine ran out of memory while it ran and the kernel killed it'
         : hit.per === 'process'
-          ? `It ran out of memory under the sandbox's limit of ${bytes(hit.limit)} per process`
-          : `It ran out of memory under the sandbox's limit of ${bytes(hit.limit)}`;
+          ? `It ran out of memory under the sandbox's limit of ${formatBytes(hit.limit)} per process`
+          : `It ran out of memory under the sandbox's limit of ${formatBytes(hit.limit)}`;
     return {
       code: 'OUT_OF_MEMORY',
       error: `${how}${hit.signal ? ` (ended by ${hit.signal})` : ''}: ${hit.evidence}. Use less memory (smaller inputs, a streaming approach, fewer parallel jobs: -j2, --maxWorkers=2) or, if the task needs more, tell the user (the permission config's resources.memory).`,

@@ -1,6 +1,5 @@
-import type { ApproveFn } from '@conch/core';
+import { formatBytes, type ApproveFn } from '@conch/core';
 import {
-  formatSize,
   MIN_MEMORY_BYTES,
   MIN_PROCESSES,
   normalizeSandboxResources,
@@ -62,7 +61,7 @@ const byteSize = (min: number) =>
     if (bytes === undefined || (bytes !== 0 && bytes < min))
       ctx.addIssue({
         code: 'custom',
-        message: `expected 0 or a size of at least ${formatSize(min)}, in bytes or as '512MiB' / '2GiB'`,
+        message: `expected 0 or a size of at least ${formatBytes(min)}, in bytes or as '512MiB' / '2GiB'`,
       });
   });
 

@@ -119,7 +119,6 @@ export {
   cgroupDirOf,
   defaultSandboxResources,
   forgetLimitSupport,
-  formatSize,
   limitSupport,
   limitWrap,
   MIN_MEMORY_BYTES,

@@ -7,6 +7,7 @@ import {
   statSync,
 } from 'node:fs';
 import { release, totalmem } from 'node:os';
+import { formatBytes } from '@conch/core';
 import { delimiter, join } from 'node:path';
 import { findBwrap } from './find-bwrap.js';
 import { InvalidSpawnOptionError } from './invalid-spawn-option-error.js';
@@ -92,11 +93,6 @@ export function resourcesKey(profile: { kind: string; resources?: SandboxResourc
   return r ? `|r:${r.tmpfsBytes},${r.memoryBytes},${r.processes},${r.idleMs}` : '';
 }
 
-/** A size for a message: whole GiB as GiB, else MiB. */
-export function formatSize(bytes: number): string {
-  return bytes >= GiB && bytes % GiB === 0 ? `${bytes / GiB} GiB` : `${Math.round(bytes / MiB)} MiB`;
-}
-
 const UNITS: Record<string, number> = { '': 1, k: 1024, m: MiB, g: GiB, t: 1024 * GiB };
 
 /**
@@ -134,7 +130,7 @@ export function normalizeSandboxResources(value: unknown, field = 'resources'): 
     if (bytes === undefined || (bytes !== 0 && bytes < min))
       throw new InvalidSpawnOptionError(
         `${field}.${key}`,
-        `0 (no limit) or a size of at least ${formatSize(min)}, in bytes or as '512MiB' / '2GiB'`,
+        `0 (no limit) or a size of at least ${formatBytes(min)}, in bytes or as '512MiB' / '2GiB'`,
         v[key],
       );
     return bytes;
