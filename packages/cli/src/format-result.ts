@@ -36,6 +36,13 @@ export interface CliResult {
   error?: string;
   /** Stable code of `error` (see the cli README): COMMAND_NOT_FOUND, TIMED_OUT, … */
   error_code?: string;
+  /**
+   * Something a command that succeeded should know, which is not its error: `SECRET_HIDDEN` when a
+   * tool warned about a file the sandbox hides and still exited 0 (with `refused_path`).
+   */
+  notice?: string;
+  /** The stable code of `notice`. */
+  notice_code?: string;
   /** With SANDBOX_REFUSED_WRITE: the path the refused write named, when the output names one. */
   refused_path?: string;
   /**

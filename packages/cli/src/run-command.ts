@@ -515,7 +515,15 @@ async function runOn(
     }
     const policyNow = ctx.resolveOptional(PERMISSION_GATE)?.kernelPolicy?.();
     const secret = hiddenSecret(result, policyNow?.maskedPaths, cwd, policyNow);
-    if (secret) {
+    const succeeded = result.exitCode === 0 && result.signal === null && !result.spawnError;
+    if (secret && succeeded && out.error_code === undefined) {
+      // A tool that warned about a hidden file and went on (git's "unable to access
+      // ~/.config/git/…", a linter probing ~/.netrc) succeeded: said beside the result, not as its
+      // error, so MCP clients and hosts do not show a finished command as a failure.
+      out.notice = `The command succeeded, but it met a path the sandbox hides: ${secret.message}`;
+      out.notice_code = 'SECRET_HIDDEN';
+      if (secret.path) out.refused_path = secret.path;
+    } else if (secret) {
       if (out.error_code === 'SANDBOX_REFUSED_WRITE') {
         // Both walls, both said: a refused write and a hidden secret in one command.
         out.error = `${out.error} ${secret.message}`;

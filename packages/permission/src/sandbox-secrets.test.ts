@@ -432,6 +432,47 @@ describe.runIf(findBwrap() || process.env.CI)('secrets in the default workspace-
   );
 
   it(
+    'a tool that warns about a hidden file and goes on succeeds: the hidden path is a notice, not an error',
+    async () => {
+      const { run, nobodyAsked } = await setup();
+      const warners: [string, string][] = [
+        ['cat ~/.aws/credentials 2>&1; echo went-on', '~/.aws/credentials'],
+        ['head -c 10 .env || echo went-on', '.env'],
+        [
+          `python3 -c 'import sys
+try: open(".env").read()
+except OSError as e: print("warning:", e, file=sys.stderr)
+print("went-on")'`,
+          '.env',
+        ],
+        [
+          `node -e 'try { require("fs").readFileSync(process.env.HOME + "/.netrc") } catch (e) { console.warn("warning: " + e.message) } console.log("went-on")'`,
+          '~/.netrc',
+        ],
+      ];
+      for (const [command, file] of warners) {
+        const result = await run(command);
+        expect(result.returncode, describeResult(command, result)).toBe(0);
+        expect(result.stdout, describeResult(command, result)).toContain('went-on');
+        expect(result.error, describeResult(command, result)).toBeUndefined();
+        expect(result.error_code, describeResult(command, result)).toBeUndefined();
+        expect(result, describeResult(command, result)).toMatchObject({
+          notice_code: 'SECRET_HIDDEN',
+          refused_path: file.replace('~', home),
+        });
+        expect(result.notice).toMatch(/succeeded.*hides/);
+        expect(shown(result)).not.toContain(token(file));
+      }
+      // The same read failing is still the command's error.
+      const failed = await run('cat .env');
+      expect(failed, describeResult('cat .env', failed)).toMatchObject({ error_code: 'SECRET_HIDDEN' });
+      expect(failed.notice).toBeUndefined();
+      nobodyAsked();
+    },
+    TEST_TIMEOUT,
+  );
+
+  it(
     'the target of a .env symlink is unreadable under its own name too',
     async () => {
       writeTree(dir, { 'config/prod.txt': `PROD=${unique('linked')}\n` });
