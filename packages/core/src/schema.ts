@@ -1,32 +1,28 @@
 import { ConchError } from './errors/conch-error.js';
-import { createRequire } from 'node:module';
 import { z } from 'zod';
-import type * as ZodToJsonSchema from 'zod-to-json-schema';
-
-const require = createRequire(import.meta.url);
-/**
- * zod-to-json-schema (about 40 modules, ~40 ms of CPU at import) only converts zod 3 schemas:
- * loaded the first time one is converted, not with @conch/core.
- */
-let zodToJsonSchema: typeof ZodToJsonSchema.zodToJsonSchema | undefined;
+import { isZod3Schema, zod3ToJsonSchema } from './zod3-to-json-schema.js';
 
 export type JsonSchema = Record<string, unknown>;
 export type SchemaFormat = 'openai' | 'anthropic' | 'json-schema';
 
 /**
  * Converts a tool's zod schema to a plain JSON Schema object (draft-07, inlined, no $schema).
- * zod 4 schemas go through zod's own converter (zod-to-json-schema only understands zod 3 and
- * returns an empty schema for zod 4); zod 3 schemas (`zod/v3`) go through zod-to-json-schema.
+ * zod 4 schemas go through zod's own converter; zod 3 schemas (`zod/v3`, or the zod 3.x package)
+ * through conch's small converter of the kinds tool inputs use (zod3-to-json-schema.ts: the
+ * zod-to-json-schema package it replaces is deprecated), which names the field of any other kind.
  */
 export function toJsonSchema(schema: z.ZodType): JsonSchema {
-  const json = (
-    '_zod' in schema
-      ? z.toJSONSchema(schema, { target: 'draft-7', io: 'input', unrepresentable: 'any' })
-      : (zodToJsonSchema ??= (require('zod-to-json-schema') as typeof ZodToJsonSchema).zodToJsonSchema)(
-          schema as never,
-          { target: 'jsonSchema7', $refStrategy: 'none' },
-        )
-  ) as JsonSchema;
+  let json: JsonSchema;
+  if ('_zod' in schema) {
+    json = z.toJSONSchema(schema, { target: 'draft-7', io: 'input', unrepresentable: 'any' }) as JsonSchema;
+  } else if (isZod3Schema(schema)) {
+    json = zod3ToJsonSchema(schema);
+  } else {
+    throw new ConchError({
+      code: 'INVALID_TOOL_DEFINITION',
+      message: "a tool's inputSchema must be a zod schema (zod 4 from 'zod', or zod 3 from 'zod/v3')",
+    });
+  }
   const { $schema: _ignored, ...rest } = json;
   if (rest.type !== 'object') {
     throw new ConchError({
