@@ -8,6 +8,7 @@ import { ChatController } from './chat.js';
 import { ApprovalQueue } from './approvals.js';
 import { ProcessTracker } from './processes.js';
 import { mockModel, textStep, toolCallStep } from './test-support/mock-model.js';
+import { sdkWarningsDuring } from './test-support/sdk-warnings.js';
 import { shellPlugin, shTool, startedPids } from './test-support/shell-plugin.js';
 
 let registry: PluginRegistry | undefined;
@@ -53,8 +54,26 @@ describe('Agent', () => {
     ]);
     const toolMessage = calls[1]?.prompt.find((m) => m.role === 'tool');
     expect(JSON.stringify(toolMessage)).toContain('from-a-real-shell\\n');
-    // History: user, assistant (text + call), tool result, assistant text.
+    // History: user, assistant (text + call), tool result, assistant text: every step's messages.
     expect(agent.messages.map((m) => m.role)).toEqual(['user', 'assistant', 'tool', 'assistant']);
+    // ai 7's shape: the call and its result are parts; the result is the output the model read.
+    expect(agent.messages[1]).toMatchObject({
+      role: 'assistant',
+      content: expect.arrayContaining([
+        expect.objectContaining({ type: 'tool-call', toolCallId: 'c1', toolName: 'sh' }),
+      ]),
+    });
+    expect(agent.messages[2]).toMatchObject({
+      role: 'tool',
+      content: [
+        {
+          type: 'tool-result',
+          toolCallId: 'c1',
+          toolName: 'sh',
+          output: { type: 'json', value: { stdout: 'from-a-real-shell\n', returncode: 0 } },
+        },
+      ],
+    });
     // The system prompt includes the base prompt; tools are offered with their schemas.
     expect(calls[0]?.tools?.map((t) => t.name)).toEqual(['sh']);
   });
@@ -67,6 +86,34 @@ describe('Agent', () => {
     await agent.run('second', new AbortController().signal);
     const roles = calls[1]?.prompt.map((m) => m.role);
     expect(roles).toEqual(['system', 'user', 'assistant', 'user']);
+  });
+
+  it("sends the earlier turns' tool calls and results (ok and failed) back to the model", async () => {
+    const reg = makeRegistry();
+    const { model, calls } = mockModel([
+      toolCallStep([
+        { id: 'ok', name: 'sh', input: { command: 'echo turn-one' } },
+        { id: 'bad', name: 'sh', input: { command: 7 } },
+      ]),
+      textStep('one'),
+      textStep('two'),
+    ]);
+    const agent = new Agent({ model, registry: reg });
+    expect(await agent.run('first', new AbortController().signal)).toBe('done');
+    expect(await agent.run('second', new AbortController().signal)).toBe('done');
+    const prompt = calls[2]!.prompt;
+    expect(prompt.map((m) => m.role)).toEqual(['system', 'user', 'assistant', 'tool', 'assistant', 'user']);
+    const results = prompt.flatMap((m) =>
+      m.role === 'tool' ? m.content.filter((p) => p.type === 'tool-result') : [],
+    );
+    expect(results.map((r) => [r.toolCallId, r.output.type])).toEqual([
+      ['ok', 'json'],
+      ['bad', 'error-text'],
+    ]);
+    expect(results[0]!.output).toMatchObject({ value: { stdout: 'turn-one\n' } });
+    // A failed conch call is its whole result as JSON error text (@conch/ai-sdk).
+    const failed = results[1]!.output as { value: string };
+    expect(JSON.parse(failed.value)).toMatchObject({ error_code: 'INVALID_ARGUMENTS' });
   });
 
   it('bad arguments come back as an error result and the loop goes on; an unknown tool is a tool error', async () => {
@@ -221,6 +268,53 @@ describe('ScriptedDemoModel', () => {
     });
     expect(results).toEqual([{ stdout: 'scripted\n', returncode: 0, display: '✓' }]);
     expect(text).toBe('Result: ✓');
+  });
+
+  it('reads a failed call from its error text and reports what it says', async () => {
+    const { ScriptedDemoModel } = await import('./scripted-model.js');
+    const reg = new PluginRegistry({
+      plugins: [{ ...shellPlugin, name: 'renamed', tools: [{ ...shTool, name: 'cli_based_tool' }] }],
+    });
+    registry = reg;
+    reg.exposeSync('renamed');
+    const agent = new Agent({ model: new ScriptedDemoModel({ wordDelayMs: 0 }), registry: reg });
+    let text = '';
+    const results: { output: unknown; isError: boolean }[] = [];
+    // `$!` adds `sandbox` and `justification`, which this strict test tool refuses.
+    expect(
+      await agent.run('$! echo outside', new AbortController().signal, {
+        onText: (d) => (text += d),
+        onToolResult: (r) => results.push(r),
+      }),
+    ).toBe('done');
+    expect(results).toEqual([
+      expect.objectContaining({
+        output: expect.objectContaining({ error_code: 'INVALID_ARGUMENTS' }),
+        isError: true,
+      }),
+    ]);
+    const display = (results[0]!.output as { display: string }).display;
+    expect(display).toMatch(/^✗ INVALID_ARGUMENTS/);
+    expect(text).toBe(`Result: ${display}`);
+  });
+
+  it('speaks the language model spec ai 7 calls natively, so the SDK logs no compatibility warning', async () => {
+    const { ScriptedDemoModel } = await import('./scripted-model.js');
+    const model = new ScriptedDemoModel({ wordDelayMs: 0 });
+    expect(model.specificationVersion).toBe('v4');
+    const reg = makeRegistry();
+    const warnings = await sdkWarningsDuring(async () => {
+      const agent = new Agent({ model, registry: reg });
+      expect(await agent.run('walk me through it', new AbortController().signal)).toBe('done');
+      const mock = mockModel([
+        toolCallStep([{ id: 'c', name: 'sh', input: { command: 'true' } }]),
+        textStep('ok'),
+      ]);
+      expect(
+        await new Agent({ model: mock.model, registry: reg }).run('x', new AbortController().signal),
+      ).toBe('done');
+    });
+    expect(warnings).toEqual([]);
   });
 });
 

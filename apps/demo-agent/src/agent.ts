@@ -1,7 +1,7 @@
-import type { LanguageModelV2 } from '@ai-sdk/provider';
+import type { LanguageModelV4 } from '@ai-sdk/provider';
 import { ConchToolCallError, toAiSdkTools, type ToAiSdkToolsOptions } from '@conch/ai-sdk';
 import type { PluginRegistry } from '@conch/core';
-import { stepCountIs, streamText, type ModelMessage } from 'ai';
+import { isStepCount, streamText, type ModelMessage } from 'ai';
 
 /** What a UI hears while a turn runs. Every handler is optional. */
 export interface AgentHandlers {
@@ -19,7 +19,8 @@ export interface AgentHandlers {
 export type TurnOutcome = 'done' | 'aborted' | 'error';
 
 export interface AgentOptions {
-  model: LanguageModelV2;
+  /** A model of the spec ai 7 calls natively (an older spec would run with a compatibility warning). */
+  model: LanguageModelV4;
   registry: PluginRegistry;
   /** Extra system text before the plugins' own instructions. */
   system?: string;
@@ -64,10 +65,10 @@ export class Agent {
     let aborted = false;
     const result = streamText({
       model: this.options.model,
-      system: this.system,
+      instructions: this.system,
       messages: [...this.messages, userMessage],
       tools: toAiSdkTools(this.options.registry, this.options.toolOptions),
-      stopWhen: stepCountIs(this.options.maxSteps ?? 30),
+      stopWhen: isStepCount(this.options.maxSteps ?? 30),
       abortSignal: signal,
       onError: ({ error }) => {
         failure ??= describeError(error);
@@ -78,7 +79,7 @@ export class Agent {
     });
     const names = new Map<string, string>();
     try {
-      for await (const part of result.fullStream) {
+      for await (const part of result.stream) {
         switch (part.type) {
           case 'text-delta':
             handlers.onText?.(part.text);
@@ -146,8 +147,9 @@ export class Agent {
       this.messages.push(userMessage, { role: 'assistant', content: `(This request failed: ${failure})` });
       return 'error';
     }
-    const response = await result.response;
-    this.messages.push(userMessage, ...response.messages);
+    // Every step's assistant and tool messages (ai 7's `response.messages` holds the last step's
+    // only): the tool calls with their `tool-result` parts, so the next turn sees what ran.
+    this.messages.push(userMessage, ...(await result.responseMessages));
     return 'done';
   }
 }

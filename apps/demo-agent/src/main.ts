@@ -10,7 +10,7 @@ import { parseDemoArgs, USAGE, type DemoArgs } from './args.js';
 import { ChatController } from './chat.js';
 import { runPlain } from './plain.js';
 import { ProcessTracker } from './processes.js';
-import { chooseModel } from './providers.js';
+import { chooseModel, logSdkWarnings } from './providers.js';
 import { rawModeGuard } from './raw-mode.js';
 import { createDemoEnvironment, DEMO_AUTO_BACKGROUND_THRESHOLD, SITE_DIR } from './setup.js';
 
@@ -37,6 +37,7 @@ async function main(): Promise<number> {
     { name: 'conch-demo', level: process.env.CONCH_LOG_LEVEL ?? 'info' },
     destination({ dest: logFile, sync: true, mkdir: true }),
   );
+  logSdkWarnings(logger);
 
   // Where the walkthrough writes (the asked command's file, the browser's screenshot).
   const demoDir = process.env.CONCH_DEMO_DIR ?? '/tmp/conch-demo';

@@ -57,6 +57,8 @@ describe('plain mode', () => {
   it('runs the walkthrough with --yes and exits cleanly at end of input', async () => {
     const { code, stdout, stderr, cookie } = await runApp(['--yes'], '!ps\n');
     expect(stderr).toBe('');
+    // The scripted model speaks the spec ai 7 calls natively: no SDK warning, not even in the log.
+    expect(readFileSync(join(workDir!, 'demo.log'), 'utf8')).not.toContain('AI SDK warning');
     expect(code).toBe(0);
     expect(stdout).toContain('model: scripted demo model');
     // Where commands run is said in the header, and the narration matches it.

@@ -1,19 +1,23 @@
 import type {
-  LanguageModelV2,
-  LanguageModelV2CallOptions,
-  LanguageModelV2Prompt,
-  LanguageModelV2StreamPart,
-  LanguageModelV2ToolResultOutput,
+  LanguageModelV4,
+  LanguageModelV4CallOptions,
+  LanguageModelV4FinishReason,
+  LanguageModelV4Prompt,
+  LanguageModelV4StreamPart,
+  LanguageModelV4StreamResult,
+  LanguageModelV4ToolResultOutput,
+  LanguageModelV4Usage,
 } from '@ai-sdk/provider';
 import { shellQuote } from '@conch/shell-syntax';
 import { announcedPort, SERVER_READY, serveCommand, SITE_DIR } from './demo-site.js';
 import { blockedReason, displayLine, readResult } from './result-display.js';
 
 /**
- * The offline "scripted demo model": a real AI SDK `LanguageModelV2` that needs no network. It
- * reads the conversation like a model would (the user's message, the tool results so far) and
- * answers with a fixed sequence of tool calls, each of which the agent loop really executes
- * through conch. Nothing is faked: the results it talks about are the ones the tools returned.
+ * The offline "scripted demo model": a real AI SDK `LanguageModelV4` (the spec ai 7 calls
+ * natively, so no compatibility warning) that needs no network. It reads the conversation like a
+ * model would (the user's message, the tool results so far) and answers with a fixed sequence of
+ * tool calls, each of which the agent loop really executes through conch. Nothing is faked: the
+ * results it talks about are the ones the tools returned.
  *
  * - "walk me through" / the first message: the walkthrough (direct command, pipeline, a slow
  *   command auto-backgrounded and checked, a python REPL through the terminal tool, a file
@@ -63,10 +67,18 @@ interface ScriptStep {
   call?: (ctx: ScriptContext) => ToolCallPlan | undefined;
 }
 
-const usage = { inputTokens: undefined, outputTokens: undefined, totalTokens: undefined };
+/** It counts no tokens. */
+const usage: LanguageModelV4Usage = {
+  inputTokens: { total: undefined, noCache: undefined, cacheRead: undefined, cacheWrite: undefined },
+  outputTokens: { total: undefined, text: undefined, reasoning: undefined },
+};
 
-export class ScriptedDemoModel implements LanguageModelV2 {
-  readonly specificationVersion = 'v2';
+function finishReason(unified: 'stop' | 'tool-calls'): LanguageModelV4FinishReason {
+  return { unified, raw: unified };
+}
+
+export class ScriptedDemoModel implements LanguageModelV4 {
+  readonly specificationVersion = 'v4';
   readonly provider = 'conch-demo';
   readonly modelId = 'scripted-demo-model';
   readonly supportedUrls = {};
@@ -86,11 +98,11 @@ export class ScriptedDemoModel implements LanguageModelV2 {
     throw new Error('the scripted demo model only streams; use streamText');
   }
 
-  async doStream(options: LanguageModelV2CallOptions) {
+  async doStream(options: LanguageModelV4CallOptions): Promise<LanguageModelV4StreamResult> {
     const { text, call, stepIndex, scriptId } = this.nextStep(options);
     const signal = options.abortSignal;
     const delay = this.wordDelayMs;
-    const stream = new ReadableStream<LanguageModelV2StreamPart>({
+    const stream = new ReadableStream<LanguageModelV4StreamPart>({
       async start(controller) {
         controller.enqueue({ type: 'stream-start', warnings: [] });
         if (text) {
@@ -110,7 +122,11 @@ export class ScriptedDemoModel implements LanguageModelV2 {
             input: JSON.stringify(call.input),
           });
         }
-        controller.enqueue({ type: 'finish', finishReason: call ? 'tool-calls' : 'stop', usage });
+        controller.enqueue({
+          type: 'finish',
+          finishReason: finishReason(call ? 'tool-calls' : 'stop'),
+          usage,
+        });
         controller.close();
       },
     });
@@ -118,7 +134,7 @@ export class ScriptedDemoModel implements LanguageModelV2 {
   }
 
   /** Decides the next step of the current turn from the conversation. */
-  private nextStep(options: LanguageModelV2CallOptions): {
+  private nextStep(options: LanguageModelV4CallOptions): {
     text: string;
     call: ToolCallPlan | undefined;
     stepIndex: number;
@@ -138,6 +154,8 @@ export class ScriptedDemoModel implements LanguageModelV2 {
     for (const message of prompt.slice(lastUser + 1)) {
       if (message.role !== 'tool') continue;
       for (const part of message.content) {
+        // A tool message also carries approval responses (for provider-executed tools): not ours.
+        if (part.type !== 'tool-result') continue;
         const match = /^scripted-(\w+)-(\d+)-/.exec(part.toolCallId);
         if (!match || match[1] !== scriptId) continue;
         const index = Number(match[2]);
@@ -559,7 +577,7 @@ function ranInSandbox(ctx: ScriptContext): boolean {
   return false;
 }
 
-function outputValue(output: LanguageModelV2ToolResultOutput): unknown {
+function outputValue(output: LanguageModelV4ToolResultOutput): unknown {
   if (output.type === 'json' || output.type === 'error-json') return output.value;
   // A failed conch call arrives as error text: its whole result, as JSON (@conch/ai-sdk).
   if (output.type === 'error-text')
@@ -601,8 +619,8 @@ function oneLine(text: string): string {
 }
 
 function findLastIndex(
-  prompt: LanguageModelV2Prompt,
-  test: (m: LanguageModelV2Prompt[number]) => boolean,
+  prompt: LanguageModelV4Prompt,
+  test: (m: LanguageModelV4Prompt[number]) => boolean,
 ): number {
   for (let i = prompt.length - 1; i >= 0; i--) if (test(prompt[i]!)) return i;
   return -1;
