@@ -6,8 +6,7 @@
 // shown from its tail (CI's) then still names the test that failed and why, however long the run.
 // Arguments are passed on to `turbo run test` (`pnpm test --filter @conch/process`).
 import { spawn } from 'node:child_process';
-import { createRequire } from 'node:module';
-import { dirname, join } from 'node:path';
+import { toolchainEnv, turboBin } from './toolchain.mjs';
 
 const MAX_LINES_PER_PACKAGE = 250;
 // The section markers of vitest's default reporter, and the line of a package whose task failed.
@@ -16,10 +15,10 @@ const FAILED_TASKS = /^\s*Failed:\s+(.+)$/;
 // eslint-disable-next-line no-control-regex -- ANSI escape sequences are what this strips.
 const ANSI = /\u001b\[[0-9;?]*[A-Za-z]/g;
 
-const require = createRequire(import.meta.url);
-const turboBin = join(dirname(require.resolve('turbo/package.json')), 'bin', 'turbo');
-const child = spawn(turboBin, ['run', 'test', '--concurrency=1', '--continue', ...process.argv.slice(2)], {
+const child = spawn(turboBin(), ['run', 'test', '--concurrency=1', '--continue', ...process.argv.slice(2)], {
   stdio: ['inherit', 'pipe', 'inherit'],
+  // The compiler found is part of the build's cache key (scripts/toolchain.mjs).
+  env: toolchainEnv(),
 });
 
 /** task name ("@conch/process:test") -> its lines, prefix removed, ANSI stripped */

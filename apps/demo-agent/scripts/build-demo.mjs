@@ -5,6 +5,7 @@ import { spawnSync } from 'node:child_process';
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { toolchainEnv } from '../../../scripts/toolchain.mjs';
 
 const APP = dirname(dirname(fileURLToPath(import.meta.url)));
 const ROOT = join(APP, '../..');
@@ -56,7 +57,8 @@ process.stderr.write(
 const turbo = spawnSync(
   'turbo',
   ['run', 'build', '--filter=@conch/demo-agent...', '--output-logs=errors-only'],
-  { cwd: ROOT, stdio: 'inherit' },
+  // The C compiler found is part of the build's cache key, as for the root scripts.
+  { cwd: ROOT, stdio: 'inherit', env: toolchainEnv() },
 );
 if (turbo.error) {
   process.stderr.write(

@@ -5,10 +5,11 @@
 //   supervisor-main.js     @conch/process's supervisor (the server's ProcessManager starts it from
 //                          the directory its own code runs from)
 //   node_modules/@lydell/  node-pty's JS and the prebuilt pty.node of every platform installed here
-//   node_modules/web-tree-sitter, node_modules/tree-sitter-bash
+//   node_modules/web-tree-sitter, tree-sitter-bash.wasm
 //                          the WASM bash parser the terminal's command analysis reads commands with
 //                          (web-tree-sitter finds its tree-sitter.wasm beside its own script, so it
-//                          stays a package rather than bundled code)
+//                          stays a package rather than bundled code; @conch/shell-syntax's bundled
+//                          code loads the grammar beside itself)
 //   package.json           {"type":"module"}
 //   manifest.json          { hash, files: [{ path, size, sha256, mode }] } (not part of the hash)
 // The bundle hash names the directory a target installs it in, so a changed bundle is a new copy.
@@ -116,7 +117,7 @@ if (platforms.length === 0)
   );
 
 // The bash parser (@conch/shell-syntax's): web-tree-sitter's ESM entry and runtime WASM, and the
-// grammar's WASM (resolved as 'tree-sitter-bash/tree-sitter-bash.wasm' from the bundle's code).
+// grammar's WASM @conch/shell-syntax ships (its bundled code loads it from beside itself).
 const shellRequire = createRequire(fileURLToPath(import.meta.resolve('@conch/shell-syntax')));
 const webTreeSitter = dirname(shellRequire.resolve('web-tree-sitter'));
 copyTree(webTreeSitter, join(out, 'node_modules', 'web-tree-sitter'), (name) =>
@@ -125,13 +126,9 @@ copyTree(webTreeSitter, join(out, 'node_modules', 'web-tree-sitter'), (name) =>
 rmSync(join(out, 'node_modules', 'web-tree-sitter', 'debug'), { recursive: true, force: true });
 rmSync(join(out, 'node_modules', 'web-tree-sitter', 'lib'), { recursive: true, force: true });
 rmSync(join(out, 'node_modules', 'web-tree-sitter', 'src'), { recursive: true, force: true });
-const bashGrammar = dirname(shellRequire.resolve('tree-sitter-bash/package.json'));
-copyTree(bashGrammar, join(out, 'node_modules', 'tree-sitter-bash'), (name) =>
-  ['package.json', 'LICENSE', 'tree-sitter-bash.wasm'].includes(name),
-);
-for (const sub of readdirSync(join(out, 'node_modules', 'tree-sitter-bash'), { withFileTypes: true })) {
-  if (sub.isDirectory()) rmSync(join(out, 'node_modules', 'tree-sitter-bash', sub.name), { recursive: true });
-}
+const shellDist = dirname(fileURLToPath(import.meta.resolve('@conch/shell-syntax')));
+for (const file of ['tree-sitter-bash.wasm', 'tree-sitter-bash.LICENSE'])
+  copyFileSync(join(shellDist, file), join(out, file));
 
 // The manifest and the bundle hash (the boot script computes it the same way).
 const files = [];

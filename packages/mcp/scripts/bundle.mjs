@@ -20,11 +20,14 @@
 //   dist/package/dist/supervisor-main.js  @conch/process's supervisor, self-contained (node built-ins
 //                                    only), beside the chunk that starts it: the process manager
 //                                    runs `<its own dir>/supervisor-main.js`
-//   dist/package/native/conch_spawn.c, scripts/build-native.mjs
-//                                    the supervisor's posix_spawn addon, built at install (the
-//                                    package's `install` script) into dist/conch_spawn.node
-//   dist/package/native/conch_guard.c, scripts/build-guard.mjs
-//                                    the sandbox's path guard, built at install into dist/conch-guard
+//   dist/package/prebuilds/linux-{x64,arm64}-{glibc,musl}/conch_spawn.node
+//                                    the supervisor's posix_spawn addon, prebuilt (@conch/process's
+//                                    prebuilds/): nothing is compiled at install, and there is no
+//                                    install script
+//   dist/package/prebuilds/linux-{x64,arm64}/conch-guard
+//                                    the sandbox's path guard, prebuilt and static (@conch/sandbox's)
+//   dist/package/dist/tree-sitter-bash.wasm
+//                                    the bash grammar @conch/shell-syntax ships
 //   dist/package/dist/index.d.ts     the host API's types with the @conch/* declarations inlined
 //   dist/package/dist/server-bundle/ @conch/exec-server's server, copied into remote targets
 //
@@ -33,7 +36,16 @@
 // belongs to does not declare, or when two of them declare one with different ranges.
 import { execFileSync } from 'node:child_process';
 import { isAscii } from 'node:buffer';
-import { chmodSync, cpSync, existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import {
+  chmodSync,
+  cpSync,
+  existsSync,
+  mkdirSync,
+  readdirSync,
+  readFileSync,
+  rmSync,
+  writeFileSync,
+} from 'node:fs';
 import { builtinModules, createRequire } from 'node:module';
 import { dirname, isAbsolute, join, relative, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -152,7 +164,7 @@ const main = await esbuild.build({
 // bundled: conch never starts its worker transports, the one part that loads files of its own.)
 // The server's sources are ES modules: `import.meta.url` and `import.meta.resolve` become their
 // CommonJS equivalents, and a top-level await fails the build (esbuild refuses it).
-const BIN_EXTERNALS = ['@lydell/node-pty', 'web-tree-sitter', 'tree-sitter-bash'];
+const BIN_EXTERNALS = ['@lydell/node-pty', 'web-tree-sitter'];
 const binExternals = {
   name: 'bin-externals',
   setup(build) {
@@ -228,27 +240,24 @@ for (const [file, output] of Object.entries(supervisor.metafile.outputs)) {
   // It runs inside bubblewrap with only its own directory visible under a private /tmp.
   if (foreign.length > 0) fail(`${file} must import only node built-ins; it imports ${foreign.join(', ')}`);
 }
-// Its posix_spawn addon is built on the user's machine at install (the `install` script below),
-// from the C source and script @conch/process builds it with, into dist/conch_spawn.node beside
-// the supervisor; none built here is shipped (it would fit only this machine's platform).
-for (const part of ['native/conch_spawn.c', 'scripts/build-native.mjs']) {
-  const from = join(processRoot, part);
-  if (!existsSync(from)) fail(`${from} is missing`);
-  mkdirSync(dirname(join(OUT, part)), { recursive: true });
-  cpSync(from, join(OUT, part));
-}
-// The sandbox's path guard (@conch/sandbox's native/conch_guard.c), built the same way at install
-// into dist/conch-guard, where the bundled sandbox code looks for it (beside itself).
+// Its posix_spawn addon and the sandbox's path guard ship prebuilt, as @conch/process and
+// @conch/sandbox ship them (their prebuilds/, made by the repository's scripts/prebuild-native.mjs),
+// in the package's prebuilds/: the bundled code looks there (one directory above its dist/).
 const sandboxRoot = [...bundled].find(([, m]) => m.name === '@conch/sandbox')?.[0];
 if (!sandboxRoot) fail('@conch/sandbox is not among the bundled packages');
-for (const [from, to] of [
-  ['native/conch_guard.c', 'native/conch_guard.c'],
-  ['scripts/build-native.mjs', 'scripts/build-guard.mjs'],
-]) {
-  const source = join(sandboxRoot, from);
-  if (!existsSync(source)) fail(`${source} is missing`);
-  mkdirSync(dirname(join(OUT, to)), { recursive: true });
-  cpSync(source, join(OUT, to));
+for (const root of [processRoot, sandboxRoot]) {
+  const from = join(root, 'prebuilds');
+  if (!existsSync(join(from, 'manifest.json'))) fail(`${from} is missing (run pnpm native:prebuild)`);
+  for (const target of readdirSync(from, { withFileTypes: true }).filter((e) => e.isDirectory()))
+    cpSync(join(from, target.name), join(OUT, 'prebuilds', target.name), { recursive: true });
+}
+
+// The bash grammar's WASM @conch/shell-syntax ships: its bundled parser loads it from beside itself.
+const shellRoot = [...bundled].find(([, m]) => m.name === '@conch/shell-syntax')?.[0];
+if (!shellRoot) fail('@conch/shell-syntax is not among the bundled packages');
+for (const file of ['tree-sitter-bash.wasm', 'tree-sitter-bash.LICENSE']) {
+  if (!existsSync(join(shellRoot, 'dist', file))) fail(`${join(shellRoot, 'dist', file)} is missing`);
+  cpSync(join(shellRoot, 'dist', file), join(OUT, 'dist', file));
 }
 
 // 3b. The exec server's deployable bundle (@conch/exec-server, the `executor` plugin), beside the
@@ -353,10 +362,9 @@ for (const key of [
 // In the workspace the bin is a committed shim (bin/conch-mcp.js, importing dist/bin.js, so a fresh
 // install can link it before the build); published, it is the bundled dist/bin.cjs itself.
 published.bin = { 'conch-mcp': './dist/bin.cjs' };
-published.files = [...new Set([...(published.files ?? []), 'native', 'scripts'])];
-// Optional: where they cannot build, each says why and exits 0; the supervisor then uses node's
-// spawn, and sandboxes their mounts alone (status() says which).
-published.scripts = { install: 'node scripts/build-native.mjs && node scripts/build-guard.mjs' };
+published.files = [...new Set([...(published.files ?? []), 'prebuilds'])];
+// No scripts: an install runs nothing (the native pieces are prebuilt; where none fits, the
+// supervisor uses node's spawn and sandboxes their mounts alone, and status() says which).
 published.dependencies = Object.fromEntries(
   Object.entries(dependencies).sort(([a], [b]) => a.localeCompare(b)),
 );

@@ -24,10 +24,12 @@
  * exit wakes only the thread that reports it. libuv reaps only the pids it spawned (waitpid(pid),
  * never -1), so the two never take each other's children.
  *
- * Built at install (scripts/build-native.mjs) against Node-API headers only, so one build loads
- * in every node release (Node-API 8: node 12.22+). Linux with glibc 2.34+ only
- * (posix_spawn_file_actions_addchdir_np / addclosefrom_np); elsewhere the build is skipped and the
- * supervisor uses node's spawn.
+ * Built against Node-API headers only, so one build loads in every node release (Node-API 8: node
+ * 12.22+): shipped prebuilt for Linux x64 and arm64, glibc and musl (scripts/prebuild-native.mjs at
+ * the repository's root), and built from source by scripts/build-native.mjs where a compiler is.
+ * glibc 2.34+ (posix_spawn_file_actions_addchdir_np / addclosefrom_np) or musl 1.1.24+ (addchdir_np;
+ * musl has no addclosefrom_np: see mark_cloexec_from below); elsewhere the supervisor uses node's
+ * spawn.
  */
 #define _GNU_SOURCE
 #define NAPI_VERSION 8
@@ -45,8 +47,50 @@
 #include <unistd.h>
 #include <node_api.h>
 
-#if !defined(__linux__) || !defined(__GLIBC__) || !__GLIBC_PREREQ(2, 34)
-#error "conch_spawn needs Linux with glibc 2.34 or later"
+#include <sys/syscall.h>
+
+#if !defined(__linux__)
+#error "conch_spawn is built for Linux only"
+#endif
+#if defined(__GLIBC__)
+#if !__GLIBC_PREREQ(2, 34)
+#error "conch_spawn needs glibc 2.34 or later (or musl)"
+#endif
+#if !defined(CONCH_NO_CLOSEFROM)
+#define CONCH_CLOSEFROM_ACTION 1
+#endif
+#endif
+
+#if !defined(CONCH_CLOSEFROM_ACTION)
+/*
+ * musl's posix_spawn has no addclosefrom_np, and a spawn action cannot run code of ours in the
+ * child. Instead every fd from `low` up is marked close-on-exec in this (the supervisor's) process
+ * just before the spawn: one close_range(CLOSE_RANGE_CLOEXEC) call on Linux 5.11+, else a walk of
+ * /proc/self/fd. Harmless here: the supervisor never hands an fd to a child but through the
+ * spawn's dup2 actions (which clear the flag on 0..2), and node's own fds are close-on-exec anyway
+ * (libuv opens every fd with O_CLOEXEC); what this catches is an fd inherited without the flag.
+ */
+#ifndef CLOSE_RANGE_CLOEXEC
+#define CLOSE_RANGE_CLOEXEC (1U << 2)
+#endif
+#ifndef SYS_close_range
+#define SYS_close_range 436
+#endif
+#include <dirent.h>
+static void mark_cloexec_from(int low) {
+  if (syscall(SYS_close_range, (unsigned)low, ~0U, CLOSE_RANGE_CLOEXEC) == 0) return;
+  DIR *dir = opendir("/proc/self/fd");
+  if (dir == NULL) return;
+  int own = dirfd(dir);
+  for (struct dirent *e; (e = readdir(dir)) != NULL;) {
+    char *end;
+    long fd = strtol(e->d_name, &end, 10);
+    if (*end != '\0' || end == e->d_name || fd < low || fd == own) continue;
+    int flags = fcntl((int)fd, F_GETFD);
+    if (flags >= 0 && !(flags & FD_CLOEXEC)) fcntl((int)fd, F_SETFD, flags | FD_CLOEXEC);
+  }
+  closedir(dir);
+}
 #endif
 
 /* tryWait(pid) -> null while it runs, else [code, null] or [null, signalNumber] (reaped now). */
@@ -90,9 +134,28 @@ static napi_value throw_error(napi_env env, const char *code_name, const char *m
   return NULL;
 }
 
+#if defined(__GLIBC__)
+#define errno_name strerrorname_np
+#else
+/* musl has no strerrorname_np: the names a spawn, a socketpair or an open can fail with. */
+static const char *errno_name(int err) {
+  switch (err) {
+#define NAME(e) \
+  case e:       \
+    return #e;
+    NAME(ENOENT) NAME(EACCES) NAME(EPERM) NAME(ENOEXEC) NAME(ENOTDIR) NAME(EISDIR) NAME(ELOOP)
+    NAME(ENAMETOOLONG) NAME(E2BIG) NAME(ENOMEM) NAME(EAGAIN) NAME(EMFILE) NAME(ENFILE) NAME(ETXTBSY)
+    NAME(EINVAL) NAME(EIO) NAME(EFAULT) NAME(ELIBBAD)
+#undef NAME
+    default:
+      return NULL;
+  }
+}
+#endif
+
 /* node's wording for a failed spawn: `spawn <file> ENOENT`, with `code` and `errno` set. */
 static napi_value throw_errno(napi_env env, int err, const char *file) {
-  const char *name = strerrorname_np(err);
+  const char *name = errno_name(err);
   if (name == NULL) name = "ESPAWN";
   size_t size = strlen(file) + strlen(name) + 16;
   char *message = malloc(size);
@@ -277,7 +340,11 @@ static napi_value spawn_child(napi_env env, napi_callback_info info) {
     posix_spawn_file_actions_adddup2(&actions, capture ? out[1] : null_fd, 1);
     posix_spawn_file_actions_adddup2(&actions, capture ? err_pair[1] : null_fd, 2);
     posix_spawn_file_actions_addchdir_np(&actions, cwd);
+#if defined(CONCH_CLOSEFROM_ACTION)
     posix_spawn_file_actions_addclosefrom_np(&actions, 3);
+#else
+    mark_cloexec_from(3);
+#endif
     sigfillset(&all);
     sigemptyset(&none);
     posix_spawnattr_setsigdefault(&attr, &all);

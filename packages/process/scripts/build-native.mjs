@@ -1,9 +1,11 @@
 #!/usr/bin/env node
 // Builds native/conch_spawn.c into dist/conch_spawn.node: the supervisor's posix_spawn (see
-// src/native-spawn.ts). Run by this package's `build` and by the published @conch/mcp at install.
+// src/native-spawn.ts). Run by this package's `build` in a checkout; a user's install runs nothing:
+// the package ships the addon prebuilt (prebuilds/, see the repository's scripts/prebuild-native.mjs),
+// and a build from source here, when there is one, is loaded before it.
 // Optional by design: where it cannot be built (not Linux, glibc older than 2.34, no C compiler,
-// no Node-API headers) it says why on stderr and exits 0, and the supervisor uses node's spawn
-// (`status().spawner` tells which). `--require` makes a failure exit 1 instead.
+// no Node-API headers) it says why on stderr and exits 0; the prebuilt addon for this machine is
+// used, else node's spawn (`status().spawner` tells which). `--require` makes a failure exit 1.
 //
 // No node-gyp: the addon is one C file against Node-API's headers (the node-api-headers package,
 // else the include/node directory beside this node), so one `cc` call builds it, needs no Python,
@@ -20,8 +22,23 @@ const SOURCE = join(ROOT, 'native', 'conch_spawn.c');
 const OUT = join(ROOT, 'dist', 'conch_spawn.node');
 const required = process.argv.includes('--require');
 
+function prebuilt() {
+  if (process.platform !== 'linux' || (process.arch !== 'x64' && process.arch !== 'arm64')) return undefined;
+  let family = 'glibc';
+  try {
+    family = createRequire(import.meta.url)('detect-libc').familySync() === 'musl' ? 'musl' : 'glibc';
+  } catch {
+    // not installed: glibc is the likelier
+  }
+  const target = `linux-${process.arch}-${family}`;
+  return existsSync(join(ROOT, 'prebuilds', target, 'conch_spawn.node')) ? target : undefined;
+}
+
 function skip(reason) {
-  process.stderr.write(`conch: the native spawner was not built (${reason}); node's spawn is used instead\n`);
+  const target = prebuilt();
+  process.stderr.write(
+    `conch: the native spawner was not built here (${reason}); ${target ? `the prebuilt one (prebuilds/${target}) is used` : "node's spawn is used instead"}\n`,
+  );
   rmSync(OUT, { force: true });
   process.exit(required ? 1 : 0);
 }

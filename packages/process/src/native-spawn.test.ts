@@ -273,7 +273,7 @@ describe('loadSpawner', () => {
     const missing = loadSpawner({}, join(dir, 'conch_spawn.node'));
     expect(missing).toMatchObject({ kind: 'node' });
     expect((missing as { reason: string }).reason).toMatch(
-      /conch_spawn\.node was not built \(.*build-native\.mjs/,
+      /conch_spawn\.node is missing \(.*build-native\.mjs/,
     );
     const garbage = join(dir, 'garbage.node');
     writeFileSync(garbage, 'not an ELF file');

@@ -13,6 +13,8 @@
  * The addon only starts processes and reports their exits; everything else (the env sent by the
  * host, handle passing, the exit message) stays in supervisor-children.ts, the same for both.
  */
+import { familySync, MUSL } from 'detect-libc';
+import { existsSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -62,17 +64,52 @@ export const NATIVE_SPAWN_VAR = 'CONCH_NATIVE_SPAWN';
  */
 export const FD_CHANNEL_VAR = 'CONCH_FD_CHANNEL';
 
-// Under vitest this module runs from src/*.ts; the addon is built into dist/.
+// Under vitest this module runs from src/*.ts; the addon is built into dist/. Either way the
+// package's root (prebuilds/) is one directory up (also in @conch/mcp's bundle, whose dist/ holds
+// this module and whose root holds the prebuilds).
 const here = fileURLToPath(import.meta.url);
+const packageRoot = join(dirname(here), '..');
+/** Where a build from source on this machine puts the addon (scripts/build-native.mjs). */
 export const NATIVE_SPAWN_ADDON = here.endsWith('.ts')
-  ? join(dirname(here), '..', 'dist', 'conch_spawn.node')
+  ? join(packageRoot, 'dist', 'conch_spawn.node')
   : join(dirname(here), 'conch_spawn.node');
 
-/** Loads the addon beside this module, or says why node's spawn is used. */
-export function loadSpawner(env: NodeJS.ProcessEnv = process.env, addon = NATIVE_SPAWN_ADDON): Spawner {
+/**
+ * The prebuilt addon for this machine, shipped in the package (prebuilds/linux-<arch>-<libc>/,
+ * made by the repository's scripts/prebuild-native.mjs for x64 and arm64, glibc and musl), or
+ * undefined for a platform none is built for.
+ */
+export function prebuiltSpawnAddon(): string | undefined {
+  if (process.platform !== 'linux' || (process.arch !== 'x64' && process.arch !== 'arm64')) return undefined;
+  // detect-libc reads /usr/bin/ldd (one small file); asked only when no local build is there.
+  // Imported statically so that bundles (conch-mcp's, the exec server's) carry it.
+  let family = 'glibc';
+  try {
+    if (familySync() === MUSL) family = 'musl';
+  } catch {
+    // undetectable: glibc is the likelier, and a glibc addon on musl fails to load, it does not crash
+  }
+  return join(packageRoot, 'prebuilds', `linux-${process.arch}-${family}`, 'conch_spawn.node');
+}
+
+/**
+ * Loads the addon — a build from source beside this module when there is one (it follows the
+ * source), else the prebuilt one for this machine — or says why node's spawn is used. `addon`
+ * names one file to load instead (tests).
+ */
+export function loadSpawner(env: NodeJS.ProcessEnv = process.env, addon?: string): Spawner {
   if (env[NATIVE_SPAWN_VAR] === '0') return { kind: 'node', reason: `${NATIVE_SPAWN_VAR}=0` };
   if (process.platform !== 'linux')
     return { kind: 'node', reason: `${process.platform}: posix_spawn is used on Linux only` };
+  if (addon === undefined) {
+    const prebuilt = existsSync(NATIVE_SPAWN_ADDON) ? undefined : prebuiltSpawnAddon();
+    if (!existsSync(NATIVE_SPAWN_ADDON) && prebuilt === undefined)
+      return {
+        kind: 'node',
+        reason: `no prebuilt addon for ${process.platform}-${process.arch} and none built here (the package's scripts/build-native.mjs builds ${NATIVE_SPAWN_ADDON} with a C compiler)`,
+      };
+    addon = prebuilt ?? NATIVE_SPAWN_ADDON;
+  }
   let module: Partial<NativeSpawnModule>;
   try {
     module = createRequire(import.meta.url)(addon) as Partial<NativeSpawnModule>;
@@ -82,7 +119,7 @@ export function loadSpawner(env: NodeJS.ProcessEnv = process.env, addon = NATIVE
       kind: 'node',
       reason:
         e.code === 'MODULE_NOT_FOUND'
-          ? `${addon} was not built (the package's scripts/build-native.mjs builds it with a C compiler; it runs at install)`
+          ? `${addon} is missing (the package's scripts/build-native.mjs builds it with a C compiler)`
           : `${addon} did not load: ${e.message.split('\n')[0]}`,
     };
   }

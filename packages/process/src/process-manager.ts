@@ -102,9 +102,10 @@ export interface SupervisorOptions {
   unresponsiveMs?: number;
   /**
    * Whether the supervisor starts commands with posix_spawn (default true): the native addon
-   * built at install (`dist/conch_spawn.node`, Linux with glibc 2.34+), which costs the same from
-   * any process size where node's spawn forks. false, or an addon that was not built or does not
-   * load: node's `child_process.spawn`. `status().spawner` says which, and why.
+   * shipped prebuilt (`prebuilds/linux-{x64,arm64}-{glibc,musl}`; glibc 2.34+ or musl) or built
+   * from source here (`dist/conch_spawn.node`), which costs the same from any process size where
+   * node's spawn forks. false, or no addon that loads: node's `child_process.spawn`.
+   * `status().spawner` says which, and why (also logged once).
    */
   nativeSpawn?: boolean;
 }

@@ -31,6 +31,8 @@ import { OomCounter, processVerdict, setPidMax, type SupervisorLimits } from './
 
 /** The addon in this process, for the fd channel's receiving end: loaded once, when first asked. */
 let hostAddon: NativeSpawnModule | null | undefined;
+/** Whether a supervisor running node's spawn (and why) was logged: once per host. */
+let spawnerReasonLogged = false;
 function hostNative(): NativeSpawnModule | undefined {
   if (hostAddon === undefined) {
     const spawner = loadSpawner();
@@ -759,6 +761,18 @@ export class SupervisorClient {
         this.state = 'ready';
         this.supervisorPid = pid;
         this.spawnerStatus = message.spawner;
+        if (
+          message.spawner?.kind === 'node' &&
+          !spawnerReasonLogged &&
+          message.spawner.reason !== `${NATIVE_SPAWN_VAR}=0`
+        ) {
+          // Once per host: every command then costs about twice a posix_spawn (node forks).
+          spawnerReasonLogged = true;
+          this.options.logger?.warn(
+            { reason: message.spawner.reason },
+            "the posix_spawn addon did not load: commands start with node's spawn (about 2x the cost per command)",
+          );
+        }
         const pending = this.pendingSends;
         this.pendingSends = [];
         for (const m of pending) this.post(m);

@@ -1,12 +1,15 @@
 #!/usr/bin/env node
 // Builds native/conch_guard.c into dist/conch-guard: the sandbox's path guard (see src/guard.ts).
-// Run by this package's `build` (and by the published @conch/mcp at install). Optional by design:
-// where it cannot be built (not Linux x86_64/aarch64, no C compiler) it says why on stderr and exits
-// 0, and sandboxes run without the guard: their protections are bubblewrap's mounts alone, which
-// hold for the paths as they were at the sandbox's start (`status().sandbox.guard` says so).
-// `--require` makes a failure exit 1 instead. Self-contained (node built-ins only).
+// Run by this package's `build` in a checkout; a user's install runs nothing: the package ships the
+// guard prebuilt (prebuilds/linux-{x64,arm64}/, static; see the repository's
+// scripts/prebuild-native.mjs), and a build from source here, when there is one, is used before it.
+// Optional by design: where it cannot be built (not Linux x86_64/aarch64, no C compiler) it says why
+// on stderr and exits 0; the prebuilt guard is used, and without one sandboxes run without the
+// guard: their protections are bubblewrap's mounts alone, which hold for the paths as they were at
+// the sandbox's start (`status().sandbox.guard` says so). `--require` makes a failure exit 1
+// instead. Self-contained (node built-ins only).
 import { execFileSync } from 'node:child_process';
-import { mkdirSync, renameSync, rmSync } from 'node:fs';
+import { existsSync, mkdirSync, renameSync, rmSync } from 'node:fs';
 import { arch } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -17,8 +20,9 @@ const OUT = join(ROOT, 'dist', 'conch-guard');
 const required = process.argv.includes('--require');
 
 function skip(reason) {
+  const prebuilt = join(ROOT, 'prebuilds', `linux-${arch()}`, 'conch-guard');
   process.stderr.write(
-    `conch: the sandbox guard was not built (${reason}); sandboxes will rely on their mounts alone\n`,
+    `conch: the sandbox guard was not built here (${reason}); ${existsSync(prebuilt) ? `the prebuilt one (prebuilds/linux-${arch()}) is used` : 'sandboxes will rely on their mounts alone'}\n`,
   );
   rmSync(OUT, { force: true });
   process.exit(required ? 1 : 0);

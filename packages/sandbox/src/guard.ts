@@ -1,5 +1,5 @@
 import { spawnSync } from 'node:child_process';
-import { accessSync, constants } from 'node:fs';
+import { accessSync, constants, existsSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { PLANT_WATCH_NAMES } from './plants.js';
@@ -162,12 +162,32 @@ function parse(type: string, fields: string[]): GuardEvent | undefined {
   }
 }
 
-// Under vitest this module runs from src/*.ts; the binary is built into dist/.
+// Under vitest this module runs from src/*.ts; the binary is built into dist/. Either way the
+// package's root (prebuilds/) is one directory up (also in @conch/mcp's bundle).
 const here = fileURLToPath(import.meta.url);
-/** Where the built guard is (it may be missing: see guardAvailability). */
-export const GUARD_BINARY = here.endsWith('.ts')
+/** Where a build from source on this machine puts the guard (scripts/build-native.mjs). */
+export const BUILT_GUARD_BINARY = here.endsWith('.ts')
   ? join(dirname(here), '..', 'dist', 'conch-guard')
   : join(dirname(here), 'conch-guard');
+/**
+ * The guard shipped in the package for this machine: a static executable (any libc) for Linux x64
+ * and arm64 in prebuilds/linux-<arch>/, made by the repository's scripts/prebuild-native.mjs.
+ */
+export const PREBUILT_GUARD_BINARY = join(
+  dirname(here),
+  '..',
+  'prebuilds',
+  `linux-${process.arch}`,
+  'conch-guard',
+);
+/**
+ * The guard sandboxes run under: a build from source when there is one (it follows the source),
+ * else the prebuilt one (it may be missing on other platforms: see guardAvailability).
+ */
+export const GUARD_BINARY =
+  !existsSync(BUILT_GUARD_BINARY) && existsSync(PREBUILT_GUARD_BINARY)
+    ? PREBUILT_GUARD_BINARY
+    : BUILT_GUARD_BINARY;
 
 /** Set to `0` to run sandboxes without the guard (their mounts alone). */
 export const GUARD_VAR = 'CONCH_SANDBOX_GUARD';
@@ -195,7 +215,7 @@ export function guardAvailability(
   } catch {
     answer = {
       available: false,
-      reason: `the guard was not built (${binary} is missing: a C compiler is needed at build time)`,
+      reason: `the guard is missing (${binary}: none is prebuilt for ${process.platform}-${process.arch}, and building it needs a C compiler)`,
     };
     probed.set(binary, answer);
     return answer;

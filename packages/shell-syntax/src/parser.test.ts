@@ -329,12 +329,11 @@ describe('failures', () => {
   it('stops a parse on the wall clock only when it fails anyway: tree-sitter reports hasError for trees with errors only', async () => {
     // The early wall-clock stop (`limit: 'time'`) waits for the progress callback's `hasError`:
     // every version of the parse recovering from an error. A tree that comes out whole never had it.
-    const { createRequire } = await import('node:module');
     const { Language, Parser } = await import('web-tree-sitter');
-    const require = createRequire(import.meta.url);
+    const { BASH_GRAMMAR_WASM } = await import('./parser.js');
     await Parser.init();
     const raw = new Parser();
-    raw.setLanguage(await Language.load(require.resolve('tree-sitter-bash/tree-sitter-bash.wasm')));
+    raw.setLanguage(await Language.load(BASH_GRAMMAR_WASM));
     const lines = ['echo a; ', 'ls | wc -l; ', 'x=1 && y=2; ', 'if true; then :; fi; ', 'cat <<E\nx\nE\n'];
     const junk = '$( ) ( { } ; && || | & if then fi for in do done case esac ;; > < [[ ]] ` x=( "s'.split(
       ' ',

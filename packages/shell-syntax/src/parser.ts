@@ -1,4 +1,5 @@
-import { createRequire } from 'node:module';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { Language, Parser, type ParseState, type Tree } from 'web-tree-sitter';
 import { emptyFlags, flatView } from './flat-view.js';
 import { NestingLimitError, readTree, type PlainNode } from './plain-tree.js';
@@ -65,10 +66,17 @@ export function loadShellParser(): Promise<ShellParser> {
   return loading;
 }
 
+// Under vitest this module runs from src/*.ts; the build copies the grammar into dist/ (beside the
+// compiled modules, and beside the bundles that carry this code: @conch/mcp's, the exec server's).
+const here = fileURLToPath(import.meta.url);
+/** The bash grammar's WASM this package ships (scripts/copy-grammar.mjs copies it at build). */
+export const BASH_GRAMMAR_WASM = here.endsWith('.ts')
+  ? join(dirname(here), '..', 'dist', 'tree-sitter-bash.wasm')
+  : join(dirname(here), 'tree-sitter-bash.wasm');
+
 async function init(): Promise<ShellParser> {
-  const require = createRequire(import.meta.url);
   await Parser.init();
-  const language = await Language.load(require.resolve('tree-sitter-bash/tree-sitter-bash.wasm'));
+  const language = await Language.load(BASH_GRAMMAR_WASM);
   const parser = new Parser();
   parser.setLanguage(language);
   return new BashParser(parser);

@@ -1,7 +1,7 @@
 // Invariant: the one cursor pass copies the tree-sitter tree exactly as the Node API shows it (types, named-ness, fields, offsets, errors), and reading fields only under FIELD_PARENTS converts to the same syntax tree.
-import { createRequire } from 'node:module';
 import { Language, Parser, type Node, type Tree } from 'web-tree-sitter';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { BASH_GRAMMAR_WASM } from './parser.js';
 import { NestingLimitError, readTree, type PlainNode } from './plain-tree.js';
 import { FIELD_PARENTS, SyntaxConverter } from './syntax-tree.js';
 import { SAMPLES } from './test-support/samples.js';
@@ -10,9 +10,7 @@ let parser: Parser;
 const trees: Tree[] = [];
 beforeAll(async () => {
   await Parser.init();
-  const language = await Language.load(
-    createRequire(import.meta.url).resolve('tree-sitter-bash/tree-sitter-bash.wasm'),
-  );
+  const language = await Language.load(BASH_GRAMMAR_WASM);
   parser = new Parser();
   parser.setLanguage(language);
 });

@@ -4,12 +4,12 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { literalValue, loadShellParser, type ShellParser, type Syntax } from './index.js';
+import { BASH_GRAMMAR_WASM } from './parser.js';
 import { readTree } from './plain-tree.js';
 import { SyntaxConverter } from './syntax-tree.js';
 import { renderSyntax } from './test-support/render-syntax.js';
 import { runShell, splitNul } from './test-support/run-shell.js';
 import { Language, Parser } from 'web-tree-sitter';
-import { createRequire } from 'node:module';
 
 let parser: ShellParser;
 beforeAll(async () => {
@@ -190,9 +190,7 @@ describe('comments, errors and line continuations', () => {
   beforeAll(async () => {
     await Parser.init();
     raw = new Parser();
-    raw.setLanguage(
-      await Language.load(createRequire(import.meta.url).resolve('tree-sitter-bash/tree-sitter-bash.wasm')),
-    );
+    raw.setLanguage(await Language.load(BASH_GRAMMAR_WASM));
   });
   afterAll(() => raw.delete());
 

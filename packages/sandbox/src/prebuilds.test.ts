@@ -1,0 +1,78 @@
+// Invariant: the path guards shipped in prebuilds/ are built from today's native/conch_guard.c (a
+// change to the source without `pnpm native:prebuild` fails here), are static executables of their
+// machine (so they run on glibc and musl alike), and the one for this machine passes the same probe
+// the sandbox asks of any guard before it uses one.
+import { spawnSync } from 'node:child_process';
+import { createHash } from 'node:crypto';
+import { readFileSync } from 'node:fs';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { describe, expect, it } from 'vitest';
+import { BUILT_GUARD_BINARY, GUARD_BINARY, guardAvailability, PREBUILT_GUARD_BINARY } from './guard.js';
+
+const PKG = join(dirname(fileURLToPath(import.meta.url)), '..');
+const manifest = JSON.parse(readFileSync(join(PKG, 'prebuilds', 'manifest.json'), 'utf8')) as {
+  source: string;
+  sourceSha256: string;
+  targets: Record<string, { file: string; sha256: string }>;
+};
+const sha256 = (file: string) => createHash('sha256').update(readFileSync(file)).digest('hex');
+const MACHINES: Record<string, number> = { x64: 62, arm64: 183 }; // ELF e_machine
+
+/** Whether an ELF file has a PT_INTERP program header (a dynamic loader to run it). */
+function hasInterpreter(elf: Buffer): boolean {
+  const phoff = Number(elf.readBigUInt64LE(32));
+  const size = elf.readUInt16LE(54);
+  const count = elf.readUInt16LE(56);
+  for (let i = 0; i < count; i++) if (elf.readUInt32LE(phoff + i * size) === 3) return true;
+  return false;
+}
+
+describe('the prebuilt path guards', () => {
+  it('are built from the current source, and are the files the manifest lists', () => {
+    expect(
+      sha256(join(PKG, manifest.source)),
+      'native/conch_guard.c changed since the prebuilt guards were made: run `pnpm native:prebuild` (see scripts/prebuild-native.mjs)',
+    ).toBe(manifest.sourceSha256);
+    expect(Object.keys(manifest.targets).sort()).toEqual(['linux-arm64', 'linux-x64']);
+    for (const [target, entry] of Object.entries(manifest.targets)) {
+      expect(entry.file).toBe(`prebuilds/${target}/conch-guard`);
+      expect(sha256(join(PKG, entry.file)), target).toBe(entry.sha256);
+    }
+  });
+
+  it.each(Object.keys(manifest.targets))('%s is a static executable of its machine', (target) => {
+    const elf = readFileSync(join(PKG, manifest.targets[target]!.file));
+    expect(elf.subarray(0, 4).toString('latin1')).toBe('\x7fELF');
+    expect(elf.readUInt16LE(16)).toBe(2); // ET_EXEC
+    expect(elf.readUInt16LE(18)).toBe(MACHINES[target.split('-')[1]!]);
+    expect(hasInterpreter(elf)).toBe(false);
+  });
+
+  it.runIf(process.platform === 'linux' && process.arch === 'x64')(
+    "this machine's passes the sandbox's probe",
+    () => {
+      expect(PREBUILT_GUARD_BINARY).toBe(join(PKG, 'prebuilds', 'linux-x64', 'conch-guard'));
+      expect(guardAvailability(PREBUILT_GUARD_BINARY, {})).toMatchObject({
+        available: true,
+        binary: PREBUILT_GUARD_BINARY,
+      });
+      // The local build is preferred while there is one (it follows the source).
+      expect(GUARD_BINARY).toBe(BUILT_GUARD_BINARY);
+    },
+  );
+
+  // With qemu-user (qemu-user-static), the arm64 one starts and reaches its own checks; qemu does
+  // not emulate seccomp's user notification, so its probe stops there with its own message.
+  const qemu = spawnSync('qemu-aarch64-static', ['--version']).status === 0;
+  it.runIf(qemu || process.env.CI)('the arm64 one runs on arm64 (emulated)', () => {
+    const run = spawnSync(
+      'qemu-aarch64-static',
+      [join(PKG, manifest.targets['linux-arm64']!.file), '--probe'],
+      {
+        encoding: 'utf8',
+      },
+    );
+    expect(`${run.stdout}${run.stderr}`).toMatch(/^conch-guard: |"ok":true/);
+  });
+});
