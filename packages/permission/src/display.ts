@@ -32,6 +32,9 @@ const HIDDEN_RANGES: readonly [number, number][] = [
   [0xe0100, 0xe01ef],
 ];
 
+/** The first character that could be hidden (anything but tab, newline and printable ASCII). */
+const MAYBE_HIDDEN = /[^\t\n\x20-\x7e]/;
+
 function isHidden(code: number): boolean {
   if (code >= 0x20 && code < 0x7f) return false;
   for (const [from, to] of HIDDEN_RANGES) if (code >= from && code <= to) return true;
@@ -40,15 +43,25 @@ function isHidden(code: number): boolean {
 
 /** The command with hidden and lookalike characters escaped as `\u{...}`, so a human sees what runs. */
 export function escapeHidden(text: string, maxChars = Infinity): string {
-  let out = '';
   if (text.length > maxChars) {
     return `${escapeHidden(text.slice(0, maxChars))}… (${text.length - maxChars} more characters not shown)`;
   }
-  for (const ch of text) {
-    const code = ch.codePointAt(0)!;
-    out += isHidden(code) ? `\\u{${code.toString(16).toUpperCase().padStart(4, '0')}}` : ch;
+  // Copies runs of visible text whole (a 1 MB command built one character at a time cost ~200 ms),
+  // and the text itself when nothing is hidden.
+  const first = text.search(MAYBE_HIDDEN);
+  if (first < 0) return text;
+  let out = '';
+  let from = 0;
+  for (let i = first; i < text.length;) {
+    const code = text.codePointAt(i)!;
+    const width = code > 0xffff ? 2 : 1;
+    if (isHidden(code)) {
+      out += `${text.slice(from, i)}\\u{${code.toString(16).toUpperCase().padStart(4, '0')}}`;
+      from = i + width;
+    }
+    i += width;
   }
-  return out;
+  return from === 0 ? text : out + text.slice(from);
 }
 
 /** Whether the text contains characters escapeHidden would escape. */
