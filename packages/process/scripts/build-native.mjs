@@ -12,7 +12,7 @@
 // and one build loads in every node release. Self-contained (node built-ins only): the published
 // package copies it as is.
 import { execFileSync } from 'node:child_process';
-import { existsSync, mkdirSync, renameSync, rmSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, renameSync, rmSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -26,9 +26,10 @@ function prebuilt() {
   if (process.platform !== 'linux' || (process.arch !== 'x64' && process.arch !== 'arm64')) return undefined;
   let family = 'glibc';
   try {
-    family = createRequire(import.meta.url)('detect-libc').familySync() === 'musl' ? 'musl' : 'glibc';
+    // As src/native-spawn.ts decides: musl's loader mapped in this node.
+    if (/\/ld-musl-[^/\s]+\.so/.test(readFileSync('/proc/self/maps', 'latin1'))) family = 'musl';
   } catch {
-    // not installed: glibc is the likelier
+    // no /proc: glibc is the likelier
   }
   const target = `linux-${process.arch}-${family}`;
   return existsSync(join(ROOT, 'prebuilds', target, 'conch_spawn.node')) ? target : undefined;

@@ -13,8 +13,7 @@
  * The addon only starts processes and reports their exits; everything else (the env sent by the
  * host, handle passing, the exit message) stays in supervisor-children.ts, the same for both.
  */
-import { familySync, MUSL } from 'detect-libc';
-import { existsSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -81,15 +80,22 @@ export const NATIVE_SPAWN_ADDON = here.endsWith('.ts')
  */
 export function prebuiltSpawnAddon(): string | undefined {
   if (process.platform !== 'linux' || (process.arch !== 'x64' && process.arch !== 'arm64')) return undefined;
-  // detect-libc reads /usr/bin/ldd (one small file); asked only when no local build is there.
-  // Imported statically so that bundles (conch-mcp's, the exec server's) carry it.
-  let family = 'glibc';
-  try {
-    if (familySync() === MUSL) family = 'musl';
-  } catch {
-    // undetectable: glibc is the likelier, and a glibc addon on musl fails to load, it does not crash
-  }
+  const family = runningOnMusl() ? 'musl' : 'glibc';
   return join(packageRoot, 'prebuilds', `linux-${process.arch}-${family}`, 'conch_spawn.node');
+}
+
+/**
+ * Whether this node runs on musl: its loader (`ld-musl-<arch>.so.1`) is mapped in this process.
+ * Read from /proc/self/maps (one small read) rather than with detect-libc, which guesses from
+ * /usr/bin/ldd (the machine's default libc, not necessarily node's) and can fall back to spawning
+ * `getconf`, and which, being CommonJS, the supervisor's self-contained ESM bundle could not carry.
+ */
+export function runningOnMusl(maps?: string): boolean {
+  try {
+    return /\/ld-musl-[^/\s]+\.so/.test(maps ?? readFileSync('/proc/self/maps', 'latin1'));
+  } catch {
+    return false; // no /proc: glibc is the likelier, and a glibc addon on musl fails to load, not crash
+  }
 }
 
 /**

@@ -10,7 +10,7 @@ import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, describe, expect, it } from 'vitest';
-import { loadSpawner, NATIVE_SPAWN_ADDON, prebuiltSpawnAddon } from './native-spawn.js';
+import { loadSpawner, NATIVE_SPAWN_ADDON, prebuiltSpawnAddon, runningOnMusl } from './native-spawn.js';
 
 const PKG = join(dirname(fileURLToPath(import.meta.url)), '..');
 const manifest = JSON.parse(readFileSync(join(PKG, 'prebuilds', 'manifest.json'), 'utf8')) as {
@@ -81,6 +81,15 @@ describe('the prebuilt posix_spawn addons', () => {
       expect(needed.filter((name) => !name.startsWith('napi_') && !exported.has(name))).toEqual([]);
     },
   );
+
+  it("tells musl from glibc by the loader mapped in node's process", () => {
+    expect(runningOnMusl()).toBe(false); // this machine: Debian, glibc
+    expect(runningOnMusl('7f0000-7f1000 r-xp 00000000 08:01 42 /lib/ld-musl-x86_64.so.1\n')).toBe(true);
+    expect(runningOnMusl('7f0000-7f1000 r-xp 00000000 08:01 42 /lib/ld-musl-aarch64.so.1\n')).toBe(true);
+    expect(runningOnMusl('7f0000-7f1000 r-xp 00000000 08:01 42 /usr/lib/x86_64-linux-gnu/libc.so.6\n')).toBe(
+      false,
+    );
+  });
 
   it('the one for this machine is what loadSpawner takes when nothing was built here', () => {
     if (process.platform !== 'linux' || process.arch !== 'x64') return; // the runtime checks below are x64 glibc
