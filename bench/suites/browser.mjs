@@ -108,8 +108,10 @@ export default async function () {
         baseline: b,
         unit: 'ms',
         ratio: c / b,
-        goal: 'conch <= raw + 150 ms',
-        pass: c <= b + 150,
+        // Chromium's own start is the same work done raw, measured alternately: conch's launch adds
+        // a supervisor hop, a profile directory and the DevToolsActivePort read to it.
+        goal: 'ratio <= 1.5',
+        pass: c / b <= 1.5,
       },
       {
         name: 'browser close(): tree killed, profile removed (median)',

@@ -1,16 +1,20 @@
-// What one call costs, against floors measured in the same run (issue 24 item 4):
+// What one call costs, against floors measured in the same run (issue 24 item 4), every goal a
+// ratio (issue 36 item 7: the pass column judges conch, not the machine's speed):
 // - cli_based_tool `true` (the default config, and sandbox 'off' with no wall) against posix_spawn +
 //   waitpid of /bin/true from a small C helper (helpers/spawn-true.c, built with the system
-//   compiler), alternating in blocks; and the host CPU one cli `true` call takes;
+//   compiler), alternating in blocks; and the host CPU one cli `true` call takes against a raw node
+//   spawn's;
 // - a fresh registry's first cli call against its tenth;
 // - `import('@conch/core')` (CPU, RSS) and conch-mcp's start to answering tools/list against
 //   `node -e 0`: the published bin (packages/mcp/scripts/bundle.mjs, what `npx @conch/mcp` runs)
 //   and, as information, the workspace's unbundled bin;
 // - the 2 GiB host's worst event-loop stall over 100 cli calls (after the warm-up at expose) against
-//   the same host idle;
+//   the worst of raw node spawns from the same host (the same host idle named as information);
 // - cancel latency (the call settled and its process tree gone) of cli_based_tool, a background
-//   task, a terminal command and a command template against killing a raw spawned `sleep 60`.
-// Each section that fails gives a FAILED row and the others still run.
+//   task and a command template against a raw spawned `sleep 60` killed and seen gone the same way,
+//   and of a terminal command against Ctrl-C to the same sleep in a bare PTY's login shell.
+// Each section that fails gives a FAILED row and the others still run; BENCH_PER_CALL (below) picks
+// sections.
 import 'reflect-metadata';
 import { execFileSync, fork, spawn } from 'node:child_process';
 import {
@@ -38,6 +42,7 @@ import { z } from 'zod';
 import { alternateBlocks, median, rawRun, timedBlock } from '../lib.mjs';
 import { buildCHelper } from './helpers/cc.mjs';
 import { alive, killAll, waitForPids, whenGone } from './helpers/proc.mjs';
+import { startRawShell } from './helpers/raw-pty-shell.mjs';
 import { settle, SETTLE_MS, warmedUp } from './helpers/warmed-up.mjs';
 
 const here = dirname(fileURLToPath(import.meta.url));
@@ -45,6 +50,7 @@ const BENCH = join(here, '..');
 const MCP_DIR = join(BENCH, '..', 'packages', 'mcp');
 const MCP_BIN = join(MCP_DIR, 'dist', 'bin.js');
 const HOST = join(here, 'helpers', 'process-host.mjs');
+const BARE_MCP = join(here, 'helpers', 'bare-mcp-server.mjs');
 // The program the C helper spawns (a path: posix_spawn does not search PATH).
 const TRUE = ['/bin/true', '/usr/bin/true'].find((p) => existsSync(p)) ?? '/bin/true';
 
@@ -292,37 +298,43 @@ function nodeReport(script) {
 /**
  * The published conch-mcp, built as `pnpm pack` builds it (dist/package) and laid out in `app` as
  * npm installs it: the package in node_modules/@conch/mcp, and beside it the few npm packages its
- * bin leaves outside the bundle (native code, WASM, Node-API headers), linked from the workspace
- * packages that depend on them, and its install script run. (Run in place inside the workspace,
- * its plugin discovery would find and load the workspace's own @conch/* packages too.) Returns its
- * bin.
+ * bin leaves outside the bundle (node-pty's native code, web-tree-sitter's WASM runtime), linked
+ * from the workspace packages that depend on them; its posix_spawn addon is prebuilt (prebuilds/,
+ * no install script). (Run in place inside the workspace, its plugin discovery would find and load
+ * the workspace's own @conch/* packages too.) Returns its bin.
  */
 function publishedBin(app) {
   execFileSync(process.execPath, [join(MCP_DIR, 'scripts', 'bundle.mjs')], { cwd: MCP_DIR, stdio: 'ignore' });
   const modules = join(app, 'node_modules');
   const installed = join(modules, '@conch', 'mcp');
   cpSync(join(MCP_DIR, 'dist', 'package'), installed, { recursive: true });
-  const from = {
+  const manifest = JSON.parse(readFileSync(join(installed, 'package.json'), 'utf8'));
+  for (const [name, owner] of Object.entries({
     'web-tree-sitter': 'shell-syntax',
-    'tree-sitter-bash': 'shell-syntax',
     '@lydell/node-pty': 'process',
-    'node-api-headers': 'process',
-  };
-  for (const [name, owner] of Object.entries(from)) {
+  })) {
     const link = join(modules, name);
     mkdirSync(dirname(link), { recursive: true });
     symlinkSync(realpathSync(join(MCP_DIR, '..', owner, 'node_modules', name)), link);
   }
-  const manifest = JSON.parse(readFileSync(join(installed, 'package.json'), 'utf8'));
-  // Its install script, as npm runs it: builds the supervisor's posix_spawn addon in place.
-  execFileSync('sh', ['-c', manifest.scripts.install], { cwd: installed, stdio: 'ignore' });
-  if (!existsSync(join(installed, 'dist', 'conch_spawn.node')))
-    throw new Error('its install script built no addon');
+  // No install script: the row measures the posix_spawn supervisor only if the prebuilt addon for
+  // this machine is in the package (x64 and arm64, glibc and musl).
+  const libc = process.report.getReport().header.glibcVersionRuntime ? 'glibc' : 'musl';
+  const addon = join(
+    installed,
+    'prebuilds',
+    `${process.platform}-${process.arch}-${libc}`,
+    'conch_spawn.node',
+  );
+  if (!existsSync(addon)) throw new Error(`the package has no prebuilt ${addon}`);
   return join(installed, manifest.bin['conch-mcp']);
 }
 
-/** Spawn of conch-mcp (default config, in an empty directory) to its answer to tools/list, in ms. */
-async function mcpStart(bin, cwd, compileCache) {
+/**
+ * Spawn of conch-mcp (default config, in an empty directory) to its answer to tools/list, in ms;
+ * `expect` is a tool the answer must list (the bare SDK server's is `echo`).
+ */
+async function mcpStart(bin, cwd, compileCache, expect = 'cli_based_tool') {
   const transport = new StdioClientTransport({
     command: process.execPath,
     args: [bin],
@@ -358,8 +370,8 @@ async function mcpStart(bin, cwd, compileCache) {
   // The next round starts once this server is gone, so it does not compete for the CPU.
   const deadline = performance.now() + 10_000;
   while (pid && alive(pid) && performance.now() < deadline) await new Promise((r) => setTimeout(r, 5));
-  if (!tools.some((t) => t.name === 'cli_based_tool'))
-    throw new Error(`conch-mcp listed ${tools.map((t) => t.name).join(', ')}`);
+  if (!tools.some((t) => t.name === expect))
+    throw new Error(`${bin} listed ${tools.map((t) => t.name).join(', ')}`);
   return elapsed;
 }
 
@@ -370,6 +382,7 @@ async function startupRows() {
   const nodeWall = [];
   const mcp = [];
   const workspaceMcp = [];
+  const bareMcp = [];
   const cwd = mkdtempSync(join(tmpdir(), 'conch-bench-mcp-start-'));
   const compileCache = mkdtempSync(join(tmpdir(), 'conch-bench-compile-cache-'));
   const app = mkdtempSync(join(tmpdir(), 'conch-bench-mcp-app-'));
@@ -379,6 +392,7 @@ async function startupRows() {
     await nodeReport(`import('@conch/core').then(() => { ${REPORT} })`);
     await mcpStart(published, cwd, compileCache);
     await mcpStart(MCP_BIN, cwd, compileCache);
+    await mcpStart(BARE_MCP, cwd, compileCache, 'echo');
     for (let i = 0; i < N; i++) {
       bare.push(await nodeReport(REPORT));
       core.push(await nodeReport(`import('@conch/core').then(() => { ${REPORT} })`));
@@ -387,6 +401,7 @@ async function startupRows() {
       nodeWall.push(performance.now() - t0);
       mcp.push(await mcpStart(published, cwd, compileCache));
       workspaceMcp.push(await mcpStart(MCP_BIN, cwd, compileCache));
+      bareMcp.push(await mcpStart(BARE_MCP, cwd, compileCache, 'echo'));
     }
   } finally {
     rmSync(cwd, { recursive: true, force: true });
@@ -397,6 +412,7 @@ async function startupRows() {
   const rss = { conch: median(core.map((r) => r.rss)), base: median(bare.map((r) => r.rss)) };
   const m = median(mcp);
   const wm = median(workspaceMcp);
+  const bm = median(bareMcp);
   const w = median(nodeWall);
   const cache = 'its server from its code cache';
   return [
@@ -428,6 +444,19 @@ async function startupRows() {
       pass: m / w <= 3,
     },
     {
+      name: `per-call: published conch-mcp (default config) to its tools/list answer ${ms(m)} ÷ a bare MCP SDK server (McpServer, one tool, stdio: helpers/bare-mcp-server.mjs) to its tools/list answer ${ms(bm)} (medians of ${N}; the bare server ÷ \`node -e 0\`: ${(bm / w).toFixed(2)})`,
+      conch: m,
+      baseline: bm,
+      unit: 'ms',
+      ratio: m / bm,
+      // The same start done raw: node, an MCP server's code loaded, the stdio handshake, tools/list.
+      // Where loading code is slow beside starting node (a slow VM: the bare server alone takes
+      // more than 3x \`node -e 0\`), this row still judges conch's own share: its bundle, code cache,
+      // config, plugin discovery, parser load and sandbox probe against the SDK's own start.
+      goal: 'ratio <= 1.25',
+      pass: m / bm <= 1.25,
+    },
+    {
       name: `per-call: the workspace's unbundled conch-mcp (packages/mcp/dist/bin.js) to its tools/list answer ${ms(wm)} ÷ \`node -e 0\` ${ms(w)} (medians of ${N})`,
       conch: wm,
       baseline: w,
@@ -456,36 +485,49 @@ async function stallRows() {
   const ROUNDS = 5;
   const cli = [];
   const idle = [];
+  const raw = [];
   let rss = 0;
   try {
     await send({ mode: 'cli', runs: 10 });
+    await send({ mode: 'raw', runs: 2 });
     // The warm-up at expose (supervisor, parser, the gate's throwaway judgement) has run by the time
     // an agent's calls come; it is the first-call row's subject, not this one's.
     await send({ mode: 'settle' });
-    // Rounds of 20 cli calls, each followed by the same host idle for as long as the round took: a
-    // stall of the machine (a busy CI host) shows in both, one conch causes only in the first.
+    // Rounds of 20 cli calls, each followed by the same host idle for as long as the round took (a
+    // stall of the machine, a busy CI host, shows in both, one conch causes only in the first), then
+    // 5 raw node:child_process spawns of `true` from the same host: the baseline. A raw spawn from a
+    // 2 GiB host stalls its event loop while fork copies the page tables (tens of ms), work of the
+    // same kind and size as what conch's call spares the host, and it scales with the machine as
+    // conch's own stalls (GC, JSON) do, where the idle host's sub-millisecond timer jitter does not.
     for (let round = 0; round < ROUNDS; round++) {
       const r = await send({ mode: 'cli', runs: 20 });
       const i = await send({ mode: 'idle', idleMs: r.times.reduce((a, b) => a + b, 0) });
+      const s = await send({ mode: 'raw', runs: 5 });
       cli.push(r.maxStallMs);
       idle.push(i.maxStallMs);
+      raw.push(s.maxStallMs);
       rss = r.rssMiB;
     }
   } finally {
     child.disconnect();
   }
+  // Each side's worst stall of a round, median over the rounds (as the process suite's stall rows):
+  // a hiccup of a loaded machine hits one round, a stall conch causes hits every round.
+  const conch = median(cli);
+  const base = median(raw);
   const worst = Math.max(...cli);
-  const base = Math.max(...idle);
+  const idled = Math.max(...idle);
   const perRound = median(cli.map((c, i) => c - idle[i]));
   return [
     {
-      name: `per-call: worst event-loop stall over ${ROUNDS * 20} cli_based_tool \`true\` calls (after the warm-up) from a 2 GiB host (RSS ${Math.round(rss)} MiB) ${ms(worst)} vs the same host idle as long ${ms(base)}, ${signed(worst - base)} (median per-round excess ${signed(perRound)})`,
-      conch: worst,
+      name: `per-call: event-loop stall of cli_based_tool \`true\` calls (after the warm-up) from a 2 GiB host (RSS ${Math.round(rss)} MiB), the worst of each round of 20 ${ms(conch)} ÷ the worst of each round's 5 raw node spawns of \`true\` from the same host ${ms(base)}, medians of ${ROUNDS} rounds (worst of all ${ROUNDS * 20} calls ${ms(worst)}; the same host idle as long ${ms(idled)}, ${signed(worst - idled)}; median per-round excess over idle ${signed(perRound)})`,
+      conch,
       baseline: base,
       unit: 'ms',
-      ratio: worst / base,
-      goal: 'conch <= baseline + 5 ms',
-      pass: worst - base <= 5,
+      ratio: conch / base,
+      // As the process suite's stall rows: a quarter of what one raw spawn from that host stalls.
+      goal: 'ratio <= 0.25',
+      pass: conch / base <= 0.25,
     },
   ];
 }
@@ -535,18 +577,50 @@ async function cancelOnce(start, cancel) {
   }
 }
 
+/**
+ * The baseline of the cli, background and template rows: the same `sleep 60.<unique>` spawned raw
+ * (node:child_process, its own process group), found running in /proc the same way, its group
+ * killed, and timed until its 'exit' and until /proc shows it gone, by the same observer as the
+ * conch rows (helpers/proc.mjs polls every millisecond, which both sides pay alike).
+ */
 async function rawCancel() {
   const { arg } = sleeper();
-  const child = spawn('sleep', [arg], { stdio: 'ignore' });
+  const child = spawn('sleep', [arg], { stdio: 'ignore', detached: true });
+  const exited = new Promise((resolve) => child.once('exit', () => resolve(performance.now())));
   await new Promise((resolve, reject) => {
     child.once('spawn', resolve);
     child.once('error', reject);
   });
-  const t0 = performance.now();
-  const exited = new Promise((resolve) => child.once('exit', resolve));
-  child.kill();
-  await exited;
-  return performance.now() - t0;
+  let pids = [];
+  try {
+    pids = await waitForPids(arg, 10_000, () => undefined);
+    const t0 = performance.now();
+    process.kill(-child.pid, 'SIGTERM');
+    const goneAt = await whenGone(pids, arg, 5_000);
+    return Math.max(goneAt, await exited) - t0;
+  } finally {
+    killAll(pids.filter(alive));
+  }
+}
+
+/**
+ * The terminal row's baseline: the same login shell in a bare PTY (helpers/raw-pty-shell.mjs)
+ * running the same `sleep 60.<unique>`, interrupted with Ctrl-C, timed until its prompt is back
+ * and /proc shows the sleep gone, by the same observer.
+ */
+async function rawPtyCancel(shell) {
+  const { arg, command } = sleeper();
+  shell.start(command);
+  let pids = [];
+  try {
+    pids = await waitForPids(arg, 10_000, () => undefined);
+    const t0 = performance.now();
+    const back = shell.interrupt().then(() => performance.now());
+    const goneAt = await whenGone(pids, arg, 5_000);
+    return Math.max(goneAt, await back) - t0;
+  } finally {
+    killAll(pids.filter(alive));
+  }
 }
 
 const templates = definePluginFromTemplates({
@@ -574,6 +648,7 @@ async function cancelRows() {
     plugins: [permissionPlugin, cliPlugin, backgroundPlugin, terminalPlugin, templates],
   });
   const rows = [];
+  let rawShell;
   try {
     await registry.expose('permission', {});
     await registry.expose('cli', {});
@@ -598,24 +673,37 @@ async function cancelRows() {
     };
     const measured = Object.fromEntries(Object.keys(trials).map((tool) => [tool, []]));
     const raw = [];
+    const rawPty = [];
+    rawShell = await startRawShell({ cwd: join(root, 'work') });
     for (let t = 0; t < TRIALS; t++) {
       raw.push(await rawCancel());
+      rawPty.push(await rawPtyCancel(rawShell));
       for (const [tool, trial] of Object.entries(trials)) measured[tool].push(await trial());
     }
-    const base = median(raw);
+    const baselines = {
+      spawn: { ms: median(raw), what: 'SIGTERM to a raw spawned `sleep 60`' },
+      pty: {
+        ms: median(rawPty),
+        what: `Ctrl-C to \`sleep 60\` in a bare PTY's ${rawShell.shell} -l -i, prompt back`,
+      },
+    };
     for (const [tool, times] of Object.entries(measured)) {
       const c = median(times);
+      const base = tool === 'terminal command' ? baselines.pty : baselines.spawn;
       rows.push({
-        name: `per-call: cancel ${tool} running \`sleep 60\` ${ms(c)} (abort to the call settled and its processes gone, median of ${TRIALS}; baseline: child.kill() of a raw spawned \`sleep 60\` to 'exit' ${ms(base)}; ${hostRss()})`,
+        name: `per-call: cancel ${tool} running \`sleep 60\` ${ms(c)} (abort to the call settled and its processes gone, median of ${TRIALS}; baseline: ${base.what}, to the same point ${ms(base.ms)}; ${hostRss()})`,
         conch: c,
-        baseline: base,
+        baseline: base.ms,
         unit: 'ms',
-        ratio: c / base,
-        goal: 'conch <= 100 ms',
-        pass: c <= 100,
+        ratio: c / base.ms,
+        // Conch's cancel goes through the supervisor (and, for a task, the queue; for a terminal,
+        // the session's own Ctrl-C and marker), each a hop or two of what the raw one does.
+        goal: 'ratio <= 10',
+        pass: c / base.ms <= 10,
       });
     }
   } finally {
+    rawShell?.close();
     await registry.dispose();
     if (savedDataHome === undefined) delete process.env.XDG_DATA_HOME;
     else process.env.XDG_DATA_HOME = savedDataHome;
@@ -662,12 +750,25 @@ async function section(name, fn) {
   }
 }
 
+const SECTIONS = [
+  ['cli vs posix_spawn', spawnRows],
+  ['first vs tenth call', firstCallRows],
+  ['start-up', startupRows],
+  ['event-loop stall', stallRows],
+  ['cancel latency', cancelRows],
+];
+
+// BENCH_PER_CALL=first,cancel runs only the sections whose name contains one of the words (the
+// whole suite takes minutes on a slow machine); unset, every section runs.
+const only = (process.env.BENCH_PER_CALL ?? '')
+  .split(',')
+  .map((w) => w.trim())
+  .filter(Boolean);
+
 export default async function () {
-  return [
-    ...(await section('cli vs posix_spawn', spawnRows)),
-    ...(await section('first vs tenth call', firstCallRows)),
-    ...(await section('start-up', startupRows)),
-    ...(await section('event-loop stall', stallRows)),
-    ...(await section('cancel latency', cancelRows)),
-  ];
+  const rows = [];
+  for (const [name, fn] of SECTIONS) {
+    if (only.length === 0 || only.some((w) => name.includes(w))) rows.push(...(await section(name, fn)));
+  }
+  return rows;
 }

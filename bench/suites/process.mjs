@@ -297,8 +297,12 @@ export default async function () {
       baseline: rawFlood.growthMiB,
       unit: 'MiB',
       ratio: conchFlood.growthMiB / rawFlood.growthMiB,
-      goal: 'conch <= 64 MiB',
-      pass: conchFlood.growthMiB <= 64,
+      // Bounded capture keeps a head and a tail in memory and spills the rest, so it grows about as
+      // much as a raw drain into a file with backpressure, the least keeping every byte can cost
+      // (stream buffers, GC slack); twice that leaves room for the head, the tail and the decoder,
+      // and a capture that kept the output (1 GiB) would be far past it on any machine.
+      goal: 'ratio <= 2',
+      pass: conchFlood.growthMiB / rawFlood.growthMiB <= 2,
     });
   } finally {
     await manager.dispose();

@@ -3,7 +3,7 @@
 // comes after the model's first turn, by when it has. Timing calls before that measures the
 // warm-up itself, which the first-call row (per-call.mjs) covers.
 export async function warmedUp(registry) {
-  for (let i = 0; i < 1000; i++) {
+  for (let i = 0; i < 3000; i++) {
     const status = await registry.status();
     const warm = status.cli?.warmUp;
     const done =
@@ -11,11 +11,21 @@ export async function warmedUp(registry) {
       warm.parser !== 'loading' &&
       warm.supervisor !== 'pending' &&
       status.permission?.warmUp !== 'pending' &&
-      status.processes?.supervisor !== 'starting';
+      supervisorReady(status.processes, warm.supervisor);
     if (done) break;
     await new Promise((r) => setTimeout(r, 10));
   }
   await settle();
+}
+
+/**
+ * Whether the supervisor the warm-up started answers. `processes.supervisor` says 'running' from
+ * the moment one is asked to start (a sandbox's takes bubblewrap, the path guard and a node start:
+ * about a second on a slow VM); `processes.spawner` is set once one is ready.
+ */
+function supervisorReady(processes, asked) {
+  if (asked !== 'started') return true;
+  return processes?.supervisor === 'fallback' || processes?.spawner !== undefined;
 }
 
 /**
