@@ -10,50 +10,14 @@
 //
 // Private workspace packages (the demo app, the bench, the examples) are never published: skipped.
 import { execFileSync } from 'node:child_process';
-import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { basename, dirname, join, relative, resolve } from 'node:path';
-import { fileURLToPath } from 'node:url';
-
-const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..');
-const bin = (name) => join(ROOT, 'node_modules', '.bin', name);
-
-/** pnpm as this script was started with (`pnpm check:packages`), else pnpm 10 through npx. */
-function pnpm(args, cwd) {
-  const execpath = process.env.npm_execpath;
-  if (execpath && /pnpm/.test(basename(execpath))) {
-    return execFileSync(process.execPath, [execpath, ...args], { cwd, encoding: 'utf8' });
-  }
-  return execFileSync('npx', ['-y', 'pnpm@10', ...args], { cwd, encoding: 'utf8' });
-}
-
-/** Workspace package directories from pnpm-workspace.yaml (`dir/*` and `dir` entries). */
-function workspaceDirs() {
-  const yaml = readFileSync(join(ROOT, 'pnpm-workspace.yaml'), 'utf8');
-  const dirs = [];
-  let inPackages = false;
-  for (const line of yaml.split('\n')) {
-    if (/^\S/.test(line)) inPackages = line.trim() === 'packages:';
-    else if (inPackages) {
-      const m = /^\s+-\s+['"]?([^'"]+?)['"]?\s*$/.exec(line);
-      if (!m) continue;
-      const pattern = m[1];
-      if (pattern.endsWith('/*')) {
-        const parent = join(ROOT, pattern.slice(0, -2));
-        for (const entry of existsSync(parent) ? readdirSync(parent).sort() : [])
-          dirs.push(join(parent, entry));
-      } else dirs.push(join(ROOT, pattern));
-    }
-  }
-  return dirs.filter((dir) => existsSync(join(dir, 'package.json')));
-}
+import { join, relative } from 'node:path';
+import { bin, buildPackages, packPackage, ROOT, workspacePackages } from './workspace-packages.mjs';
 
 // `pnpm check:packages [name ...]` checks only the named packages.
 const only = process.argv.slice(2);
-const all = workspaceDirs().map((dir) => ({
-  dir,
-  manifest: JSON.parse(readFileSync(join(dir, 'package.json'), 'utf8')),
-}));
+const all = workspacePackages();
 const packages = all
   .filter(({ manifest }) => manifest.private !== true)
   .filter(({ manifest }) => only.length === 0 || only.includes(manifest.name));
@@ -77,33 +41,19 @@ for (const { dir, manifest } of all) {
 }
 
 // The tarballs are made from dist: build what is stale (cached by turbo otherwise).
-execFileSync(
-  bin('turbo'),
-  [
-    'run',
-    'build',
-    '--output-logs=errors-only',
-    ...packages.map(({ manifest }) => `--filter=${manifest.name}`),
-  ],
-  { cwd: ROOT, stdio: 'inherit' },
-);
+buildPackages(packages.map(({ manifest }) => manifest.name));
 
 const out = mkdtempSync(join(tmpdir(), 'conch-check-packages-'));
 try {
   for (const { dir, manifest } of packages) {
     const where = relative(ROOT, dir);
     console.log(`\n=== ${manifest.name} (${where})`);
-    const before = new Set(readdirSync(out));
+    let tarball;
     try {
-      pnpm(['pack', '--pack-destination', out], dir);
+      tarball = packPackage(dir, out);
     } catch (error) {
-      console.log(`${error.stdout ?? ''}${error.stderr ?? ''}`.trimEnd());
+      console.log(`${error.stdout ?? ''}${error.stderr ?? ''}`.trimEnd() || error.message);
       failures.push(`${manifest.name}: pnpm pack failed`);
-      continue;
-    }
-    const tarball = readdirSync(out).find((f) => !before.has(f) && f.endsWith('.tgz'));
-    if (!tarball) {
-      failures.push(`${manifest.name}: pnpm pack made no tarball`);
       continue;
     }
     for (const [tool, args] of [

@@ -515,3 +515,24 @@ describe('modes, caches and the cache of the policy', () => {
     expect(b.policy().readOnlyPaths).toContain(join(repo, '.git', 'hooks'));
   });
 });
+
+describe('paths the policy cannot read', () => {
+  it('a PATH or toolchain entry it cannot stat is left out, never thrown (one odd entry would fail every sandbox)', () => {
+    const saved = { PATH: process.env.PATH, NVM_DIR: process.env.NVM_DIR };
+    // Under the closed home, entries whose stat fails with something other than ENOENT: a name too
+    // long (ENAMETOOLONG), a path through a file (ENOTDIR). (EACCES, another user's home in PATH as
+    // `su` without `-` leaves it, fails the same way but cannot be made for root.)
+    writeFileSync(join(home, 'a-file'), 'x');
+    try {
+      process.env.PATH = `${home}/${'x'.repeat(5000)}:${home}/a-file/bin:${saved.PATH ?? ''}`;
+      process.env.NVM_DIR = `${home}/${'n'.repeat(5000)}`;
+      const built = policy();
+      expect(built.readablePaths ?? []).not.toContain(`${home}/a-file/bin`);
+    } finally {
+      for (const [name, value] of Object.entries(saved)) {
+        if (value === undefined) delete process.env[name];
+        else process.env[name] = value;
+      }
+    }
+  });
+});

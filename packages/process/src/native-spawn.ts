@@ -100,29 +100,40 @@ export function runningOnMusl(maps?: string): boolean {
 
 /**
  * Loads the addon — a build from source beside this module when there is one (it follows the
- * source), else the prebuilt one for this machine — or says why node's spawn is used. `addon`
- * names one file to load instead (tests).
+ * source), else (or when that one does not load) the prebuilt one for this machine — or says why
+ * node's spawn is used. `addon` names the one file to try instead (tests).
  */
 export function loadSpawner(env: NodeJS.ProcessEnv = process.env, addon?: string): Spawner {
   if (env[NATIVE_SPAWN_VAR] === '0') return { kind: 'node', reason: `${NATIVE_SPAWN_VAR}=0` };
   if (process.platform !== 'linux')
     return { kind: 'node', reason: `${process.platform}: posix_spawn is used on Linux only` };
-  if (addon === undefined) {
-    const prebuilt = existsSync(NATIVE_SPAWN_ADDON) ? undefined : prebuiltSpawnAddon();
-    if (!existsSync(NATIVE_SPAWN_ADDON) && prebuilt === undefined)
-      return {
-        kind: 'node',
-        reason: `no prebuilt addon for ${process.platform}-${process.arch} and none built here (the package's scripts/build-native.mjs builds ${NATIVE_SPAWN_ADDON} with a C compiler)`,
-      };
-    addon = prebuilt ?? NATIVE_SPAWN_ADDON;
+  const candidates =
+    addon !== undefined
+      ? [addon]
+      : [NATIVE_SPAWN_ADDON, prebuiltSpawnAddon()].filter(
+          (path): path is string => path !== undefined && existsSync(path),
+        );
+  if (candidates.length === 0)
+    return {
+      kind: 'node',
+      reason: `no prebuilt addon for ${process.platform}-${process.arch} and none built here (the package's scripts/build-native.mjs builds ${NATIVE_SPAWN_ADDON} with a C compiler)`,
+    };
+  const reasons: string[] = [];
+  for (const candidate of candidates) {
+    const loaded = loadAddon(candidate);
+    if ('module' in loaded) return { kind: 'posix_spawn', module: loaded.module };
+    reasons.push(loaded.reason);
   }
+  return { kind: 'node', reason: reasons.join('; ') };
+}
+
+function loadAddon(addon: string): { module: NativeSpawnModule } | { reason: string } {
   let module: Partial<NativeSpawnModule>;
   try {
     module = createRequire(import.meta.url)(addon) as Partial<NativeSpawnModule>;
   } catch (error) {
     const e = error as NodeJS.ErrnoException;
     return {
-      kind: 'node',
       reason:
         e.code === 'MODULE_NOT_FOUND'
           ? `${addon} is missing (the package's scripts/build-native.mjs builds it with a C compiler)`
@@ -130,8 +141,7 @@ export function loadSpawner(env: NodeJS.ProcessEnv = process.env, addon?: string
     };
   }
   const exported = ['spawn', 'tryWait', 'sendFds', 'recvFds'] as const;
-  if (exported.some((name) => typeof module[name] !== 'function')) {
-    return { kind: 'node', reason: `${addon} does not export ${exported.join(', ')}: rebuild it` };
-  }
-  return { kind: 'posix_spawn', module: module as NativeSpawnModule };
+  if (exported.some((name) => typeof module[name] !== 'function'))
+    return { reason: `${addon} does not export ${exported.join(', ')}: rebuild it` };
+  return { module: module as NativeSpawnModule };
 }

@@ -1,5 +1,16 @@
 import { spawnSync } from 'node:child_process';
-import { accessSync, constants, existsSync } from 'node:fs';
+import { createHash } from 'node:crypto';
+import {
+  accessSync,
+  chmodSync,
+  constants,
+  existsSync,
+  mkdirSync,
+  readFileSync,
+  renameSync,
+  writeFileSync,
+} from 'node:fs';
+import { homedir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { PLANT_WATCH_NAMES } from './plants.js';
@@ -180,13 +191,58 @@ export const PREBUILT_GUARD_BINARY = join(
   `linux-${process.arch}`,
   'conch-guard',
 );
+
+const executable = (path: string) => {
+  try {
+    accessSync(path, constants.X_OK);
+    return true;
+  } catch {
+    return false;
+  }
+};
+
+/**
+ * `binary` as a file this user can execute. Package managers do not keep file modes: `pnpm pack`
+ * (and so a publish) writes every file but a package's `bin` as 0644, so the prebuilt guard lands
+ * non-executable. It is made executable in place when this user may (a project's node_modules),
+ * else copied once to `$XDG_CACHE_HOME/conch/guard/<its sha256>/` (a global install owned by root).
+ * Returns `binary` unchanged when neither works (guardAvailability then says why).
+ */
+export function executableGuard(binary: string, env: NodeJS.ProcessEnv = process.env): string {
+  if (executable(binary)) return binary;
+  try {
+    chmodSync(binary, 0o755);
+    if (executable(binary)) return binary;
+  } catch {
+    // not ours to change: a copy of our own
+  }
+  try {
+    const bytes = readFileSync(binary);
+    const sum = createHash('sha256').update(bytes).digest('hex').slice(0, 16);
+    const base = env.XDG_CACHE_HOME || join(env.HOME || homedir(), '.cache');
+    const copy = join(base, 'conch', 'guard', sum, 'conch-guard');
+    // Reused only while it is byte for byte the shipped guard (anything else is written over).
+    const same = executable(copy) && readFileSync(copy).equals(bytes);
+    if (!same) {
+      mkdirSync(dirname(copy), { recursive: true, mode: 0o755 });
+      const tmp = `${copy}.${process.pid}.tmp`;
+      writeFileSync(tmp, bytes, { mode: 0o755 });
+      renameSync(tmp, copy);
+    }
+    return copy;
+  } catch {
+    return binary;
+  }
+}
+
 /**
  * The guard sandboxes run under: a build from source when there is one (it follows the source),
- * else the prebuilt one (it may be missing on other platforms: see guardAvailability).
+ * else the prebuilt one, made executable (it may be missing on other platforms: see
+ * guardAvailability).
  */
 export const GUARD_BINARY =
   !existsSync(BUILT_GUARD_BINARY) && existsSync(PREBUILT_GUARD_BINARY)
-    ? PREBUILT_GUARD_BINARY
+    ? executableGuard(PREBUILT_GUARD_BINARY)
     : BUILT_GUARD_BINARY;
 
 /** Set to `0` to run sandboxes without the guard (their mounts alone). */

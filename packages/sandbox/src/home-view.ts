@@ -1,7 +1,8 @@
 import { createHash } from 'node:crypto';
-import { lstatSync, readdirSync, readFileSync, statSync } from 'node:fs';
+import { lstatSync, readdirSync, readFileSync } from 'node:fs';
 import { dirname, join, relative, resolve, sep } from 'node:path';
 import { looksLikeCredential } from './env-values.js';
+import { lstatIf, statIf } from './stat-if.js';
 
 /**
  * What a workspace-write sandbox sees of the user's home: nothing, but what toolchains need.
@@ -349,7 +350,7 @@ export function sanitizedDirFiles(dir: string): string[] {
     return readdirSync(dir, { withFileTypes: true })
       .filter((e) => e.isFile() || e.isSymbolicLink())
       .map((e) => join(dir, e.name))
-      .filter((p) => statSync(p, { throwIfNoEntry: false })?.isFile())
+      .filter((p) => statIf(p)?.isFile())
       .slice(0, 64);
   } catch {
     return [];
@@ -365,7 +366,7 @@ export function sanitizedDirFiles(dir: string): string[] {
 function repositoryOf(path: string): { gitDir: string; workTree: string } | undefined {
   for (let dir = dirname(path); ; dir = dirname(dir)) {
     const dotGit = join(dir, '.git');
-    const st = lstatSync(dotGit, { throwIfNoEntry: false });
+    const st = lstatIf(dotGit);
     if (st?.isDirectory()) return { gitDir: dotGit, workTree: dir };
     if (st?.isFile()) {
       try {
@@ -451,7 +452,7 @@ const indexCache = new Map<string, { stamp: string; blobs: Map<string, string> |
 export function trackedUnchanged(path: string): Buffer | undefined {
   const repo = repositoryOf(path);
   if (!repo) return undefined;
-  const indexStat = statSync(join(repo.gitDir, 'index'), { throwIfNoEntry: false });
+  const indexStat = statIf(join(repo.gitDir, 'index'));
   if (!indexStat) return undefined;
   const stamp = `${indexStat.ino}:${indexStat.size}:${indexStat.mtimeMs}`;
   let cached = indexCache.get(repo.gitDir);

@@ -66,6 +66,7 @@ export {
 export {
   encodeGuardRules,
   GUARD_BINARY,
+  executableGuard,
   GUARD_VAR,
   guardAvailability,
   GuardEventReader,

@@ -4,7 +4,6 @@ import {
   constants as fsConstants,
   closeSync,
   ftruncateSync,
-  lstatSync,
   mkdirSync,
   openSync,
   writeSync,
@@ -38,6 +37,7 @@ import {
 } from './home-view.js';
 import { KEPT_ENV } from './env-values.js';
 import { nameGlobsRegExp } from './profile.js';
+import { lstatIf, statIf } from './stat-if.js';
 
 /**
  * How the kernel is told: the sandbox policy, in one place.
@@ -409,7 +409,7 @@ export class KernelPolicyBuilder {
     const { mode, paths } = this.options;
     const readOnly = new Set<string>();
     const add = (path: string) => {
-      if (lstatSync(path, { throwIfNoEntry: false })) readOnly.add(path);
+      if (lstatIf(path)) readOnly.add(path);
     };
     for (const entry of HOME_ENTRIES) add(join(paths.home, entry));
     for (const entry of SYSTEM_ENTRIES) add(entry);
@@ -464,14 +464,14 @@ export class KernelPolicyBuilder {
     for (const entry of SECRET_HOME_PATHS) {
       const path = join(paths.home, entry);
       if (substitutes.has(path)) continue;
-      if (lstatSync(path, { throwIfNoEntry: false })) masked.add(path);
+      if (lstatIf(path)) masked.add(path);
     }
     if (mode === 'workspace-write') for (const path of systemSecrets()) masked.add(path);
     for (const entry of secrets?.maskPaths ?? []) {
       const path = entry.startsWith('~/')
         ? join(paths.home, entry.slice(2))
         : resolve(paths.workspaceRoot, entry);
-      if (lstatSync(path, { throwIfNoEntry: false })) masked.add(path);
+      if (lstatIf(path)) masked.add(path);
     }
     if (!secrets?.exposeDotEnv) {
       for (const p of readOnly) {
@@ -487,12 +487,12 @@ export class KernelPolicyBuilder {
     // Every other name of a masked file (a hard link made outside the sandbox) is masked too.
     const maskedInodes = new Set<string>();
     for (const p of masked) {
-      const st = statSync(p, { throwIfNoEntry: false });
+      const st = statIf(p);
       if (st?.isFile() && st.nlink > 1) maskedInodes.add(`${st.dev}:${st.ino}`);
     }
     if (maskedInodes.size > 0) {
       for (const p of walked.files) {
-        const st = lstatSync(p, { throwIfNoEntry: false });
+        const st = lstatIf(p);
         if (st?.isFile() && maskedInodes.has(`${st.dev}:${st.ino}`)) masked.add(p);
       }
     }
@@ -549,7 +549,7 @@ export class KernelPolicyBuilder {
     const sanitized: { path: string; kind: SanitizeKind }[] = [];
     for (const entry of HOME_SANITIZED) {
       const path = join(home, entry.path);
-      if (statSync(path, { throwIfNoEntry: false })?.isFile()) sanitized.push({ path, kind: entry.kind });
+      if (statIf(path)?.isFile()) sanitized.push({ path, kind: entry.kind });
     }
     for (const entry of HOME_SANITIZED_DIRS)
       for (const path of sanitizedDirFiles(join(home, entry.path)))
@@ -566,7 +566,7 @@ export class KernelPolicyBuilder {
     if (closed.length === 0) return { closed, readable: [], sanitized };
     const readable = new Set<string>();
     const add = (path: string) => {
-      if (lstatSync(path, { throwIfNoEntry: false })) readable.add(path);
+      if (lstatIf(path)) readable.add(path);
     };
     for (const path of toolchainPaths(closed, home, process.env, existsPath)) readable.add(path);
     for (const root of this.options.readableRoots ?? []) add(real(root) ?? root);
@@ -772,7 +772,7 @@ export class KernelPolicyBuilder {
           protect(path);
           const target = e.isFile() ? gitFileTarget(path) : real(path);
           const resolved = target ? real(target) : undefined;
-          if (resolved && statSync(resolved, { throwIfNoEntry: false })?.isDirectory()) {
+          if (resolved && statIf(resolved)?.isDirectory()) {
             gitDir(resolved, dir);
             out.gitTargets.push(resolved);
             const common = real(join(resolved, readTrimmed(join(resolved, 'commondir')) ?? '.'));
@@ -800,7 +800,7 @@ export class KernelPolicyBuilder {
    */
   private packageStoreLinks(nodeModules: string, out: Walked): void {
     const pnpm = join(nodeModules, '.pnpm');
-    const stack = [statSync(pnpm, { throwIfNoEntry: false })?.isDirectory() ? pnpm : nodeModules];
+    const stack = [statIf(pnpm)?.isDirectory() ? pnpm : nodeModules];
     let files = 0;
     for (let dirs = 0; stack.length > 0 && dirs < 200 && files < 50; dirs++) {
       const dir = stack.pop()!;
@@ -813,11 +813,7 @@ export class KernelPolicyBuilder {
       for (const e of entries) {
         const path = join(dir, e.name);
         if (e.isDirectory()) stack.push(path);
-        else if (
-          e.isFile() &&
-          ++files <= 50 &&
-          (lstatSync(path, { throwIfNoEntry: false })?.nlink ?? 1) > 1
-        ) {
+        else if (e.isFile() && ++files <= 50 && (lstatIf(path)?.nlink ?? 1) > 1) {
           out.readOnly.add(inside(path, pnpm) ? pnpm : nodeModules);
           return;
         }
@@ -877,7 +873,7 @@ export class KernelPolicyBuilder {
   private protectHardLinks(out: Walked, roots: readonly string[]): void {
     const byInode = new Map<string, { names: string[]; nlink: number }>();
     for (const path of out.files) {
-      const st = lstatSync(path, { throwIfNoEntry: false });
+      const st = lstatIf(path);
       if (!st?.isFile() || st.nlink < 2) continue;
       const key = `${st.dev}:${st.ino}`;
       const entry = byInode.get(key);
@@ -965,7 +961,7 @@ function nearestExisting(path: string): string {
 }
 
 function existsPath(path: string): boolean {
-  return lstatSync(path, { throwIfNoEntry: false }) !== undefined;
+  return lstatIf(path) !== undefined;
 }
 
 /** `core.hooksPath` values of a config file's text (`[core]` section; quotes and comments stripped). */

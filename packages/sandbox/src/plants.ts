@@ -3,6 +3,7 @@ import { createHash } from 'node:crypto';
 import { lstatSync, readdirSync, readFileSync, readlinkSync, statSync } from 'node:fs';
 import { basename, dirname, isAbsolute, join, resolve, sep } from 'node:path';
 import { GUARD_DIR_NAMES, GUARD_FILE_NAMES } from './protected-names.js';
+import { lstatIf, statIf } from './stat-if.js';
 
 /**
  * Plants: files a sandboxed command leaves behind that the user's own tools would later run
@@ -173,7 +174,7 @@ function hookPlants(dir: string, repo: string): Plant[] {
   for (const name of names) {
     if (name.endsWith('.sample')) continue;
     const file = join(dir, name);
-    const st = statSync(file, { throwIfNoEntry: false });
+    const st = statIf(file);
     if (!st?.isFile() || (st.mode & 0o111) === 0) continue;
     plants.push({
       kind: 'git-hook',
@@ -187,7 +188,7 @@ function hookPlants(dir: string, repo: string): Plant[] {
 /** A `.git` file: the repository it points at, and anything armed there. */
 function gitPointerPlants(path: string): Plant[] {
   const text = readSmall(path, 64 * 1024);
-  const st = lstatSync(path, { throwIfNoEntry: false });
+  const st = lstatIf(path);
   if (!st) return [];
   let target: string | undefined;
   if (st.isSymbolicLink()) {
@@ -283,7 +284,7 @@ function npmrcPlants(path: string): Plant[] {
 /** pnpm-workspace.yaml can name a pnpmfile too (pnpm 10 reads settings there). */
 function pnpmPlants(path: string): Plant[] {
   if (basename(path) === '.pnpmfile.cjs' || basename(path) === '.pnpmfile.mjs') {
-    return lstatSync(path, { throwIfNoEntry: false })
+    return lstatIf(path)
       ? [{ kind: 'pnpmfile', path, detail: 'pnpm install here runs this file (hooks on every package)' }]
       : [];
   }
@@ -308,7 +309,7 @@ const PYTHON_SHADOWS = [
 ];
 
 function pythonPlants(path: string): Plant[] {
-  if (!lstatSync(path, { throwIfNoEntry: false })) return [];
+  if (!lstatIf(path)) return [];
   const module = basename(path).replace(/\.py$/, '');
   return [
     {
@@ -342,7 +343,7 @@ export const PLANT_CLASSES: readonly PlantClass[] = [
   {
     kind: 'git-pointer',
     watchNames: [],
-    matches: (path) => basename(path) === '.git' && !statSync(path, { throwIfNoEntry: false })?.isDirectory(),
+    matches: (path) => basename(path) === '.git' && !statIf(path)?.isDirectory(),
     inspect: gitPointerPlants,
   },
   {

@@ -4,11 +4,28 @@
 // the sandbox asks of any guard before it uses one.
 import { spawnSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import { readFileSync } from 'node:fs';
+import {
+  chmodSync,
+  copyFileSync,
+  mkdirSync,
+  mkdtempSync,
+  readFileSync,
+  rmSync,
+  statSync,
+  writeFileSync,
+} from 'node:fs';
+import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
-import { fileURLToPath } from 'node:url';
-import { describe, expect, it } from 'vitest';
-import { BUILT_GUARD_BINARY, GUARD_BINARY, guardAvailability, PREBUILT_GUARD_BINARY } from './guard.js';
+import { fileURLToPath, pathToFileURL } from 'node:url';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import {
+  BUILT_GUARD_BINARY,
+  executableGuard,
+  GUARD_BINARY,
+  guardAvailability,
+  PREBUILT_GUARD_BINARY,
+} from './guard.js';
+import { findBwrap } from './find-bwrap.js';
 
 const PKG = join(dirname(fileURLToPath(import.meta.url)), '..');
 const manifest = JSON.parse(readFileSync(join(PKG, 'prebuilds', 'manifest.json'), 'utf8')) as {
@@ -59,6 +76,70 @@ describe('the prebuilt path guards', () => {
       });
       // The local build is preferred while there is one (it follows the source).
       expect(GUARD_BINARY).toBe(BUILT_GUARD_BINARY);
+    },
+  );
+
+  // Package managers drop file modes (`pnpm pack` writes 0644): the guard is made executable where
+  // it lies, or copied to the user's cache when its directory is not this user's to change.
+  describe.runIf(process.platform === 'linux' && process.arch === 'x64')(
+    'a guard installed without its mode',
+    () => {
+      let dir: string;
+      beforeEach(() => {
+        dir = mkdtempSync(join(tmpdir(), 'conch-guard-mode-'));
+        mkdirSync(join(dir, 'pkg'));
+        copyFileSync(PREBUILT_GUARD_BINARY, join(dir, 'pkg', 'conch-guard'));
+        chmodSync(join(dir, 'pkg', 'conch-guard'), 0o644);
+      });
+      afterEach(() => rmSync(dir, { recursive: true, force: true }));
+
+      it('is made executable in place', () => {
+        const file = join(dir, 'pkg', 'conch-guard');
+        expect(executableGuard(file, { XDG_CACHE_HOME: join(dir, 'cache') })).toBe(file);
+        expect(statSync(file).mode & 0o111).not.toBe(0);
+        expect(guardAvailability(file, {})).toMatchObject({ available: true });
+      });
+
+      it.runIf(findBwrap() || process.env.CI)(
+        'is copied to the cache, once, when its directory is read-only',
+        () => {
+          const file = join(dir, 'pkg', 'conch-guard');
+          const cache = join(dir, 'cache');
+          mkdirSync(cache);
+          // A node that sees the package read-only (as a root-owned global install is to a user).
+          const script = `import(${JSON.stringify(pathToFileURL(join(PKG, 'dist', 'guard.js')).href)}).then((m) => console.log(m.executableGuard(${JSON.stringify(file)}, { XDG_CACHE_HOME: ${JSON.stringify(cache)} })))`;
+          const run = () =>
+            spawnSync(
+              findBwrap()!,
+              [
+                '--dev-bind',
+                '/',
+                '/',
+                '--ro-bind',
+                join(dir, 'pkg'),
+                join(dir, 'pkg'),
+                process.execPath,
+                '-e',
+                script,
+              ],
+              { encoding: 'utf8' },
+            );
+          const first = run();
+          expect(first.status, first.stderr).toBe(0);
+          const copy = first.stdout.trim();
+          expect(copy.startsWith(join(cache, 'conch', 'guard'))).toBe(true);
+          expect(statSync(file).mode & 0o111).toBe(0); // the original untouched
+          expect(readFileSync(copy).equals(readFileSync(file))).toBe(true);
+          expect(guardAvailability(copy, {})).toMatchObject({ available: true });
+          // Reused while it is the same bytes; a changed copy is written over.
+          const made = statSync(copy).ino;
+          expect(run().stdout.trim()).toBe(copy);
+          expect(statSync(copy).ino).toBe(made);
+          writeFileSync(copy, '#!/bin/sh\necho replaced\n', { mode: 0o755 });
+          expect(run().stdout.trim()).toBe(copy);
+          expect(readFileSync(copy).equals(readFileSync(file))).toBe(true);
+        },
+      );
     },
   );
 
