@@ -159,6 +159,18 @@ describe('errors', () => {
     });
   });
 
+  it('a bare name found on PATH without an execute bit: denied, with what to check', async () => {
+    const bin = join(dir, 'tools');
+    mkdirSync(bin);
+    writeFileSync(join(bin, 'conch-noexec-tool'), '#!/bin/sh\necho ran\n');
+    chmodSync(join(bin, 'conch-noexec-tool'), 0o644);
+    const { run } = setup({ extra_paths: ['tools'] });
+    const denied = await run({ command: 'conch-noexec-tool' });
+    expect(denied).toMatchObject({ returncode: 126, error_code: 'NOT_EXECUTABLE' });
+    expect(denied.error).toMatch(/either it is not executable, or it was not found on PATH/);
+    expect(denied.error).toContain('command -v conch-noexec-tool');
+  });
+
   it('permission denied and no such file', async () => {
     writeFileSync(join(dir, 'script.sh'), '#!/bin/sh\necho hi\n');
     chmodSync(join(dir, 'script.sh'), 0o644);

@@ -187,7 +187,11 @@ export function errorGuidance(
     if (code === 'EACCES') {
       return {
         code: 'NOT_EXECUTABLE',
-        error: `Permission denied: '${name}' is not executable. Check its permissions (ls -l ${name}) or run it through its interpreter (e.g. sh ${name}).`,
+        // A bare name is looked up on PATH as execvp does: a PATH directory that may not be searched
+        // (another user's, left in PATH by `su`) gives EACCES when the name is found nowhere else.
+        error: name.includes('/')
+          ? `Permission denied: '${name}' is not executable. Check its permissions (ls -l ${name}) or run it through its interpreter (e.g. sh ${name}).`
+          : `Permission denied starting '${name}': either it is not executable, or it was not found on PATH and a PATH directory could not be searched. Check with command -v ${name} (and ls -l on what it prints), or use its full path.`,
       };
     }
     if (code === 'ESANDBOX') {
