@@ -38,24 +38,26 @@ const napiInclude = () => {
   );
   return join(dirname(pkg), 'include');
 };
-const version = (cc) => execFileSync(cc, ['--version'], { encoding: 'utf8' }).split('\n')[0];
 const gccInclude = (cc) => execFileSync(cc, ['-print-file-name=include'], { encoding: 'utf8' }).trim();
 
+/** The compiler's --version line; exits when it is missing. */
 function need(cc) {
-  if (spawnSync(cc, ['--version']).status !== 0) {
+  const probe = spawnSync(cc, ['--version'], { encoding: 'utf8' });
+  if (probe.status !== 0) {
     console.error(`prebuild-native: ${cc} is missing (see the apt-get line at the top of this script)`);
     process.exit(1);
   }
+  return probe.stdout.split('\n')[0];
 }
 
 /** Runs one compiler call into `out` (atomically); returns the manifest entry. */
 function build(cc, args, out, extra) {
-  need(cc);
+  const compiler = need(cc);
   mkdirSync(dirname(out), { recursive: true });
   const tmp = `${out}.${process.pid}.tmp`;
   execFileSync(cc, [...args, '-o', tmp], { stdio: 'inherit' });
   renameSync(tmp, out);
-  return { sha256: sha256(out), compiler: version(cc), ...extra };
+  return { sha256: sha256(out), compiler, ...extra };
 }
 
 // Reproducible output: no build id, symbols stripped, paths of this machine left out.

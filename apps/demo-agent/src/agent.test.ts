@@ -252,14 +252,19 @@ describe('ScriptedDemoModel', () => {
     expect(text).not.toContain('walkthrough complete');
   });
 
-  it('runs `$ <command>` through the tool it names and reports the result it got', async () => {
+  /** The scripted model over a registry whose shell tool is exposed as cli_based_tool. */
+  async function scriptedShellAgent(): Promise<Agent> {
     const { ScriptedDemoModel } = await import('./scripted-model.js');
     const reg = new PluginRegistry({
       plugins: [{ ...shellPlugin, name: 'renamed', tools: [{ ...shTool, name: 'cli_based_tool' }] }],
     });
     registry = reg;
     reg.exposeSync('renamed');
-    const agent = new Agent({ model: new ScriptedDemoModel({ wordDelayMs: 0 }), registry: reg });
+    return new Agent({ model: new ScriptedDemoModel({ wordDelayMs: 0 }), registry: reg });
+  }
+
+  it('runs `$ <command>` through the tool it names and reports the result it got', async () => {
+    const agent = await scriptedShellAgent();
     let text = '';
     const results: unknown[] = [];
     await agent.run('$ echo scripted', new AbortController().signal, {
@@ -271,13 +276,7 @@ describe('ScriptedDemoModel', () => {
   });
 
   it('reads a failed call from its error text and reports what it says', async () => {
-    const { ScriptedDemoModel } = await import('./scripted-model.js');
-    const reg = new PluginRegistry({
-      plugins: [{ ...shellPlugin, name: 'renamed', tools: [{ ...shTool, name: 'cli_based_tool' }] }],
-    });
-    registry = reg;
-    reg.exposeSync('renamed');
-    const agent = new Agent({ model: new ScriptedDemoModel({ wordDelayMs: 0 }), registry: reg });
+    const agent = await scriptedShellAgent();
     let text = '';
     const results: { output: unknown; isError: boolean }[] = [];
     // `$!` adds `sandbox` and `justification`, which this strict test tool refuses.

@@ -266,9 +266,7 @@ export function guardAvailability(
   const known = probed.get(binary);
   if (known) return known;
   let answer: GuardAvailability;
-  try {
-    accessSync(binary, constants.X_OK);
-  } catch {
+  if (!executable(binary)) {
     answer = {
       available: false,
       reason: `the guard is missing (${binary}: none is prebuilt for ${process.platform}-${process.arch}, and building it needs a C compiler)`,
