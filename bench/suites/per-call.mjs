@@ -297,10 +297,10 @@ function nodeReport(script) {
 
 /**
  * The published conch-mcp, built as `pnpm pack` builds it (dist/package) and laid out in `app` as
- * npm installs it: the package in node_modules/@conch/mcp, and beside it the few npm packages its
- * bin leaves outside the bundle (node-pty's native code, web-tree-sitter's WASM runtime), linked
- * from the workspace packages that depend on them; its posix_spawn addon is prebuilt (prebuilds/,
- * no install script). (Run in place inside the workspace, its plugin discovery would find and load
+ * npm installs it: the package in node_modules/@conch/mcp, and beside it the one npm package its
+ * bin leaves outside the bundle (node-pty, native code), linked from the workspace package that
+ * depends on it; its posix_spawn addon is prebuilt (prebuilds/, no install script). Nothing else is
+ * linked, so a bin that came to need another package fails here. (Run in place inside the workspace, its plugin discovery would find and load
  * the workspace's own @conch/* packages too.) Returns its bin.
  */
 function publishedBin(app) {
@@ -309,10 +309,7 @@ function publishedBin(app) {
   const installed = join(modules, '@conch', 'mcp');
   cpSync(join(MCP_DIR, 'dist', 'package'), installed, { recursive: true });
   const manifest = JSON.parse(readFileSync(join(installed, 'package.json'), 'utf8'));
-  for (const [name, owner] of Object.entries({
-    'web-tree-sitter': 'shell-syntax',
-    '@lydell/node-pty': 'process',
-  })) {
+  for (const [name, owner] of Object.entries({ '@lydell/node-pty': 'process' })) {
     const link = join(modules, name);
     mkdirSync(dirname(link), { recursive: true });
     symlinkSync(realpathSync(join(MCP_DIR, '..', owner, 'node_modules', name)), link);

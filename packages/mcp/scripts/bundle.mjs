@@ -164,10 +164,20 @@ const main = await esbuild.build({
 // bundled: conch never starts its worker transports, the one part that loads files of its own.)
 // The server's sources are ES modules: `import.meta.url` and `import.meta.resolve` become their
 // CommonJS equivalents, and a top-level await fails the build (esbuild refuses it).
-const BIN_EXTERNALS = ['@lydell/node-pty', 'web-tree-sitter'];
+const BIN_EXTERNALS = ['@lydell/node-pty'];
+// web-tree-sitter is bundled too, so the code cache keeps it (~7 ms of a start on node 20, where
+// node's own compile cache does not exist): its CommonJS build, which finds its runtime's WASM in
+// its own directory (__dirname: dist/, where tree-sitter.wasm is copied below) with require(); its
+// ES build imports node:module with import(), which code run from the cache cannot do.
+const webTreeSitterCjs = createRequire(join(PKG_DIR, '..', 'shell-syntax', 'package.json')).resolve(
+  'web-tree-sitter',
+);
+if (!webTreeSitterCjs.endsWith('.cjs'))
+  fail(`web-tree-sitter's require entry is ${webTreeSitterCjs}, not its .cjs build`);
 const binExternals = {
   name: 'bin-externals',
   setup(build) {
+    build.onResolve({ filter: /^web-tree-sitter$/ }, () => ({ path: webTreeSitterCjs }));
     build.onResolve({ filter: /^[^./]/ }, (args) =>
       isBuiltin(args.path) || BIN_EXTERNALS.includes(packageName(args.path))
         ? { path: args.path, external: true }
@@ -194,6 +204,10 @@ const server = await esbuild.build({
   },
 });
 const serverFile = join(OUT_DIST, 'main.cjs');
+// CONCH_BUNDLE_METAFILE=<file>: esbuild's account of the server bundle (what each input adds), for
+// `esbuild --analyze`-style reading of what conch-mcp loads at start.
+if (process.env.CONCH_BUNDLE_METAFILE)
+  writeFileSync(process.env.CONCH_BUNDLE_METAFILE, JSON.stringify(server.metafile));
 const serverBytes = readFileSync(serverFile);
 // esbuild escapes non-ASCII characters everywhere but in regular expression literals.
 if (!isAscii(serverBytes))
@@ -258,6 +272,15 @@ if (!shellRoot) fail('@conch/shell-syntax is not among the bundled packages');
 for (const file of ['tree-sitter-bash.wasm', 'tree-sitter-bash.LICENSE']) {
   if (!existsSync(join(shellRoot, 'dist', file))) fail(`${join(shellRoot, 'dist', file)} is missing`);
   cpSync(join(shellRoot, 'dist', file), join(OUT, 'dist', file));
+}
+// The runtime's own WASM beside the bundled web-tree-sitter (see BIN_EXTERNALS), with its licence.
+for (const [file, as] of [
+  ['tree-sitter.wasm', 'tree-sitter.wasm'],
+  ['LICENSE', 'tree-sitter.LICENSE'],
+]) {
+  const from = join(dirname(webTreeSitterCjs), file);
+  if (!existsSync(from)) fail(`${from} is missing`);
+  cpSync(from, join(OUT_DIST, as));
 }
 
 // 3b. The exec server's deployable bundle (@conch/exec-server, the `executor` plugin), beside the

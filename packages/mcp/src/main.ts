@@ -1,4 +1,6 @@
 import 'reflect-metadata';
+// First: zod's schemas are built interpreted (see the module).
+import './zod-interpreted.js';
 import { readFileSync } from 'node:fs';
 import { createDefaultLogger, type Logger, type PluginRegistry } from '@conch/core';
 // Imported here, not required by @conch/core at run time: the published server bundles it.

@@ -58,8 +58,40 @@ export interface GrammarSpec {
   endOfOptions?: boolean;
 }
 
-/** Builds a grammar from a compact spec. */
+/**
+ * Builds a grammar from a compact spec. Its option tables are built at first use, not here: the
+ * command modules declare a few hundred grammars at import (git alone ~80), and building them all
+ * was ~10 ms of every conch-mcp start on a slow VM for commands a session may never run.
+ */
 export function grammar(spec: GrammarSpec): Grammar {
+  declared.push(spec);
+  let tables: { short: Map<string, OptionDef>; long: Map<string, OptionDef> } | undefined;
+  const built = () => (tables ??= optionTables(spec));
+  return {
+    get short() {
+      return built().short;
+    },
+    get long() {
+      return built().long;
+    },
+    abbreviations: spec.abbreviations ?? true,
+    numeric: spec.numeric ?? false,
+    permute: spec.permute ?? true,
+    harmlessOptions: spec.harmlessOptions ?? false,
+    endOfOptions: spec.endOfOptions ?? false,
+  };
+}
+
+/** Every spec grammar() was given, so a test can build them all (a bad item throws only when built). */
+const declared: GrammarSpec[] = [];
+
+/** The option tables of every grammar declared so far, built now (for tests: a bad spec throws). */
+export function buildDeclaredGrammars(): number {
+  for (const spec of declared) optionTables(spec);
+  return declared.length;
+}
+
+function optionTables(spec: GrammarSpec): { short: Map<string, OptionDef>; long: Map<string, OptionDef> } {
   const short = new Map<string, OptionDef>();
   const long = new Map<string, OptionDef>();
   for (const ch of spec.flags ?? '') short.set(ch, { name: `-${ch}`, arg: 'none', key: `-${ch}` });
@@ -73,15 +105,7 @@ export function grammar(spec: GrammarSpec): Grammar {
       kind === '=' ? 'required' : kind === '?' ? 'optional' : kind === '~' ? 'lastDefault' : 'none';
     long.set(name!, { name: `--${name}`, arg, key: alias ? `-${alias}` : `--${name}` });
   }
-  return {
-    short,
-    long,
-    abbreviations: spec.abbreviations ?? true,
-    numeric: spec.numeric ?? false,
-    permute: spec.permute ?? true,
-    harmlessOptions: spec.harmlessOptions ?? false,
-    endOfOptions: spec.endOfOptions ?? false,
-  };
+  return { short, long };
 }
 
 export interface ParsedOption {

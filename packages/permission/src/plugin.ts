@@ -10,7 +10,7 @@ import {
   type PluginRegistry,
   type PluginSetup,
 } from '@conch/core';
-import { probeSandboxSync } from '@conch/process';
+import { probeSandbox, probeSandboxSync } from '@conch/process';
 import {
   compileHostPattern,
   CREDENTIAL_INJECTOR,
@@ -191,7 +191,8 @@ function instructions(
  */
 function chooseSandbox(config: PermissionConfig): { mode: PermissionEngine['sandbox']; reason?: string } {
   if (config.sandbox === 'off') return { mode: 'off', reason: "the permission config sets sandbox: 'off'" };
-  // Synchronous (a few ms, once per process): setup stays synchronous for exposeTool.
+  // Synchronous (cached: the first exposure probed while the parser loaded; else a few ms, once
+  // per process): setup stays synchronous for exposeTool.
   const status = probeSandboxSync();
   if (status.available) return { mode: config.sandbox ?? 'workspace-write' };
   const why = `bubblewrap cannot make a sandbox here (${status.reason ?? 'unknown reason'})${status.fix ? `; to enable it: ${status.fix}` : ''}`;
@@ -219,8 +220,11 @@ export const permissionPlugin: PluginDefinition<PermissionConfig> = definePlugin
   setup(ctx) {
     if (parser) return setupWith(parser, ctx);
     // First exposure in this process: the parser loads (asynchronously), then the examples the
-    // config validation could not check yet are checked.
-    return loadParser().then((loaded) => {
+    // config validation could not check yet are checked. The sandbox probe (a real bwrap run, ~20
+    // ms of wall clock on a slow machine) runs meanwhile, so chooseSandbox finds its answer cached
+    // instead of blocking for it: conch-mcp's start pays for the longer of the two, not both.
+    const probing = ctx.config.sandbox === 'off' ? undefined : probeSandbox();
+    return Promise.all([loadParser(), probing]).then(([loaded]) => {
       assertExamples(loaded, ctx.config);
       return setupWith(loaded, ctx);
     });

@@ -205,7 +205,24 @@ describe.runIf(bwrap || process.env.CI)('sandbox resource limits', () => {
       expect(later.stdout.head).toContain('started-during');
       writeFileSync(marker, '');
       const side = await beside.result;
-      expect(side.exitCode).toBe(0);
+      // How it ended, not only its code: a failure here says whether it was killed, lost or limited.
+      expect({
+        exitCode: side.exitCode,
+        signal: side.signal,
+        reason: side.reason,
+        killed: side.killed,
+        lost: side.supervisorLost,
+        unresponsive: side.supervisorUnresponsive,
+        stderr: side.stderr.head,
+      }).toEqual({
+        exitCode: 0,
+        signal: null,
+        reason: 'exit',
+        killed: false,
+        lost: undefined,
+        unresponsive: undefined,
+        stderr: '',
+      });
       expect(side.stdout.head).toContain('beside alive');
       expect(side.resourceLimit).toBeUndefined();
       // And the sandbox goes on.

@@ -1,3 +1,4 @@
+import { readFile } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Language, Parser, type ParseState, type Tree } from 'web-tree-sitter';
@@ -75,8 +76,11 @@ export const BASH_GRAMMAR_WASM = here.endsWith('.ts')
   : join(dirname(here), 'tree-sitter-bash.wasm');
 
 async function init(): Promise<ShellParser> {
-  await Parser.init();
-  const language = await Language.load(BASH_GRAMMAR_WASM);
+  // The grammar is read here and given as bytes: web-tree-sitter reads a path with a dynamic
+  // import() of fs/promises, which code run from V8's code cache cannot make (conch-mcp's published
+  // server bundles this module and runs it so). Read while the runtime initializes.
+  const [bytes] = await Promise.all([readFile(BASH_GRAMMAR_WASM), Parser.init()]);
+  const language = await Language.load(bytes);
   const parser = new Parser();
   parser.setLanguage(language);
   return new BashParser(parser);

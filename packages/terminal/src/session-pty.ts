@@ -1,7 +1,7 @@
 import type { SandboxProfile } from '@conch/process';
 import { randomBytes } from 'node:crypto';
 import { createRequire } from 'node:module';
-import pty from '@lydell/node-pty';
+import type * as NodePty from '@lydell/node-pty';
 import { COOKIE_VAR } from './process-tree.js';
 
 /**
@@ -38,8 +38,20 @@ export interface SessionPtyOptions {
 /** Starts a PTY: in this process (`spawnLocalPty`) or through a process manager. */
 export type SessionPtySpawner = (options: SessionPtyOptions) => SessionPty;
 
+let nodePty: typeof NodePty | undefined;
+/**
+ * node-pty, loaded at the first session that spawns in this process rather than at import: its
+ * native addon and modules cost a host (and conch-mcp's start, where most sessions spawn through
+ * the supervisor anyway) ~5 ms it may never need.
+ */
+function localPty(): typeof NodePty {
+  nodePty ??= createRequire(import.meta.url)('@lydell/node-pty') as typeof NodePty;
+  return nodePty;
+}
+
 /** node-pty in this process. The shell does not outlive the host on SIGKILL (no supervisor). */
 export const spawnLocalPty: SessionPtySpawner = (options) => {
+  const pty = localPty();
   const cookie = `terminal-${randomBytes(8).toString('hex')}`;
   const env: Record<string, string> = { ...options.env, [COOKIE_VAR]: cookie };
   const child = pty.spawn(options.file, [...options.args], {

@@ -12,10 +12,19 @@ import { generateKeyPair, randomBytes, sign, type KeyObject } from 'node:crypto'
 import { isIP } from 'node:net';
 import { createSecureContext, type SecureContext } from 'node:tls';
 import { promisify } from 'node:util';
-import forge from 'node-forge';
+import type forge from 'node-forge';
 
 const generate = promisify(generateKeyPair);
-const { asn1, pki } = forge;
+// node-forge loads with the first CA (SessionCa.create), not at import: ~380 KB of JavaScript that
+// every host and conch-mcp start evaluated, credentials configured or not.
+let asn1: typeof forge.asn1;
+let pki: typeof forge.pki;
+let md: typeof forge.md;
+async function loadForge(): Promise<void> {
+  if (pki) return;
+  const lib = (await import('node-forge')).default;
+  ({ asn1, pki, md } = lib);
+}
 
 export interface SessionCaOptions {
   /**
@@ -135,6 +144,7 @@ export class SessionCa {
     const [ca, leaf] = await Promise.all([
       generate('rsa', { modulusLength: 2048 }),
       generate('rsa', { modulusLength: 2048 }),
+      loadForge(),
     ]);
     const toForge = (key: KeyObject) =>
       pki.publicKeyFromPem(key.export({ type: 'spki', format: 'pem' }) as string);
@@ -162,7 +172,7 @@ export class SessionCa {
     if (permitted)
       extensions.push({ id: '2.5.29.30', critical: true, value: nameConstraints([...permitted]) });
     cert.setExtensions(extensions);
-    cert.sign(nodeSigner(cert, ca.privateKey), forge.md.sha256.create());
+    cert.sign(nodeSigner(cert, ca.privateKey), md.sha256.create());
     return new SessionCa({
       caKey: ca.privateKey,
       caCert: cert,
@@ -200,7 +210,7 @@ export class SessionCa {
         keyIdentifier: this.caCert.generateSubjectKeyIdentifier().getBytes(),
       },
     ]);
-    cert.sign(nodeSigner(cert, this.caKey), forge.md.sha256.create());
+    cert.sign(nodeSigner(cert, this.caKey), md.sha256.create());
     const leaf = { cert: pki.certificateToPem(cert), key: this.leafKeyPem };
     this.leaves.set(host, leaf);
     return leaf;
