@@ -1,6 +1,8 @@
 import { readFileSync } from 'node:fs';
 import { type ExecuteOptions, type Logger, NoSuchToolError, type PluginRegistry } from '@conch/core';
 import { Server } from '@modelcontextprotocol/sdk/server/index.js';
+import type { jsonSchemaValidator } from '@modelcontextprotocol/sdk/validation';
+import { AjvJsonSchemaValidator } from '@modelcontextprotocol/sdk/validation/ajv';
 import {
   CallToolRequestSchema,
   ErrorCode,
@@ -80,6 +82,7 @@ export function createConchMcpServer(registry: PluginRegistry, options: ConchMcp
     {
       capabilities: { tools: { listChanged: false } },
       ...(instructions ? { instructions } : {}),
+      jsonSchemaValidator: lazyAjv(),
     },
   );
 
@@ -149,4 +152,20 @@ export function createConchMcpServer(registry: PluginRegistry, options: ConchMcp
   });
 
   return server;
+}
+
+/**
+ * The SDK's Ajv validator, made when the server first checks a client's answer to an elicitation
+ * (an approval) against its schema. The SDK's Server makes one in its constructor: Ajv compiling
+ * its meta-schemas was ~10 ms of every conch-mcp start on the 2-core VM, for a session that may
+ * never ask.
+ */
+function lazyAjv(): jsonSchemaValidator {
+  let ajv: AjvJsonSchemaValidator | undefined;
+  return {
+    getValidator(schema) {
+      ajv ??= new AjvJsonSchemaValidator();
+      return ajv.getValidator(schema);
+    },
+  };
 }
