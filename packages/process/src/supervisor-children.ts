@@ -94,6 +94,11 @@ export class SupervisorChildren {
   private readonly cookies = new Map<number, string>();
   /** Called when a child was started (the sandbox's process-limit watch wakes up). */
   onStart: (() => void) | undefined;
+  /**
+   * A child's leader exited and its process group lives on; called before its `exit` is sent (the
+   * process limit's watch may attribute and stop the group: supervisor-limits.ts).
+   */
+  onGroupLeft: ((id: number, pgid: number) => void) | undefined;
   private readonly send: Send;
   private readonly sandboxed: boolean;
   private readonly native: NativeSpawnModule | undefined;
@@ -189,7 +194,7 @@ export class SupervisorChildren {
     child.once('exit', (code, signal) => {
       this.live.delete(id);
       this.cookies.delete(id);
-      this.send({ t: 'exit', id, code, signal, group: groupExists(pid) });
+      this.sendExit(id, pid, code, signal);
     });
     const [first, ...rest] = pipes;
     this.send({ t: 'spawned', id, pid, fds: pipes.map(([fd]) => fd) }, first?.[1]);
@@ -273,7 +278,16 @@ export class SupervisorChildren {
     this.live.delete(id);
     this.cookies.delete(id);
     const name = signal === null ? null : (SIGNAL_NAMES.get(signal) ?? `SIG${signal}`);
-    this.send({ t: 'exit', id, code, signal: name, group: groupExists(pid) });
+    this.sendExit(id, pid, code, name);
+  }
+
+  private sendExit(id: number, pid: number, code: number | null, signal: string | null): void {
+    let group = groupExists(pid);
+    if (group && this.onGroupLeft) {
+      this.onGroupLeft(id, pid);
+      group = groupExists(pid);
+    }
+    this.send({ t: 'exit', id, code, signal, group });
   }
 
   /** SIGKILLs the process group of every child still running. */

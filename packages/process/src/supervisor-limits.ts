@@ -165,6 +165,43 @@ export class ProcessLimitWatch {
     if (reached) this.killBiggest(tasks ?? all.map(stat).filter((t): t is Task => t !== undefined));
   }
 
+  /**
+   * A command's leader exited while its process group lives on (a shell whose fork at the limit
+   * failed once too often, leaving the loop's children). When the sandbox is at its limit then,
+   * that group is what holds it: it is killed and reported as the command's, for which the host
+   * is still waiting (the leader's exit follows this). Undefined when the sandbox is not at its
+   * limit (a daemon left running is not a fork loop) or the group is one of the sandbox's own.
+   */
+  leaderExited(pgid: number): LimitHitReport | undefined {
+    if (pgid <= 1 || this.own.has(pgid)) return undefined;
+    const tasks = pids()
+      .map(stat)
+      .filter((t): t is Task => t !== undefined);
+    const total = tasks.reduce((n, t) => n + t.threads, 0);
+    let reached: boolean;
+    if (this.pidsEvents) {
+      const refused = this.readRefused();
+      reached = refused > this.refusedForks;
+      this.refusedForks = refused;
+    } else reached = total >= this.limit - this.margin;
+    const groupTasks = tasks.filter((t) => t.pgrp === pgid).reduce((n, t) => n + t.threads, 0);
+    if (!reached || groupTasks === 0) return undefined;
+    this.killGroup(pgid);
+    return { pgid, tasks: total, groupTasks };
+  }
+
+  private killGroup(pgid: number): void {
+    // SIGKILL to a process group reaches the processes it is forking too (the kernel hands a
+    // group signal to a child forked meanwhile); a few rounds catch members that changed group.
+    for (let round = 0; round < 5; round++) {
+      try {
+        process.kill(-pgid, 'SIGKILL');
+      } catch {
+        break; // the group is gone
+      }
+    }
+  }
+
   private killBiggest(tasks: Task[]): void {
     const groups = new Map<number, number>();
     for (const t of tasks)
@@ -186,14 +223,6 @@ export class ProcessLimitWatch {
       groupTasks: most,
       ...(cookie ? { cookie } : {}),
     });
-    // SIGKILL to a process group reaches the processes it is forking too (the kernel hands a
-    // group signal to a child forked meanwhile); a few rounds catch members that changed group.
-    for (let round = 0; round < 5; round++) {
-      try {
-        process.kill(-pgid, 'SIGKILL');
-      } catch {
-        break; // the group is gone
-      }
-    }
+    this.killGroup(pgid);
   }
 }

@@ -89,6 +89,19 @@ if (processLimit > 0) {
     },
   });
   children.onStart = () => watch.wake();
+  // A leader that exited while its group holds the sandbox at its limit: the group is the command's.
+  children.onGroupLeft = (id, pgid) => {
+    const hit = watch.leaderExited(pgid);
+    if (hit)
+      send({
+        t: 'limit',
+        id,
+        kind: 'processes',
+        tasks: hit.tasks,
+        groupTasks: hit.groupTasks,
+        limit: processLimit,
+      });
+  };
   ptys.onStart = () => watch.wake();
 }
 
