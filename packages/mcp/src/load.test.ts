@@ -53,6 +53,34 @@ async function quickBurst(
   return { failures, errors, exact };
 }
 
+/**
+ * The 1 MB answers: every byte in the output file. On a busy machine a command may outlast cli's
+ * wait and go on as a task (said in its answer): its output is then the task's log, read when the
+ * task is done. Returns the failures and how many were read from a task.
+ */
+async function checkBig(call: Call, answers: Answer[]): Promise<{ failures: string[]; asTasks: number }> {
+  const failures: string[] = [];
+  let asTasks = 0;
+  for (const [i, answer] of answers.entries()) {
+    let b = answer;
+    let file = b.output_file as string | undefined;
+    if (b.background_task_id) {
+      asTasks++;
+      const done = await call('check_background_task', { task_id: b.background_task_id, wait_seconds: 300 });
+      b = done.result ?? done;
+      const log = await call('read_background_output', { task_id: answer.background_task_id, limit: 16 });
+      file = (log.output_file as string | undefined) ?? (b.output_file as string | undefined);
+      if (done.status !== 'completed')
+        failures.push(`1 MB #${i} as a task: ${JSON.stringify(done).slice(0, 300)}`);
+    }
+    if (typeof b.error_code === 'string') continue;
+    // the result shows a part; the file holds every byte
+    if (!file || statSync(file).size !== MB || readFileSync(file, 'latin1') !== 'a'.repeat(MB))
+      failures.push(`1 MB #${i}: ${JSON.stringify({ ...b, stdout: String(b.stdout).length }).slice(0, 300)}`);
+  }
+  return { failures, asTasks };
+}
+
 async function mixedLoad(call: Call, tag: string): Promise<string[]> {
   const failures: string[] = [];
   // 50 background tasks that sleep and then print; 30 terminal sessions; 4 commands of 1 MB each.
@@ -90,13 +118,7 @@ async function mixedLoad(call: Call, tag: string): Promise<string[]> {
     if (t.output !== want) failures.push(`terminal #${i}: ${JSON.stringify(t).slice(0, 300)}`);
   }
   if (terminalsRan < 28) failures.push(`only ${terminalsRan} of 30 terminal calls ran`);
-  for (const [i, b] of (await big).entries()) {
-    if (typeof b.error_code === 'string') continue;
-    // the result shows a part; the file holds every byte
-    const file = b.output_file as string | undefined;
-    if (!file || statSync(file).size !== MB || readFileSync(file, 'latin1') !== 'a'.repeat(MB))
-      failures.push(`1 MB #${i}: ${JSON.stringify({ ...b, stdout: String(b.stdout).length }).slice(0, 300)}`);
-  }
+  failures.push(...(await checkBig(call, await big)).failures);
   for (const [i, s] of (await sleeps).entries()) {
     const failure = judgeQuick(s, `${tag}-sleep-${i}\n`);
     if (failure) failures.push(`sleep #${i}: ${failure}`);
@@ -165,5 +187,29 @@ describe('through the host API', () => {
 
   it('the mixed load loses nothing', async () => {
     expect(await mixedLoad(call, 'apimix')).toEqual([]);
+  }, 600_000);
+
+  it('a 1 MB command that goes on as a task (cli stopped waiting) still gives every byte', async () => {
+    const quickToTask = new PluginRegistry({
+      cwd: tempDir('conch-load-task-'),
+      logger: pino({ level: 'silent' }),
+      plugins: [permissionPlugin, cliPlugin, backgroundPlugin],
+    });
+    try {
+      for (const p of ['permission', 'background']) await quickToTask.exposeTool(p, {});
+      // Waits 1 ms: what a loaded machine does to a command that takes seconds.
+      await quickToTask.exposeTool('cli', { autoBackgroundThreshold: 0.001 });
+      const viaTask: Call = (name, args) => quickToTask.execute(name, args) as Promise<Answer>;
+      const answers = await Promise.all(
+        Array.from({ length: 2 }, () =>
+          viaTask('cli_based_tool', { command: `sleep 0.2; head -c ${MB} /dev/zero | tr '\\0' a` }),
+        ),
+      );
+      const { failures, asTasks } = await checkBig(viaTask, answers);
+      expect(failures).toEqual([]);
+      expect(asTasks).toBe(2);
+    } finally {
+      await quickToTask.dispose();
+    }
   }, 600_000);
 });
