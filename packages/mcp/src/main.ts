@@ -3,6 +3,7 @@ import 'reflect-metadata';
 import './zod-interpreted.js';
 import { readFileSync } from 'node:fs';
 import { createDefaultLogger, type Logger, type PluginRegistry } from '@conch/core';
+import { permissionReady } from '@conch/permission';
 // Imported here, not required by @conch/core at run time: the published server bundles it.
 import * as pinoModule from 'pino';
 import { chooseAllowPorts, chooseConfig, chooseTrust, parseCliArgs, USAGE } from './cli-args.js';
@@ -47,6 +48,12 @@ async function main(): Promise<void> {
     process.stdout.write(`${pkg.version}\n`);
     return;
   }
+  // The bash parser starts loading now, and the sandbox probe (bwrap, in a child) starts, while the
+  // config is read and the registry built (their file reads leave the thread idle): the permission
+  // gate's first exposure waits for both (~40 ms of a start on the 2-core VM). A config without
+  // the gate (rare; the default has it) or without a local sandbox spends them for nothing. A
+  // failed load is the exposure's to report (it loads again there).
+  permissionReady({ probeSandbox: true }).catch(() => {});
   // --config, else CONCH_CONFIG (launchers such as the MCP Inspector take --config for themselves).
   const chosen = chooseConfig(args);
   // --trust, else CONCH_TRUST: the human accepts the cwd's config and plugin packages as they are now.

@@ -44,7 +44,11 @@ let parser: ShellParser | undefined;
  * synchronous (for hosts and tests that call `registry.exposeSync('permission', …)`). Exposing the
  * plugin starts the same load. A failed load rejects and is retried by the next call.
  */
-export function permissionReady(): Promise<void> {
+export function permissionReady(options: { probeSandbox?: boolean } = {}): Promise<void> {
+  // `probeSandbox`: also start the sandbox probe (a bwrap run in a child, cached per process), so
+  // the exposure that chooses the sandbox finds the answer instead of blocking for it (conch-mcp
+  // starts both while it reads its config).
+  if (options.probeSandbox) void probeSandbox();
   return loadParser().then(() => undefined);
 }
 
