@@ -3,6 +3,13 @@ import { grammar, parseArgs } from './grammar.js';
 import { classifyName } from './names.js';
 import { literalArg, type Arg } from './words.js';
 
+/** `read`'s options (bash's builtin): `-a NAME` assigns an array. */
+const READ = grammar({ flags: 'ers', values: 'adinNptu', permute: false });
+/** `mapfile` / `readarray`'s options (`-C` is not among them: a callback runs code). */
+const MAPFILE = grammar({ flags: 't', values: 'dnOsu', permute: false });
+/** `wait`'s options: `-p NAME` assigns NAME. */
+const WAIT = grammar({ flags: 'fn', values: 'p', permute: false });
+
 /** A builtin's verdict, and code it keeps for later (a trap's action, an alias) to judge now. */
 export interface BuiltinVerdict {
   verdict: Verdict;
@@ -161,8 +168,7 @@ export function judgeBuiltin(base: string, args: Arg[], facts: CommandFacts): Bu
       return names(rest, 'unset') ?? { verdict: 'allow', reason: 'unset of inert shell variables' };
     }
     case 'read': {
-      const g = grammar({ flags: 'ers', values: 'adinNptu', permute: false });
-      const parsed = parseArgs(g, args, 'read');
+      const parsed = parseArgs(READ, args, 'read');
       if (!parsed.ok) return { verdict: 'ask', reason: parsed.reason };
       const targets = [
         ...parsed.args.operands,
@@ -174,8 +180,7 @@ export function judgeBuiltin(base: string, args: Arg[], facts: CommandFacts): Bu
     }
     case 'mapfile':
     case 'readarray': {
-      const g = grammar({ flags: 't', values: 'dnOsu', permute: false });
-      const parsed = parseArgs(g, args, base);
+      const parsed = parseArgs(MAPFILE, args, base);
       if (!parsed.ok) return { verdict: 'ask', reason: `${parsed.reason} (-C runs a callback)` };
       return (
         names(parsed.args.operands.length ? parsed.args.operands : [literalArg('MAPFILE')], base) ?? {
@@ -191,7 +196,7 @@ export function judgeBuiltin(base: string, args: Arg[], facts: CommandFacts): Bu
     case 'wait': {
       // `wait -n -p NAME` assigns NAME, however written (`-np NAME`, the last of several -p), and a
       // word only known at run time before the pids could be one (`wait -n -p x $y`).
-      const parsed = parseArgs(grammar({ flags: 'fn', values: 'p', permute: false }), args, 'wait');
+      const parsed = parseArgs(WAIT, args, 'wait');
       if (!parsed.ok) return { verdict: 'ask', reason: parsed.reason, rule: 'failClosed:environment' };
       const targets = parsed.args.options
         .filter((o) => o.def.key === '-p')
