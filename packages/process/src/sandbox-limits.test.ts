@@ -149,6 +149,14 @@ describe.runIf(bwrap || process.env.CI)('sandbox resource limits', () => {
     }
   });
 
+  /** A C program built in the workspace, as a command; undefined without a compiler. */
+  const compiled = (name: string, source: string): [string, string[]] | undefined => {
+    if (!cc) return undefined;
+    writeFileSync(join(ws, `${name}.c`), source);
+    execFileSync(cc, ['-o', join(ws, name), join(ws, `${name}.c`)]);
+    return [join(ws, name), []];
+  };
+
   const bombs: [string, () => [string, string[]] | undefined][] = [
     [
       'a Python fork loop',
@@ -170,16 +178,11 @@ describe.runIf(bwrap || process.env.CI)('sandbox resource limits', () => {
       // (supervisor-limits.ts, leaderExited). A shell that gives up after its forks failed ends
       // the same way.
       'a leader that fills the sandbox and exits',
-      () => {
-        if (!cc) return undefined;
-        const src = join(ws, 'fill.c');
-        writeFileSync(
-          src,
+      () =>
+        compiled(
+          'fill',
           '#include <stdio.h>\n#include <stdlib.h>\n#include <unistd.h>\nint main(void){puts("started");fflush(stdout);for(int i=0;i<120;i++)if(fork()==0){pause();_exit(0);}exit(3);}\n',
-        );
-        execFileSync(cc, ['-o', join(ws, 'fill'), src]);
-        return [join(ws, 'fill'), []];
-      },
+        ),
     ],
     [
       'a bash loop of background sleeps',
@@ -187,16 +190,11 @@ describe.runIf(bwrap || process.env.CI)('sandbox resource limits', () => {
     ],
     [
       'a C fork bomb',
-      () => {
-        if (!cc) return undefined;
-        const src = join(ws, 'bomb.c');
-        writeFileSync(
-          src,
+      () =>
+        compiled(
+          'bomb',
           '#include <stdio.h>\n#include <unistd.h>\nint main(void){puts("started");fflush(stdout);for(;;)fork();}\n',
-        );
-        execFileSync(cc, ['-o', join(ws, 'bomb'), src]);
-        return [join(ws, 'bomb'), []];
-      },
+        ),
     ],
   ];
 
@@ -236,8 +234,9 @@ describe.runIf(bwrap || process.env.CI)('sandbox resource limits', () => {
       // Stopped by the watch (SIGKILL), or its leader gave up first (bash exits once a fork has
       // failed too often; likelier on a loaded machine) and the group it left holding the sandbox
       // was stopped as it exited: either way the result names the limit.
-      if (result.signal !== 'SIGKILL') expect(result.exitCode, how).not.toBe(0);
-      expect(result.exitCode === null ? result.signal : 'exited', how).toMatch(/^(SIGKILL|exited)$/);
+      expect(result.signal === 'SIGKILL' || (result.exitCode !== null && result.exitCode !== 0), how).toBe(
+        true,
+      );
       expect(result.reason).toBe('exit');
       const later = await during.result;
       expect(later.exitCode).toBe(0);

@@ -74,6 +74,17 @@ function pids(): number[] {
   return out;
 }
 
+/** The tasks of these pids (those still there), read at the first call and kept. */
+function readOnce(all: readonly number[]): () => Task[] {
+  let read: Task[] | undefined;
+  return () => (read ??= all.map(stat).filter((t): t is Task => t !== undefined));
+}
+
+/** Tasks (processes and threads) these processes hold. */
+function threadsOf(tasks: readonly Task[]): number {
+  return tasks.reduce((n, t) => n + t.threads, 0);
+}
+
 function cookieOf(pid: number, variable: string): string | undefined {
   try {
     const env = readFileSync(`/proc/${pid}/environ`, 'latin1');
@@ -150,19 +161,24 @@ export class ProcessLimitWatch {
       this.stop();
       return;
     }
-    let reached = false;
-    let tasks: Task[] | undefined;
+    const tasks = readOnce(all);
+    if (this.reached(all, tasks)) this.killBiggest(tasks());
+  }
+
+  /**
+   * Whether the sandbox is at its limit: with cgroup v2, pids.events' count of refused forks went
+   * up since the last look; else its processes are at the limit less the margin, or, from a
+   * quarter of the limit, their threads are (`tasks` reads them, only then).
+   */
+  private reached(all: readonly number[], tasks: () => Task[]): boolean {
     if (this.pidsEvents) {
       const refused = this.readRefused();
-      reached = refused > this.refusedForks;
+      const more = refused > this.refusedForks;
       this.refusedForks = refused;
-    } else if (all.length >= this.limit - this.margin) {
-      reached = true;
-    } else if (all.length * 4 >= this.limit) {
-      tasks = all.map(stat).filter((t): t is Task => t !== undefined);
-      reached = tasks.reduce((n, t) => n + t.threads, 0) >= this.limit - this.margin;
+      return more;
     }
-    if (reached) this.killBiggest(tasks ?? all.map(stat).filter((t): t is Task => t !== undefined));
+    if (all.length >= this.limit - this.margin) return true;
+    return all.length * 4 >= this.limit && threadsOf(tasks()) >= this.limit - this.margin;
   }
 
   /**
@@ -174,20 +190,13 @@ export class ProcessLimitWatch {
    */
   leaderExited(pgid: number): LimitHitReport | undefined {
     if (pgid <= 1 || this.own.has(pgid)) return undefined;
-    const tasks = pids()
-      .map(stat)
-      .filter((t): t is Task => t !== undefined);
-    const total = tasks.reduce((n, t) => n + t.threads, 0);
-    let reached: boolean;
-    if (this.pidsEvents) {
-      const refused = this.readRefused();
-      reached = refused > this.refusedForks;
-      this.refusedForks = refused;
-    } else reached = total >= this.limit - this.margin;
-    const groupTasks = tasks.filter((t) => t.pgrp === pgid).reduce((n, t) => n + t.threads, 0);
-    if (!reached || groupTasks === 0) return undefined;
+    const all = pids();
+    const tasks = readOnce(all);
+    if (!this.reached(all, tasks)) return undefined;
+    const groupTasks = threadsOf(tasks().filter((t) => t.pgrp === pgid));
+    if (groupTasks === 0) return undefined;
     this.killGroup(pgid);
-    return { pgid, tasks: total, groupTasks };
+    return { pgid, tasks: threadsOf(tasks()), groupTasks };
   }
 
   private killGroup(pgid: number): void {
@@ -219,7 +228,7 @@ export class ProcessLimitWatch {
     const cookie = cookieOf(member, this.cookieVar);
     this.onHit({
       pgid,
-      tasks: tasks.reduce((n, t) => n + t.threads, 0),
+      tasks: threadsOf(tasks),
       groupTasks: most,
       ...(cookie ? { cookie } : {}),
     });
