@@ -38,6 +38,7 @@ export interface SessionPtyOptions {
 /** Starts a PTY: in this process (`spawnLocalPty`) or through a process manager. */
 export type SessionPtySpawner = (options: SessionPtyOptions) => SessionPty;
 
+const requireHere = createRequire(import.meta.url);
 let nodePty: typeof NodePty | undefined;
 /**
  * node-pty, loaded at the first session that spawns in this process rather than at import: its
@@ -45,7 +46,7 @@ let nodePty: typeof NodePty | undefined;
  * the supervisor anyway) ~5 ms it may never need.
  */
 function localPty(): typeof NodePty {
-  nodePty ??= createRequire(import.meta.url)('@lydell/node-pty') as typeof NodePty;
+  nodePty ??= requireHere('@lydell/node-pty') as typeof NodePty;
   return nodePty;
 }
 
@@ -117,7 +118,7 @@ export function managedPtySpawner(
   /** The kernel wall around each new session (read when it starts): the sandbox, or protected paths read-only. */
   sandbox: (options: SessionPtyOptions) => SandboxProfile | undefined = () => undefined,
 ): SessionPtySpawner {
-  const ptyModule = createRequire(import.meta.url).resolve('@lydell/node-pty');
+  const ptyModule = requireHere.resolve('@lydell/node-pty');
   return (options) => {
     const profile = sandbox(options);
     const { outside: _outside, ...ptyOptions } = options;
