@@ -607,8 +607,20 @@ export class ExecClient {
     stdout.on('data', () => {
       conn.lastHeard = performance.now();
     });
+    // A re-attaching server resends what its processes did while the link was down before it
+    // answers the attach. Those are held until the answer is recorded, so a result that came
+    // through this connection is never seen while `lastConnection` still names the old one.
+    let held: [string, unknown][] | undefined = attachTo ? [] : undefined;
+    const release = (): void => {
+      const queued = held ?? [];
+      held = undefined;
+      for (const [method, params] of queued) this.dispatch(method, params, generation);
+    };
     for (const method of this.notificationMethods()) {
-      peer.onNotification(method, (params: unknown) => this.dispatch(method, params, generation));
+      peer.onNotification(method, (params: unknown) => {
+        if (held) held.push([method, params]);
+        else this.dispatch(method, params, generation);
+      });
     }
     void exited.then((e) => {
       const tail = stderrTail.trim().split('\n').slice(-3).join(' | ');
@@ -656,6 +668,8 @@ export class ExecClient {
         );
       }
     } catch (error) {
+      // What the server said before failing is still what its processes did.
+      release();
       this.lose(
         conn,
         new TransportLostError(this.target, attachTo ? 'session.attach failed' : 'initialize failed'),
@@ -694,6 +708,8 @@ export class ExecClient {
       connectMs: Math.round(performance.now() - started),
     };
     this.lastConnection = conn.info;
+    // Before the participants hear of the attach: their processes are up to date when they do.
+    release();
     this.startHeartbeat(conn);
     if (attached) {
       this.logger?.info(
