@@ -174,9 +174,64 @@ const webTreeSitterCjs = createRequire(join(PKG_DIR, '..', 'shell-syntax', 'pack
 );
 if (!webTreeSitterCjs.endsWith('.cjs'))
   fail(`web-tree-sitter's require entry is ${webTreeSitterCjs}, not its .cjs build`);
+// The MCP SDK's server module imports its Ajv validator statically, so ajv and ajv-formats (~50
+// modules) would be evaluated at every start (~6 ms on the 2-core VM) although conch-mcp passes
+// its own validator (server.ts's lazyAjv) and makes the SDK's only when a client's elicitation
+// answer is checked. In the bin, that module is a facade that evaluates the real one (and ajv)
+// at its first construction. A plugin rather than a patch of the SDK: the host API bundle and
+// every other consumer keep the SDK as published.
+const AJV_PROVIDER =
+  /[\\/]@modelcontextprotocol[\\/]sdk[\\/]dist[\\/]esm[\\/]validation[\\/]ajv-provider\.js$/;
+const AJV_PROVIDER_FACADE = `
+export class AjvJsonSchemaValidator {
+  constructor(ajv) {
+    const { AjvJsonSchemaValidator: Real } = require('conch-real:ajv-provider');
+    return new Real(ajv);
+  }
+}
+`;
+const lazyAjvProvider = (build) => {
+  let real;
+  build.onLoad({ filter: AJV_PROVIDER, namespace: 'file' }, (args) => {
+    real = args.path;
+    return { contents: AJV_PROVIDER_FACADE, loader: 'js', resolveDir: dirname(args.path) };
+  });
+  build.onResolve({ filter: /^conch-real:ajv-provider$/ }, () => {
+    if (!real) fail('the ajv-provider facade was loaded before the real module was found');
+    // Named by its package path (the bundle's module keys carry no path of the build machine).
+    return {
+      path: '@modelcontextprotocol/sdk/dist/esm/validation/ajv-provider.js',
+      namespace: 'conch-real',
+      pluginData: real,
+    };
+  });
+  build.onLoad({ filter: /.*/, namespace: 'conch-real' }, (args) => ({
+    contents: readFileSync(args.pluginData, 'utf8'),
+    loader: 'js',
+    resolveDir: dirname(args.pluginData),
+  }));
+};
+// zod's `z.locales` namespace holds every translation of its error messages (~290 KB, half of zod
+// in the bundle); conch sets none, and zod's English default is imported by its schemas module
+// itself. In the bin (one process, whose code nobody else imports) the namespace holds English
+// only; plugins the server discovers import their own zod from node_modules.
+const ZOD_LOCALES = /[\\/]zod[\\/]v4[\\/]locales[\\/]index\.js$/;
+const englishZodLocales = (build) => {
+  build.onLoad({ filter: ZOD_LOCALES, namespace: 'file' }, (args) => {
+    if (!existsSync(join(dirname(args.path), 'en.js')))
+      fail(`zod's English locale is not beside ${args.path}`);
+    return {
+      contents: 'export { default as en } from "./en.js";\n',
+      loader: 'js',
+      resolveDir: dirname(args.path),
+    };
+  });
+};
 const binExternals = {
   name: 'bin-externals',
   setup(build) {
+    lazyAjvProvider(build);
+    englishZodLocales(build);
     build.onResolve({ filter: /^web-tree-sitter$/ }, () => ({ path: webTreeSitterCjs }));
     build.onResolve({ filter: /^[^./]/ }, (args) =>
       isBuiltin(args.path) || BIN_EXTERNALS.includes(packageName(args.path))

@@ -18,7 +18,7 @@ import { promisify } from 'node:util';
 import { isAlive, tempDir, waitFor } from '@conch/test-support';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
-import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
+import { ElicitRequestSchema, type CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { PACKAGE_DIR } from './test-support/harness.js';
 
@@ -222,7 +222,7 @@ describe('the packed @conch/mcp', () => {
       JSON.stringify({ plugins: { permission: {}, cli: {}, background: {}, terminal: {}, files: {} } }),
     );
     writeFileSync(join(work, 'notes.md'), 'first\nsecond\n');
-    const { transport, client, stderr } = packedClient(work);
+    const { transport, client, stderr, questions } = packedClient(work);
     try {
       await client.connect(transport);
       expect(client.getServerVersion()).toMatchObject({ name: 'conch', version });
@@ -270,6 +270,21 @@ describe('the packed @conch/mcp', () => {
       })) as CallToolResult;
       expect(sudo).toMatchObject({ isError: true, structuredContent: { permission_denied: true } });
 
+      // A question through elicitation: the client's answer is checked against the question's
+      // schema by the bundle's Ajv validator (loaded at this first check, see scripts/bundle.mjs).
+      const escalated = (await client.callTool({
+        name: 'cli_based_tool',
+        arguments: {
+          command: 'touch outside-the-sandbox.txt',
+          sandbox: false,
+          justification: 'the packed test answers a question',
+        },
+      })) as CallToolResult;
+      expect(escalated.isError).toBeFalsy();
+      expect(questions).toHaveLength(1);
+      expect(questions[0]).toContain('touch outside-the-sandbox.txt');
+      expect(existsSync(join(work, 'outside-the-sandbox.txt'))).toBe(true);
+
       // A PTY session: node-pty's prebuilt binary loads from the installed dependencies.
       const term = (await client.callTool({
         name: 'terminal',
@@ -310,7 +325,14 @@ function packedClient(work: string, env: Record<string, string> = {}) {
   });
   let stderr = '';
   transport.stderr?.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
-  return { transport, client: new Client({ name: 'packed-test', version: '0.0.0' }), stderr: () => stderr };
+  // It answers "once" to every question (elicitation), and keeps each question's text.
+  const questions: string[] = [];
+  const client = new Client({ name: 'packed-test', version: '0.0.0' }, { capabilities: { elicitation: {} } });
+  client.setRequestHandler(ElicitRequestSchema, (request) => {
+    questions.push(request.params.message);
+    return { action: 'accept', content: { decision: 'once' } };
+  });
+  return { transport, client, stderr: () => stderr, questions };
 }
 
 /** Pids of the processes under `ancestor` (bubblewrap may stand between) whose command line runs `script`. */
