@@ -43,8 +43,8 @@ export interface ConchStdioTransportOptions {
   logger?: Logger;
   /**
    * Watch stdout for its reader going away while nothing is written (a socket, as Node and the MCP
-   * SDK clients give a child: a worker thread reads it and sees the end). Default: true when
-   * stdout is the process's fd 1 and a socket.
+   * SDK clients give a child: a worker thread reads it and sees the end), from the first
+   * `tools/call` request on. Default: true when stdout is the process's fd 1 and a socket.
    */
   watchReader?: boolean;
   /**
@@ -90,6 +90,8 @@ export class ConchStdioTransport implements Transport {
   private started = false;
   private closed = false;
   private watcher: Worker | undefined;
+  /** The stdout watcher is wanted and has not started yet. */
+  private watchPending = false;
   private probe: NodeJS.Timeout | undefined;
   private probes = 0;
   private lastWrite = performance.now();
@@ -116,7 +118,9 @@ export class ConchStdioTransport implements Transport {
     this.stdout.on('error', this.onStdoutError);
     this.stdout.on('close', this.onStdoutClose);
     const kind = this.stdout === process.stdout ? stdoutKind() : 'other';
-    if (this.options.watchReader ?? kind === 'socket') this.watchReader();
+    // Its worker thread (an isolate and a node of its own, ~15 ms of CPU beside the server's start
+    // on a 2-core machine) starts at the first tools/call, not here (see handleLine).
+    this.watchPending = this.options.watchReader ?? kind === 'socket';
     const probeMs = this.options.probeIntervalMs ?? (kind === 'pipe' ? DEFAULT_PROBE_INTERVAL_MS : 0);
     if (probeMs > 0) {
       this.probe = setInterval(() => this.probeReader(probeMs), Math.max(50, Math.floor(probeMs / 4)));
@@ -298,7 +302,15 @@ export class ConchStdioTransport implements Transport {
     // The client's answer to a liveness probe: nothing else waits for it.
     if (!('method' in message) && typeof message.id === 'string' && message.id.startsWith(PROBE_ID_PREFIX))
       return;
-    if ('method' in message && 'id' in message) this.unanswered.add(message.id);
+    if ('method' in message && 'id' in message) {
+      this.unanswered.add(message.id);
+      // The stdout watcher starts with the first tool call: before it, nothing runs that the
+      // client's going away would have to stop.
+      if (this.watchPending && message.method === 'tools/call') {
+        this.watchPending = false;
+        this.watchReader();
+      }
+    }
     if ('method' in message && message.method === 'notifications/cancelled') {
       // A cancelled request gets no answer: the probe stops waiting for it.
       const cancelled = (message.params as { requestId?: unknown } | undefined)?.requestId;
