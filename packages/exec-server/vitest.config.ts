@@ -1,4 +1,4 @@
-import { mkdtempSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { defineConfig } from 'vitest/config';
@@ -9,6 +9,15 @@ import { defineConfig } from 'vitest/config';
 // HOME stays: sshd logs the test user in with the passwd home, and the isolated targets mount
 // their own ~/.cache over it.
 const xdg = mkdtempSync(join(tmpdir(), 'conch-exec-xdg-'));
+// Removed when vitest exits, with everything the tests left in it (what cannot be removed, such as
+// a read-only module cache a toolchain test made, stays; the run's outcome does not change).
+process.once('exit', () => {
+  try {
+    rmSync(xdg, { recursive: true, force: true });
+  } catch {
+    // left in the temp dir
+  }
+});
 
 export default defineConfig({
   test: {

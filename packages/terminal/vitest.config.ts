@@ -1,4 +1,4 @@
-import { mkdirSync, mkdtempSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { defineConfig } from 'vitest/config';
@@ -8,6 +8,15 @@ import { defineConfig } from 'vitest/config';
 // run depends on the machine's rc files (a pyenv init took seconds per shell) or on what an
 // earlier run left in them. Tests about rc files write their own HOME.
 const scratch = mkdtempSync(join(tmpdir(), 'conch-terminal-xdg-'));
+// Removed when vitest exits, with everything the tests left in it (what cannot be removed, such as
+// a read-only module cache a toolchain test made, stays; the run's outcome does not change).
+process.once('exit', () => {
+  try {
+    rmSync(scratch, { recursive: true, force: true });
+  } catch {
+    // left in the temp dir
+  }
+});
 const home = join(scratch, 'home');
 mkdirSync(home, { mode: 0o700 });
 

@@ -1,10 +1,19 @@
-import { mkdtempSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { defineConfig } from 'vitest/config';
 
 // Tests never write into the user's real XDG directories.
 const xdg = mkdtempSync(join(tmpdir(), 'conch-trash-xdg-'));
+// Removed when vitest exits, with everything the tests left in it (what cannot be removed, such as
+// a read-only module cache a toolchain test made, stays; the run's outcome does not change).
+process.once('exit', () => {
+  try {
+    rmSync(xdg, { recursive: true, force: true });
+  } catch {
+    // left in the temp dir
+  }
+});
 
 export default defineConfig({
   test: {

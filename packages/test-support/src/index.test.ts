@@ -97,4 +97,28 @@ describe('files', () => {
     removeTempDirs();
     expect(existsSync(dir)).toBe(false);
   });
+
+  it('removes the temp dirs a process made when it exits, even without removeTempDirs', async () => {
+    // A worker that never reaches afterAll (or a file that forgot it): its dirs go with its process.
+    const out = tempDir('conch-test-support-out-');
+    const script = [
+      // The built module (the test task builds first): node runs it as the packages' tests import it.
+      `const { tempDir } = await import(${JSON.stringify(new URL('../dist/index.js', import.meta.url).href)});`,
+      `const { writeFileSync, mkdirSync } = await import('node:fs');`,
+      `const made = [tempDir(), tempDir('conch-other-')];`,
+      `mkdirSync(made[0] + '/deep/er', { recursive: true });`,
+      `writeFileSync(made[0] + '/deep/er/file', 'x');`,
+      `writeFileSync(${JSON.stringify(join(out, 'made'))}, JSON.stringify(made));`,
+    ].join('\n');
+    const child = spawn(process.execPath, ['--input-type=module', '-e', script], {
+      stdio: ['ignore', 'ignore', 'pipe'],
+    });
+    let stderr = '';
+    child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
+    const code = await new Promise<number | null>((resolve) => child.on('close', resolve));
+    expect({ code, stderr }).toEqual({ code: 0, stderr: '' });
+    const made = JSON.parse(readFileSync(join(out, 'made'), 'utf8')) as string[];
+    expect(made).toHaveLength(2);
+    for (const dir of made) expect(existsSync(dir)).toBe(false);
+  });
 });

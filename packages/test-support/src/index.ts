@@ -124,17 +124,43 @@ export function readPid(file: string): number | undefined {
   }
 }
 
-const made: string[] = [];
+/**
+ * The directories tempDir() made in this process and not yet removed: one list per process (a test
+ * worker evaluates this module again for each file), emptied when the process exits.
+ */
+function madeHere(): string[] {
+  const key = Symbol.for('conch.test-support.tempDirs');
+  const slot = globalThis as { [key]?: string[] };
+  if (!slot[key]) {
+    const list: string[] = [];
+    slot[key] = list;
+    process.once('exit', () => removeEach(list.splice(0)));
+  }
+  return slot[key];
+}
 
-/** A fresh directory under the OS temp dir; `removeTempDirs()` (in afterAll) deletes every one made. */
+function removeEach(dirs: string[]): void {
+  for (const dir of dirs) {
+    try {
+      rmSync(dir, { recursive: true, force: true });
+    } catch {
+      // a read-only tree a toolchain made: left in the temp dir, the test's outcome unchanged
+    }
+  }
+}
+
+/**
+ * A fresh directory under the OS temp dir, removed by `removeTempDirs()` (in afterAll) or, at the
+ * latest, when the test worker's process exits.
+ */
 export function tempDir(prefix = 'conch-test-'): string {
   const dir = mkdtempSync(join(tmpdir(), prefix));
-  made.push(dir);
+  madeHere().push(dir);
   return dir;
 }
 
 export function removeTempDirs(): void {
-  for (const dir of made.splice(0)) rmSync(dir, { recursive: true, force: true });
+  removeEach(madeHere().splice(0));
 }
 
 /**
