@@ -21,6 +21,7 @@ import { pathToFileURL } from 'node:url';
 import { tempDir, waitFor } from '@conch/test-support';
 import { describe, expect, it } from 'vitest';
 import { PACKAGE_DIR } from './test-support/harness.js';
+import { WRAPPER_HEAD, WRAPPER_TAIL } from './compile-cache.js';
 
 const RUNNER = pathToFileURL(join(PACKAGE_DIR, 'dist', 'compile-cache.js')).href;
 const isRoot = process.getuid?.() === 0;
@@ -34,11 +35,15 @@ interface Run {
 }
 
 /** Runs `file` through runWithCompileCache in a fresh node; the report is the last stdout line (at exit). */
-function runFile(file: string, env: Record<string, string | undefined>): Promise<Run> {
+function runFile(
+  file: string,
+  env: Record<string, string | undefined>,
+  options: { wrapped?: boolean } = {},
+): Promise<Run> {
   const script = `
     import { runWithCompileCache } from ${JSON.stringify(RUNNER)};
     globalThis[Symbol.for('test.import')] = (s) => import(new URL(s, ${JSON.stringify(pathToFileURL(file).href)}).href);
-    const run = runWithCompileCache(${JSON.stringify(file)}, { writeAfterMs: 60_000 });
+    const run = runWithCompileCache(${JSON.stringify(file)}, { writeAfterMs: 60_000, ...${JSON.stringify(options)} });
     process.on('exit', () => console.log(JSON.stringify(run)));`;
   return new Promise((resolve, reject) => {
     execFile(
@@ -96,6 +101,33 @@ describe('runWithCompileCache', () => {
     const second = await runFile(file, env);
     expect(second).toMatchObject({ state: 'hit', cacheFile: first.cacheFile });
     expect(second.printed.sort()).toEqual([...EXPECTED_FIRST].sort());
+  });
+
+  it('a file written wrapped (as the published bundle is) runs as it is, from source and then from its cache', async () => {
+    const { file, cache, env } = setup();
+    writeFileSync(file, `${WRAPPER_HEAD}${program('first')}${WRAPPER_TAIL}`);
+    const first = await runFile(file, env, { wrapped: true });
+    expect(first.state).toBe('miss');
+    // The same module, and the same line numbers: the head shares the first line.
+    expect(first.printed.sort()).toEqual([...EXPECTED_FIRST].sort());
+    expect(cacheFiles(cache)).toHaveLength(1);
+    const second = await runFile(file, env, { wrapped: true });
+    expect(second).toMatchObject({ state: 'hit', cacheFile: first.cacheFile });
+    expect(second.printed.sort()).toEqual([...EXPECTED_FIRST].sort());
+  });
+
+  it('`wrapped` on a file that is not wrapped fails at once, naming the file and what was expected', async () => {
+    const { file, env } = setup();
+    for (const text of [
+      program('first'),
+      `${WRAPPER_HEAD}${program('first')}`,
+      `${program('first')}${WRAPPER_TAIL}`,
+    ]) {
+      writeFileSync(file, text);
+      await expect(runFile(file, env, { wrapped: true })).rejects.toThrow(
+        `${file}: expected a wrapped CommonJS module`,
+      );
+    }
   });
 
   it('a source changed to the same length gets its own cache and runs as written', async () => {

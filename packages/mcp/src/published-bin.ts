@@ -18,4 +18,5 @@ const IMPORT_MODULE_HOOK = Symbol.for('conch.importModule');
 (module as { enableCompileCache?: () => unknown }).enableCompileCache?.();
 // Code run from the cache cannot import() (compile-cache.ts): plugin discovery imports through this.
 (globalThis as Record<symbol, unknown>)[IMPORT_MODULE_HOOK] = (specifier: string) => import(specifier);
-runWithCompileCache(fileURLToPath(new URL('./main.cjs', import.meta.url)));
+// main.cjs is written wrapped (scripts/bundle.mjs): V8 compiles its text without another copy.
+runWithCompileCache(fileURLToPath(new URL('./main.cjs', import.meta.url)), { wrapped: true });
