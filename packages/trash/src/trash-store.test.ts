@@ -5,6 +5,7 @@ import {
   lstatSync,
   mkdirSync,
   mkdtempSync,
+  readdirSync,
   readFileSync,
   readlinkSync,
   rmSync,
@@ -27,6 +28,13 @@ beforeEach(() => {
   store = new TrashStore({ dir: join(root, 'trash') });
 });
 afterEach(() => {
+  // Write-protected directories a test left: opened first (an ordinary user cannot remove them).
+  const open = (dir: string): void => {
+    if (!lstatSync(dir).isDirectory()) return;
+    chmodSync(dir, 0o700);
+    for (const name of readdirSync(dir)) open(join(dir, name));
+  };
+  open(root);
   rmSync(root, { recursive: true, force: true });
 });
 
@@ -121,6 +129,50 @@ describe('TrashStore', () => {
     expect(await store.empty()).toEqual({ removed: 1 });
     expect(await store.list()).toEqual([]);
   });
+
+  // Moving a directory rewrites its `..`: without write permission on it (a read-only checkout, a
+  // 0555 module cache) the rename fails for its owner, though rm could not have removed it either.
+  it.skipIf(process.getuid?.() === 0)(
+    'moves write-protected directories in and back out with their modes (0500, 0555, a 0444 file in 0555)',
+    async () => {
+      const cases: [string, number, string | undefined][] = [
+        ['locked', 0o500, undefined],
+        ['cache', 0o555, 'mod.go'],
+        ['top', 0o555, undefined],
+      ];
+      for (const [name, mode, file] of cases) {
+        mkdirSync(join(root, name, 'inner'), { recursive: true });
+        if (file) {
+          writeFileSync(join(root, name, 'inner', file), 'module x\n');
+          chmodSync(join(root, name, 'inner', file), 0o444);
+        }
+        chmodSync(join(root, name, 'inner'), mode);
+        chmodSync(join(root, name), mode);
+        const entry = await store.put(join(root, name));
+        expect(existsSync(join(root, name))).toBe(false);
+        expect(lstatSync(join(store.dir, entry.id)).mode & 0o7777).toBe(mode);
+        await store.restore(entry.id);
+        expect(lstatSync(join(root, name)).mode & 0o7777).toBe(mode);
+        expect(lstatSync(join(root, name, 'inner')).mode & 0o7777).toBe(mode);
+        if (file) expect(readFileSync(join(root, name, 'inner', file), 'utf8')).toBe('module x\n');
+        await store.put(join(root, name));
+      }
+      expect(await store.empty()).toEqual({ removed: cases.length });
+      expect(await store.list()).toEqual([]);
+    },
+  );
+
+  it.skipIf(process.getuid?.() === 0)(
+    "a write-protected directory in a parent it may not write stays where it is, unchanged, with the move's error",
+    async () => {
+      mkdirSync(join(root, 'parent', 'locked'), { recursive: true });
+      chmodSync(join(root, 'parent', 'locked'), 0o500);
+      chmodSync(join(root, 'parent'), 0o500);
+      expect(await code(store.put(join(root, 'parent', 'locked')))).toBe('TRASH_PUT_FAILED');
+      expect(lstatSync(join(root, 'parent', 'locked')).mode & 0o7777).toBe(0o500);
+      expect(await store.list()).toEqual([]);
+    },
+  );
 
   it('moves across file systems (copy, then delete) when rename cannot', async () => {
     const shm = '/dev/shm';

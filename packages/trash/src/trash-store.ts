@@ -276,6 +276,7 @@ async function moveAcross(from: string | Buffer, to: string | Buffer): Promise<v
     await rename(from, to);
     return;
   } catch (error) {
+    if (errno(error) === 'EACCES' && (await renameProtectedDirectory(from, to))) return;
     if (errno(error) !== 'EXDEV') throw error;
   }
   const src = from.toString();
@@ -289,6 +290,37 @@ async function moveAcross(from: string | Buffer, to: string | Buffer): Promise<v
     mode: constants.COPYFILE_EXCL,
   });
   await forceRemove(src);
+}
+
+/**
+ * Moving a directory to another parent rewrites its `..` entry, which needs write permission on
+ * the directory itself: a write-protected one (a read-only checkout, a module cache that
+ * toolchains make 0555) fails with EACCES for anyone but root, where rm would have unlinked it.
+ * Its owner may open it for the move: it is made writable, moved, and given its mode back.
+ * Returns false (nothing changed) when that is not the case or the move still fails.
+ */
+async function renameProtectedDirectory(from: string | Buffer, to: string | Buffer): Promise<boolean> {
+  let st;
+  try {
+    st = await lstat(from);
+  } catch {
+    return false;
+  }
+  if (!st.isDirectory() || (st.mode & 0o200) !== 0 || st.uid !== process.getuid?.()) return false;
+  const mode = st.mode & 0o7777;
+  try {
+    await chmod(from, mode | 0o200);
+  } catch {
+    return false;
+  }
+  try {
+    await rename(from, to);
+  } catch {
+    await chmod(from, mode).catch(() => undefined);
+    return false;
+  }
+  await chmod(to, mode).catch(() => undefined);
+  return true;
 }
 
 /** rm -rf that also takes write-protected directories (their modes are opened first). */
