@@ -190,10 +190,14 @@ export class AjvJsonSchemaValidator {
   }
 }
 `;
+// What the two plugins below replaced in the server build: each must have applied (a moved file in
+// a new SDK or zod release fails the build instead of silently costing every start again).
+const replaced = { ajvProvider: false, zodLocales: false };
 const lazyAjvProvider = (build) => {
   let real;
   build.onLoad({ filter: AJV_PROVIDER, namespace: 'file' }, (args) => {
     real = args.path;
+    replaced.ajvProvider = true;
     return { contents: AJV_PROVIDER_FACADE, loader: 'js', resolveDir: dirname(args.path) };
   });
   build.onResolve({ filter: /^conch-real:ajv-provider$/ }, () => {
@@ -220,6 +224,7 @@ const englishZodLocales = (build) => {
   build.onLoad({ filter: ZOD_LOCALES, namespace: 'file' }, (args) => {
     if (!existsSync(join(dirname(args.path), 'en.js')))
       fail(`zod's English locale is not beside ${args.path}`);
+    replaced.zodLocales = true;
     return {
       contents: 'export { default as en } from "./en.js";\n',
       loader: 'js',
@@ -259,6 +264,8 @@ const server = await esbuild.build({
   },
 });
 const serverFile = join(OUT_DIST, 'main.cjs');
+for (const [what, done] of Object.entries(replaced))
+  if (!done) fail(`the server bundle no longer loads the module the ${what} replacement expects: update it`);
 // Written as node wraps a CommonJS module, so the launcher hands V8 the file's text as it is
 // (compile-cache.ts, `wrapped`): adding the wrapper at run time made V8 copy 2.5 MB once more.
 // The head shares the first line with the code: line numbers stay those of the file.
