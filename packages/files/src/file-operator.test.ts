@@ -259,6 +259,11 @@ describe('write', () => {
     writeFileSync(join(dir, 'ro.txt'), 'x');
     chmodSync(join(dir, 'ro.txt'), 0o444);
     expect((await refusal(files.write('ro.txt', 'y'))).code).toBe('FILE_PERMISSION_DENIED');
+    // The atomic write's rename needs only the directory's permission: the file's mode decides.
+    expect((await refusal(files.edit('ro.txt', { oldString: 'x', newString: 'y' }))).code).toBe(
+      'FILE_PERMISSION_DENIED',
+    );
+    expect(readFileSync(join(dir, 'ro.txt'), 'utf8')).toBe('x');
   });
 });
 

@@ -1,12 +1,15 @@
 // Invariant: with the permission gate's sandbox on, the file tools write through the kernel — the sandbox's supervisor performs every write, so links are resolved by the kernel at the moment of the write, protected and outside paths stay untouched whatever the host-side checks saw, and writes inside the workspace need no prompt.
 import { spawn } from 'node:child_process';
 import {
+  chmodSync,
   existsSync,
   linkSync,
   mkdirSync,
   mkdtempSync,
+  readdirSync,
   readFileSync,
   realpathSync,
+  statSync,
   rmSync,
   symlinkSync,
   writeFileSync,
@@ -64,6 +67,27 @@ describe.runIf(findBwrap() || process.env.CI)('file tools through the kernel san
     expect(readFileSync(join(ws, 'src', 'a.txt'), 'utf8')).toBe('two\n');
     expect(asked).toEqual([]);
   });
+
+  // Root writes anyway: only another user sees a read-only file refused.
+  it.skipIf(process.getuid?.() === 0)(
+    'a file made read-only (0444, 0400, 0555) is neither written nor edited, and stays as it was',
+    async () => {
+      for (const [name, mode] of [
+        ['ro.txt', 0o444],
+        ['mine.txt', 0o400],
+        ['script.sh', 0o555],
+      ] as const) {
+        writeFileSync(join(ws, name), 'kept\n');
+        chmodSync(join(ws, name), mode);
+        const wrote = await call('write_file', { path: name, content: 'changed\n' });
+        const edited = await call('edit_file', { path: name, old_string: 'kept', new_string: 'changed' });
+        for (const r of [wrote, edited]) expect(r.error_code).toBe('FILE_PERMISSION_DENIED');
+        expect(readFileSync(join(ws, name), 'utf8')).toBe('kept\n');
+        expect(statSync(join(ws, name)).mode & 0o7777).toBe(mode);
+      }
+      expect(readdirSync(ws).filter((n) => n.endsWith('.conch-tmp'))).toEqual([]);
+    },
+  );
 
   it('a hard link to a file outside is replaced, never written through', async () => {
     mkdirSync(join(home, '.ssh'));

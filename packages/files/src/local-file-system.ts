@@ -1,6 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { constants, type Dirent, type Stats } from 'node:fs';
 import {
+  access,
   link,
   lstat,
   mkdir,
@@ -45,6 +46,13 @@ async function writeFileAtomic(
   data: Uint8Array,
   options: WriteFileAtomicOptions = {},
 ): Promise<void> {
+  // A file its owner made read-only is not replaced: the rename needs only the directory's write
+  // permission, where `>` and an editor refuse. access() answers as open(O_WRONLY) would (root
+  // writes anyway; a read-only mount says EROFS).
+  if (!options.createOnly)
+    await access(path, constants.W_OK).catch((error: NodeJS.ErrnoException) => {
+      if (error.code !== 'ENOENT') throw error;
+    });
   const temp = tempNameFor(path);
   // O_EXCL: the temp name is created here, never opened through something planted there.
   const handle = await open(

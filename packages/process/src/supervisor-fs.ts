@@ -1,6 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { constants, type Dirent, type Stats } from 'node:fs';
 import {
+  access,
   link,
   lstat,
   mkdir,
@@ -52,6 +53,12 @@ async function writeFileAtomic(
   mode?: number,
   createOnly?: boolean,
 ): Promise<void> {
+  // A read-only file is not replaced (the rename needs only the directory's write permission):
+  // as files' local-file-system.ts, whose twin this is inside the sandbox.
+  if (!createOnly)
+    await access(path, constants.W_OK).catch((error: NodeJS.ErrnoException) => {
+      if (error.code !== 'ENOENT') throw error;
+    });
   const temp = join(
     dirname(path),
     `.${basename(path).slice(0, 200)}.${randomBytes(6).toString('hex')}.conch-tmp`,
