@@ -1,6 +1,5 @@
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { scratchDir } from '@conch/test-support';
 import { defineConfig } from 'vitest/config';
 
 // Local targets (a pipe, a fake kubectl "pod" that is not isolated) inherit this environment: the
@@ -8,16 +7,8 @@ import { defineConfig } from 'vitest/config';
 // ~/.cache or ~/.local/share (which an earlier run, or a real use of conch, may already hold).
 // HOME stays: sshd logs the test user in with the passwd home, and the isolated targets mount
 // their own ~/.cache over it.
-const xdg = mkdtempSync(join(tmpdir(), 'conch-exec-xdg-'));
-// Removed when vitest exits, with everything the tests left in it (what cannot be removed, such as
-// a read-only module cache a toolchain test made, stays; the run's outcome does not change).
-process.once('exit', () => {
-  try {
-    rmSync(xdg, { recursive: true, force: true });
-  } catch {
-    // left in the temp dir
-  }
-});
+// Removed, with everything the tests left in it, when vitest exits (scratchDir).
+const xdg = scratchDir('conch-exec-xdg-');
 
 export default defineConfig({
   test: {

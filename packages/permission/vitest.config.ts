@@ -1,19 +1,9 @@
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { scratchDir } from '@conch/test-support';
 import { defineConfig } from 'vitest/config';
 
 // conch's state (the trust store) goes to a throwaway directory, never the user's ~/.local/state.
-const state = mkdtempSync(join(tmpdir(), 'conch-permission-state-'));
-// Removed when vitest exits, with everything the tests left in it (what cannot be removed, such as
-// a read-only module cache a toolchain test made, stays; the run's outcome does not change).
-process.once('exit', () => {
-  try {
-    rmSync(state, { recursive: true, force: true });
-  } catch {
-    // left in the temp dir
-  }
-});
+// Removed, with everything the tests left in it, when vitest exits (scratchDir).
+const state = scratchDir('conch-permission-state-');
 
 export default defineConfig({
   test: {

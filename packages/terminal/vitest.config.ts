@@ -1,22 +1,14 @@
-import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
+import { scratchDir } from '@conch/test-support';
 import { defineConfig } from 'vitest/config';
 
 // Output files and the trash default to the user's XDG directories, and every session reads the
 // rc files of $HOME (and bash wrote its history there): tests get their own, empty ones, so no
 // run depends on the machine's rc files (a pyenv init took seconds per shell) or on what an
 // earlier run left in them. Tests about rc files write their own HOME.
-const scratch = mkdtempSync(join(tmpdir(), 'conch-terminal-xdg-'));
-// Removed when vitest exits, with everything the tests left in it (what cannot be removed, such as
-// a read-only module cache a toolchain test made, stays; the run's outcome does not change).
-process.once('exit', () => {
-  try {
-    rmSync(scratch, { recursive: true, force: true });
-  } catch {
-    // left in the temp dir
-  }
-});
+// Removed, with everything the tests left in it, when vitest exits (scratchDir).
+const scratch = scratchDir('conch-terminal-xdg-');
 const home = join(scratch, 'home');
 mkdirSync(home, { mode: 0o700 });
 

@@ -1,19 +1,10 @@
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { scratchDir } from '@conch/test-support';
 import { defineConfig } from 'vitest/config';
 
 // Tests never write into the user's real XDG directories.
-const xdg = mkdtempSync(join(tmpdir(), 'conch-trash-xdg-'));
-// Removed when vitest exits, with everything the tests left in it (what cannot be removed, such as
-// a read-only module cache a toolchain test made, stays; the run's outcome does not change).
-process.once('exit', () => {
-  try {
-    rmSync(xdg, { recursive: true, force: true });
-  } catch {
-    // left in the temp dir
-  }
-});
+// Removed, with everything the tests left in it, when vitest exits (scratchDir).
+const xdg = scratchDir('conch-trash-xdg-');
 
 export default defineConfig({
   test: {

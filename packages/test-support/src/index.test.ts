@@ -98,16 +98,21 @@ describe('files', () => {
     expect(existsSync(dir)).toBe(false);
   });
 
-  it('removes the temp dirs a process made when it exits, even without removeTempDirs', async () => {
+  it('removes the temp and scratch dirs a process made when it exits, even without removeTempDirs', async () => {
     // A worker that never reaches afterAll (or a file that forgot it): its dirs go with its process.
     const out = tempDir('conch-test-support-out-');
     const script = [
       // The built module (the test task builds first): node runs it as the packages' tests import it.
-      `const { tempDir } = await import(${JSON.stringify(new URL('../dist/index.js', import.meta.url).href)});`,
-      `const { writeFileSync, mkdirSync } = await import('node:fs');`,
-      `const made = [tempDir(), tempDir('conch-other-')];`,
+      `const { tempDir, scratchDir, removeTempDirs } = await import(${JSON.stringify(new URL('../dist/index.js', import.meta.url).href)});`,
+      `const { writeFileSync, mkdirSync, existsSync } = await import('node:fs');`,
+      // A config's scratch outlives removeTempDirs (the files' afterAll), and goes at exit.
+      `const scratch = scratchDir('conch-scratch-');`,
+      `removeTempDirs();`,
+      `if (!existsSync(scratch)) throw new Error('removeTempDirs removed the scratch dir');`,
+      `const made = [tempDir(), tempDir('conch-other-'), scratch];`,
       `mkdirSync(made[0] + '/deep/er', { recursive: true });`,
       `writeFileSync(made[0] + '/deep/er/file', 'x');`,
+      `writeFileSync(scratch + '/state.json', '{}');`,
       `writeFileSync(${JSON.stringify(join(out, 'made'))}, JSON.stringify(made));`,
     ].join('\n');
     const child = spawn(process.execPath, ['--input-type=module', '-e', script], {
@@ -118,7 +123,7 @@ describe('files', () => {
     const code = await new Promise<number | null>((resolve) => child.on('close', resolve));
     expect({ code, stderr }).toEqual({ code: 0, stderr: '' });
     const made = JSON.parse(readFileSync(join(out, 'made'), 'utf8')) as string[];
-    expect(made).toHaveLength(2);
+    expect(made).toHaveLength(3);
     for (const dir of made) expect(existsSync(dir)).toBe(false);
   });
 });

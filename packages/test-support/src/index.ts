@@ -125,11 +125,11 @@ export function readPid(file: string): number | undefined {
 }
 
 /**
- * The directories tempDir() made in this process and not yet removed: one list per process (a test
- * worker evaluates this module again for each file), emptied when the process exits.
+ * Directories made in this process and not yet removed, one list per kind and process (a test
+ * worker evaluates this module again for each file): emptied when the process exits.
  */
-function madeHere(): string[] {
-  const key = Symbol.for('conch.test-support.tempDirs');
+function madeHere(kind: 'tempDirs' | 'scratchDirs'): string[] {
+  const key = Symbol.for(`conch.test-support.${kind}`);
   const slot = globalThis as { [key]?: string[] };
   if (!slot[key]) {
     const list: string[] = [];
@@ -155,12 +155,23 @@ function removeEach(dirs: string[]): void {
  */
 export function tempDir(prefix = 'conch-test-'): string {
   const dir = mkdtempSync(join(tmpdir(), prefix));
-  madeHere().push(dir);
+  madeHere('tempDirs').push(dir);
   return dir;
 }
 
 export function removeTempDirs(): void {
-  removeEach(madeHere().splice(0));
+  removeEach(madeHere('tempDirs').splice(0));
+}
+
+/**
+ * A fresh directory under the OS temp dir kept for the life of this process and removed, with
+ * everything in it, when the process exits: the scratch a vitest config gives all its tests (their
+ * HOME, XDG dirs, conch's state). removeTempDirs() leaves it.
+ */
+export function scratchDir(prefix: string): string {
+  const dir = mkdtempSync(join(tmpdir(), prefix));
+  madeHere('scratchDirs').push(dir);
+  return dir;
 }
 
 /**
