@@ -295,8 +295,8 @@ async function moveAcross(from: string | Buffer, to: string | Buffer): Promise<v
 /**
  * Moving a directory to another parent rewrites its `..` entry, which needs write permission on
  * the directory itself: a write-protected one (a read-only checkout, a module cache that
- * toolchains make 0555) fails with EACCES for anyone but root, where rm would have unlinked it.
- * Its owner may open it for the move: it is made writable, moved, and given its mode back.
+ * toolchains make 0555) fails with EACCES for anyone but root. Its owner may open it for the
+ * move: it is made writable, moved, and given its mode back (emptying the trash opens the rest).
  * Returns false (nothing changed) when that is not the case or the move still fails.
  */
 async function renameProtectedDirectory(from: string | Buffer, to: string | Buffer): Promise<boolean> {
