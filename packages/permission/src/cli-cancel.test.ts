@@ -36,6 +36,21 @@ describe.each([
     ['a tree that ignores SIGTERM', `trap "" TERM; sleep 300 & echo $$ $! > pids; wait`],
     ['a plain sleep and its shell', `sleep 301 & echo $$ $! > pids; wait`],
     ['a pipeline of two', `echo $$ $$ > pids; sleep 302 | cat; true`],
+    // The shell dies at SIGTERM and the pipes close with it, while a child lives on: one that
+    // ignores SIGTERM with its output elsewhere, one in a session of its own, one stopped.
+    [
+      'a child that ignores SIGTERM, its output closed',
+      `(trap "" TERM; exec >/dev/null 2>&1; sleep 303 & echo $$ $! > pids; wait) & wait`,
+    ],
+    [
+      'an escapee in its own session, its output closed',
+      `setsid sh -c 'exec >/dev/null 2>&1 </dev/null; sleep 304 & echo $$ $! > pids; wait' & wait`,
+    ],
+    [
+      // (No `$$` here: a line that kills and names its own shell is refused by safety:selfKill.)
+      'a stopped child, its output closed',
+      `(exec >/dev/null 2>&1; sleep 305 & kill -STOP $!; echo $! > pids; wait) & wait`,
+    ],
   ])('%s: nothing of it is alive when the call rejects', async (_case, command) => {
     registry = new PluginRegistry({ cwd: dir, plugins: [permissionPlugin, cliPlugin] });
     await registry.exposeTool('permission', { mode: 'acceptAll', ...permission });

@@ -141,6 +141,8 @@ export class ManagedProcess {
   private listeners: Set<(event: OutputEvent) => void> | undefined;
   private decoders: { stdout?: TextDecoder; stderr?: TextDecoder } = {};
   private killing: Promise<void> | undefined;
+  /** The cookie sweep of a terminate() that came after the leader's exit (see finish). */
+  private sweeping: Promise<boolean> | undefined;
   private readonly wired = new Set<Readable>();
   /** Output pipes not closed yet. */
   private readonly open = new Set<Readable>();
@@ -375,6 +377,7 @@ export class ManagedProcess {
     if (this.exited) {
       // The leader is gone (its pid may be reused): only the cookie finds what it left behind.
       const swept = sweepCookieUntilGone(this.cookie);
+      if (!this.finished) this.sweeping = swept;
       return this.finished
         ? swept.then(() => undefined)
         : Promise.all([swept, this.result]).then(() => undefined);
@@ -595,6 +598,13 @@ export class ManagedProcess {
     if (this.timeoutTimer) clearTimeout(this.timeoutTimer);
     if (this.startDeadline) clearTimeout(this.startDeadline);
     this.detachSignal();
+    // A kill under way is finished before the result is given: the pipes close as soon as the
+    // processes holding them have died, but a process with its output elsewhere (a child that
+    // ignores SIGTERM, an escapee in its own session, one caught between closing its files and
+    // becoming a zombie) lives on until the kill's SIGKILL and cookie sweep. Bounded: doKill ends
+    // after the grace, a second of SIGKILLs and the sweep's second.
+    await this.killing;
+    await this.sweeping?.catch(() => false);
     if (this.forceFile) for (const sink of this.sinks()) sink.materialize();
     const stdout = this.stdout.snapshot();
     const stderr = this.stderr.snapshot();

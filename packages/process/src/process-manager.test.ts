@@ -1,13 +1,13 @@
 // Invariant: a managed process never hangs on stdin, never loses output, reports how it ended, and leaves no survivor after kill, timeout, abort or dispose — through the supervisor and in-process alike.
 import { createHash } from 'node:crypto';
-import { createReadStream, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { createReadStream, existsSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { EventBus } from '@conch/core';
 import { waitFor } from '@conch/test-support';
 import { afterAll, afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { InvalidSpawnOptionError } from './errors.js';
-import { findCookiePids, procTable } from './kill-tree.js';
+import { findCookiePids, pidAlive, procTable } from './kill-tree.js';
 import { ProcessManager, type ProcessManagerOptions } from './process-manager.js';
 import { survivors } from './test-support/procs.js';
 
@@ -228,6 +228,50 @@ describe.each(MODES)('%s', (_name, mode) => {
       const result = await proc.kill();
       expect(result.killed).toBe(true);
       expect(survivors(proc.cookie)).toEqual([]);
+    });
+  });
+
+  // The result of a kill, a timeout or an abort comes once the whole tree is dead, not when the
+  // pipes close: these trees close their output first, so only the kill's end can tell.
+  describe.each([
+    ['a child ignoring SIGTERM', `(trap "" TERM; exec >/dev/null 2>&1; sleep 310 & echo x > ready; wait) & wait`],
+    ['a setsid escapee', `setsid sh -c 'exec >/dev/null 2>&1 </dev/null; sleep 311 & echo x > ready; wait' & wait`],
+    ['a nohup child in the group', `nohup sh -c 'trap "" TERM; sleep 312 & echo x > ready; wait' >/dev/null 2>&1 & wait`],
+  ])('output closed early: %s', (_case, script) => {
+    const readyTree = async (cookie: string) => {
+      await waitFor(() => existsSync(join(dir, 'ready')) && survivors(cookie).length >= 3, {
+        what: 'tree up',
+        timeoutMs: 10_000,
+      });
+      return survivors(cookie);
+    };
+    const dead = (pids: number[]) => pids.filter((pid) => pidAlive(pid));
+
+    it('kill() answers when none of it is alive', async () => {
+      const proc = manager.spawn(script, [], { shell: true, cwd: dir });
+      const tree = await readyTree(proc.cookie);
+      const result = await proc.kill();
+      expect(result.killed).toBe(true);
+      expect(dead(tree)).toEqual([]);
+    });
+
+    it('an abort answers when none of it is alive', async () => {
+      const controller = new AbortController();
+      const proc = manager.spawn(script, [], { shell: true, cwd: dir, signal: controller.signal });
+      const tree = await readyTree(proc.cookie);
+      controller.abort();
+      const result = await proc.result;
+      expect(result.aborted).toBe(true);
+      expect(dead(tree)).toEqual([]);
+    });
+
+    it('a timeout answers when none of it is alive', async () => {
+      const proc = manager.spawn(script, [], { shell: true, cwd: dir, timeoutMs: 60_000 });
+      const tree = await readyTree(proc.cookie);
+      proc.setTimeout(1);
+      const result = await proc.result;
+      expect(result.timedOut).toBe(true);
+      expect(dead(tree)).toEqual([]);
     });
   });
 
