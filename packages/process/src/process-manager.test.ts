@@ -1,6 +1,14 @@
 // Invariant: a managed process never hangs on stdin, never loses output, reports how it ended, and leaves no survivor after kill, timeout, abort or dispose — through the supervisor and in-process alike.
 import { createHash } from 'node:crypto';
-import { createReadStream, existsSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import {
+  createReadStream,
+  existsSync,
+  mkdtempSync,
+  readFileSync,
+  rmSync,
+  statSync,
+  writeFileSync,
+} from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { EventBus } from '@conch/core';
@@ -234,9 +242,18 @@ describe.each(MODES)('%s', (_name, mode) => {
   // The result of a kill, a timeout or an abort comes once the whole tree is dead, not when the
   // pipes close: these trees close their output first, so only the kill's end can tell.
   describe.each([
-    ['a child ignoring SIGTERM', `(trap "" TERM; exec >/dev/null 2>&1; sleep 310 & echo x > ready; wait) & wait`],
-    ['a setsid escapee', `setsid sh -c 'exec >/dev/null 2>&1 </dev/null; sleep 311 & echo x > ready; wait' & wait`],
-    ['a nohup child in the group', `nohup sh -c 'trap "" TERM; sleep 312 & echo x > ready; wait' >/dev/null 2>&1 & wait`],
+    [
+      'a child ignoring SIGTERM',
+      `(trap "" TERM; exec >/dev/null 2>&1; sleep 310 & echo x > ready; wait) & wait`,
+    ],
+    [
+      'a setsid escapee',
+      `setsid sh -c 'exec >/dev/null 2>&1 </dev/null; sleep 311 & echo x > ready; wait' & wait`,
+    ],
+    [
+      'a nohup child in the group',
+      `nohup sh -c 'trap "" TERM; sleep 312 & echo x > ready; wait' >/dev/null 2>&1 & wait`,
+    ],
   ])('output closed early: %s', (_case, script) => {
     const readyTree = async (cookie: string) => {
       await waitFor(() => existsSync(join(dir, 'ready')) && survivors(cookie).length >= 3, {
