@@ -1,5 +1,5 @@
 // Invariant: a local Chromium starts through the process manager with a private profile, answers CDP on 127.0.0.1, is listed as "[browser] Chrome Headless  CDP Ready ws://…", and after close, a failed start, an abort or the host's SIGKILL no Chromium process and no profile is left.
-import { spawn, type ChildProcess } from 'node:child_process';
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { chmodSync, existsSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
@@ -147,5 +147,16 @@ describe.skipIf(!hasChrome)('host SIGKILLed', () => {
       timeoutMs: 10_000,
     });
     expect(await answersCdp(info.httpUrl)).toBe(false);
+  });
+});
+
+describe.skipIf(!hasChrome)('a host that is only a script', () => {
+  it('runs to its end through launch, close() and dispose(), and leaves no Chromium', () => {
+    const here = dirname(fileURLToPath(import.meta.url));
+    const script = join(here, 'test-support', 'script-host-close.mjs');
+    const run = spawnSync(process.execPath, [script, dir], { encoding: 'utf8', timeout: 120_000 });
+    expect(run.stdout).toBe('started\nclosed\ndisposed\n');
+    expect(run.status).toBe(0);
+    expect(processesMentioning(join(dir, 'chrome-profile-'))).toEqual([]);
   });
 });

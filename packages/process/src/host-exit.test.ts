@@ -76,3 +76,49 @@ describe('onHostExit', () => {
     expect(run.stdout).toBe('first\nthird\n');
   });
 });
+
+// A host with nothing else to do (a script: no server, no timer of its own) that awaits a kill
+// must see it end. Node exits when its event loop is empty, so a kill that waits only on unref'd
+// handles ends the host in the middle of `await kill()`: conch's own close of a browser did.
+describe.each([
+  ['through the supervisor', '{}', '{}'],
+  [
+    'in a workspace-write sandbox',
+    '{}',
+    "{ sandbox: { kind: 'workspace-write', writableRoots: [process.cwd()], readOnlyPaths: [] } }",
+  ],
+  ['in-process (no supervisor)', '{ supervisor: false }', '{}'],
+])('a script host awaiting its kill, %s', (_name, managerOptions, spawnOptions) => {
+  it.each([
+    ['kill()', 'await p.kill();'],
+    ['an abort', 'c.abort(); await p.result;'],
+    ['a timeout', 'p.setTimeout(1); await p.result;'],
+  ])(
+    '%s returns to the script, which reaches its end',
+    (_how, end) => {
+      const script = `
+      import { mkdtempSync } from 'node:fs';
+      import { tmpdir } from 'node:os';
+      import { join } from 'node:path';
+      import { ProcessManager } from ${JSON.stringify(dist)};
+      process.chdir(mkdtempSync(join(tmpdir(), 'conch-script-host-')));
+      const m = new ProcessManager(${managerOptions});
+      const c = new AbortController();
+      const p = m.spawn('trap "" TERM; sleep 300 & echo up; wait', [], {
+        ...${spawnOptions}, shell: true, signal: c.signal,
+      });
+      await new Promise((resolve) => p.onOutput(resolve));
+      ${end}
+      console.log('reached the end', (await p.result).reason);
+      await m.dispose();
+    `;
+      const run = spawnSync(process.execPath, ['--input-type=module', '-e', script], {
+        encoding: 'utf8',
+        timeout: 60_000,
+      });
+      expect(run.stdout).toMatch(/^reached the end (killed|aborted|timeout)\n$/);
+      expect(run.status).toBe(0);
+    },
+    120_000,
+  );
+});

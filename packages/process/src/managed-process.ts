@@ -119,6 +119,9 @@ export class ManagedProcess {
   private readonly t0: number;
   private resolveResult!: (result: ProcessResult) => void;
   private resolveSpawned!: (pid: number | undefined) => void;
+  /** Resolves at the child's 'exit' (what a kill waits for: the result waits for the kill). */
+  private readonly exitSeen: Promise<void>;
+  private resolveExitSeen!: () => void;
   private exitCodeValue: number | null = null;
   private exitSignalValue: string | null = null;
   private exited = false;
@@ -181,6 +184,9 @@ export class ManagedProcess {
     });
     this.spawned = new Promise<number | undefined>((resolvePromise) => {
       this.resolveSpawned = resolvePromise;
+    });
+    this.exitSeen = new Promise<void>((resolvePromise) => {
+      this.resolveExitSeen = resolvePromise;
     });
   }
 
@@ -403,8 +409,9 @@ export class ManagedProcess {
       this.owner.logger?.warn({ err: error, id: this.id }, 'process kill failed');
     }
     if (!this.exited && pid !== undefined) {
-      // The kernel reports the exit shortly; wait for it (bounded by the drain timer).
-      await Promise.race([this.result, new Promise((r) => setTimeout(r, this.drainMs + 1000).unref())]);
+      // The kernel reports the exit shortly (through a supervisor, its message): wait for it,
+      // bounded by the drain timer. Not for the result, which waits for this kill (finish()).
+      await Promise.race([this.exitSeen, new Promise((r) => setTimeout(r, this.drainMs + 1000).unref())]);
     }
   }
 
@@ -430,6 +437,7 @@ export class ManagedProcess {
         this.reason = 'error';
         this.exited = true;
         this.resolveSpawned(undefined);
+        this.resolveExitSeen();
         this.report();
         void this.finish();
       } else {
@@ -438,6 +446,10 @@ export class ManagedProcess {
     });
     child.once('exit', (code, signal) => {
       this.exited = true;
+      // A child that exits without ever spawning (its supervisor lost before the start) has no
+      // pid to wait for: a kill waiting on `spawned` goes on to its sweep, and finish() with it.
+      this.resolveSpawned(child.pid);
+      this.resolveExitSeen();
       this.exitCodeValue = code;
       this.exitSignalValue = signal;
       this.armDrain();

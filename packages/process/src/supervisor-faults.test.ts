@@ -147,6 +147,27 @@ describe('a supervisor that is slow, not dead', () => {
     expect(result.supervisorLost).toMatch(/stopped/);
   });
 
+  it.each([
+    ['with a time limit', { timeoutMs: 2000 }],
+    ['without one', {}],
+  ])(
+    'an aborted call whose supervisor is stopped while it starts still comes back (%s)',
+    async (_n, limit) => {
+      const stopSelf = join(ws, 'stop-self');
+      writeFileSync(stopSelf, `#!/bin/sh\nkill -STOP $$\nexec ${JSON.stringify(process.execPath)} "$@"\n`);
+      chmodSync(stopSelf, 0o755);
+      const m = manager({ supervisor: { execPath: stopSelf, unresponsiveMs: 1000 } });
+      const controller = new AbortController();
+      const proc = m.spawn('echo', ['hi'], { ...limit, signal: controller.signal });
+      controller.abort();
+      // The abort cannot reach a command that never started: the health check ends the wait, and
+      // the call comes back saying why (it used to wait on a start that would never come).
+      const result = await proc.result;
+      expect(result.supervisorLost).toMatch(/stopped/);
+      expect(result.stdout.head).toBe('');
+    },
+  );
+
   it('a busy supervisor answers its pings: many spawns at once with a tight bound are never declared lost', async () => {
     const m = manager({ supervisor: { unresponsiveMs: 1000 } });
     const env: Record<string, string> = {};
