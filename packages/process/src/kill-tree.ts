@@ -131,8 +131,10 @@ export async function killProcessTree(pid: number, options: KillTreeOptions = {}
   // A stopped process never handles SIGTERM; wake it so it can.
   signalGroup(pid, 'SIGCONT');
   const deadline = performance.now() + graceMs;
-  while (performance.now() < deadline) {
-    await sleep(pollMs);
+  // Looks again after 1 ms, then doubling up to pollMs: most trees die at SIGTERM within a few ms,
+  // and a cancel answers only once they are gone (ManagedProcess.finish waits for this).
+  for (let wait = 1; performance.now() < deadline; wait = Math.min(wait * 2, pollMs)) {
+    await sleep(wait);
     if (!groupAlive(pid) && !pidAlive(pid)) return true;
   }
   const killDeadline = performance.now() + 1000;
