@@ -1,20 +1,6 @@
-import { randomBytes } from 'node:crypto';
 import { constants, type Dirent, type Stats } from 'node:fs';
-import {
-  access,
-  link,
-  lstat,
-  mkdir,
-  open,
-  readdir,
-  readlink,
-  realpath,
-  rename,
-  stat,
-  unlink,
-  type FileHandle,
-} from 'node:fs/promises';
-import { basename, dirname, join } from 'node:path';
+import { lstat, mkdir, open, readdir, readlink, realpath, stat, type FileHandle } from 'node:fs/promises';
+import { writeFileAtomic } from './atomic-write.js';
 import type { FsOp, FsReply, FsRequest, FsStats } from './supervisor-protocol.js';
 
 /**
@@ -39,70 +25,6 @@ function statsOf(s: Stats): FsStats {
 const handles = new Map<number, FileHandle>();
 let nextHandle = 0;
 
-/** Errors of `link()` that say the file system has no hard links (not that the target exists). */
-const NO_HARD_LINKS = new Set(['EPERM', 'ENOTSUP', 'EOPNOTSUPP', 'ENOSYS', 'EXDEV']);
-
-/**
- * A temp file beside `path`, written whole and renamed over it (or linked, for `createOnly`): the
- * directory entry is replaced, never written through (a hard link's other names keep their content,
- * a symlink is replaced, not followed).
- */
-async function writeFileAtomic(
-  path: string,
-  data: Buffer,
-  mode?: number,
-  createOnly?: boolean,
-): Promise<void> {
-  // A read-only file is not replaced (the rename needs only the directory's write permission):
-  // as files' local-file-system.ts, whose twin this is inside the sandbox.
-  if (!createOnly)
-    await access(path, constants.W_OK).catch((error: NodeJS.ErrnoException) => {
-      if (error.code !== 'ENOENT') throw error;
-    });
-  const temp = join(
-    dirname(path),
-    `.${basename(path).slice(0, 200)}.${randomBytes(6).toString('hex')}.conch-tmp`,
-  );
-  const handle = await open(
-    temp,
-    constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | constants.O_NOFOLLOW,
-    mode ?? 0o666,
-  );
-  let renamed = false;
-  try {
-    try {
-      await handle.writeFile(data);
-      if (mode !== undefined) await handle.chmod(mode & 0o7777);
-      await handle.datasync();
-    } finally {
-      await handle.close();
-    }
-    if (createOnly) {
-      try {
-        await link(temp, path);
-      } catch (error) {
-        if (!NO_HARD_LINKS.has((error as NodeJS.ErrnoException).code ?? '')) throw error;
-        const exists = await lstat(path).then(
-          () => true,
-          (e: NodeJS.ErrnoException) => {
-            if (e.code === 'ENOENT') return false;
-            throw e;
-          },
-        );
-        if (exists)
-          throw Object.assign(new Error(`EEXIST: file already exists, '${path}'`), { code: 'EEXIST' });
-        await rename(temp, path);
-        renamed = true;
-      }
-    } else {
-      await rename(temp, path);
-      renamed = true;
-    }
-  } finally {
-    if (!renamed) await unlink(temp).catch(() => undefined);
-  }
-}
-
 /** One file operation, in this process (a supervisor's, or the host's when there is no sandbox). */
 export async function performFs(op: FsOp, args: readonly unknown[]): Promise<unknown> {
   const path = String(args[0]);
@@ -122,7 +44,10 @@ export async function performFs(op: FsOp, args: readonly unknown[]): Promise<unk
       return null;
     case 'write': {
       const [, data, mode, createOnly] = args as [string, string, number | null, boolean];
-      await writeFileAtomic(path, Buffer.from(data, 'base64'), mode ?? undefined, createOnly);
+      await writeFileAtomic(path, Buffer.from(data, 'base64'), {
+        ...(mode === null ? {} : { mode }),
+        createOnly,
+      });
       return null;
     }
     case 'open': {
