@@ -1,3 +1,4 @@
+import type { AtomicWriteOptions } from '@conch/process';
 import type { EntryType } from './file-operations.js';
 
 /** What a backend says about a path (`stat` follows symlinks, `lstat` does not). */
@@ -25,12 +26,8 @@ export interface FileReadHandle {
   close(): Promise<void>;
 }
 
-export interface WriteFileAtomicOptions {
-  /** Permission bits of the new file (`& 0o7777`, exact: no umask). Default: a new file's default (0o666 minus the umask). */
-  mode?: number;
-  /** Fail with EEXIST when something exists at `path` already (no replacement). Default false. */
-  createOnly?: boolean;
-}
+/** `mode` and `createOnly` of a write: the options of @conch/process's writeFileAtomic. */
+export type WriteFileAtomicOptions = AtomicWriteOptions;
 
 /**
  * The file-system primitives a `FileOperator` uses — every access it makes goes through one of

@@ -8,9 +8,9 @@ import { basename, dirname, join } from 'node:path';
 // write every file tool ends in, wherever it runs.
 
 export interface AtomicWriteOptions {
-  /** The new file's exact mode (not reduced by the umask). Default: 0o666 less the umask. */
+  /** Permission bits of the new file (`& 0o7777`, exact: no umask). Default: a new file's default (0o666 minus the umask). */
   mode?: number;
-  /** Fails with EEXIST when anything is at the path (a new file only). */
+  /** Fail with EEXIST when something exists at `path` already (no replacement). Default false. */
   createOnly?: boolean;
 }
 

@@ -143,9 +143,8 @@ export class ManagedProcess {
   private readonly onAbort = () => void this.terminate('aborted', ABORT_GRACE_MS);
   private listeners: Set<(event: OutputEvent) => void> | undefined;
   private decoders: { stdout?: TextDecoder; stderr?: TextDecoder } = {};
+  /** The kill under way (doKill, or the cookie sweep of a terminate() after the leader's exit). */
   private killing: Promise<void> | undefined;
-  /** The cookie sweep of a terminate() that came after the leader's exit (see finish). */
-  private sweeping: Promise<boolean> | undefined;
   private readonly wired = new Set<Readable>();
   /** Output pipes not closed yet. */
   private readonly open = new Set<Readable>();
@@ -383,7 +382,11 @@ export class ManagedProcess {
     if (this.exited) {
       // The leader is gone (its pid may be reused): only the cookie finds what it left behind.
       const swept = sweepCookieUntilGone(this.cookie);
-      if (!this.finished) this.sweeping = swept;
+      if (!this.finished)
+        this.killing ??= swept.then(
+          () => undefined,
+          () => undefined,
+        );
       return this.finished
         ? swept.then(() => undefined)
         : Promise.all([swept, this.result]).then(() => undefined);
@@ -446,9 +449,6 @@ export class ManagedProcess {
     });
     child.once('exit', (code, signal) => {
       this.exited = true;
-      // A child that exits without ever spawning (its supervisor lost before the start) has no
-      // pid to wait for: a kill waiting on `spawned` goes on to its sweep, and finish() with it.
-      this.resolveSpawned(child.pid);
       this.resolveExitSeen();
       this.exitCodeValue = code;
       this.exitSignalValue = signal;
@@ -616,7 +616,6 @@ export class ManagedProcess {
     // becoming a zombie) lives on until the kill's SIGKILL and cookie sweep. Bounded: doKill ends
     // after the grace, a second of SIGKILLs and the sweep's second.
     await this.killing;
-    await this.sweeping?.catch(() => false);
     if (this.forceFile) for (const sink of this.sinks()) sink.materialize();
     const stdout = this.stdout.snapshot();
     const stderr = this.stderr.snapshot();

@@ -1,3 +1,4 @@
+import type { AtomicWriteOptions } from './atomic-write.js';
 import type { FsOp, FsStats } from './supervisor-protocol.js';
 
 /** A file opened for reading through a sandbox's supervisor. */
@@ -21,11 +22,7 @@ export interface SandboxFileSystem {
   readlink(path: string): Promise<string>;
   readdir(path: string): Promise<{ name: string; type: FsStats['type'] }[]>;
   mkdirp(path: string): Promise<void>;
-  writeFileAtomic(
-    path: string,
-    data: Uint8Array,
-    options?: { mode?: number; createOnly?: boolean },
-  ): Promise<void>;
+  writeFileAtomic(path: string, data: Uint8Array, options?: AtomicWriteOptions): Promise<void>;
 }
 
 /** Builds the file system over one call function (`op`, `args`) -> value. */
