@@ -296,10 +296,13 @@ export class PermissionEngine implements PermissionGate {
     // poll, whatever phase this call started in.
     if (this.kernel && request.kind === 'command')
       await new Promise((resolve) => setImmediate(() => setImmediate(resolve)));
-    const { analysis: analyzed, display, cwd } = this.analyzeRequest(request);
+    const { analysis: analyzed, line, cwd } = this.analyzeRequest(request);
     const analysis = this.pinned(request, analyzed);
     // The human sees the whole command or is not asked; logs and the audit keep a bounded copy.
-    const shown = clipDisplay(display);
+    // Escaped only as far as it is shown: the log's copy is at most DISPLAY_MAX characters, and
+    // the whole display is made only for a human (a 1 MB command refused or allowed is not
+    // scanned a character at a time for it).
+    const shown = clipDisplay(line);
     const policy = this.policy(request, analysis);
     const { decisive } = policy;
     let verdict = policy.verdict;
@@ -317,7 +320,9 @@ export class PermissionEngine implements PermissionGate {
       );
     }
     let tooLong = false;
-    if (verdict === 'ask' && display.length > DISPLAY_MAX) {
+    // Escaping never shortens a text, so a line over the limit is too long before it is escaped.
+    const display = verdict === 'ask' && line.length <= DISPLAY_MAX ? escapeHidden(line) : '';
+    if (verdict === 'ask' && (line.length > DISPLAY_MAX || display.length > DISPLAY_MAX)) {
       verdict = 'deny';
       tooLong = true;
     }
@@ -346,7 +351,7 @@ export class PermissionEngine implements PermissionGate {
     } else if (tooLong) {
       decision = {
         outcome: 'deny',
-        reason: `The command is too long to show a human whole (${display.length} characters; at most ${DISPLAY_MAX} are shown), and a prompt that hides part of a command is refused: ${decisive.reason}.`,
+        reason: `The command is too long to show a human whole (${Math.max(line.length, display.length)} characters; at most ${DISPLAY_MAX} are shown), and a prompt that hides part of a command is refused: ${decisive.reason}.`,
         rule: 'failClosed:display',
         suggestion: 'Split it into shorter commands, or write a script file the human can read and run that.',
       };
@@ -783,7 +788,11 @@ export class PermissionEngine implements PermissionGate {
     return { ...this.paths, workspaceRoot: target.workspace, home: target.home ?? '/' };
   }
 
-  private analyzeRequest(request: PermissionRequest): { analysis: Analysis; display: string; cwd?: string } {
+  /**
+   * The request's analysis, the text a human would be shown for it (before escapeHidden) and the
+   * directory it runs in.
+   */
+  private analyzeRequest(request: PermissionRequest): { analysis: Analysis; line: string; cwd?: string } {
     if (request.kind === 'command') {
       const plan = request.plan;
       // In a remote target, `~`, the workspace and protected paths are the target's.
@@ -797,7 +806,7 @@ export class PermissionEngine implements PermissionGate {
             ...(paths ? { paths } : {}),
           }),
         );
-        return { analysis, display: escapeHidden(plan.line), cwd: plan.cwd };
+        return { analysis, line: plan.line, cwd: plan.cwd };
       }
       const line = requestLine(request);
       const cwd = posix.resolve(paths?.workspaceRoot ?? this.workspaceRoot, request.cwd || '.');
@@ -818,11 +827,11 @@ export class PermissionEngine implements PermissionGate {
         const shownEnv = `export ${env.length} variables (${env.slice(0, 20).join(', ')}${env.length > 20 ? ', …' : ''})`;
         return {
           analysis: summarize([...pieces, analysis].flatMap((a) => a.parts)),
-          display: escapeHidden(`${shownEnv}\n${line}`),
+          line: `${shownEnv}\n${line}`,
           cwd,
         };
       }
-      return { analysis, display: escapeHidden(line), cwd };
+      return { analysis, line, cwd };
     }
     const part: Part = request.readOnly
       ? { command: request.summary, verdict: 'allow', reason: 'a read-only action', rule: 'readOnly:action' }
@@ -834,7 +843,7 @@ export class PermissionEngine implements PermissionGate {
         };
     return {
       analysis: { verdict: part.verdict, decisive: part, parts: [part], readOnly: part.verdict === 'allow' },
-      display: escapeHidden(request.summary),
+      line: request.summary,
     };
   }
 
@@ -949,7 +958,7 @@ export class PermissionEngine implements PermissionGate {
     rule: string;
     cwd?: string;
   }): void {
-    const shown = clipDisplay(escapeHidden(entry.summary));
+    const shown = clipDisplay(entry.summary);
     const audit: AuditEntry = {
       time: Date.now(),
       callId: entry.callId,
@@ -1080,11 +1089,15 @@ function readWhole(analysis: Analysis): Analysis {
 
 const UNREAD = new Set(['failClosed:parse', 'failClosed:nesting']);
 
-/** The command as the audit log, the logs and events keep it: at most DISPLAY_MAX characters. */
-function clipDisplay(display: string): string {
-  return display.length > DISPLAY_MAX
-    ? `${display.slice(0, DISPLAY_MAX)}… (${display.length - DISPLAY_MAX} more characters not kept)`
-    : display;
+/**
+ * The command as the audit log, the logs and events keep it: escaped (escapeHidden), at most
+ * DISPLAY_MAX characters. Only the head that can be kept is escaped; the count of what is not
+ * kept is the escaped head's overflow plus the characters past it as they are.
+ */
+function clipDisplay(line: string): string {
+  const head = escapeHidden(line.slice(0, DISPLAY_MAX));
+  const dropped = Math.max(0, head.length - DISPLAY_MAX) + Math.max(0, line.length - DISPLAY_MAX);
+  return dropped > 0 ? `${head.slice(0, DISPLAY_MAX)}… (${dropped} more characters not kept)` : head;
 }
 
 /** The rule a decision names when a rule no longer vouches for a command: the file that changed. */

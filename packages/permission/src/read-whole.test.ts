@@ -88,6 +88,42 @@ describe('a human sees the whole command or is not asked', () => {
     expect(entry!.command).toMatch(/more characters not kept\)$/);
   });
 
+  it('a command that fits raw but not once its hidden characters are escaped is denied, with the shown length', async () => {
+    const asked: ApprovalRequest[] = [];
+    const e = engine({ sandbox: 'off' }, asked);
+    // 4,000 zero-width spaces are 4,000 characters raw and 32,000 escaped (`\u{200B}` each).
+    for (const hidden of ['\u200b', '\u202e', '\u0430']) {
+      const command = `touch marker; echo x${hidden.repeat(4000)}`;
+      expect(command.length).toBeLessThan(MAX_DISPLAY_CHARS);
+      const d = await e.check(cmd(command), { callId: hidden });
+      expect(d).toMatchObject({ outcome: 'deny', rule: 'failClosed:display' });
+      expect(d.reason).toContain(`(${approvalDisplay(cmd(command)).length} characters;`);
+    }
+    expect(asked).toEqual([]);
+  });
+
+  it('the audit copy of a command longer than it keeps is escaped at its head and counts the rest', async () => {
+    const e = engine({ sandbox: 'off', mode: 'readOnly' });
+    const cases = [
+      `echo \u200bhead ${'a'.repeat(MAX_DISPLAY_CHARS * 3)}; touch marker`,
+      `touch \u202emarker${'b'.repeat(MAX_DISPLAY_CHARS)}`,
+      `${'\u3000'.repeat(MAX_DISPLAY_CHARS)}rm x`,
+    ];
+    for (const [i, command] of cases.entries()) {
+      await e.check(cmd(command), { callId: String(i) });
+      const entry = e.audit().at(-1)!;
+      const whole = approvalDisplay(cmd(command));
+      expect(entry.command.startsWith(whole.slice(0, 40))).toBe(true);
+      expect(entry.command).toMatch(/… \(\d+ more characters not kept\)$/);
+      const dropped = Number(/\((\d+) more characters not kept\)$/.exec(entry.command)![1]);
+      // What is kept plus what is counted as not kept is the whole escaped display, or (past the
+      // head) the raw characters, never less than the raw command's overflow.
+      expect(dropped).toBeGreaterThanOrEqual(command.length - MAX_DISPLAY_CHARS);
+      expect(dropped).toBeLessThanOrEqual(whole.length - MAX_DISPLAY_CHARS);
+      expect(entry.command.length).toBeLessThan(MAX_DISPLAY_CHARS + 60);
+    }
+  });
+
   it('an escalation too long to show whole is denied', async () => {
     const asked: ApprovalRequest[] = [];
     const e = engine({ sandbox: 'workspace-write' }, asked);
