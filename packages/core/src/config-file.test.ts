@@ -1,8 +1,8 @@
 // conch.config.json is validated with named-field errors and exposes the plugins it names, in order.
-import { mkdtempSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { writeFileSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { tempDir } from '@conch/test-support';
 import { expect, test } from 'vitest';
 import { createRegistryFromConfig, loadConchConfig } from './config-file.js';
 import { ConchError } from './errors/conch-error.js';
@@ -10,7 +10,7 @@ import { ConchError } from './errors/conch-error.js';
 const examples = resolve(dirname(fileURLToPath(import.meta.url)), '../../../examples');
 
 test('loads, resolves paths against the file and exposes named plugins', async () => {
-  const dir = mkdtempSync(join(tmpdir(), 'conch-cfg-'));
+  const dir = tempDir('conch-cfg-');
   const file = join(dir, 'conch.config.json');
   writeFileSync(
     file,
@@ -31,7 +31,7 @@ test('loads, resolves paths against the file and exposes named plugins', async (
 });
 
 test('a bad file names the field', async () => {
-  const dir = mkdtempSync(join(tmpdir(), 'conch-cfg-'));
+  const dir = tempDir('conch-cfg-');
   const file = join(dir, 'conch.config.json');
   writeFileSync(file, JSON.stringify({ plugins: { cli: 3 }, colour: 'red' }));
   const error = await loadConchConfig(file).catch((e: unknown) => e);

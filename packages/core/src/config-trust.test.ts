@@ -1,8 +1,8 @@
 // A conch.config.json in a workspace conch has run in is loaded only as conch last loaded it: new, changed or removed ones throw CONFIG_UNTRUSTED until accepted; one outside every workspace is never pinned.
 import { execFileSync } from 'node:child_process';
-import { mkdirSync, mkdtempSync, realpathSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { mkdirSync, realpathSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { tempDir } from '@conch/test-support';
 import { pino } from 'pino';
 import { expect, test } from 'vitest';
 import { checkConfigFile, pinConfigFile } from './config-trust.js';
@@ -12,7 +12,7 @@ import { type UntrustedConfigError } from './errors/untrusted-config-error.js';
 import { PluginRegistry } from './registry.js';
 import { TrustStore, UNTRUSTED_REASONS } from './trust-store.js';
 
-const temp = (prefix: string) => realpathSync(mkdtempSync(join(tmpdir(), prefix)));
+const temp = (prefix: string) => realpathSync(tempDir(prefix));
 const silent = pino({ level: 'silent' });
 
 function setup() {

@@ -1,9 +1,9 @@
 // Discovery finds plugin packages by manifest (node_modules walk-up and named dirs) and skips broken ones without failing the rest.
-import { mkdirSync, mkdtempSync, realpathSync, symlinkSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { mkdirSync, realpathSync, symlinkSync, writeFileSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import { Writable } from 'node:stream';
 import { fileURLToPath, pathToFileURL } from 'node:url';
+import { tempDir } from '@conch/test-support';
 import { pino } from 'pino';
 import { afterEach, describe, expect, test } from 'vitest';
 import { IMPORT_MODULE_HOOK } from './discovery.js';
@@ -46,7 +46,7 @@ describe('discover', () => {
   });
 
   test('walks node_modules from cwd up, including scoped packages, once per package', async () => {
-    const root = mkdtempSync(join(tmpdir(), 'conch-disc-'));
+    const root = tempDir('conch-disc-');
     const nested = join(root, 'project', 'sub');
     mkdirSync(nested, { recursive: true });
     writePackage(
@@ -73,7 +73,7 @@ describe('discover', () => {
   });
 
   test('a plugin that throws on load, an invalid manifest, a bad shape and a duplicate tool are skipped with typed errors', async () => {
-    const root = mkdtempSync(join(tmpdir(), 'conch-broken-'));
+    const root = tempDir('conch-broken-');
     const modules = join(root, 'node_modules');
     writePackage(modules, 'a-good', { plugin: './plugin.js' }, goodPlugin('good', 'good_tool'));
     writePackage(modules, 'b-throws', { plugin: './plugin.js' }, `throw new Error('boom at load');`);
@@ -129,7 +129,7 @@ function loggedRegistry(cwd: string, options: ConstructorParameters<typeof Plugi
   });
   const registry = new PluginRegistry({
     cwd,
-    trustStore: join(mkdtempSync(join(tmpdir(), 'conch-disc-store-')), 'trust.json'),
+    trustStore: join(tempDir('conch-disc-store-'), 'trust.json'),
     logger: pino({ level: 'warn' }, sink),
     ...options,
   });
@@ -139,7 +139,7 @@ function loggedRegistry(cwd: string, options: ConstructorParameters<typeof Plugi
 
 describe('a package named like a plugin that discovery does not load', () => {
   test('is warned about once, naming the package, its path and the field, and listed in status().discovery', async () => {
-    const root = realpathSync(mkdtempSync(join(tmpdir(), 'conch-disc-warn-')));
+    const root = realpathSync(tempDir('conch-disc-warn-'));
     const modules = join(root, 'node_modules');
     const forgot = writePlainPackage(modules, 'conch-plugin-forgot');
     const scoped = writePlainPackage(modules, '@acme/conch-plugin-scoped');
@@ -221,7 +221,7 @@ describe('IMPORT_MODULE_HOOK', () => {
   });
 
   test("a host's loader imports discovered plugins when set; import() does otherwise", async () => {
-    const root = mkdtempSync(join(tmpdir(), 'conch-disc-hook-'));
+    const root = tempDir('conch-disc-hook-');
     const dir = writePackage(
       join(root, 'node_modules'),
       'conch-hooked',

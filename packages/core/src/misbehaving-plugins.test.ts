@@ -1,9 +1,9 @@
 // A third-party plugin that hangs, throws, returns values JSON cannot carry, or throws from its listeners fails with a code and a message naming it, and the registry (and host) keep working; arguments too deep or too large fail validation by field, never by overflowing the stack.
-import { mkdirSync, mkdtempSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { mkdirSync, writeFileSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Writable } from 'node:stream';
+import { tempDir } from '@conch/test-support';
 import { pino } from 'pino';
 import { afterEach, describe, expect, test } from 'vitest';
 import { z } from 'zod';
@@ -286,7 +286,7 @@ describe('listeners a plugin registers', () => {
   test('pluginOfError names the discovered plugin whose code threw', async () => {
     const here = dirname(fileURLToPath(import.meta.url));
     const zod = join(resolve(here, '../node_modules'), 'zod', 'index.js');
-    const root = mkdtempSync(join(tmpdir(), 'conch-attrib-'));
+    const root = tempDir('conch-attrib-');
     const dir = join(root, 'timer-plugin');
     mkdirSync(dir, { recursive: true });
     writeFileSync(

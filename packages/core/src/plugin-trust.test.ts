@@ -3,7 +3,6 @@ import { execFileSync } from 'node:child_process';
 import {
   existsSync,
   mkdirSync,
-  mkdtempSync,
   readFileSync,
   realpathSync,
   renameSync,
@@ -15,8 +14,9 @@ import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { Writable } from 'node:stream';
 import { fileURLToPath } from 'node:url';
+import { removeTempDirs, tempDir } from '@conch/test-support';
 import { pino } from 'pino';
-import { afterEach, describe, expect, test } from 'vitest';
+import { afterAll, afterEach, describe, expect, test } from 'vitest';
 import { createRegistryFromConfig } from './config-file.js';
 import { ConchError } from './errors/conch-error.js';
 import { PluginRegistry, type PluginRegistryOptions } from './registry.js';
@@ -29,8 +29,10 @@ const registries: PluginRegistry[] = [];
 afterEach(async () => {
   await Promise.all(registries.splice(0).map((r) => r.dispose()));
 });
+// Here, not at the worker's exit: vitest gives a stopped worker 500 ms, and the huge package takes longer.
+afterAll(removeTempDirs);
 
-const temp = (prefix: string) => realpathSync(mkdtempSync(join(tmpdir(), prefix)));
+const temp = (prefix: string) => realpathSync(tempDir(prefix));
 
 /** A plugin module: one tool answering `{ from, mark }`; the mark tells which version ran. */
 const pluginCode = (name: string, mark = 'v1') => `import { z } from ${JSON.stringify(zodPath)};

@@ -1,9 +1,8 @@
 // The registry validates config and arguments with named-field errors, isolates registries, honours aborts and disposes once.
-import { mkdtempSync, existsSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { existsSync, rmSync } from 'node:fs';
+import { tempDir } from '@conch/test-support';
 import { Ajv } from 'ajv';
-import { afterEach, describe, expect, test } from 'vitest';
+import { afterEach, describe, expect, onTestFinished, test } from 'vitest';
 import { z } from 'zod';
 import { definePlugin, defineTool } from './define.js';
 import { ConchError } from './errors/conch-error.js';
@@ -293,7 +292,7 @@ describe('isolation and lifecycle', () => {
       register: (ctx) => ctx.onDispose(() => void disposed++),
       tools: [],
     });
-    const tempRoot = mkdtempSync(join(tmpdir(), 'conch-core-'));
+    const tempRoot = tempDir('conch-core-');
     const registry = makeRegistry({ plugins: [echoPlugin, counted], tempRoot });
     registry.exposeSync('counted');
     registry.exposeSync('echo');
@@ -315,6 +314,7 @@ describe('isolation and lifecycle', () => {
   test('keepTempFiles keeps the temp dir', async () => {
     const registry = makeRegistry({ keepTempFiles: true });
     const dir = registry.tempDir();
+    onTestFinished(() => rmSync(dir, { recursive: true, force: true }));
     await registry.dispose();
     expect(existsSync(dir)).toBe(true);
   });

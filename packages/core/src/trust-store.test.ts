@@ -2,7 +2,6 @@
 import { spawnSync } from 'node:child_process';
 import {
   mkdirSync,
-  mkdtempSync,
   readdirSync,
   readFileSync,
   realpathSync,
@@ -10,14 +9,14 @@ import {
   symlinkSync,
   writeFileSync,
 } from 'node:fs';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Writable } from 'node:stream';
+import { tempDir } from '@conch/test-support';
 import { pino } from 'pino';
 import { describe, expect, test } from 'vitest';
 import { defaultTrustStorePath, insideWorkspace, TrustStore } from './trust-store.js';
 
-const temp = (prefix: string) => realpathSync(mkdtempSync(join(tmpdir(), prefix)));
+const temp = (prefix: string) => realpathSync(tempDir(prefix));
 
 function logged() {
   const lines: { level: number; msg: string }[] = [];

@@ -2,7 +2,7 @@
 import { spawn, spawnSync } from 'node:child_process';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { waitFor } from '@conch/test-support';
+import { tempDir, waitFor } from '@conch/test-support';
 import { describe, expect, it } from 'vitest';
 import { survivors } from './test-support/procs.js';
 
@@ -99,11 +99,8 @@ describe.each([
     '%s returns to the script, which reaches its end',
     (_how, end) => {
       const script = `
-      import { mkdtempSync } from 'node:fs';
-      import { tmpdir } from 'node:os';
-      import { join } from 'node:path';
       import { ProcessManager } from ${JSON.stringify(dist)};
-      process.chdir(mkdtempSync(join(tmpdir(), 'conch-script-host-')));
+      process.chdir(${JSON.stringify(tempDir('conch-script-host-'))});
       const m = new ProcessManager(${managerOptions});
       const c = new AbortController();
       const p = m.spawn('trap "" TERM; sleep 300 & echo up; wait', [], {

@@ -126,4 +126,37 @@ describe('files', () => {
     expect(made).toHaveLength(3);
     for (const dir of made) expect(existsSync(dir)).toBe(false);
   });
+
+  it('removes them when the process is sent SIGTERM (how vitest stops a worker), and still ends by it', async () => {
+    // SIGTERM ends a process without 'exit': a worker vitest stopped left every temp dir it made.
+    const out = tempDir('conch-test-support-out-');
+    const script = [
+      `const { tempDir, scratchDir } = await import(${JSON.stringify(new URL('../dist/index.js', import.meta.url).href)});`,
+      `const { writeFileSync, mkdirSync } = await import('node:fs');`,
+      `const made = [tempDir(), scratchDir('conch-scratch-')];`,
+      `mkdirSync(made[0] + '/deep', { recursive: true });`,
+      `writeFileSync(made[0] + '/deep/file', 'x');`,
+      `writeFileSync(${JSON.stringify(join(out, 'made'))}, JSON.stringify(made));`,
+      `setInterval(() => {}, 1000);`,
+    ].join('\n');
+    const child = spawn(process.execPath, ['--input-type=module', '-e', script], {
+      stdio: ['ignore', 'ignore', 'pipe'],
+    });
+    let stderr = '';
+    child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
+    const closed = new Promise<[number | null, NodeJS.Signals | null]>((resolve) =>
+      child.on('close', (code, signal) => resolve([code, signal])),
+    );
+    const made = await waitFor(() => {
+      try {
+        return JSON.parse(readFileSync(join(out, 'made'), 'utf8')) as string[];
+      } catch {
+        return undefined;
+      }
+    }, 'the child to make its dirs');
+    for (const dir of made) expect(existsSync(dir)).toBe(true);
+    child.kill('SIGTERM');
+    expect({ ended: await closed, stderr }).toEqual({ ended: [null, 'SIGTERM'], stderr: '' });
+    for (const dir of made) expect(existsSync(dir)).toBe(false);
+  });
 });

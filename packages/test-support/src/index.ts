@@ -126,7 +126,8 @@ export function readPid(file: string): number | undefined {
 
 /**
  * Directories made in this process and not yet removed, one list per kind and process (a test
- * worker evaluates this module again for each file): emptied when the process exits.
+ * worker evaluates this module again for each file): emptied when the process exits, or when it
+ * is sent SIGTERM — how vitest stops its fork workers, which ends a process without 'exit'.
  */
 function madeHere(kind: 'tempDirs' | 'scratchDirs'): string[] {
   const key = Symbol.for(`conch.test-support.${kind}`);
@@ -135,6 +136,12 @@ function madeHere(kind: 'tempDirs' | 'scratchDirs'): string[] {
     const list: string[] = [];
     slot[key] = list;
     process.once('exit', () => removeEach(list.splice(0)));
+    process.once('SIGTERM', () => {
+      removeEach(list.splice(0));
+      // The last listener ends the process as SIGTERM would have without one; a process with a
+      // SIGTERM handler of its own (vitest's main process) is left to it.
+      if (process.listenerCount('SIGTERM') === 0) process.kill(process.pid, 'SIGTERM');
+    });
   }
   return slot[key];
 }
@@ -151,7 +158,7 @@ function removeEach(dirs: string[]): void {
 
 /**
  * A fresh directory under the OS temp dir, removed by `removeTempDirs()` (in afterAll) or, at the
- * latest, when the test worker's process exits.
+ * latest, when the test worker's process exits or vitest stops it (SIGTERM).
  */
 export function tempDir(prefix = 'conch-test-'): string {
   const dir = mkdtempSync(join(tmpdir(), prefix));

@@ -1,8 +1,7 @@
 import { spawn } from 'node:child_process';
-import { mkdtempSync, realpathSync } from 'node:fs';
+import { realpathSync } from 'node:fs';
 import type { Socket } from 'node:net';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { tempDir } from '@conch/test-support';
 import { findBwrap } from '../find-bwrap.js';
 import {
   encodeGuardRules,
@@ -17,7 +16,7 @@ export const bwrap = findBwrap();
 
 /** A workspace in a fresh temp dir (real path: the guard judges real paths). */
 export function tempWorkspace(prefix = 'conch-guard-'): string {
-  return realpathSync(mkdtempSync(join(tmpdir(), prefix)));
+  return realpathSync(tempDir(prefix));
 }
 
 export function rulesFor(workspace: string, more: Partial<GuardRules> = {}): GuardRules {
