@@ -43,6 +43,7 @@
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <sys/wait.h>
 #include <unistd.h>
 #include <node_api.h>
@@ -290,6 +291,21 @@ static int spawn_on_path(pid_t *pid, const char *file, const char *cwd, const po
   }
 }
 
+/*
+ * The supervisor's one /dev/null, opened at the first spawn that needs it and kept (close-on-exec):
+ * most commands get it as stdin, and in a sandbox each open() is a round trip to the path guard
+ * (a third of a `true`'s). Checked before each use, since nothing stops other code in the process
+ * from closing that number and reusing it: a descriptor that is not /dev/null any more (fstat: the
+ * character device 1:3) is forgotten, never closed (it is someone else's), and /dev/null opened again.
+ */
+static int dev_null(void) {
+  static int fd = -1;
+  struct stat st;
+  if (fd >= 0 && fstat(fd, &st) == 0 && S_ISCHR(st.st_mode) && st.st_rdev == makedev(1, 3)) return fd;
+  fd = open("/dev/null", O_RDWR | O_CLOEXEC);
+  return fd;
+}
+
 static void close_pair(int pair[2]) {
   if (pair[0] >= 0) close(pair[0]);
   if (pair[1] >= 0) close(pair[1]);
@@ -326,7 +342,7 @@ static napi_value spawn_child(napi_env env, napi_callback_info info) {
   if (stdin_pipe && socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, in) < 0) err = errno;
   if (!err && capture && socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, out) < 0) err = errno;
   if (!err && capture && socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, err_pair) < 0) err = errno;
-  if (!err && (!stdin_pipe || !capture) && (null_fd = open("/dev/null", O_RDWR | O_CLOEXEC)) < 0) err = errno;
+  if (!err && (!stdin_pipe || !capture) && (null_fd = dev_null()) < 0) err = errno;
 
   pid_t pid = -1;
   if (!err) {
@@ -359,7 +375,6 @@ static napi_value spawn_child(napi_env env, napi_callback_info info) {
   if (out[1] >= 0) close(out[1]);
   if (err_pair[1] >= 0) close(err_pair[1]);
   in[1] = out[1] = err_pair[1] = -1;
-  if (null_fd >= 0) close(null_fd);
   free(cwd);
   free_array(argv);
   free_array(envp);

@@ -6,6 +6,7 @@ import {
   fstatSync,
   mkdtempSync,
   openSync,
+  readdirSync,
   readFileSync,
   readlinkSync,
   rmSync,
@@ -35,7 +36,21 @@ const reap = () => {
   }
 };
 
+/** This process's descriptors open on /dev/null. */
+const devNullFds = () =>
+  readdirSync('/proc/self/fd')
+    .map(Number)
+    .filter((fd) => {
+      try {
+        return readlinkSync(`/proc/self/fd/${fd}`) === '/dev/null';
+      } catch {
+        return false; // the directory's own descriptor, closed by now
+      }
+    });
+let nullFdsBefore: number[];
+
 beforeAll(() => {
+  nullFdsBefore = devNullFds();
   const spawner = loadSpawner({});
   if (spawner.kind !== 'posix_spawn') throw new Error(`the addon did not load: ${spawner.reason}`);
   native = spawner.module;
@@ -230,6 +245,63 @@ describe('the posix_spawn addon', () => {
     ]);
     process.kill(pid, 'SIGKILL');
     expect(await exited).toEqual({ code: null, signal: 9 });
+  });
+
+  it('keeps one /dev/null for all its spawns, and opens another when that descriptor was closed behind its back', async () => {
+    await run('/bin/true', [], { capture: false });
+    const kept = devNullFds().filter((fd) => !nullFdsBefore.includes(fd));
+    expect(kept).toHaveLength(1); // one, kept across spawns (an open per spawn was a guard round trip)
+    for (let i = 0; i < 20; i++) expect((await run('/bin/cat', [])).stdout).toBe('');
+    expect(devNullFds().filter((fd) => !nullFdsBefore.includes(fd))).toEqual(kept);
+    // Other code closes that number and reuses it for a file of its own (the lowest free number):
+    // the addon neither gives that file to a child nor closes it.
+    for (const reuse of ['file', 'socket'] as const) {
+      const server =
+        reuse === 'socket'
+          ? createServer((socket) => socket.end('NOT-FOR-THE-CHILD')).listen(0, '127.0.0.1')
+          : undefined;
+      if (server) await new Promise((resolve) => server.once('listening', resolve));
+      writeFileSync(join(dir, 'theirs'), 'NOT-FOR-THE-CHILD');
+      closeSync(kept[0]!);
+      // Every free number below it taken, so theirs is the one the kernel gives next.
+      const fillers: number[] = [];
+      for (;;) {
+        const filler = openSync(join(dir, 'theirs'), 'r');
+        if (filler >= kept[0]!) {
+          closeSync(filler);
+          break;
+        }
+        fillers.push(filler);
+      }
+      let fd: number;
+      let other: Socket | undefined;
+      if (!server) {
+        fd = openSync(join(dir, 'theirs'), 'r');
+      } else {
+        other = connect((server.address() as { port: number }).port, '127.0.0.1');
+        await new Promise((resolve) => other!.once('connect', resolve));
+        server.close();
+        fd = (other as unknown as { _handle: { fd: number } })._handle.fd;
+      }
+      expect(fd).toBe(kept[0]);
+      const child = await run('/bin/sh', ['-c', 'cat; readlink /proc/$$/fd/0']);
+      expect(child.stdout).toBe('/dev/null\n');
+      expect(reuse === 'file' ? fstatSync(fd).isFile() : fstatSync(fd).isSocket()).toBe(true); // theirs, open
+      if (other) {
+        let got = '';
+        other.on('data', (d: Buffer) => (got += d.toString()));
+        await new Promise((resolve) => other!.once('end', resolve));
+        expect(got).toBe('NOT-FOR-THE-CHILD'); // nothing read it away
+        other.destroy();
+      } else {
+        expect(readFileSync(fd, 'utf8')).toBe('NOT-FOR-THE-CHILD');
+        closeSync(fd);
+      }
+      for (const filler of fillers) closeSync(filler);
+      const now = devNullFds().filter((n) => !nullFdsBefore.includes(n));
+      expect(now).toHaveLength(1);
+      kept[0] = now[0]!;
+    }
   });
 
   it('reports every exit once under many concurrent spawns', async () => {
