@@ -9,6 +9,7 @@ import {
   utimesSync,
   writeFileSync,
 } from 'node:fs';
+import { createHash } from 'node:crypto';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
@@ -35,6 +36,17 @@ describe('output files for a model', () => {
     expect(defaultOutputDir({ HOME: '/home/u', XDG_CACHE_HOME: 'relative' })).toBe(
       '/home/u/.cache/conch/output',
     );
+    // The workspace's key is its path's sha256 (made once per path), the same for every HOME and
+    // for as many workspaces as a host has.
+    const key = (ws: string) => createHash('sha256').update(ws).digest('hex').slice(0, 16);
+    for (let round = 0; round < 2; round++)
+      for (let i = 0; i < 2100; i += 7) {
+        const ws = `/w/${i}/é ${round}`;
+        expect(defaultOutputDir({ XDG_CACHE_HOME: `/c${i}` }, ws)).toBe(`/c${i}/conch/output/ws-${key(ws)}`);
+      }
+    expect(defaultOutputDir({ HOME: '/h' }, '/home/u/src/a')).toBe(
+      `/h/.cache/conch/output/${a.split('/').pop()}`,
+    );
   });
 
   it('puts a large spill in outputDir, readable after dispose; a small output writes no file', async () => {
@@ -54,6 +66,8 @@ describe('output files for a model', () => {
     await small.result;
     expect(result.outputFile).toBeDefined();
     expect(dirname(result.outputFile!)).toBe(out);
+    // Named when it was opened: a UTC stamp, the command's cookie, random bytes.
+    expect(result.outputFile!.split('/').pop()).toMatch(/^\d{8}T\d{6}Z-[A-Za-z0-9._-]+-[0-9a-f]{6}\.out$/);
     expect(readdirSync(out)).toHaveLength(1);
     expect(readdirSync(temp)).toEqual([]);
     await manager.dispose();

@@ -21,9 +21,20 @@ export function defaultOutputDir(env: NodeJS.ProcessEnv = process.env, workspace
   const root = join(cache, 'conch', 'output');
   // One directory per workspace: a sandbox sees its own workspace's files (a model reads the
   // output_file it was given with `cat`), never another project's.
-  return workspace
-    ? join(root, `ws-${createHash('sha256').update(workspace).digest('hex').slice(0, 16)}`)
-    : root;
+  return workspace ? join(root, `ws-${workspaceKey(workspace)}`) : root;
+}
+
+/** sha256 of each workspace path, short, made once: the directory is asked for on every command. */
+const workspaceKeys = new Map<string, string>();
+function workspaceKey(workspace: string): string {
+  let key = workspaceKeys.get(workspace);
+  if (key === undefined) {
+    key = createHash('sha256').update(workspace).digest('hex').slice(0, 16);
+    // A host with many workspaces keeps the last few hundred, not all.
+    if (workspaceKeys.size >= 256) workspaceKeys.clear();
+    workspaceKeys.set(workspace, key);
+  }
+  return key;
 }
 
 /**

@@ -534,14 +534,16 @@ export class ProcessManager implements ProcessManagerService {
       ...(outputDir ? [{ dir: () => this.tempDir(), temporary: true }] : []),
       { dir: () => this.lastResortDir() },
     ];
-    const fileName = (suffix: string) => (outputDir ? outputFileName(cookie, suffix) : `${cookie}.${suffix}`);
+    // Named when the file is opened (see SpillSink's `name`).
+    const fileName = (suffix: string) =>
+      outputDir ? () => outputFileName(cookie, suffix) : `${cookie}.${suffix}`;
     const pendingLimit = headBytes + tailBytes;
     const budgets = [
       new SpillBudget('call', (captureOpt ? captureOpt.maxFileBytes : undefined) ?? this.perProcessSpill),
       this.spillBudget,
     ];
     const stopAtLimit = captureOpt !== false && captureOpt?.onFileLimit === 'stop';
-    const sinkOptions = (name: string) => ({
+    const sinkOptions = (name: string | (() => string)) => ({
       dir,
       ...(outputDir ? { dirLabel: outputDir } : {}),
       fallbackDirs,

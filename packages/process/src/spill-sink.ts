@@ -82,8 +82,11 @@ export interface SpillSinkOptions {
    * the sink without a file (the report says so); it never throws.
    */
   fallbackDirs?: readonly SpillDir[];
-  /** File name inside `dir`. */
-  name: string;
+  /**
+   * File name inside `dir`, or a function that makes it when the file is opened (most commands
+   * never spill: their name, a timestamp and random bytes, is not made for nothing).
+   */
+  name: string | (() => string);
   /** Bytes kept in memory before the file is created. Default 128 KiB. */
   pendingLimit?: number;
   /** Bytes buffered towards the file before `write()` asks the producer to pause. Default 1 MiB. */
@@ -340,7 +343,7 @@ export class SpillSink {
 
   /** Opens the file in the first directory that takes it. */
   private openFile(): { path: string; fd: number } | undefined {
-    const { name } = this.options;
+    const name = typeof this.options.name === 'function' ? this.options.name() : this.options.name;
     const candidates: SpillDir[] = [
       { dir: this.options.dir, ...(this.options.dirLabel ? { label: this.options.dirLabel } : {}) },
       ...(this.options.fallbackDirs ?? []),
