@@ -44,7 +44,7 @@ export interface LimitHitReport {
   cookie?: string;
 }
 
-interface Task {
+export interface Task {
   pid: number;
   pgrp: number;
   threads: number;
@@ -74,12 +74,6 @@ function pids(): number[] {
   return out;
 }
 
-/** The tasks of these pids (those still there), read at the first call and kept. */
-function readOnce(all: readonly number[]): () => Task[] {
-  let read: Task[] | undefined;
-  return () => (read ??= all.map(stat).filter((t): t is Task => t !== undefined));
-}
-
 /** Tasks (processes and threads) these processes hold. */
 function threadsOf(tasks: readonly Task[]): number {
   return tasks.reduce((n, t) => n + t.threads, 0);
@@ -97,7 +91,31 @@ function cookieOf(pid: number, variable: string): string | undefined {
   }
 }
 
+/** How the watch sees and stops processes: this sandbox's /proc and kill(2), or a test's. */
+export interface WatchSystem {
+  pids(): number[];
+  stat(pid: number): Task | undefined;
+  killGroup(pgid: number): void;
+}
+
+const realSystem: WatchSystem = {
+  pids,
+  stat,
+  killGroup(pgid) {
+    // SIGKILL to a process group reaches the processes it is forking too (the kernel hands a
+    // group signal to a child forked meanwhile); a few rounds catch members that changed group.
+    for (let round = 0; round < 5; round++) {
+      try {
+        process.kill(-pgid, 'SIGKILL');
+      } catch {
+        break; // the group is gone
+      }
+    }
+  },
+};
+
 export class ProcessLimitWatch {
+  private readonly system: WatchSystem;
   private readonly limit: number;
   private readonly margin: number;
   private readonly pidsEvents: string | undefined;
@@ -118,7 +136,10 @@ export class ProcessLimitWatch {
     onHit(report: LimitHitReport): void;
     /** Whether commands (or their leftovers) may be running. */
     busy(): boolean;
+    /** Tests: a /proc and kill of their own. */
+    system?: WatchSystem;
   }) {
+    this.system = options.system ?? realSystem;
     this.limit = options.limit;
     this.margin = Math.max(8, Math.floor(options.limit / 32));
     this.pidsEvents = options.pidsEvents;
@@ -128,9 +149,11 @@ export class ProcessLimitWatch {
     this.refusedForks = this.pidsEvents ? this.readRefused() : 0;
     // Never killed: the groups of the sandbox's init, its guard and this supervisor.
     this.own = new Set(
-      [1, process.pid, process.ppid].map((pid) => stat(pid)?.pgrp).filter((g): g is number => !!g),
+      [1, process.pid, process.ppid]
+        .map((pid) => this.system.stat(pid)?.pgrp)
+        .filter((g): g is number => !!g),
     );
-    this.baseline = pids().length;
+    this.baseline = this.system.pids().length;
   }
 
   /** Something was started: watch until the sandbox is back to its own processes. */
@@ -154,15 +177,32 @@ export class ProcessLimitWatch {
     }
   }
 
-  /** One look: at the limit, the biggest group is killed. */
+  /**
+   * One look: at the limit, the biggest group is killed — if the sandbox is still full when its
+   * processes are read. The listing that says "at the limit" comes first; a fork loop stopped
+   * meanwhile (its leader's exit, leaderExited) is gone by the time its processes are read, and
+   * the biggest group left would be an innocent command of one process.
+   */
   tick(): void {
-    const all = pids();
+    const all = this.system.pids();
     if (!this.busy() && all.length <= this.baseline) {
       this.stop();
       return;
     }
-    const tasks = readOnce(all);
-    if (this.reached(all, tasks)) this.killBiggest(tasks());
+    const tasks = this.readOnce(all);
+    if (this.reached(all, tasks) && this.stillFull(tasks())) this.killBiggest(tasks());
+  }
+
+  /** Whether the processes read now (not the listing before them) hold the sandbox at its limit. */
+  private stillFull(tasks: readonly Task[]): boolean {
+    const near = this.limit - this.margin;
+    return tasks.length >= near || threadsOf(tasks) >= near;
+  }
+
+  /** The tasks of these pids (those still there), read at the first call and kept. */
+  private readOnce(all: readonly number[]): () => Task[] {
+    let read: Task[] | undefined;
+    return () => (read ??= all.map((pid) => this.system.stat(pid)).filter((t): t is Task => t !== undefined));
   }
 
   /**
@@ -190,25 +230,13 @@ export class ProcessLimitWatch {
    */
   leaderExited(pgid: number): LimitHitReport | undefined {
     if (pgid <= 1 || this.own.has(pgid)) return undefined;
-    const all = pids();
-    const tasks = readOnce(all);
-    if (!this.reached(all, tasks)) return undefined;
+    const all = this.system.pids();
+    const tasks = this.readOnce(all);
+    if (!this.reached(all, tasks) || !this.stillFull(tasks())) return undefined;
     const groupTasks = threadsOf(tasks().filter((t) => t.pgrp === pgid));
     if (groupTasks === 0) return undefined;
-    this.killGroup(pgid);
+    this.system.killGroup(pgid);
     return { pgid, tasks: threadsOf(tasks()), groupTasks };
-  }
-
-  private killGroup(pgid: number): void {
-    // SIGKILL to a process group reaches the processes it is forking too (the kernel hands a
-    // group signal to a child forked meanwhile); a few rounds catch members that changed group.
-    for (let round = 0; round < 5; round++) {
-      try {
-        process.kill(-pgid, 'SIGKILL');
-      } catch {
-        break; // the group is gone
-      }
-    }
   }
 
   private killBiggest(tasks: Task[]): void {
@@ -232,6 +260,6 @@ export class ProcessLimitWatch {
       groupTasks: most,
       ...(cookie ? { cookie } : {}),
     });
-    this.killGroup(pgid);
+    this.system.killGroup(pgid);
   }
 }
