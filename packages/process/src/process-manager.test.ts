@@ -311,6 +311,10 @@ describe.each(MODES)('%s', (_name, mode) => {
       const pid = await proc.spawned;
       expect(pid).toBe(proc.pid);
       expect(procTable().find((p) => p.pid === pid)?.pgrp).toBe(pid);
+      // posix_spawn returns once the child's exec has begun; its environ reads empty until the
+      // kernel has laid out the new image's stack (findEnvPids), which a loaded machine can take
+      // long enough to see.
+      await waitFor(() => findCookiePids({ cookie: proc.cookie }).length > 0, 'the cookie in its environ');
       expect(findCookiePids({ cookie: proc.cookie })).toEqual([pid]);
       await proc.kill();
     });
