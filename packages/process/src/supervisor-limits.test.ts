@@ -8,9 +8,8 @@ const LIMIT = 128;
 function fakeSystem(tasks: Task[]) {
   const live = new Map(tasks.map((t) => [t.pid, t]));
   const killed: number[] = [];
-  let listing: number[] | undefined;
   const system: WatchSystem = {
-    pids: () => listing ?? [...live.keys()],
+    pids: () => [...live.keys()],
     stat: (pid) => live.get(pid),
     killGroup: (pgid) => {
       killed.push(pgid);
@@ -23,11 +22,9 @@ function fakeSystem(tasks: Task[]) {
     live,
     /** The next listing shows these pids, whatever is alive when they are read. */
     listOnce(pids: number[]) {
-      listing = pids;
       const real = system.pids;
       system.pids = () => {
         system.pids = real;
-        listing = undefined;
         return pids;
       };
     },

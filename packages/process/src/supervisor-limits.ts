@@ -190,13 +190,15 @@ export class ProcessLimitWatch {
       return;
     }
     const tasks = this.readOnce(all);
-    if (this.reached(all, tasks) && this.stillFull(tasks())) this.killBiggest(tasks());
+    if (this.reached(all, tasks) && this.full(tasks())) this.killBiggest(tasks());
   }
 
-  /** Whether the processes read now (not the listing before them) hold the sandbox at its limit. */
-  private stillFull(tasks: readonly Task[]): boolean {
-    const near = this.limit - this.margin;
-    return tasks.length >= near || threadsOf(tasks) >= near;
+  /**
+   * Whether these processes (read now, not the listing before them) hold the sandbox at its limit
+   * less the margin, in tasks (every process counts at least its one thread).
+   */
+  private full(tasks: readonly Task[]): boolean {
+    return threadsOf(tasks) >= this.limit - this.margin;
   }
 
   /** The tasks of these pids (those still there), read at the first call and kept. */
@@ -218,7 +220,7 @@ export class ProcessLimitWatch {
       return more;
     }
     if (all.length >= this.limit - this.margin) return true;
-    return all.length * 4 >= this.limit && threadsOf(tasks()) >= this.limit - this.margin;
+    return all.length * 4 >= this.limit && this.full(tasks());
   }
 
   /**
@@ -232,7 +234,7 @@ export class ProcessLimitWatch {
     if (pgid <= 1 || this.own.has(pgid)) return undefined;
     const all = this.system.pids();
     const tasks = this.readOnce(all);
-    if (!this.reached(all, tasks) || !this.stillFull(tasks())) return undefined;
+    if (!this.reached(all, tasks) || !this.full(tasks())) return undefined;
     const groupTasks = threadsOf(tasks().filter((t) => t.pgrp === pgid));
     if (groupTasks === 0) return undefined;
     this.system.killGroup(pgid);
