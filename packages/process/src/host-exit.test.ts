@@ -1,5 +1,6 @@
 // Invariant: when the host process exits without dispose() (exit() or an unhandled SIGTERM/SIGHUP/SIGINT), every process tree and escapee it started is killed — through the supervisor and in-process alike.
 import { spawn, spawnSync } from 'node:child_process';
+import { existsSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { tempDir, waitFor } from '@conch/test-support';
@@ -56,6 +57,51 @@ describe.each([
       expect(await exited).toBe(signal);
       await waitFor(() => survivors(prefix).length === 0, { what: 'no survivors', timeoutMs: 10_000 });
       expect(survivors(prefix)).toEqual([]);
+    },
+    120_000,
+  );
+});
+
+describe("host exit, the manager's own temp dir", () => {
+  // Spill files and a sandbox's private /tmp live there: without dispose() they were left behind.
+  it.each(['process.exit()', 'SIGTERM', 'SIGHUP'] as const)(
+    'is removed when the host ends by %s; a temp dir the host gave is left',
+    async (how) => {
+      const given = tempDir('conch-host-exit-given-');
+      const script = `
+        import { writeFileSync } from 'node:fs';
+        import { join } from 'node:path';
+        import { ProcessManager } from ${JSON.stringify(dist)};
+        const own = new ProcessManager({});
+        const theirs = new ProcessManager({ tempDir: () => ${JSON.stringify(given)} });
+        const p = own.spawn('seq 1 200000', [], { shell: true, capture: { headBytes: 16, tailBytes: 16 } });
+        theirs.spawn('true').result.then(async () => {
+          const r = await p.result;
+          writeFileSync(join(own.tempDir(), 'marker'), 'x');
+          console.log(JSON.stringify({ own: own.tempDir(), spill: r.stdout.spillPath ?? null }));
+          if (${JSON.stringify(how)} === 'process.exit()') process.exit(0);
+        });
+        setInterval(() => {}, 1000);
+      `;
+      const host = spawn(process.execPath, ['--input-type=module', '-e', script], {
+        stdio: ['ignore', 'pipe', 'inherit'],
+      });
+      let out = '';
+      host.stdout.on('data', (chunk: Buffer) => (out += chunk.toString()));
+      const exited = new Promise<NodeJS.Signals | null>((resolve) =>
+        host.on('exit', (_code, sig) => resolve(sig)),
+      );
+      await waitFor(() => out.includes('\n'), { what: 'the host reported its temp dir', timeoutMs: 60_000 });
+      const { own, spill } = JSON.parse(out) as { own: string; spill: string | null };
+      if (how !== 'process.exit()') {
+        expect(existsSync(join(own, 'marker'))).toBe(true);
+        host.kill(how);
+      }
+      expect(await exited).toBe(how === 'process.exit()' ? null : how);
+      expect(existsSync(own)).toBe(false);
+      expect(spill?.startsWith(own)).toBe(true);
+      expect(existsSync(spill!)).toBe(false);
+      expect(existsSync(given)).toBe(true);
     },
     120_000,
   );

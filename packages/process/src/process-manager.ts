@@ -336,6 +336,7 @@ export class ProcessManager implements ProcessManagerService {
   private warnedSandbox = false;
   private counter = 0;
   private ownTempDir: string | undefined;
+  private removeTempHook: (() => void) | undefined;
   private disposing: Promise<void> | undefined;
   private perProcessSpill: number;
   /** Every spill file of this manager is charged to it. */
@@ -411,7 +412,13 @@ export class ProcessManager implements ProcessManagerService {
   /** The directory spill files go to. */
   tempDir(): string {
     if (this.options.tempDir) return this.options.tempDir();
-    this.ownTempDir ??= mkdtempSync(join(tmpdir(), 'conch-proc-'));
+    if (this.ownTempDir === undefined) {
+      const dir = mkdtempSync(join(tmpdir(), 'conch-proc-'));
+      this.ownTempDir = dir;
+      // Like the registry's temp dir: gone with the host even when dispose() never ran (after the
+      // kill phase, so no command of ours still writes there).
+      this.removeTempHook = onHostExit(() => rmSync(dir, { recursive: true, force: true }), 'clean');
+    }
     return this.ownTempDir;
   }
 
@@ -1734,6 +1741,7 @@ export class ProcessManager implements ProcessManagerService {
       this.proxy?.close();
       await this.engine?.proxy.stop().catch(() => undefined);
       this.removeExitHook();
+      this.removeTempHook?.();
       if (this.ownTempDir) rmSync(this.ownTempDir, { recursive: true, force: true });
     }
   }
