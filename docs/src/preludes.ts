@@ -26,7 +26,8 @@ export function preludes(paths: { repoRoot: string }): Record<string, Prelude> {
     cwd: { code: `const cwd = process.cwd();` },
     workspace: { code: `const workspace = process.cwd();` },
     cache: {
-      code: `import { mkdtempSync as __mkdtemp } from 'node:fs';\nimport { tmpdir as __tmpdir } from 'node:os';\nconst cache = __mkdtemp(__tmpdir() + '/docs-cache-');`,
+      // Under the block's throwaway HOME, which the runner removes (the system's temp dir would keep it).
+      code: `import { mkdtempSync as __mkdtemp } from 'node:fs';\nimport { homedir as __homedir } from 'node:os';\nconst cache = __mkdtemp(__homedir() + '/docs-cache-');`,
     },
     repo: {
       code: `import { execFileSync as __git } from 'node:child_process';\nconst repo = process.cwd();\n__git('git', ['init', '-q'], { cwd: repo });`,
