@@ -1,7 +1,8 @@
 // Invariant: the shared helpers see real processes as the kernel does — zombies are gone, descendants follow parent links, environment cookies are inherited — and waitFor returns the awaited value or names what it waited for.
 import { spawn } from 'node:child_process';
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { afterAll, describe, expect, it } from 'vitest';
 import {
   descendants,
@@ -127,36 +128,49 @@ describe('files', () => {
     for (const dir of made) expect(existsSync(dir)).toBe(false);
   });
 
-  it('removes them when the process is sent SIGTERM (how vitest stops a worker), and still ends by it', async () => {
-    // SIGTERM ends a process without 'exit': a worker vitest stopped left every temp dir it made.
-    const out = tempDir('conch-test-support-out-');
-    const script = [
-      `const { tempDir, scratchDir } = await import(${JSON.stringify(new URL('../dist/index.js', import.meta.url).href)});`,
-      `const { writeFileSync, mkdirSync } = await import('node:fs');`,
-      `const made = [tempDir(), scratchDir('conch-scratch-')];`,
-      `mkdirSync(made[0] + '/deep', { recursive: true });`,
-      `writeFileSync(made[0] + '/deep/file', 'x');`,
-      `writeFileSync(${JSON.stringify(join(out, 'made'))}, JSON.stringify(made));`,
-      `setInterval(() => {}, 1000);`,
-    ].join('\n');
-    const child = spawn(process.execPath, ['--input-type=module', '-e', script], {
-      stdio: ['ignore', 'ignore', 'pipe'],
-    });
-    let stderr = '';
-    child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
-    const closed = new Promise<[number | null, NodeJS.Signals | null]>((resolve) =>
-      child.on('close', (code, signal) => resolve([code, signal])),
-    );
-    const made = await waitFor(() => {
-      try {
-        return JSON.parse(readFileSync(join(out, 'made'), 'utf8')) as string[];
-      } catch {
-        return undefined;
-      }
-    }, 'the child to make its dirs');
-    for (const dir of made) expect(existsSync(dir)).toBe(true);
-    child.kill('SIGTERM');
-    expect({ ended: await closed, stderr }).toEqual({ ended: [null, 'SIGTERM'], stderr: '' });
-    for (const dir of made) expect(existsSync(dir)).toBe(false);
-  });
+  // Another signal-exit user in the process (conch's onHostExit: a registry, a process manager)
+  // registered before the first directory, after it, or none.
+  it.each(['none', 'before', 'after'] as const)(
+    'removes them when the process is sent SIGTERM (how vitest stops a worker), and still ends by it; another exit hook: %s',
+    async (other) => {
+      // SIGTERM ends a process without 'exit': a worker vitest stopped left every temp dir it made.
+      const out = tempDir('conch-test-support-out-');
+      const hook = [
+        `const { onExit } = await import('signal-exit');`,
+        `onExit(() => writeFileSync(${JSON.stringify(join(out, 'hook'))}, 'ran'), { alwaysLast: true });`,
+      ];
+      const script = [
+        `const { tempDir, scratchDir } = await import(${JSON.stringify(new URL('../dist/index.js', import.meta.url).href)});`,
+        `const { writeFileSync, mkdirSync } = await import('node:fs');`,
+        ...(other === 'before' ? hook : []),
+        `const made = [tempDir(), scratchDir('conch-scratch-')];`,
+        ...(other === 'after' ? hook : []),
+        `mkdirSync(made[0] + '/deep', { recursive: true });`,
+        `writeFileSync(made[0] + '/deep/file', 'x');`,
+        `writeFileSync(${JSON.stringify(join(out, 'made'))}, JSON.stringify(made));`,
+        `setInterval(() => {}, 1000);`,
+      ].join('\n');
+      const child = spawn(process.execPath, ['--input-type=module', '-e', script], {
+        stdio: ['ignore', 'ignore', 'pipe'],
+        cwd: dirname(fileURLToPath(import.meta.url)),
+      });
+      let stderr = '';
+      child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
+      const closed = new Promise<[number | null, NodeJS.Signals | null]>((resolve) =>
+        child.on('close', (code, signal) => resolve([code, signal])),
+      );
+      const made = await waitFor(() => {
+        try {
+          return JSON.parse(readFileSync(join(out, 'made'), 'utf8')) as string[];
+        } catch {
+          return undefined;
+        }
+      }, 'the child to make its dirs');
+      for (const dir of made) expect(existsSync(dir)).toBe(true);
+      child.kill('SIGTERM');
+      expect({ ended: await closed, stderr }).toEqual({ ended: [null, 'SIGTERM'], stderr: '' });
+      for (const dir of made) expect(existsSync(dir)).toBe(false);
+      expect(existsSync(join(out, 'hook'))).toBe(other !== 'none');
+    },
+  );
 });

@@ -3,6 +3,7 @@
 import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { onExit } from 'signal-exit';
 
 export interface WaitOptions {
   /** Named in the timeout error: `timed out after 20000 ms waiting for <what>`. */
@@ -128,6 +129,10 @@ export function readPid(file: string): number | undefined {
  * Directories made in this process and not yet removed, one list per kind and process (a test
  * worker evaluates this module again for each file): emptied when the process exits, or when it
  * is sent SIGTERM — how vitest stops its fork workers, which ends a process without 'exit'.
+ * Through signal-exit, as conch's own `onHostExit` is: a listener of our own beside it made each
+ * wait for the other (signal-exit runs its hooks and re-raises only when no other listener is
+ * left), so a worker that had started a registry first outlived SIGTERM and its trees were not
+ * killed. A process with a SIGTERM handler of its own (vitest's main process) is left to it.
  */
 function madeHere(kind: 'tempDirs' | 'scratchDirs'): string[] {
   const key = Symbol.for(`conch.test-support.${kind}`);
@@ -135,13 +140,9 @@ function madeHere(kind: 'tempDirs' | 'scratchDirs'): string[] {
   if (!slot[key]) {
     const list: string[] = [];
     slot[key] = list;
-    process.once('exit', () => removeEach(list.splice(0)));
-    process.once('SIGTERM', () => {
-      removeEach(list.splice(0));
-      // The last listener ends the process as SIGTERM would have without one; a process with a
-      // SIGTERM handler of its own (vitest's main process) is left to it.
-      if (process.listenerCount('SIGTERM') === 0) process.kill(process.pid, 'SIGTERM');
-    });
+    // alwaysLast: after the hooks that kill what still writes there (onHostExit's are too, and
+    // registered before any directory of a test exists).
+    onExit(() => removeEach(list.splice(0)), { alwaysLast: true });
   }
   return slot[key];
 }
