@@ -41,10 +41,16 @@ afterEach(async () => {
 });
 
 describe('output that cannot finish arriving', () => {
+  // Each command waits until its escapee has escaped (its own session, no cookie) before it ends:
+  // on a loaded machine the background child may not have run yet when the shell exits, and while
+  // it is still in the command's group with its cookie the sweep at the leader's exit rightly ends
+  // it (seen beside three CPU hogs: no OUTPUT_INCOMPLETE, since nothing held the pipe any more).
+  const escaped = `until [ -e .escaped ]; do sleep 0.01; done`;
+  const escapee = (then: string) => `env -i setsid sh -c ': > .escaped; ${then}'`;
   it.each([
-    ['stdout', `env -i setsid sleep ${marker} & echo seen`],
-    ['stderr', `env -i setsid sleep ${marker} 2>&1 >/dev/null & echo seen`],
-    ['both', `env -i setsid sh -c 'sleep ${marker}' & echo seen; echo err >&2`],
+    ['stdout', `${escapee(`exec sleep ${marker}`)} & ${escaped}; echo seen`],
+    ['stderr', `${escapee(`exec sleep ${marker}`)} 2>&1 >/dev/null & ${escaped}; echo seen`],
+    ['both', `${escapee(`sleep ${marker}`)} & ${escaped}; echo seen; echo err >&2`],
   ])(
     'held by an escapee conch cannot see (%s): what was read, and OUTPUT_INCOMPLETE',
     async (_n, command) => {
