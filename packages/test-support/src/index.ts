@@ -140,8 +140,8 @@ function madeHere(kind: 'tempDirs' | 'scratchDirs'): string[] {
   if (!slot[key]) {
     const list: string[] = [];
     slot[key] = list;
-    // alwaysLast: after the hooks that kill what still writes there (onHostExit's are too, and
-    // registered before any directory of a test exists).
+    // alwaysLast: after ordinary exit hooks. conch's onHostExit (which kills what might still write
+    // here) is alwaysLast too; between the two, the one registered first runs first.
     onExit(() => removeEach(list.splice(0)), { alwaysLast: true });
   }
   return slot[key];
