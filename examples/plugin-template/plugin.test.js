@@ -10,7 +10,9 @@ import { fileURLToPath } from 'node:url';
 import { PluginRegistry } from '@conch/core';
 
 // conch keeps what it loaded per workspace in $XDG_STATE_HOME/conch/trust.json: a throwaway one here.
-process.env.XDG_STATE_HOME = mkdtempSync(join(tmpdir(), 'conch-template-state-'));
+const state = mkdtempSync(join(tmpdir(), 'conch-template-state-'));
+process.env.XDG_STATE_HOME = state;
+process.once('exit', () => rmSync(state, { recursive: true, force: true }));
 
 const here = dirname(fileURLToPath(import.meta.url));
 let cwd;

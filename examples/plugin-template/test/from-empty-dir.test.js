@@ -12,7 +12,9 @@ import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 
 // conch keeps what it loaded per workspace in $XDG_STATE_HOME/conch/trust.json: a throwaway one here.
-process.env.XDG_STATE_HOME = mkdtempSync(join(tmpdir(), 'conch-template-state-'));
+const state = mkdtempSync(join(tmpdir(), 'conch-template-state-'));
+process.env.XDG_STATE_HOME = state;
+process.once('exit', () => rmSync(state, { recursive: true, force: true }));
 
 const here = join(dirname(fileURLToPath(import.meta.url)), '..');
 const packages = join(here, '..', '..', 'packages');
