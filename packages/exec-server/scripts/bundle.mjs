@@ -10,6 +10,13 @@
 //                          (web-tree-sitter finds its tree-sitter.wasm beside its own script, so it
 //                          stays a package rather than bundled code; @conch/shell-syntax's bundled
 //                          code loads the grammar beside itself)
+//   prebuilds/linux-{x64,arm64}-{glibc,musl}/conch_spawn.node
+//                          @conch/process's posix_spawn addon for each target it is built for (the
+//                          supervisor and the server load the one for their machine; without it a
+//                          target's commands start with node's spawn, about twice the cost)
+//   prebuilds/linux-{x64,arm64}/conch-guard
+//                          @conch/sandbox's path guard (static): a sandbox in the target runs under
+//                          it, not on its mounts alone
 //   package.json           {"type":"module"}
 //   manifest.json          { hash, files: [{ path, size, sha256, mode }] } (not part of the hash)
 // The bundle hash names the directory a target installs it in, so a changed bundle is a new copy.
@@ -129,6 +136,25 @@ rmSync(join(out, 'node_modules', 'web-tree-sitter', 'src'), { recursive: true, f
 const shellDist = dirname(fileURLToPath(import.meta.resolve('@conch/shell-syntax')));
 for (const file of ['tree-sitter-bash.wasm', 'tree-sitter-bash.LICENSE'])
   copyFileSync(join(shellDist, file), join(out, file));
+
+// The prebuilt native parts, every target's: the target's machine is not known here. The bundled
+// code looks for prebuilds/ beside itself (native-spawn.ts, guard.ts).
+// (@conch/sandbox is @conch/process's dependency, not this package's: found from there.)
+const processRoot = join(processDir, '..');
+const sandboxRoot = dirname(
+  createRequire(join(processRoot, 'package.json')).resolve('@conch/sandbox/package.json'),
+);
+for (const root of [processRoot, sandboxRoot]) {
+  const from = join(root, 'prebuilds');
+  const targets = readdirSync(from, { withFileTypes: true }).filter((e) => e.isDirectory());
+  if (!existsSync(join(from, 'manifest.json')) || targets.length === 0)
+    throw new Error(`bundle: ${from} holds no prebuilt targets (run pnpm native:prebuild)`);
+  for (const target of targets) {
+    copyTree(join(from, target.name), join(out, 'prebuilds', target.name), () => true);
+    for (const name of readdirSync(join(from, target.name)))
+      chmodSync(join(out, 'prebuilds', target.name, name), statSync(join(from, target.name, name)).mode & 0o777);
+  }
+}
 
 // The manifest and the bundle hash (the boot script computes it the same way).
 const files = [];

@@ -65,9 +65,11 @@ export const FD_CHANNEL_VAR = 'CONCH_FD_CHANNEL';
 
 // Under vitest this module runs from src/*.ts; the addon is built into dist/. Either way the
 // package's root (prebuilds/) is one directory up (also in @conch/mcp's bundle, whose dist/ holds
-// this module and whose root holds the prebuilds).
+// this module and whose root holds the prebuilds). The exec server's bundle, which a remote target
+// installs as one directory named by its hash, has them beside its code instead.
 const here = fileURLToPath(import.meta.url);
 const packageRoot = join(dirname(here), '..');
+const prebuildRoots = [join(packageRoot, 'prebuilds'), join(dirname(here), 'prebuilds')];
 /** Where a build from source on this machine puts the addon (scripts/build-native.mjs). */
 export const NATIVE_SPAWN_ADDON = here.endsWith('.ts')
   ? join(packageRoot, 'dist', 'conch_spawn.node')
@@ -81,7 +83,8 @@ export const NATIVE_SPAWN_ADDON = here.endsWith('.ts')
 export function prebuiltSpawnAddon(): string | undefined {
   if (process.platform !== 'linux' || (process.arch !== 'x64' && process.arch !== 'arm64')) return undefined;
   const family = runningOnMusl() ? 'musl' : 'glibc';
-  return join(packageRoot, 'prebuilds', `linux-${process.arch}-${family}`, 'conch_spawn.node');
+  const paths = prebuildRoots.map((root) => join(root, `linux-${process.arch}-${family}`, 'conch_spawn.node'));
+  return paths.find((path) => existsSync(path)) ?? paths[0];
 }
 
 /**

@@ -182,15 +182,16 @@ export const BUILT_GUARD_BINARY = here.endsWith('.ts')
   : join(dirname(here), 'conch-guard');
 /**
  * The guard shipped in the package for this machine: a static executable (any libc) for Linux x64
- * and arm64 in prebuilds/linux-<arch>/, made by the repository's scripts/prebuild-native.mjs.
+ * and arm64 in prebuilds/linux-<arch>/, made by the repository's scripts/prebuild-native.mjs. The
+ * exec server's bundle (installed in a remote target as one directory) has prebuilds/ beside its
+ * code rather than one directory up.
  */
-export const PREBUILT_GUARD_BINARY = join(
-  dirname(here),
-  '..',
-  'prebuilds',
-  `linux-${process.arch}`,
-  'conch-guard',
-);
+export const PREBUILT_GUARD_BINARY = ((): string => {
+  const paths = [join(dirname(here), '..'), dirname(here)].map((root) =>
+    join(root, 'prebuilds', `linux-${process.arch}`, 'conch-guard'),
+  );
+  return paths.find((path) => existsSync(path)) ?? paths[0]!;
+})();
 
 const executable = (path: string) => {
   try {

@@ -81,6 +81,24 @@ export function describeTarget(
       expect(await layer.directoryState('/no/such/dir')).toBe('missing');
     });
 
+    test('the target starts commands with the posix_spawn addon the bundle carries; its sandbox runs under the path guard the bundle carries', async () => {
+      // The bundle is installed in the target as one directory: without the prebuilt parts in it, a
+      // target spawned with node's fork (about twice the cost) and sandboxed on mounts alone.
+      await target.processes.spawn('true').result;
+      let status = await target.processes.status();
+      expect(status.spawner).toMatchObject({ kind: 'posix_spawn' });
+      // Where the guard cannot run, the reason is the target's kernel or setting, never a missing file.
+      expect(status.guard.reason ?? '').not.toMatch(/missing/);
+      if (!status.sandbox.available || !status.guard.available) return;
+      const boxed = await target.processes.spawn('echo boxed', [], {
+        shell: '/bin/sh',
+        sandbox: { kind: 'workspace-write', writableRoots: [h.cwd], readOnlyPaths: [] },
+      }).result;
+      expect(boxed.stdout.head).toBe('boxed\n');
+      status = await target.processes.status();
+      expect(status.guard).toMatchObject({ available: true, active: true });
+    });
+
     test('50 MB of output: head and tail with the true size in the result, every byte in the target spill file', async () => {
       const size = 50 * 1024 * 1024;
       const line = 'the quick brown fox jumps over the lazy dog 0123456789\n';
