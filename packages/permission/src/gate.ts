@@ -15,7 +15,9 @@ import {
 } from '@conch/core';
 import {
   compileHostPattern,
+  internalAddress,
   KernelPolicyBuilder,
+  loopbackPorts,
   parseCredentialHost,
   parseEnginePolicy,
   type HostPattern,
@@ -1140,36 +1142,4 @@ function denySuggestion(part: Part): { suggestion?: string } {
 /** A plan's parse as @conch/shell-syntax makes it (the gate re-parses anything else). */
 function isParsedCommand(value: object): value is ParsedCommand {
   return 'source' in value && 'ok' in value && 'flags' in value;
-}
-
-/**
- * Loopback, unspecified, link-local (169.254/16: cloud metadata; fe80::/10), private (10/8,
- * 172.16/12, 192.168/16, fc00::/7) and CGNAT (100.64/10) addresses: this machine and its network.
- */
-function internalAddress(address: string): boolean {
-  if (isIP(address) === 4) {
-    const [a, b] = address.split('.').map(Number) as [number, number];
-    return (
-      a === 127 ||
-      a === 0 ||
-      a === 10 ||
-      (a === 169 && b === 254) ||
-      (a === 172 && b >= 16 && b <= 31) ||
-      (a === 192 && b === 168) ||
-      (a === 100 && b >= 64 && b <= 127)
-    );
-  }
-  const v6 = address.toLowerCase();
-  return v6 === '::1' || v6 === '::' || /^fe[89ab]/.test(v6) || /^f[cd]/.test(v6);
-}
-
-/** Ports of the host's loopback the allow-list names with an explicit port. */
-function loopbackPorts(allow: readonly string[]): number[] {
-  const ports = new Set<number>();
-  for (const entry of allow) {
-    const m = /^(?:127\.0\.0\.1|localhost|\[::1\]):(\d{1,5})$/i.exec(entry.trim());
-    const port = m ? Number(m[1]) : NaN;
-    if (port >= 1 && port <= 65535) ports.add(port);
-  }
-  return [...ports].sort((a, b) => a - b);
 }

@@ -91,7 +91,12 @@ export {
 } from './plants.js';
 export { GUARD_DIR_NAMES, GUARD_FILE_NAMES } from './protected-names.js';
 export { joinSockets, startBridge } from './bridge.js';
-export { allowListDecider, compileHostPatterns, internalAddress } from './network-allow-list.js';
+export {
+  allowListDecider,
+  compileHostPatterns,
+  internalAddress,
+  loopbackPorts,
+} from './network-allow-list.js';
 export {
   Sandbox,
   SandboxUnavailableError,

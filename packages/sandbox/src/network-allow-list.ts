@@ -25,6 +25,21 @@ export function internalAddress(address: string): boolean {
   return v6 === '::1' || v6 === '::' || /^fe[89ab]/.test(v6) || /^f[cd]/.test(v6);
 }
 
+/**
+ * Ports of the host's loopback the allow-list names with an explicit port (`localhost:8080`,
+ * `127.0.0.1:5432`, `[::1]:6379`): inside the sandbox a listener on each forwards to that service
+ * on the host (bridge.ts `startLoopbackForwards`), through the proxy, which decides it again.
+ */
+export function loopbackPorts(allow: readonly string[]): number[] {
+  const ports = new Set<number>();
+  for (const entry of allow) {
+    const m = /^(?:127\.0\.0\.1|localhost|\[::1\]):(\d{1,5})$/i.exec(entry.trim());
+    const port = m ? Number(m[1]) : NaN;
+    if (port >= 1 && port <= 65535) ports.add(port);
+  }
+  return [...ports].sort((a, b) => a - b);
+}
+
 /** Host patterns, each checked: a bad one throws, naming it. */
 export function compileHostPatterns(field: string, patterns: readonly string[]): HostPattern[] {
   return patterns.map((text) => {
@@ -46,9 +61,13 @@ export function allowListDecider(network: {
 }): (destination: Destination) => Promise<ConnectionVerdict> {
   const allow = compileHostPatterns('network.allow', network.allow ?? []);
   const deny = compileHostPatterns('network.deny', network.deny ?? []);
+  const hostPorts = loopbackPorts(network.allow ?? []);
   return async ({ host, port, addresses, resolve }) => {
     const denied = deny.find((p) => p.test(host, port));
     if (denied) return { allowed: false, reason: `the network deny-list names ${denied.text}` };
+    // A loopback forward (the sandbox's 127.0.0.1 / ::1 at a port the list names as
+    // `localhost:<port>`, `127.0.0.1:<port>` or `[::1]:<port>`): the host's service at that port.
+    if ((host === '127.0.0.1' || host === '::1') && hostPorts.includes(port)) return { allowed: true };
     if (!allow.some((p) => p.test(host, port)))
       return { allowed: false, reason: `${host} is not on the network allow-list` };
     const resolved = resolve ? await resolve() : (addresses ?? []);

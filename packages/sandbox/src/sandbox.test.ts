@@ -3,6 +3,8 @@
 // runs a command unsandboxed.
 import { execFile } from 'node:child_process';
 import { existsSync, mkdirSync, readFileSync, symlinkSync, writeFileSync } from 'node:fs';
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
@@ -101,6 +103,42 @@ maybe('Sandbox', () => {
       expect(r.blocked.map((b) => b.host)).toContain('not-allowed.invalid');
     } finally {
       sandbox.dispose();
+    }
+  });
+
+  it("reaches the host's loopback services its allow-list names, at their own address, and no other loopback port", async () => {
+    const ws = tempWorkspace();
+    const serve = (body: string) =>
+      new Promise<Server>((resolve) => {
+        const server = createServer((_request, response) => response.end(body));
+        server.listen(0, '127.0.0.1', () => resolve(server));
+      });
+    const portOf = (server: Server) => (server.address() as AddressInfo).port;
+    const [web, db, api, closed] = await Promise.all(
+      ['web', 'db', 'api', 'not named'].map((body) => serve(body)),
+    );
+    // Three spellings of the host's loopback; `closed` is a service the list does not name.
+    const sandbox = new Sandbox({
+      workspace: ws,
+      network: { allow: [`localhost:${portOf(web!)}`, `127.0.0.1:${portOf(db!)}`, `[::1]:${portOf(api!)}`] },
+    });
+    try {
+      const r = await sandbox.run('bash', [
+        '-c',
+        [
+          `curl -s -m 20 http://localhost:${portOf(web!)}/; echo`,
+          `python3 -c 'import http.client as h; c = h.HTTPConnection("127.0.0.1", ${portOf(db!)}, timeout=20); c.request("GET", "/"); print(c.getresponse().read().decode())'`,
+          `curl -s -m 20 -g 'http://[::1]:${portOf(api!)}/' || curl -s -m 20 http://127.0.0.1:${portOf(api!)}/; echo`,
+          `curl -s -m 20 http://127.0.0.1:${portOf(closed!)}/; echo closed=$?`,
+          `(exec 3<>/dev/tcp/127.0.0.1/${portOf(closed!)}) 2>/dev/null; echo tcp=$?`,
+        ].join('; '),
+      ]);
+      expect(r.stdout!.split('\n').slice(0, 5), r.stderr).toEqual(['web', 'db', 'api', 'closed=7', 'tcp=1']);
+      // A port not named: nothing listens for it inside, so nothing reached the proxy for it either.
+      expect(r.blocked).toEqual([]);
+    } finally {
+      sandbox.dispose();
+      for (const server of [web, db, api, closed]) server!.close();
     }
   });
 

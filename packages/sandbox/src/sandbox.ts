@@ -18,7 +18,7 @@ import {
 } from './guard.js';
 import { KernelPolicyBuilder } from './kernel-policy.js';
 import { limitSupport, limitWrap, resourcesOf } from './resource-limits.js';
-import { allowListDecider } from './network-allow-list.js';
+import { allowListDecider, loopbackPorts } from './network-allow-list.js';
 import { NetworkProxy, type BlockedConnection } from './network-proxy.js';
 import { changesHistory, historyPlants, inspectPlants, workTreeOf, type Plant } from './plants.js';
 import { probeSandbox, type SandboxStatus } from './probe.js';
@@ -48,7 +48,9 @@ export interface SandboxOptions {
   /**
    * Destinations commands reach through the sandbox's proxy (host patterns: `registry.npmjs.org`,
    * `*.pythonhosted.org`, `host:port`; `PACKAGE_REGISTRIES` lists the package registries). Nothing
-   * is reachable without it.
+   * is reachable without it. A service on this machine's loopback, named with its port
+   * (`localhost:5432`, `127.0.0.1:8080`, `[::1]:6379`), is reached inside at the same address
+   * (`psql -h localhost`, `curl localhost:8080`); other loopback ports stay closed.
    */
   network?: { allow?: readonly string[]; deny?: readonly string[] };
   /** Credentials hidden besides the built-in ones (see kernel-policy.ts), or let through. */
@@ -217,6 +219,9 @@ export class Sandbox extends EventEmitter<SandboxEvents> {
       { tmp: this.tmp(), ...(network ? { proxySocket: network } : {}) },
     );
     const cwd = realOr(resolve(this.workspace, options.cwd ?? '.'));
+    // The host's loopback services the allow-list names (`localhost:5432`): reached inside at the
+    // same address and port, each connection decided by the proxy like any other.
+    const hostPorts = network ? loopbackPorts(this.options.network?.allow ?? []) : [];
     const cookie = `${process.pid}-${Date.now().toString(36)}-${Math.random().toString(36).slice(2)}`;
     const env = this.environment(profile, options.env ?? process.env, network !== undefined);
     env[RUN_COOKIE] = cookie;
@@ -225,7 +230,15 @@ export class Sandbox extends EventEmitter<SandboxEvents> {
       ...limitWrap(resourcesOf(walled)!, limitSupport({ cgroup: false }), '').inner,
       ...(rules ? [GUARD_BINARY, '--channel', '3', '--'] : []),
       ...(network
-        ? [process.execPath, SANDBOX_INIT, '--bridge', PROXY_SOCKET_IN_SANDBOX, String(PROXY_PORT), '--']
+        ? [
+            process.execPath,
+            SANDBOX_INIT,
+            '--bridge',
+            PROXY_SOCKET_IN_SANDBOX,
+            String(PROXY_PORT),
+            ...(hostPorts.length ? ['--forward', hostPorts.join(',')] : []),
+            '--',
+          ]
         : []),
       file,
       ...args,
