@@ -1,6 +1,6 @@
 import { spawn } from 'node:child_process';
 import { EventEmitter } from 'node:events';
-import { mkdtempSync, realpathSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, realpathSync, rmSync } from 'node:fs';
 import type { Socket } from 'node:net';
 import { homedir, tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
@@ -18,6 +18,7 @@ import {
 } from './guard.js';
 import { KernelPolicyBuilder } from './kernel-policy.js';
 import { limitSupport, limitWrap, resourcesOf } from './resource-limits.js';
+import type { CredentialInjector } from './credentials/credential-injector.js';
 import { allowListDecider, loopbackPorts } from './network-allow-list.js';
 import { NetworkProxy, type BlockedConnection } from './network-proxy.js';
 import { changesHistory, historyPlants, inspectPlants, workTreeOf, type Plant } from './plants.js';
@@ -52,7 +53,18 @@ export interface SandboxOptions {
    * (`localhost:5432`, `127.0.0.1:8080`, `[::1]:6379`), is reached inside at the same address
    * (`psql -h localhost`, `curl localhost:8080`); other loopback ports stay closed.
    */
-  network?: { allow?: readonly string[]; deny?: readonly string[] };
+  network?: {
+    allow?: readonly string[];
+    deny?: readonly string[];
+    /** How the proxy looks an allowed name up (default: the system resolver; a split-horizon VPN's own). */
+    lookup?: (host: string) => Promise<readonly string[]>;
+  };
+  /**
+   * Credentials that never enter the sandbox (credentials/, `CredentialInjector.create`): commands
+   * get its placeholders and trust its session CA; the proxy lets its destinations through and puts
+   * the real value on the wire there only. The host made it and closes it.
+   */
+  credentials?: CredentialInjector;
   /** Credentials hidden besides the built-in ones (see kernel-policy.ts), or let through. */
   secrets?: {
     hideEnv?: readonly string[];
@@ -207,23 +219,31 @@ export class Sandbox extends EventEmitter<SandboxEvents> {
     const profile = this.profile();
     const guard = this.options.guard === false ? undefined : guardAvailability();
     const rules = guard?.available ? guardRulesFor(profile, RUN_COOKIE) : undefined;
+    const injector = profile.kind === 'workspace-write' ? this.options.credentials : undefined;
     const network =
-      profile.kind === 'workspace-write' && this.options.network?.allow?.length
+      profile.kind === 'workspace-write' && (this.options.network?.allow?.length || injector)
         ? await this.startProxy()
         : undefined;
+    // The injector's CA bundle (the system's CAs and its session CA), bound in read-only.
+    const caBundle = network && injector ? this.caBundle(injector) : undefined;
     const walled: SandboxProfile =
       network && profile.kind === 'workspace-write' ? { ...profile, network: 'proxy' } : profile;
     const { args: wall } = sandboxArgs(
       walled,
       [GUARD_BINARY, process.execPath, SANDBOX_INIT].map((p) => installRoot(p)),
-      { tmp: this.tmp(), ...(network ? { proxySocket: network } : {}) },
+      { tmp: this.tmp(), ...(network ? { proxySocket: network } : {}), ...(caBundle ? { caBundle } : {}) },
     );
     const cwd = realOr(resolve(this.workspace, options.cwd ?? '.'));
     // The host's loopback services the allow-list names (`localhost:5432`): reached inside at the
     // same address and port, each connection decided by the proxy like any other.
     const hostPorts = network ? loopbackPorts(this.options.network?.allow ?? []) : [];
     const cookie = `${process.pid}-${Date.now().toString(36)}-${Math.random().toString(36).slice(2)}`;
-    const env = this.environment(profile, options.env ?? process.env, network !== undefined);
+    const env = this.environment(
+      profile,
+      options.env ?? process.env,
+      network !== undefined,
+      caBundle ? injector : undefined,
+    );
     env[RUN_COOKIE] = cookie;
     const inner = [
       // Memory and process rlimits on what runs inside (resource-limits.ts; no scope for one command).
@@ -339,16 +359,32 @@ export class Sandbox extends EventEmitter<SandboxEvents> {
     profile: SandboxProfile,
     base: Readonly<Record<string, string | undefined>>,
     network: boolean,
+    injector: CredentialInjector | undefined,
   ): Record<string, string> {
     const hidden = envFilter(profile);
     const env: Record<string, string> = {};
     for (const [name, value] of Object.entries(base)) {
-      if (value === undefined || hidden?.(name, value)) continue;
+      // A credential's real value never enters, whatever the variable's name.
+      if (value === undefined || hidden?.(name, value) || injector?.hides(value)) continue;
       env[name] = value;
     }
     if (profile.kind === 'workspace-write') Object.assign(env, profile.env ?? {});
     if (network) Object.assign(env, proxyEnv());
+    // Its placeholders (which the env filter would hide by name), the CA variables, git's helpers.
+    if (injector) Object.assign(env, injector.sandboxEnv());
     return env;
+  }
+
+  private caBundles = new WeakMap<CredentialInjector, string>();
+
+  /** The injector's CA bundle on the host (written once, beside the proxy's socket). */
+  private caBundle(injector: CredentialInjector): string | undefined {
+    const known = this.caBundles.get(injector);
+    if (known && existsSync(known)) return known;
+    if (!this.netDir) return undefined;
+    const path = injector.writeCaBundle(this.netDir);
+    this.caBundles.set(injector, path);
+    return path;
   }
 
   private tmp(): string {
@@ -364,10 +400,20 @@ export class Sandbox extends EventEmitter<SandboxEvents> {
       const dir = mkdtempSync(join(tmpdir(), 'conch-sandbox-net-'));
       this.netDir = dir;
       const socketPath = join(dir, 'proxy.sock');
+      const injector = this.options.credentials;
+      // A credential's destinations are reachable (the injector puts the real value on the wire there).
+      const destinations = (injector?.destinations() ?? []).map(({ host, port }) =>
+        host.includes(':') ? `[${host}]:${port}` : `${host}:${port}`,
+      );
       this.proxy = new NetworkProxy({
         socketPath,
-        decide: allowListDecider(this.options.network ?? {}),
+        decide: allowListDecider({
+          allow: [...(this.options.network?.allow ?? []), ...destinations],
+          deny: this.options.network?.deny ?? [],
+        }),
         logger: this.options.logger,
+        ...(injector ? { intercept: (destination) => injector.interceptFor(destination) } : {}),
+        ...(this.options.network?.lookup ? { lookup: this.options.network.lookup } : {}),
       });
       try {
         await this.proxy.start();

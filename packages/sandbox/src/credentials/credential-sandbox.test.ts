@@ -43,6 +43,8 @@ let injector: CredentialInjector;
 let proxy: TestProxy;
 let socketPath: string;
 let bundleOnHost: string;
+let resolveStandInCa!: (ca: SessionCa) => void;
+const standInCa = new Promise<SessionCa>((resolve) => (resolveStandInCa = resolve));
 
 beforeAll(async () => {
   if (!ready) return;
@@ -50,6 +52,7 @@ beforeAll(async () => {
   dir = mkdtempSync(join(tmpdir(), 'conch-credentials-net-'));
   mkdirSync(join(dir, 'srv', 'owner'), { recursive: true });
   const testCa = await SessionCa.create({ commonName: 'stand-in public CA' });
+  resolveStandInCa(testCa);
   writeFileSync(join(dir, 'system-cas.pem'), testCa.certificate);
   standIn = await startStandIn({ ca: testCa, secret: SECRET, gitRoot: join(dir, 'srv') });
   injector = await CredentialInjector.create(
@@ -182,4 +185,57 @@ maybe('credentials in a real sandbox', () => {
       rmSync(ws, { recursive: true, force: true });
     }
   }, 60_000);
+});
+
+maybe('the library Sandbox with credentials', () => {
+  it('puts the real value on the wire to its destinations only; commands see the placeholder, and a host variable holding the value under any name is left out', async () => {
+    const ws = tempWorkspace();
+    const port = standIn.port;
+    const hostInjector = await CredentialInjector.create(
+      [{ hosts: [`api.github.com:${port}`], value: SECRET, env: ['GH_TOKEN'] }],
+      { upstreamCa: (await standInCa).certificate, systemCaFile: join(dir, 'system-cas.pem') },
+    );
+    // The test's resolver puts every name on the stand-in (127.0.0.1): a name resolving to loopback
+    // is reached only when the allow-list names that address too (no DNS rebinding), so it does.
+    const sandbox = new Sandbox({
+      workspace: ws,
+      credentials: hostInjector,
+      network: { allow: [`elsewhere.test:${port}`, `127.0.0.1:${port}`], lookup: async () => ['127.0.0.1'] },
+    });
+    const before = standIn.seen.length;
+    try {
+      const r = await sandbox.run(
+        'bash',
+        [
+          '-c',
+          [
+            'echo "token=$GH_TOKEN"',
+            'echo "other=${MY_COPY:-unset}"',
+            `curl -s -m 30 -H "Authorization: token $GH_TOKEN" https://api.github.com:${port}/echo-header`,
+            `curl -s -m 30 -H "Authorization: token $GH_TOKEN" https://elsewhere.test:${port}/echo-header`,
+            `curl -s -m 30 -o /dev/null -w "%{http_connect}\\n" https://not-listed.test:${port}/`,
+          ].join('; '),
+        ],
+        { env: { ...process.env, MY_COPY: SECRET } },
+      );
+      const lines = r.stdout!.split('\n');
+      const placeholder = hostInjector.placeholderEnv().GH_TOKEN!;
+      expect(lines[0], r.stderr).toBe(`token=${placeholder}`);
+      expect(lines[1]).toBe('other=unset');
+      expect(r.stdout).not.toContain(SECRET);
+      const seen = standIn.seen.slice(before);
+      const at = (sni: string) =>
+        seen.filter((q) => q.sni === sni).flatMap((q) => q.authorization.flatMap(presented));
+      // The configured destination got the real token; another allowed host only the placeholder.
+      expect(at('api.github.com')).toEqual([SECRET]);
+      expect(at('elsewhere.test')).toEqual([placeholder]);
+      expect(lines).toContain('ok 0');
+      // A host neither listed nor a credential's: refused by the proxy, and reported.
+      expect(lines).toContain('403');
+      expect(r.blocked.map((b) => b.host)).toContain('not-listed.test');
+    } finally {
+      sandbox.dispose();
+      hostInjector.close();
+    }
+  });
 });
