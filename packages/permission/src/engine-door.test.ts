@@ -3,9 +3,9 @@ import 'reflect-metadata';
 import { cliPlugin } from '@conch/cli';
 import { PluginRegistry, type ToolResult } from '@conch/core';
 import { findBwrap } from '@conch/process';
-import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
-import { mkdirSync, mkdtempSync, realpathSync, rmSync, writeFileSync } from 'node:fs';
-import { request } from 'node:http';
+import { startPodmanService } from '@conch/test-support/podman';
+import { spawnSync } from 'node:child_process';
+import { mkdtempSync, realpathSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
@@ -20,57 +20,6 @@ let ws: string;
 let saved: string | undefined;
 const registries: PluginRegistry[] = [];
 let service: { socket: string; stop: () => Promise<void> } | undefined;
-
-/** A podman API service on its own storage (nothing of the machine's containers is seen). */
-async function startPodman(): Promise<{ socket: string; stop: () => Promise<void> }> {
-  const dir = mkdtempSync('/var/tmp/conch-engine-door-');
-  mkdirSync(join(dir, 'net'));
-  const conf = join(dir, 'containers.conf');
-  writeFileSync(conf, `[network]\nnetwork_config_dir = "${join(dir, 'net')}"\n`);
-  const socket = join(dir, 'podman.sock');
-  const child: ChildProcess = spawn(
-    'podman',
-    [
-      '--root',
-      join(dir, 'root'),
-      '--runroot',
-      join(dir, 'runroot'),
-      '--storage-driver',
-      'vfs',
-      '--cgroup-manager',
-      'cgroupfs',
-      '--runtime',
-      'runc',
-      'system',
-      'service',
-      '--time=0',
-      `unix://${socket}`,
-    ],
-    { env: { ...process.env, CONTAINERS_CONF: conf }, stdio: 'ignore' },
-  );
-  const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
-  const stop = async () => {
-    if (child.exitCode === null && child.signalCode === null) {
-      child.kill('SIGTERM');
-      await exited;
-    }
-    rmSync(dir, { recursive: true, force: true });
-  };
-  // Ready when it answers a ping (each attempt waits on the socket, not on a clock).
-  for (let attempt = 0; attempt < 600 && child.exitCode === null; attempt++) {
-    const ok = await new Promise<boolean>((resolve) => {
-      const req = request({ socketPath: socket, path: '/_ping', agent: false }, (res) => {
-        res.resume();
-        resolve(res.statusCode === 200);
-      });
-      req.on('error', () => setTimeout(() => resolve(false), 100));
-      req.end();
-    });
-    if (ok) return { socket, stop };
-  }
-  await stop();
-  throw new Error('podman system service did not answer');
-}
 
 beforeEach(() => {
   ws = realpathSync(mkdtempSync(join(tmpdir(), 'conch-engine-door-')));
@@ -103,7 +52,7 @@ describe.runIf((findBwrap() || process.env.CI) && podmanWorks)('the container en
   it(
     'engine: true answers inside through the policy; escapes are refused with their rule',
     async () => {
-      service = await startPodman();
+      service = await startPodmanService();
       process.env.DOCKER_HOST = `unix://${service.socket}`;
       const run = await setup({ engine: true });
       const ping = await run(
@@ -144,7 +93,7 @@ describe.runIf((findBwrap() || process.env.CI) && podmanWorks)('the container en
   it(
     'without engine in the config there is no engine socket inside',
     async () => {
-      service = await startPodman();
+      service = await startPodmanService();
       process.env.DOCKER_HOST = `unix://${service.socket}`;
       const run = await setup({});
       const result = await run(

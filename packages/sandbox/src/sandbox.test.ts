@@ -1,13 +1,14 @@
 // The sandbox as a library and a CLI: a run writes only the workspace, hides its secrets, reaches
 // only allowed hosts, and reports what the guard refused and what the command planted; it never
 // runs a command unsandboxed.
-import { execFile } from 'node:child_process';
+import { execFile, spawnSync } from 'node:child_process';
 import { existsSync, mkdirSync, readFileSync, symlinkSync, writeFileSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
+import { startPodmanService } from '@conch/test-support/podman';
 import { describe, expect, it } from 'vitest';
 import { guardAvailability } from './guard.js';
 import { Sandbox, SandboxUnavailableError } from './sandbox.js';
@@ -141,6 +142,71 @@ maybe('Sandbox', () => {
       for (const server of [web, db, api, closed]) server!.close();
     }
   });
+
+  it.runIf(spawnSync('podman', ['--version']).status === 0)(
+    "reaches the host's container engine only through the policy socket with engine, and not at all without it",
+    async () => {
+      const ws = tempWorkspace();
+      const service = await startPodmanService();
+      const api = (method: string, path: string, body?: unknown) =>
+        `curl -s -m 120 -X ${method} --unix-socket /run/docker.sock -H 'Content-Type: application/json' ${
+          body === undefined ? '' : `-d '${JSON.stringify(body)}'`
+        } http://d${path}; echo`;
+      const env = { ...process.env, DOCKER_HOST: `unix://${service.socket}` };
+      const saved = process.env.DOCKER_HOST;
+      process.env.DOCKER_HOST = env.DOCKER_HOST;
+      const withEngine = new Sandbox({ workspace: ws, engine: true });
+      const without = new Sandbox({ workspace: ws });
+      try {
+        const r = await withEngine.run(
+          'bash',
+          [
+            '-c',
+            [
+              api('GET', '/_ping'),
+              'printenv DOCKER_HOST',
+              api('POST', '/v1.41/containers/create', { Image: 'x', HostConfig: { Privileged: true } }),
+              api('POST', '/v1.41/containers/create', { Image: 'x', HostConfig: { Binds: ['/:/host'] } }),
+              `curl -s -m 60 --unix-socket ${service.socket} http://d/_ping >/dev/null; echo direct=$?`,
+            ].join('; '),
+          ],
+          { env },
+        );
+        const lines = r.stdout!.split('\n').filter(Boolean);
+        expect(lines[0], r.stderr).toBe('OK');
+        expect(lines[1]).toBe('unix:///run/conch-engine/docker.sock');
+        expect(lines[2]).toContain('conch:');
+        expect(lines[3]).toContain('conch:');
+        // The engine's own socket (outside every writable root) is not reachable from inside.
+        expect(lines[4]).toMatch(/^direct=[1-9]/);
+        expect(r.engineRefusals.map((refusal) => refusal.route)).toEqual([
+          'container.create',
+          'container.create',
+        ]);
+        const none = await without.run(
+          'bash',
+          [
+            '-c',
+            'test -e /run/docker.sock && echo has-socket; test -e /run/conch-engine && echo has-dir; echo done',
+          ],
+          { env },
+        );
+        expect(none.stdout).toBe('done\n');
+        expect(none.engineRefusals).toEqual([]);
+        // A bad policy fails at construction, naming its field.
+        expect(() => new Sandbox({ workspace: ws, engine: { publish: 'everywhere' } as never })).toThrow(
+          /publish/,
+        );
+      } finally {
+        withEngine.dispose();
+        without.dispose();
+        if (saved === undefined) delete process.env.DOCKER_HOST;
+        else process.env.DOCKER_HOST = saved;
+        await service.stop();
+      }
+    },
+    600_000,
+  );
 
   it('never runs unsandboxed: without bubblewrap on PATH a run throws and nothing runs', async () => {
     const ws = tempWorkspace();

@@ -16,6 +16,9 @@ import {
   type GuardAvailability,
   type GuardOp,
 } from './guard.js';
+import { EngineProxy, type EngineRefusal } from './engine/engine-proxy.js';
+import { parseEnginePolicy, type EnginePolicyInput } from './engine/engine-policy-config.js';
+import { engineSandboxEnv } from './engine/engine-socket.js';
 import { KernelPolicyBuilder } from './kernel-policy.js';
 import { limitSupport, limitWrap, resourcesOf } from './resource-limits.js';
 import type { CredentialInjector } from './credentials/credential-injector.js';
@@ -24,6 +27,7 @@ import { NetworkProxy, type BlockedConnection } from './network-proxy.js';
 import { changesHistory, historyPlants, inspectPlants, workTreeOf, type Plant } from './plants.js';
 import { probeSandbox, type SandboxStatus } from './probe.js';
 import {
+  ENGINE_DIR_IN_SANDBOX,
   envFilter,
   installRoot,
   profileFor,
@@ -65,6 +69,13 @@ export interface SandboxOptions {
    * the real value on the wire there only. The host made it and closes it.
    */
   credentials?: CredentialInjector;
+  /**
+   * The host's container engine (podman, or Docker) through conch's policy socket (engine/): `true`
+   * (the default policy) or the policy's settings. Inside, `DOCKER_HOST` and `/run/docker.sock`
+   * point at it; what the policy refuses is in each run's `engineRefusals`. Found from
+   * `DOCKER_HOST` / the usual sockets of this process's environment.
+   */
+  engine?: true | EnginePolicyInput;
   /** Credentials hidden besides the built-in ones (see kernel-policy.ts), or let through. */
   secrets?: {
     hideEnv?: readonly string[];
@@ -113,6 +124,8 @@ export interface SandboxRunResult {
   plants: Plant[];
   /** Connections the proxy refused while it ran. */
   blocked: BlockedConnection[];
+  /** Container-engine requests the policy refused while it ran (with `engine`). */
+  engineRefusals: EngineRefusal[];
 }
 
 export interface SandboxEvents {
@@ -165,6 +178,8 @@ export class Sandbox extends EventEmitter<SandboxEvents> {
     super();
     this.options = options;
     this.workspace = realOr(resolve(options.workspace ?? process.cwd()));
+    // A bad engine policy fails here, naming its field, not at the first run.
+    if (options.engine) parseEnginePolicy(options.engine === true ? {} : options.engine);
     const home = options.home ?? homedir();
     this.builder = new KernelPolicyBuilder({
       mode: options.mode ?? 'workspace-write',
@@ -226,12 +241,22 @@ export class Sandbox extends EventEmitter<SandboxEvents> {
         : undefined;
     // The injector's CA bundle (the system's CAs and its session CA), bound in read-only.
     const caBundle = network && injector ? this.caBundle(injector) : undefined;
-    const walled: SandboxProfile =
+    // The container engine's policy socket: its directory bound read-only, the usual paths to it.
+    const engine =
+      profile.kind === 'workspace-write' && this.options.engine ? await this.startEngine() : undefined;
+    let walled: SandboxProfile =
       network && profile.kind === 'workspace-write' ? { ...profile, network: 'proxy' } : profile;
+    if (engine && walled.kind === 'workspace-write')
+      walled = { ...walled, engine: this.options.engine === true ? {} : { ...this.options.engine! } };
     const { args: wall } = sandboxArgs(
       walled,
       [GUARD_BINARY, process.execPath, SANDBOX_INIT].map((p) => installRoot(p)),
-      { tmp: this.tmp(), ...(network ? { proxySocket: network } : {}), ...(caBundle ? { caBundle } : {}) },
+      {
+        tmp: this.tmp(),
+        ...(network ? { proxySocket: network } : {}),
+        ...(caBundle ? { caBundle } : {}),
+        ...(engine ? { engineDir: engine.dir } : {}),
+      },
     );
     const cwd = realOr(resolve(this.workspace, options.cwd ?? '.'));
     // The host's loopback services the allow-list names (`localhost:5432`): reached inside at the
@@ -244,6 +269,7 @@ export class Sandbox extends EventEmitter<SandboxEvents> {
       network !== undefined,
       caBundle ? injector : undefined,
     );
+    if (engine) Object.assign(env, engineSandboxEnv(`${ENGINE_DIR_IN_SANDBOX}/docker.sock`));
     env[RUN_COOKIE] = cookie;
     const inner = [
       // Memory and process rlimits on what runs inside (resource-limits.ts; no scope for one command).
@@ -295,6 +321,7 @@ export class Sandbox extends EventEmitter<SandboxEvents> {
     child.stdout?.setEncoding('utf8').on('data', (text: string) => (stdout += text));
     child.stderr?.setEncoding('utf8').on('data', (text: string) => (stderr += text));
     const started = performance.now();
+    const startedAt = Date.now();
     const abort = () => child.kill('SIGKILL');
     options.signal?.addEventListener('abort', abort, { once: true });
     const ended = await new Promise<{ code: number | null; signal: string | null }>((done) => {
@@ -308,6 +335,10 @@ export class Sandbox extends EventEmitter<SandboxEvents> {
     const plants = await this.analyse(written);
     const blocked = this.proxy?.blockedSince(started) ?? [];
     for (const b of blocked) this.emit('blocked', b);
+    // Requests only: the proxy also keeps its start-up notice (no engine on this host, method '-').
+    const engineRefusals = engine
+      ? engine.proxy.refusals().filter((r) => r.at >= startedAt && r.method !== '-')
+      : [];
     return {
       exitCode: ended.code,
       signal: ended.signal,
@@ -315,6 +346,7 @@ export class Sandbox extends EventEmitter<SandboxEvents> {
       refusals,
       plants,
       blocked,
+      engineRefusals,
     };
   }
 
@@ -335,7 +367,13 @@ export class Sandbox extends EventEmitter<SandboxEvents> {
     this.disposed = true;
     this.builder.dispose();
     this.proxy?.close();
+    const engine = this.engine;
     for (const dir of [this.tmpRoot, this.netDir]) if (dir) rmSync(dir, { recursive: true, force: true });
+    // The engine proxy stops asynchronously (its spool and socket go with it); its directory after.
+    void engine?.started
+      .then(() => engine.proxy.stop())
+      .catch(() => undefined)
+      .finally(() => rmSync(engine.dir, { recursive: true, force: true }));
   }
 
   private async analyse(written: Set<string>): Promise<Plant[]> {
@@ -390,6 +428,39 @@ export class Sandbox extends EventEmitter<SandboxEvents> {
   private tmp(): string {
     this.tmpRoot ??= mkdtempSync(join(tmpdir(), 'conch-sandbox-'));
     return this.tmpRoot;
+  }
+
+  private engine: { proxy: EngineProxy; dir: string; started: Promise<void> } | undefined;
+
+  /**
+   * The container engine's policy socket (started on the first run with `engine`), or undefined
+   * when it could not start (logged; runs then have no engine socket).
+   */
+  private async startEngine(): Promise<{ proxy: EngineProxy; dir: string } | undefined> {
+    if (!this.engine) {
+      const dir = mkdtempSync(join(tmpdir(), 'conch-sandbox-engine-'));
+      const proxy = new EngineProxy({ ...(this.options.logger ? { logger: this.options.logger } : {}) });
+      const started = proxy
+        .start({
+          workspace: this.workspace,
+          sessionId: `conch-sandbox-${process.pid}-${Math.random().toString(36).slice(2, 10)}`,
+          policy: this.options.engine === true ? {} : (this.options.engine ?? {}),
+          socketPath: join(dir, 'docker.sock'),
+        })
+        .then(() => undefined);
+      this.engine = { proxy, dir, started };
+    }
+    const engine = this.engine;
+    try {
+      await engine.started;
+      return engine;
+    } catch (error) {
+      this.options.logger?.warn(
+        { err: error },
+        'sandbox: the container engine policy socket could not start',
+      );
+      return undefined;
+    }
   }
 
   private proxyStart: Promise<string | undefined> | undefined;
