@@ -229,7 +229,8 @@ export interface CliWarmUpState {
   /**
    * The process supervisor of the sandbox the first command runs in: 'pending' until
    * WARM_UP_DELAY_MS after expose (so a permission gate exposed right after cli is seen);
-   * 'started' once asked to start (`status().processes.supervisor` says 'running'); 'skipped' (no
+   * 'started' once asked to start (`status().processes.supervisor` says 'starting', then
+   * 'running' once it answers); 'skipped' (no
    * permission gate yet, a call came first and started what it needed, or the manager spawns
    * in-process); 'failed' (logged; the first command starts it as before).
    */

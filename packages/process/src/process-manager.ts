@@ -202,8 +202,13 @@ export interface SpawnPtyOptions {
 }
 
 export interface ProcessManagerStatus {
-  /** 'fallback': spawning in the host (no supervisor: disabled, or it could not start). */
-  supervisor: 'running' | 'fallback' | 'not-started';
+  /**
+   * 'starting': a supervisor was started and none answers yet (its node, and for a sandbox
+   * bubblewrap and the path guard, are starting: half a second or more on a slow machine; commands
+   * submitted meanwhile wait for it); 'running': one answers; 'fallback': spawning in the host (no
+   * supervisor: disabled, or it could not start); 'not-started': none was needed yet.
+   */
+  supervisor: 'running' | 'starting' | 'fallback' | 'not-started';
   /** Whether sandbox profiles apply (probed once per process; a failing sandboxed supervisor also counts). */
   sandbox: SandboxStatus;
   /** Workspace-profile readOnlyPaths that did not exist, so were not protected. */
@@ -953,14 +958,22 @@ export class ProcessManager implements ProcessManagerService {
   async status(): Promise<ProcessManagerStatus> {
     const probed = await probeSandbox();
     const broken = [...this.brokenSandboxes.values()][0];
-    const running = [...this.clients.values()].some((c) => c.status === 'ready' || c.status === 'starting');
+    const clients = [...this.clients.values()];
+    const supervisor =
+      this.fallbackReason !== undefined
+        ? 'fallback'
+        : clients.some((c) => c.status === 'ready')
+          ? 'running'
+          : clients.some((c) => c.status === 'starting')
+            ? 'starting'
+            : 'not-started';
     const spawner =
       this.fallbackReason !== undefined
         ? { kind: 'node' as const, reason: `no supervisor: ${this.fallbackReason}` }
         : [...this.clients.values()].find((c) => c.status === 'ready' && c.spawner)?.spawner;
     const guard = this.guardStatus();
     return {
-      supervisor: this.fallbackReason !== undefined ? 'fallback' : running ? 'running' : 'not-started',
+      supervisor,
       sandbox:
         broken !== undefined && probed.available ? { ...probed, available: false, reason: broken } : probed,
       skippedReadOnlyPaths: [...this.skipped],

@@ -138,11 +138,16 @@ describe('supervisor', () => {
     });
   });
 
-  it('status() is not-started before the first spawn; warmUp() starts the supervisor early', async () => {
+  it('status() is not-started before the first spawn; warmUp() starts the supervisor early: starting, then running', async () => {
     const m = manager();
     expect((await m.status()).supervisor).toBe('not-started');
     m.warmUp();
-    expect((await m.status()).supervisor).toBe('running');
+    // Read a microtask later (the probe is known by now): the supervisor's 'ready' is a message, after.
+    expect((await m.status()).supervisor).toBe('starting');
+    await waitFor(async () => (await m.status()).supervisor === 'running', {
+      what: 'the supervisor to answer',
+    });
+    expect((await m.status()).spawner).toBeDefined();
     const result = await m.spawn('sh', ['-c', 'echo $PPID']).result;
     expect(result.stdout.head).not.toBe(`${process.pid}\n`);
   });
