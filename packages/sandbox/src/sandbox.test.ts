@@ -1,14 +1,14 @@
 // The sandbox as a library and a CLI: a run writes only the workspace, hides its secrets, reaches
 // only allowed hosts, and reports what the guard refused and what the command planted; it never
 // runs a command unsandboxed.
-import { execFile, spawnSync } from 'node:child_process';
+import { execFile } from 'node:child_process';
 import { existsSync, mkdirSync, readFileSync, symlinkSync, writeFileSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
-import { startPodmanService } from '@conch/test-support/podman';
+import { podmanUsable, startPodmanService } from '@conch/test-support/podman';
 import { describe, expect, it } from 'vitest';
 import { guardAvailability } from './guard.js';
 import { Sandbox, SandboxUnavailableError } from './sandbox.js';
@@ -143,7 +143,7 @@ maybe('Sandbox', () => {
     }
   });
 
-  it.runIf(spawnSync('podman', ['--version']).status === 0)(
+  it.runIf(podmanUsable().ok)(
     "reaches the host's container engine only through the policy socket with engine, and not at all without it",
     async () => {
       const ws = tempWorkspace();

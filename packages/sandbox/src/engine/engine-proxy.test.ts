@@ -22,7 +22,7 @@ import {
   startPodmanService,
   staticBusybox,
   type PodmanService,
-} from '../test-support/podman-service.js';
+} from '@conch/test-support/podman';
 import { SESSION_LABEL } from './engine-policy.js';
 import { EngineProxy } from './engine-proxy.js';
 
