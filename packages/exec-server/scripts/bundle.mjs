@@ -152,7 +152,10 @@ for (const root of [processRoot, sandboxRoot]) {
   for (const target of targets) {
     copyTree(join(from, target.name), join(out, 'prebuilds', target.name), () => true);
     for (const name of readdirSync(join(from, target.name)))
-      chmodSync(join(out, 'prebuilds', target.name, name), statSync(join(from, target.name, name)).mode & 0o777);
+      chmodSync(
+        join(out, 'prebuilds', target.name, name),
+        statSync(join(from, target.name, name)).mode & 0o777,
+      );
   }
 }
 

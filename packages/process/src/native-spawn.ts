@@ -83,7 +83,9 @@ export const NATIVE_SPAWN_ADDON = here.endsWith('.ts')
 export function prebuiltSpawnAddon(): string | undefined {
   if (process.platform !== 'linux' || (process.arch !== 'x64' && process.arch !== 'arm64')) return undefined;
   const family = runningOnMusl() ? 'musl' : 'glibc';
-  const paths = prebuildRoots.map((root) => join(root, `linux-${process.arch}-${family}`, 'conch_spawn.node'));
+  const paths = prebuildRoots.map((root) =>
+    join(root, `linux-${process.arch}-${family}`, 'conch_spawn.node'),
+  );
   return paths.find((path) => existsSync(path)) ?? paths[0];
 }
 
