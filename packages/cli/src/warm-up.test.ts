@@ -71,8 +71,11 @@ describe('warm at expose', () => {
     expect(manager.supervisorPids()).toEqual([]);
     await warmedUp(registry);
     await waitFor(async () => (await warmState(registry)).parser === 'ready', { what: 'the parser to load' });
-    const status = (await registry.status()) as unknown as { processes: { supervisor: string } };
-    expect(status.processes.supervisor).toBe('running');
+    // Started: 'starting' while its node, bubblewrap and the guard start, then 'running'.
+    const supervisorState = async () =>
+      ((await registry.status()) as unknown as { processes: { supervisor: string } }).processes.supervisor;
+    expect(['starting', 'running']).toContain(await supervisorState());
+    await waitFor(async () => (await supervisorState()) === 'running', { what: 'the supervisor to answer' });
     expect((await warmState(registry)).supervisor).toBe('started');
     const warmed = manager.supervisorPids();
     expect(warmed.length).toBeGreaterThan(0);
