@@ -172,14 +172,17 @@ export class Sandbox extends EventEmitter<SandboxEvents> {
   private tmpRoot: string | undefined;
   private proxy: NetworkProxy | undefined;
   private netDir: string | undefined;
+  /** The engine policy's settings (`engine: true` is the default policy), checked at construction. */
+  private readonly enginePolicy: EnginePolicyInput | undefined;
   private disposed = false;
 
   constructor(options: SandboxOptions = {}) {
     super();
     this.options = options;
     this.workspace = realOr(resolve(options.workspace ?? process.cwd()));
+    this.enginePolicy = options.engine === true ? {} : options.engine;
     // A bad engine policy fails here, naming its field, not at the first run.
-    if (options.engine) parseEnginePolicy(options.engine === true ? {} : options.engine);
+    if (this.enginePolicy) parseEnginePolicy(this.enginePolicy);
     const home = options.home ?? homedir();
     this.builder = new KernelPolicyBuilder({
       mode: options.mode ?? 'workspace-write',
@@ -243,11 +246,10 @@ export class Sandbox extends EventEmitter<SandboxEvents> {
     const caBundle = network && injector ? this.caBundle(injector) : undefined;
     // The container engine's policy socket: its directory bound read-only, the usual paths to it.
     const engine =
-      profile.kind === 'workspace-write' && this.options.engine ? await this.startEngine() : undefined;
+      profile.kind === 'workspace-write' && this.enginePolicy ? await this.startEngine() : undefined;
     let walled: SandboxProfile =
       network && profile.kind === 'workspace-write' ? { ...profile, network: 'proxy' } : profile;
-    if (engine && walled.kind === 'workspace-write')
-      walled = { ...walled, engine: this.options.engine === true ? {} : { ...this.options.engine! } };
+    if (engine && walled.kind === 'workspace-write') walled = { ...walled, engine: { ...this.enginePolicy } };
     const { args: wall } = sandboxArgs(
       walled,
       [GUARD_BINARY, process.execPath, SANDBOX_INIT].map((p) => installRoot(p)),
@@ -367,13 +369,13 @@ export class Sandbox extends EventEmitter<SandboxEvents> {
     this.disposed = true;
     this.builder.dispose();
     this.proxy?.close();
-    const engine = this.engine;
     for (const dir of [this.tmpRoot, this.netDir]) if (dir) rmSync(dir, { recursive: true, force: true });
     // The engine proxy stops asynchronously (its spool and socket go with it); its directory after.
-    void engine?.started
-      .then(() => engine.proxy.stop())
-      .catch(() => undefined)
-      .finally(() => rmSync(engine.dir, { recursive: true, force: true }));
+    void this.engineStart?.then(async () => {
+      const engine = this.engine!;
+      await engine.proxy.stop().catch(() => undefined);
+      rmSync(engine.dir, { recursive: true, force: true });
+    });
   }
 
   private async analyse(written: Set<string>): Promise<Plant[]> {
@@ -413,16 +415,15 @@ export class Sandbox extends EventEmitter<SandboxEvents> {
     return env;
   }
 
-  private caBundles = new WeakMap<CredentialInjector, string>();
+  /** The credential injector's CA bundle on the host (its injector is this Sandbox's one). */
+  private caBundlePath: string | undefined;
 
   /** The injector's CA bundle on the host (written once, beside the proxy's socket). */
   private caBundle(injector: CredentialInjector): string | undefined {
-    const known = this.caBundles.get(injector);
-    if (known && existsSync(known)) return known;
+    if (this.caBundlePath && existsSync(this.caBundlePath)) return this.caBundlePath;
     if (!this.netDir) return undefined;
-    const path = injector.writeCaBundle(this.netDir);
-    this.caBundles.set(injector, path);
-    return path;
+    this.caBundlePath = injector.writeCaBundle(this.netDir);
+    return this.caBundlePath;
   }
 
   private tmp(): string {
@@ -430,37 +431,35 @@ export class Sandbox extends EventEmitter<SandboxEvents> {
     return this.tmpRoot;
   }
 
-  private engine: { proxy: EngineProxy; dir: string; started: Promise<void> } | undefined;
+  private engine: { proxy: EngineProxy; dir: string } | undefined;
+  private engineStart: Promise<{ proxy: EngineProxy; dir: string } | undefined> | undefined;
 
   /**
    * The container engine's policy socket (started on the first run with `engine`), or undefined
-   * when it could not start (logged; runs then have no engine socket).
+   * when it could not start (logged once; runs then have no engine socket).
    */
-  private async startEngine(): Promise<{ proxy: EngineProxy; dir: string } | undefined> {
-    if (!this.engine) {
+  private startEngine(): Promise<{ proxy: EngineProxy; dir: string } | undefined> {
+    this.engineStart ??= (async () => {
       const dir = mkdtempSync(join(tmpdir(), 'conch-sandbox-engine-'));
       const proxy = new EngineProxy({ ...(this.options.logger ? { logger: this.options.logger } : {}) });
-      const started = proxy
-        .start({
+      this.engine = { proxy, dir };
+      try {
+        await proxy.start({
           workspace: this.workspace,
           sessionId: `conch-sandbox-${process.pid}-${Math.random().toString(36).slice(2, 10)}`,
-          policy: this.options.engine === true ? {} : (this.options.engine ?? {}),
+          policy: this.enginePolicy ?? {},
           socketPath: join(dir, 'docker.sock'),
-        })
-        .then(() => undefined);
-      this.engine = { proxy, dir, started };
-    }
-    const engine = this.engine;
-    try {
-      await engine.started;
-      return engine;
-    } catch (error) {
-      this.options.logger?.warn(
-        { err: error },
-        'sandbox: the container engine policy socket could not start',
-      );
-      return undefined;
-    }
+        });
+        return this.engine;
+      } catch (error) {
+        this.options.logger?.warn(
+          { err: error },
+          'sandbox: the container engine policy socket could not start',
+        );
+        return undefined;
+      }
+    })();
+    return this.engineStart;
   }
 
   private proxyStart: Promise<string | undefined> | undefined;
