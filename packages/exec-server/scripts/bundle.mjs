@@ -146,17 +146,14 @@ const sandboxRoot = dirname(
 );
 for (const root of [processRoot, sandboxRoot]) {
   const from = join(root, 'prebuilds');
-  const targets = readdirSync(from, { withFileTypes: true }).filter((e) => e.isDirectory());
-  if (!existsSync(join(from, 'manifest.json')) || targets.length === 0)
+  const targets = existsSync(join(from, 'manifest.json'))
+    ? readdirSync(from, { withFileTypes: true }).filter((e) => e.isDirectory())
+    : [];
+  if (targets.length === 0)
     throw new Error(`bundle: ${from} holds no prebuilt targets (run pnpm native:prebuild)`);
-  for (const target of targets) {
+  // copyFileSync keeps each file's mode: the guard stays executable (the manifest records it).
+  for (const target of targets)
     copyTree(join(from, target.name), join(out, 'prebuilds', target.name), () => true);
-    for (const name of readdirSync(join(from, target.name)))
-      chmodSync(
-        join(out, 'prebuilds', target.name, name),
-        statSync(join(from, target.name, name)).mode & 0o777,
-      );
-  }
 }
 
 // The manifest and the bundle hash (the boot script computes it the same way).
