@@ -3,6 +3,7 @@
 // are out of reach, and ordinary tools (git, node, python, make, cc, FIFOs, /dev/stdin) still work.
 import { execFileSync } from 'node:child_process';
 import { existsSync, mkdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
+import { release } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { encodeGuardRules, GuardEventReader, guardAvailability } from './guard.js';
@@ -33,7 +34,9 @@ describe('the guard protocol', () => {
       return Buffer.concat([h, b]);
     };
     const stream = Buffer.concat([
-      record('S', '2 3 wait-killable'),
+      record('S', '2 3 wait-killable,sync-wake'),
+      record('S', '4 5 wait-killable'),
+      record('S', '6 7 '),
       record('r', 'write\0/w/.git/config\x0030\0cookie-1'),
       record('w', 'create\0/w/.npmrc\0'),
     ]);
@@ -43,10 +46,20 @@ describe('the guard protocol', () => {
       ...reader.push(stream.subarray(30)),
     ];
     expect(events).toEqual([
-      { kind: 'started', guardPid: 2, supervisorPid: 3, waitKillable: true },
+      { kind: 'started', guardPid: 2, supervisorPid: 3, waitKillable: true, syncWake: true },
+      { kind: 'started', guardPid: 4, supervisorPid: 5, waitKillable: true, syncWake: false },
+      { kind: 'started', guardPid: 6, supervisorPid: 7, waitKillable: false, syncWake: false },
       { kind: 'refused', op: 'write', path: '/w/.git/config', errno: 30, cookie: 'cookie-1' },
       { kind: 'written', op: 'create', path: '/w/.npmrc' },
     ]);
+  });
+});
+
+maybe('the guard on this kernel', () => {
+  it('asks for synchronous hand-offs where the kernel has them (Linux 6.6+), and works either way', () => {
+    const [major = 0, minor = 0] = release().split(/[.-]/).map(Number);
+    const found = guardAvailability();
+    expect(found).toMatchObject({ available: true, syncWake: major > 6 || (major === 6 && minor >= 6) });
   });
 });
 

@@ -75,7 +75,7 @@ export interface GuardRules {
 export type GuardOp = 'read' | 'write' | 'create' | 'remove' | 'chmod' | 'link';
 
 export type GuardEvent =
-  | { kind: 'started'; guardPid: number; supervisorPid: number; waitKillable: boolean }
+  | { kind: 'started'; guardPid: number; supervisorPid: number; waitKillable: boolean; syncWake: boolean }
   | { kind: 'ack' }
   | { kind: 'refused'; op: GuardOp; path: string; errno: number; cookie?: string }
   | { kind: 'written'; op: GuardOp; path: string; cookie?: string }
@@ -146,6 +146,7 @@ function parse(type: string, fields: string[]): GuardEvent | undefined {
         guardPid: Number(guard),
         supervisorPid: Number(supervisor),
         waitKillable: features.includes('wait-killable'),
+        syncWake: features.includes('sync-wake'),
       };
     }
     case 'A':
@@ -250,7 +251,8 @@ export const GUARD_BINARY =
 export const GUARD_VAR = 'CONCH_SANDBOX_GUARD';
 
 export type GuardAvailability =
-  { available: true; binary: string; waitKillable: boolean } | { available: false; reason: string };
+  | { available: true; binary: string; waitKillable: boolean; syncWake: boolean }
+  | { available: false; reason: string };
 
 const probed = new Map<string, GuardAvailability>();
 
@@ -279,13 +281,18 @@ export function guardAvailability(
   // answers at once and a broken one fails at once, so this only bounds a hang.
   const run = spawnSync(binary, ['--probe'], { encoding: 'utf8', timeout: 30_000 });
   if (run.status === 0) {
-    let waitKillable = false;
+    let features: { waitKillable?: boolean; syncWake?: boolean } = {};
     try {
-      waitKillable = (JSON.parse(run.stdout) as { waitKillable?: boolean }).waitKillable === true;
+      features = JSON.parse(run.stdout) as typeof features;
     } catch {
-      // an older guard's output: the feature is unknown
+      // an older guard's output: the features are unknown
     }
-    answer = { available: true, binary, waitKillable };
+    answer = {
+      available: true,
+      binary,
+      waitKillable: features.waitKillable === true,
+      syncWake: features.syncWake === true,
+    };
   } else {
     const why = (run.stderr || run.error?.message || '').trim().split('\n').slice(-2).join(' | ');
     answer = {
