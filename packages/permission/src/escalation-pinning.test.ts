@@ -58,6 +58,18 @@ beforeEach(() => {
   git(dir, 'add', '-A');
   git(dir, 'commit', '-q', '-m', 'initial');
   rmSync(join(out, 'pre-commit-ran'));
+  // A nested repository with husky 9: core.hooksPath `.husky/_`, whose hooks run `.husky/<hook>`.
+  write({
+    'h9/.husky/_/h':
+      '#!/usr/bin/env sh\nn=$(basename "$0")\ns=$(dirname "$(dirname "$0")")/$n\n[ ! -f "$s" ] && exit 0\nsh -e "$s" "$@"\n',
+    'h9/.husky/_/pre-commit': '#!/usr/bin/env sh\n. "$(dirname "$0")/h"\n',
+    'h9/.husky/_/post-commit': '#!/usr/bin/env sh\n. "$(dirname "$0")/h"\n',
+    'h9/.husky/pre-commit': 'true\n',
+  });
+  chmodSync(join(dir, 'h9/.husky/_/pre-commit'), 0o755);
+  chmodSync(join(dir, 'h9/.husky/_/post-commit'), 0o755);
+  git(join(dir, 'h9'), 'init', '-q');
+  git(join(dir, 'h9'), 'config', 'core.hooksPath', '.husky/_');
 });
 afterEach(async () => {
   for (const registry of registries.splice(0)) {
@@ -288,6 +300,20 @@ describe.runIf(findBwrap() || process.env.CI)('escalations allowed by a rule, wi
       command: 'git commit --allow-empty -m x',
       reason: /^\.git\/hooks changed since/,
       rule: 'pinned:.git/hooks',
+    },
+    "husky 9's pre-commit rewritten in a host repository (a write the kernel missed)": {
+      change: (d) => writeFileSync(join(d, 'h9/.husky/pre-commit'), outside('touch OUT/evil\n')),
+      command: 'git commit --allow-empty -m x',
+      cwd: 'h9',
+      reason: /^h9\/\.husky changed since the rule "git commit:\*" was granted/,
+      rule: 'pinned:h9/.husky',
+    },
+    "a new hook in husky 9's directory of a host repository (a write the kernel missed)": {
+      change: (d) => writeFileSync(join(d, 'h9/.husky/post-commit'), outside('touch OUT/evil\n')),
+      command: 'git commit --allow-empty -m x',
+      cwd: 'h9',
+      reason: /^h9\/\.husky changed since the rule "git commit:\*" was granted/,
+      rule: 'pinned:h9/.husky',
     },
     'core.hooksPath pointed into the workspace': {
       files: { 'hooks/pre-commit': '#!/bin/sh\ntouch OUT/evil\n' },

@@ -13,6 +13,7 @@ import { unwrap } from './commands/wrappers.js';
 import {
   ABSENT,
   hooksDir,
+  packageKey,
   read,
   scriptEntry,
   scriptsOf,
@@ -25,6 +26,7 @@ import {
   type Reader,
 } from './executed-pieces.js';
 import type { RunFacts } from './facts.js';
+import { hookDelegates, type HookManagerIo } from '@conch/sandbox';
 import { discoverRepository, includeTarget, parseGitConfig } from './git-config.js';
 import { baseName, SYSTEM_DIRS } from './program.js';
 import type { WorkspaceIndex } from './workspace-index.js';
@@ -742,11 +744,36 @@ function repositoryPieces(
     configs(path, 0, true);
   // The default hooks directory and every one a config names (whichever git takes, all are checked:
   // an include's condition is not evaluated here).
-  pieces.push(hooksDir(posix.join(common, 'hooks'), r));
-  for (const p of hooksPaths)
-    pieces.push(
-      hooksDir(p.startsWith('~/') ? posix.join(r.home, p.slice(2)) : posix.resolve(workTree ?? gitDir, p), r),
-    );
+  const hookDirs = [
+    posix.join(common, 'hooks'),
+    ...hooksPaths.map((p) =>
+      p.startsWith('~/') ? posix.join(r.home, p.slice(2)) : posix.resolve(workTree ?? gitDir, p),
+    ),
+  ];
+  for (const dir of hookDirs) pieces.push(hooksDir(dir, r));
+  // What a hook manager's installed hooks run from the work tree (@conch/sandbox hook-managers.ts):
+  // husky 9's `.husky`, pre-commit's and lefthook's configs, husky 4's rc files and package.json key.
+  if (workTree !== undefined) {
+    const io: HookManagerIo = {
+      text: (path) => {
+        const bytes = read(path, r);
+        return typeof bytes === 'string' ? undefined : bytes.toString('utf8');
+      },
+      names: (dir) => {
+        try {
+          return readdirSync(dir);
+        } catch {
+          return [];
+        }
+      },
+    };
+    for (const dir of hookDirs)
+      for (const found of hookDelegates(dir, workTree, io)) {
+        for (const file of found.files) pieces.push(wholeFile(file, r));
+        for (const sub of found.dirs) pieces.push(hooksDir(sub, r));
+        if (found.packageJson) pieces.push(packageKey(found.packageJson, 'husky', r));
+      }
+  }
   if (depth < 4) pieces.push(...modulesPieces(posix.join(common, 'modules'), r, budget, depth));
   return pieces;
 }

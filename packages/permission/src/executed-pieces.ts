@@ -141,6 +141,27 @@ export function scriptsOf(pkg: string, r: Reader): Record<string, unknown> | str
   return out;
 }
 
+/** One top-level key of a package.json (husky 4's `husky`): only it counts, not the rest of the file. */
+export function packageKey(pkg: string, name: string, r: Reader): Piece {
+  const file = shown(pkg, r);
+  const piece = {
+    key: `package:${canonical(pkg)}#${name}`,
+    label: `${file}'s ${JSON.stringify(name)}`,
+    file,
+  };
+  const bytes = read(pkg, r);
+  if (typeof bytes === 'string') return { ...piece, digest: bytes };
+  try {
+    const json = JSON.parse(bytes.toString('utf8').replace(/^\uFEFF/, '')) as unknown;
+    if (json === null || typeof json !== 'object' || Array.isArray(json))
+      return { ...piece, digest: `${UNREADABLE}it is not a JSON object` };
+    const value = Object.hasOwn(json, name) ? (json as Record<string, unknown>)[name] : undefined;
+    return { ...piece, digest: value === undefined ? ABSENT : sha256(JSON.stringify(value)) };
+  } catch {
+    return { ...piece, digest: `${UNREADABLE}it is not valid JSON` };
+  }
+}
+
 /** One `scripts` entry of a package.json: only it counts, not the rest of the file. */
 export function scriptEntry(pkg: string, name: string, r: Reader): Piece {
   const file = shown(pkg, r);

@@ -90,6 +90,13 @@ export {
   type PlantKind,
 } from './plants.js';
 export { GUARD_DIR_NAMES, GUARD_FILE_NAMES } from './protected-names.js';
+export {
+  GIT_HOOK_NAMES,
+  hookDelegates,
+  LEFTHOOK_CONFIGS,
+  type HookDelegates,
+  type HookManagerIo,
+} from './hook-managers.js';
 export { joinSockets, startBridge } from './bridge.js';
 export {
   allowListDecider,

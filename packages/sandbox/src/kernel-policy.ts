@@ -36,6 +36,7 @@ import {
   type SanitizeKind,
 } from './home-view.js';
 import { KEPT_ENV } from './env-values.js';
+import { hookDelegates, type HookManagerIo } from './hook-managers.js';
 import { nameGlobsRegExp } from './profile.js';
 import { lstatIf, statIf } from './stat-if.js';
 
@@ -335,6 +336,26 @@ function real(path: string): string | undefined {
     return undefined;
   }
 }
+
+/** Reads for hook-managers.ts: a hook or a config is small; a larger file is not read. */
+const HOOK_IO: HookManagerIo = {
+  text: (path) => {
+    const st = statIf(path);
+    if (!st?.isFile() || st.size > 256 * 1024) return undefined;
+    try {
+      return readFileSync(path, 'utf8');
+    } catch {
+      return undefined;
+    }
+  },
+  names: (dir) => {
+    try {
+      return readdirSync(dir);
+    } catch {
+      return [];
+    }
+  },
+};
 
 const inside = (path: string, dir: string) =>
   path === dir || path.startsWith(dir.endsWith('/') ? dir : `${dir}/`);
@@ -713,10 +734,20 @@ export class KernelPolicyBuilder {
       for (const p of sub.readOnly) protect(p);
       for (const p of sub.pinned) if (roots.some((r) => inside(p, r))) out.pinned.add(p);
       // core.hooksPath (husky: .husky/_): hooks that live in the work tree.
-      for (const hooks of hooksPaths(dir, worktree ?? dirname(dir), paths.home)) {
+      const work = worktree ?? dirname(dir);
+      const named = hooksPaths(dir, work, paths.home);
+      for (const hooks of named) {
         if (existsPath(hooks)) protect(hooks);
         else this.failClosed([hooks], out, roots, { notRoot: true });
       }
+      // What the installed hooks of a hook manager run from the work tree (husky 9's `.husky`,
+      // pre-commit's and lefthook's configs): read-only, and refused where missing (the guard
+      // judges the path, so a config made later is refused too). A bare repository has no work tree.
+      if (work === dir) return;
+      const common = real(join(dir, readTrimmed(join(dir, 'commondir')) ?? '.')) ?? dir;
+      for (const hooks of [join(common, 'hooks'), ...named])
+        for (const found of hookDelegates(hooks, work, HOOK_IO))
+          for (const p of [...found.files, ...found.dirs]) if (roots.some((r) => inside(p, r))) protect(p);
     };
     const extraMatch = (path: string) => {
       const rel = relative(paths.workspaceRoot, path);
