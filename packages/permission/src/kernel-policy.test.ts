@@ -127,6 +127,11 @@ describe('protected names at any depth', () => {
       dir(join(ws, 'p', 'q', '.claude')),
       dir(join(ws, 'r', '.gemini')),
       dir(join(ws, 'r', 's', 't', '.cursor')),
+      dir(join(ws, '.devcontainer')),
+      dir(join(ws, 'svc', '.zed')),
+      dir(join(ws, '.codex')),
+      dir(join(ws, 'p', '.continue')),
+      dir(join(ws, 'tools', '.mise')),
     ];
     const files = [
       file(join(ws, '.mcp.json'), '{}'),
@@ -135,6 +140,10 @@ describe('protected names at any depth', () => {
       file(join(ws, 'vendor', 'lib', '.gitmodules')),
       file(join(ws, 'r', 's', '.ripgreprc')),
       file(join(ws, 'tools', '.envrc')),
+      file(join(ws, 'mise.toml')),
+      file(join(ws, 'svc', '.mise.toml')),
+      file(join(ws, 'svc', 'mise.local.toml')),
+      file(join(ws, 'apps', 'web', '.devcontainer.json'), '{}'),
       file(join(ws, 'Gemfile')),
       file(join(ws, 'apps', 'web', 'Gemfile')),
       file(join(ws, 'Gemfile.lock')),

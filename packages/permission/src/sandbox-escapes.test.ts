@@ -453,6 +453,20 @@ describe.runIf(BWRAP)('escapes through cli_based_tool, default config, no approv
       [`node -e "require('fs').writeFileSync('.mcp' + '.json', '{}')"`, '.mcp.json'],
       [`perl -e 'open(F, ">", ".env" . "rc") or exit 1; print F "x"'`, '.envrc'],
       [`python3 -c "import os; os.makedirs('x/.claude/commands')"`, 'x/.claude'],
+      [
+        `python3 -c "import os; os.makedirs('.devcontainer'); open('.devcontainer/devcontainer.json', 'w').write('{}')"`,
+        '.devcontainer',
+      ],
+      [`node -e "require('fs').writeFileSync('.devcontainer' + '.json', '{}')"`, '.devcontainer.json'],
+      [`python3 -c "open('mise' + '.toml', 'w').write('[hooks]')"`, 'mise.toml'],
+      [
+        `perl -e 'mkdir "sub"; open(F, ">", "sub/.mise.local" . ".toml") or exit 1; print F "x"'`,
+        'sub/.mise.local.toml',
+      ],
+      [
+        `node -e "require('fs').mkdirSync('.zed'); require('fs').writeFileSync('.zed/tasks.json', '[]')"`,
+        '.zed',
+      ],
     ])(
       'the guard refuses %j, a protected name that did not exist, in a spelling the parser cannot see',
       async (command, created) => {
@@ -483,6 +497,9 @@ describe.runIf(BWRAP)('escapes through cli_based_tool, default config, no approv
       ['echo {} > .mcp.json'],
       ['mkdir .gemini'],
       ['mkdir -p .cursor && touch .cursor/mcp.json'],
+      ['echo "[hooks]" > mise.toml'],
+      ['mkdir -p .devcontainer && echo {} > .devcontainer/devcontainer.json'],
+      ['cp /dev/null .devcontainer.json'],
     ])(
       'the parser stops the same new protected names when it sees the write: %j',
       async (command) => {

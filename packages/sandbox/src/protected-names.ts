@@ -26,25 +26,41 @@ export const RC_FILES: ReadonlySet<string> = new Set([
 ]);
 /**
  * Directories (at any depth) whose files the user's own tools read as settings or run as code
- * outside any sandbox: editors (`.vscode/tasks.json`), IDEs, agent CLIs (`.claude/settings.json`
- * hooks), MCP clients.
+ * outside any sandbox: editors (`.vscode/tasks.json`, Zed's `.zed/tasks.json` and language-server
+ * commands), IDEs, agent CLIs (`.claude/settings.json` hooks, `.codex/config.toml`, Continue's MCP
+ * servers), MCP clients, dev containers (`initializeCommand` runs on the host when the folder is
+ * opened in its container), mise (`.mise/config.toml`: hooks and env scripts on `cd`).
  */
 export const TOOL_CONFIG_DIRS: ReadonlySet<string> = new Set([
   '.vscode',
   '.idea',
+  '.zed',
   '.claude',
   '.gemini',
   '.cursor',
+  '.codex',
+  '.continue',
+  '.devcontainer',
+  '.mise',
 ]);
 /**
+ * mise's project configs (mise.jdx.dev/configuration): `[hooks]` and `[env] _.source` run on `cd`
+ * and at every `mise` command once the file is trusted, and trust is by path unless the user chose
+ * paranoid mode (`mise run` trusts the config it runs from).
+ */
+const MISE_CONFIGS = ['mise.toml', '.mise.toml', 'mise.local.toml', '.mise.local.toml'];
+/**
  * Files (at any depth) of the same kind: MCP server lists, direnv (`.envrc`, also an .env* name),
- * submodule definitions, search-tool config that can name a preprocessor.
+ * mise, a dev container's config, submodule definitions, search-tool config that can name a
+ * preprocessor.
  */
 export const TOOL_CONFIG_FILES: ReadonlySet<string> = new Set([
   '.mcp.json',
   '.gitmodules',
   '.ripgreprc',
   '.envrc',
+  '.devcontainer.json',
+  ...MISE_CONFIGS,
 ]);
 /** An environment file: `.env`, `.env.local`, `.env-prod`, `.env_x`, `.envrc`. */
 export const ENV_FILE = /^\.env($|[.\-_]|rc$)/;
@@ -91,12 +107,20 @@ export const SYSTEM_RC_DIRS: readonly string[] = ['/etc/zsh/', '/etc/profile.d/'
  * Files the guard refuses to let a sandboxed command create or change anywhere under the
  * workspace, whether or not they existed when the sandbox started: what the user's own tools read
  * as settings or run as code without asking (direnv's `.envrc`, an MCP client's `.mcp.json`,
- * conch's own `conch.config.json`, shell start-up files when the workspace is a home). `.gitmodules`
+ * conch's own `conch.config.json`, a dev container's `.devcontainer.json`, mise's configs, shell start-up
+ * files when the workspace is a home). `.gitmodules`
  * and `.ripgreprc` stay protected where they exist but may be created (`git submodule add`): git
  * ignores `!command` updates from `.gitmodules`, and ripgrep reads its config only where
  * RIPGREP_CONFIG_PATH points.
  */
-export const GUARD_FILE_NAMES: readonly string[] = ['.envrc', '.mcp.json', 'conch.config.json', ...RC_FILES];
+export const GUARD_FILE_NAMES: readonly string[] = [
+  '.envrc',
+  '.mcp.json',
+  'conch.config.json',
+  '.devcontainer.json',
+  ...MISE_CONFIGS,
+  ...RC_FILES,
+];
 
 /** Directories under which the guard refuses every create or change: editors', IDEs' and agents' settings, keys, shell drop-ins. */
 export const GUARD_DIR_NAMES: readonly string[] = [...TOOL_CONFIG_DIRS, '.ssh', '.bashrc.d', '.zshrc.d'];
