@@ -484,6 +484,39 @@ describe('protected paths the policy misses', () => {
   });
 });
 
+// A git config can include other files (`include.path`, `includeIf.*.path`): what they say is in
+// force as if it were in .git/config, so a file in the work tree that a config includes is
+// protected like the config itself, present or not, and so is a hooks directory it names.
+describe('files a git config includes', () => {
+  it('include and includeIf targets in the work tree are read-only, made or not, through nested includes', () => {
+    git(ws, 'init', '-q');
+    file(join(ws, '.gitconfig-shared'), '[include]\n\tpath = git/more.inc\n');
+    git(ws, 'config', 'include.path', '../.gitconfig-shared');
+    git(ws, 'config', 'includeIf.onbranch:main.path', '../config/branch.inc');
+    const outside = file(join(root, 'elsewhere', 'team.inc'));
+    git(ws, 'config', '--add', 'include.path', outside);
+    const p = policy();
+    expect(covered(p, join(ws, '.gitconfig-shared'))).toBe(true);
+    expect(covered(p, join(ws, 'git', 'more.inc'))).toBe(true);
+    expect(covered(p, join(ws, 'config', 'branch.inc'))).toBe(true);
+    expect(p.readOnlyPaths).not.toContain(outside);
+    expect(covered(p, join(ws, 'config', 'other.inc'))).toBe(false);
+  });
+
+  it("the user's global config including a file in the workspace, and a hooks directory named only by an include", () => {
+    const repo = dir(join(ws, 'app'));
+    git(repo, 'init', '-q');
+    file(join(home, '.gitconfig'), `[include]\n\tpath = ${join(ws, 'dotfiles', 'git.inc')}\n`);
+    file(join(repo, 'shared.inc'), '[core]\n\thooksPath = .githooks\n');
+    git(repo, 'config', 'include.path', '../shared.inc');
+    const hooks = dir(join(repo, '.githooks'));
+    const p = policy();
+    expect(covered(p, join(ws, 'dotfiles', 'git.inc'))).toBe(true);
+    expect(covered(p, join(repo, 'shared.inc'))).toBe(true);
+    expect(covered(p, hooks)).toBe(true);
+  });
+});
+
 // A hook manager installs hooks that run what its files in the work tree say at each commit: those
 // files decide what the user's next `git commit` runs, so where such a hook is installed they are
 // read-only (and refused where missing: the path guard judges the path); where none is, they are

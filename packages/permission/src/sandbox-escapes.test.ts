@@ -1,6 +1,6 @@
 // Invariant: with the default config and no approver, no spelling of a command (quoting, wrappers, interpreters, substitutions, pipelines, hard and symbolic links, renames, mount calls) writes outside the workspace or to a protected path in it, reaches the host's processes, environment, network or private /tmp; refused writes are reported whatever the exit status, and no prompt is ever asked.
 import 'reflect-metadata';
-import { execFileSync } from 'node:child_process';
+import { execFileSync, spawnSync } from 'node:child_process';
 import { createHash, randomBytes } from 'node:crypto';
 import {
   accessSync,
@@ -656,6 +656,46 @@ describe.runIf(BWRAP)('escapes through cli_based_tool, default config, no approv
         const { run } = await setup();
         await run(command);
         expect(readFileSync(join(ws, '.husky', 'pre-commit'), 'utf8')).toBe('#!/bin/sh\nnpm test\n');
+      },
+      T,
+    );
+
+    // A file the repository's config includes is config: an fsmonitor put there runs at the
+    // user's next `git status`. It is read-only, and a missing one cannot be made.
+    it.each([
+      [
+        `printf '[core]\\n\\tfsmonitor = "touch {marker}; false"\\n' >> .gitconfig-shared`,
+        '.gitconfig-shared',
+      ],
+      [
+        `python3 -c "open('.gitconfig-shared', 'a').write('[core]\\\\n\\\\tfsmonitor = touch {marker}\\\\n')"`,
+        '.gitconfig-shared',
+      ],
+      [`sed -i 's|^|[alias]\\n\\tst = !touch {marker}\\n|' .gitconfig-shared`, '.gitconfig-shared'],
+      [
+        `node -e "require('fs').mkdirSync('config'); require('fs').writeFileSync('config/branch.inc', '[core]\\\\n\\\\tfsmonitor = touch {marker}\\\\n')"`,
+        'config/branch.inc',
+      ],
+      [
+        `mkdir -p config && printf '[core]\\n\\tpager = touch {marker}\\n' > config/branch.inc`,
+        'config/branch.inc',
+      ],
+    ])(
+      '%j cannot change a file the git config includes (%s)',
+      async (template, target) => {
+        put(join(ws, '.gitconfig-shared'), '[user]\n\tname = team\n');
+        git(ws, 'config', 'include.path', '../.gitconfig-shared');
+        git(ws, 'config', 'includeIf.onbranch:main.path', '../config/branch.inc');
+        const marker = join(home, `status-ran-${tag}`);
+        const { run } = await setup();
+        await run(fill(template, { marker }));
+        expect(readFileSync(join(ws, '.gitconfig-shared'), 'utf8')).toBe('[user]\n\tname = team\n');
+        expect(existsSync(join(ws, 'config', 'branch.inc')), target).toBe(false);
+        // The user's git afterwards: status (fsmonitor), paged status (pager), the alias.
+        const env = { ...process.env, GIT_CONFIG_GLOBAL: '/dev/null', GIT_CONFIG_NOSYSTEM: '1' };
+        for (const args of [['status', '--short'], ['-p', 'status'], ['st']])
+          spawnSync('git', args, { cwd: ws, stdio: 'ignore', env });
+        expect(existsSync(marker)).toBe(false);
       },
       T,
     );

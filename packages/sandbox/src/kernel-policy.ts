@@ -37,6 +37,7 @@ import {
 } from './home-view.js';
 import { KEPT_ENV } from './env-values.js';
 import { hookDelegates, type HookManagerIo } from './hook-managers.js';
+import { parseGitConfig } from './plants.js';
 import { nameGlobsRegExp } from './profile.js';
 import { lstatIf, statIf } from './stat-if.js';
 
@@ -733,9 +734,13 @@ export class KernelPolicyBuilder {
       const sub = this.walkGitDir(dir);
       for (const p of sub.readOnly) protect(p);
       for (const p of sub.pinned) if (roots.some((r) => inside(p, r))) out.pinned.add(p);
-      // core.hooksPath (husky: .husky/_): hooks that live in the work tree.
       const work = worktree ?? dirname(dir);
-      const named = hooksPaths(dir, work, paths.home);
+      const configs = gitConfigFiles(dir, paths.home);
+      // Files a config includes: whatever they say is in force as if it were in .git/config
+      // (read-only, and refused where missing: git skips a missing include until it is made).
+      for (const p of configs.included) if (roots.some((r) => inside(p, r))) protect(p);
+      // core.hooksPath (husky: .husky/_): hooks that live in the work tree.
+      const named = hooksPaths(configs.files, work, paths.home);
       for (const hooks of named) {
         if (existsPath(hooks)) protect(hooks);
         else this.failClosed([hooks], out, roots, { notRoot: true });
@@ -1013,27 +1018,63 @@ function hooksPathsIn(text: string): string[] {
 }
 
 /**
- * Where git looks for the hooks of a repository besides `<gitdir>/hooks`: `core.hooksPath` from
- * its config (relative to the work tree) and the user's global config (absolute, `~` expanded).
+ * The config files git reads for a repository: its own (`config`, `config.worktree`, and the common
+ * dir's for a worktree), the user's global ones, and every file they include (`include.path`,
+ * `includeIf.*.path` whatever the condition, `~` expanded, relative to the including file),
+ * followed through their own includes. `included`: the files reached only through an include, which
+ * a command could rewrite to put any key in force (a team's `../.gitconfig-shared` in the work tree).
  */
-function hooksPaths(gitDir: string, worktree: string, home: string): string[] {
-  const found: string[] = [];
-  const read = (file: string, base: string) => {
+function gitConfigFiles(gitDir: string, home: string): { files: string[]; included: string[] } {
+  const common = real(join(gitDir, readTrimmed(join(gitDir, 'commondir')) ?? '.')) ?? gitDir;
+  const base = [
+    ...new Set([
+      join(gitDir, 'config'),
+      join(gitDir, 'config.worktree'),
+      join(common, 'config'),
+      join(common, 'config.worktree'),
+      join(home, '.gitconfig'),
+      join(home, '.config', 'git', 'config'),
+    ]),
+  ];
+  const included = new Set<string>();
+  const visit = (file: string, level: number) => {
     let text: string;
     try {
       text = readFileSync(file, 'utf8');
     } catch {
       return;
     }
+    for (const { key, value } of parseGitConfig(text)) {
+      if (!value || !/^include(if\..+)?\.path$/.test(key)) continue;
+      const expanded = value.startsWith('~/') ? join(home, value.slice(2)) : value;
+      const target = isAbsolute(expanded) ? expanded : resolve(dirname(file), expanded);
+      if (included.has(target) || base.includes(target)) continue;
+      included.add(target);
+      if (level < 10) visit(target, level + 1);
+    }
+  };
+  for (const file of base) visit(file, 0);
+  return { files: [...base, ...included], included: [...included] };
+}
+
+/**
+ * Where git looks for the hooks of a repository besides `<gitdir>/hooks`: `core.hooksPath` from
+ * any config file it reads (relative to the work tree; absolute, `~` expanded).
+ */
+function hooksPaths(configFiles: readonly string[], worktree: string, home: string): string[] {
+  const found: string[] = [];
+  for (const file of configFiles) {
+    let text: string;
+    try {
+      text = readFileSync(file, 'utf8');
+    } catch {
+      continue;
+    }
     for (const value of hooksPathsIn(text)) {
       if (!value) continue;
       const expanded = value.startsWith('~/') ? join(home, value.slice(2)) : value;
-      found.push(isAbsolute(expanded) ? expanded : resolve(base, expanded));
+      found.push(isAbsolute(expanded) ? expanded : resolve(worktree, expanded));
     }
-  };
-  read(join(gitDir, 'config'), worktree);
-  read(join(gitDir, 'config.worktree'), worktree);
-  read(join(home, '.gitconfig'), worktree);
-  read(join(home, '.config', 'git', 'config'), worktree);
+  }
   return [...new Set(found)];
 }
