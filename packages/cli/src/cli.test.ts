@@ -1,5 +1,5 @@
 // Invariant: cli_based_tool runs each seed example in the right mode with a non-interactive env, bounded output, actionable errors, and hands long commands to background tasks without losing a byte or leaking a process.
-import { chmodSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { chmodSync, mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { homedir, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { definePlugin, defineTool, TOKENS, toToolErrorResult, type PluginRegistry } from '@conch/core';
@@ -8,7 +8,7 @@ import { waitFor } from '@conch/test-support';
 import { z } from 'zod';
 import { SCREEN_CASES } from '@conch/test-support';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { expandPath } from './env.js';
+import { expandPath, pathOutside } from './env.js';
 import { getShellParser, runCommand } from './run-command.js';
 import { DEFAULT_SLOW_PATTERNS, estimateSeconds } from './slow-patterns.js';
 import { cookiePrefix, makeRegistry, survivors, type Result } from './test-support/registry.js';
@@ -137,6 +137,38 @@ describe('environment', () => {
     });
     expect((await run({ command: 'echo $PATH' })).stdout.startsWith(`${bin}:`)).toBe(true);
     expect(expandPath('~/bin', '/x')).toBe(join(homedir(), 'bin'));
+  });
+
+  it('pathOutside keeps only absolute entries outside the writable roots (also through symlinks)', () => {
+    const ws = join(dir, 'ws');
+    mkdirSync(join(ws, 'bin'), { recursive: true });
+    symlinkSync(ws, join(dir, 'ws-link'));
+    const cache = join(dir, 'cache');
+    const path = [
+      '/usr/local/bin',
+      join(ws, 'bin'),
+      '',
+      '.',
+      'node_modules/.bin',
+      join(dir, 'ws-link', 'bin'),
+      join(cache, 'npm', 'bin'),
+      `${ws}-other/bin`,
+      '/usr/bin',
+      ws,
+    ].join(':');
+    expect(pathOutside(path, [ws, cache])).toEqual({
+      path: `/usr/local/bin:${ws}-other/bin:/usr/bin`,
+      dropped: [
+        join(ws, 'bin'),
+        '',
+        '.',
+        'node_modules/.bin',
+        join(dir, 'ws-link', 'bin'),
+        join(cache, 'npm', 'bin'),
+        ws,
+      ],
+    });
+    expect(pathOutside('/usr/bin:/bin', [ws])).toEqual({ path: '/usr/bin:/bin', dropped: [] });
   });
 });
 

@@ -1,5 +1,6 @@
+import { realpathSync } from 'node:fs';
 import { homedir } from 'node:os';
-import { delimiter, resolve } from 'node:path';
+import { delimiter, isAbsolute, resolve, sep } from 'node:path';
 
 /** Variables that keep commands from waiting on a human: pagers, editors, credential prompts. */
 export const NON_INTERACTIVE_ENV: Readonly<Record<string, string>> = {
@@ -51,4 +52,32 @@ export function commandEnv(options: {
     env.PATH = [...extra, ...(base ? [base] : [])].join(delimiter);
   }
   return env;
+}
+
+/**
+ * A PATH for a command that runs outside the sandbox (a human let it out, a host rule allows it,
+ * or the sandbox is off): without the entries a sandboxed command could have written, those inside
+ * `roots` (the workspace and the other writable roots, also when reached through a symlink), and
+ * without the entries that depend on the directory the command runs in (empty, `.`, relative).
+ * Through any of them a program the agent left (`.venv/bin/git`, `node_modules/.bin/ls`, a
+ * direnv `PATH_add bin`) would run under the name of the command a human approved. `dropped`: the
+ * entries left out, in order.
+ */
+export function pathOutside(path: string, roots: readonly string[]): { path: string; dropped: string[] } {
+  const real = (p: string) => {
+    try {
+      return realpathSync(p);
+    } catch {
+      return p;
+    }
+  };
+  const bases = [...new Set(roots.flatMap((r) => [r, real(r)]))];
+  const inside = (p: string) => bases.some((r) => p === r || p.startsWith(r.endsWith(sep) ? r : r + sep));
+  const kept: string[] = [];
+  const dropped: string[] = [];
+  for (const entry of path.split(delimiter)) {
+    if (!isAbsolute(entry) || inside(entry) || inside(real(entry))) dropped.push(entry);
+    else kept.push(entry);
+  }
+  return { path: kept.join(delimiter), dropped };
 }

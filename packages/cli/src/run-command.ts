@@ -31,7 +31,7 @@ import {
   type CliConfigInput,
   type SlowPattern,
 } from './config.js';
-import { commandEnv } from './env.js';
+import { commandEnv, pathOutside } from './env.js';
 import {
   cliDisplay,
   formatResult,
@@ -395,6 +395,22 @@ async function runOn(
   // the read-only sandbox: a command the gate allowed as a read removes nothing.
   const judgedElsewhere = options.judgedElsewhere === true;
   const baseSandbox = runtime.config.sandbox || where ? undefined : sandboxFor(ctx, judgedElsewhere);
+  // A command that may run outside any sandbox (let out by a human or a host rule, the gate's
+  // sandbox off, a read where bubblewrap is missing) finds programs only where no sandboxed command
+  // could have put one (env.ts pathOutside): `git push` runs the system's git, not a `.venv/bin/git`.
+  let droppedPath: string[] = [];
+  if (
+    baseSandbox &&
+    (baseSandbox.kind === 'protected' || (baseSandbox.kind === 'read-only' && !baseSandbox.required))
+  ) {
+    const policy = ctx.resolveOptional(PERMISSION_GATE)?.kernelPolicy?.();
+    const outside = pathOutside(env.PATH ?? process.env.PATH ?? '', [
+      ...(policy?.writableRoots ?? []),
+      baseCwd,
+    ]);
+    droppedPath = outside.dropped;
+    if (droppedPath.length > 0) env.PATH = outside.path;
+  }
   const readOnly = baseSandbox?.kind === 'read-only';
   const wantsSafeRm = plan.safeRm && plan.mode === 'shell' && !readOnly;
   // In a target the rm function is inlined at the top of the script (no host file reaches it).
@@ -586,6 +602,8 @@ async function runOn(
         out.error_code = 'NETWORK_BLOCKED';
       }
     }
+    if (out.error_code === 'COMMAND_NOT_FOUND' && droppedPath.length > 0)
+      out.error = `${out.error} Outside the sandbox, PATH leaves out what a sandboxed command could have written (${droppedPath.slice(0, 3).join(', ')}${droppedPath.length > 3 ? ', …' : ''}): run a program from there by its path (./bin/tool), which the gate judges as such.`;
     if (result.plants?.length) {
       // Reported, not refused: the kernel could not tell this write from ordinary work (the
       // config of a repository the agent made, a workspace .npmrc); the human decides.

@@ -6,7 +6,16 @@ import { PluginRegistry, TOKENS, type ApprovalRequest, type ApproveFn, type Tool
 import { findBwrap, findCookiePids, pidAlive, type ProcessManager } from '@conch/process';
 import { loadShellParser } from '@conch/shell-syntax';
 import { execFileSync, spawnSync } from 'node:child_process';
-import { chmodSync, existsSync, mkdirSync, mkdtempSync, realpathSync, rmSync, writeFileSync } from 'node:fs';
+import {
+  chmodSync,
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  realpathSync,
+  rmSync,
+  symlinkSync,
+  writeFileSync,
+} from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
@@ -515,6 +524,72 @@ describe.runIf(findBwrap() || process.env.CI)('escalations allowed by a rule, wi
       expect(asked).toHaveLength(3);
       expect(await escalate(command, undefined, approve)).toMatchObject({ returncode: 0 });
       expect(asked).toHaveLength(3);
+    },
+    STEP,
+  );
+});
+
+// A program the agent left in a directory on the host's PATH (a direnv `PATH_add bin`, an activated
+// `.venv`, `node_modules/.bin`, a relative or empty entry) would run under the name of a command a
+// rule or a human lets out of the sandbox: outside, PATH keeps no entry a sandboxed command could
+// have written, and the command runs the system's program.
+describe.runIf(findBwrap() || process.env.CI)('PATH outside the sandbox', () => {
+  const realPath = process.env.PATH;
+  afterEach(() => {
+    process.env.PATH = realPath;
+  });
+  const plant = (name: string) => `#!/bin/sh\ntouch OUT/evil-${name}\nexit 0\n`;
+
+  it.each([
+    ['an absolute entry in the workspace', (d: string) => `${d}/bin:${realPath}`, 'bin'],
+    ['a relative entry', () => `node_modules/.bin:${realPath}`, 'node_modules/.bin'],
+    ['an empty entry (the current directory)', () => `:${realPath}`, '.'],
+    ['a dot entry', () => `.:${realPath}`, '.'],
+    ['an entry reaching the workspace through a symlink', () => `${home}/link/tools:${realPath}`, 'tools'],
+  ])(
+    '%s: a git and a make planted there do not run when the rule lets the real ones out',
+    async (_name, pathOf, where) => {
+      symlinkSync(dir, join(home, 'link'));
+      process.env.PATH = pathOf(dir);
+      const { inside, escalate } = setup();
+      const at = (name: string) => (where === '.' ? name : `${where}/${name}`);
+      await inside(
+        outside(
+          `mkdir -p ${where} && printf '${plant('git').replace(/\n/g, '\\n')}' > ${at('git')} && printf '${plant('make').replace(/\n/g, '\\n')}' > ${at('make')} && chmod +x ${at('git')} ${at('make')}`,
+        ),
+      );
+      const commit = await escalate('git commit --allow-empty -m through-path');
+      const build = await escalate('make build');
+      // The same PATH inside the sandbox still finds them (there they run confined).
+      const found = await inside('which git');
+      process.env.PATH = realPath; // this test's own git below
+      expect(commit, JSON.stringify(commit)).toMatchObject({ returncode: 0, sandbox: 'protected' });
+      expect(git(dir, 'log', '-1', '--format=%s').trim()).toBe('through-path');
+      expect(build).toMatchObject({ returncode: 0, sandbox: 'protected' });
+      expect(existsSync(join(out, 'build-ran'))).toBe(true);
+      expect(existsSync(join(out, 'evil-git'))).toBe(false);
+      expect(existsSync(join(out, 'evil-make'))).toBe(false);
+      expect(found.stdout).not.toMatch(/^\/usr\/bin\/git$|^\/bin\/git$/m);
+    },
+    STEP,
+  );
+
+  it(
+    'a program found only there is not found outside, and the error says why and what to do',
+    async () => {
+      process.env.PATH = `${dir}/bin:${realPath}`;
+      const { inside, escalate } = setup({ rules: { allow: ['deploy-tool'] } });
+      await inside(
+        outside(
+          `mkdir -p bin && printf '#!/bin/sh\\ntouch OUT/deploy-ran\\n' > bin/deploy-tool && chmod +x bin/deploy-tool`,
+        ),
+      );
+      const result = await escalate('deploy-tool');
+      expect(result).toMatchObject({ returncode: 127, error_code: 'COMMAND_NOT_FOUND' });
+      expect(result.error).toContain(
+        `PATH leaves out what a sandboxed command could have written (${dir}/bin)`,
+      );
+      expect(existsSync(join(out, 'deploy-ran'))).toBe(false);
     },
     STEP,
   );
