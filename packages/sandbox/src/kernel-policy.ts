@@ -749,8 +749,7 @@ export class KernelPolicyBuilder {
       // pre-commit's and lefthook's configs): read-only, and refused where missing (the guard
       // judges the path, so a config made later is refused too). A bare repository has no work tree.
       if (work === dir) return;
-      const common = real(join(dir, readTrimmed(join(dir, 'commondir')) ?? '.')) ?? dir;
-      for (const hooks of [join(common, 'hooks'), ...named])
+      for (const hooks of [join(configs.common, 'hooks'), ...named])
         for (const found of hookDelegates(hooks, work, HOOK_IO))
           for (const p of [...found.files, ...found.dirs]) if (roots.some((r) => inside(p, r))) protect(p);
     };
@@ -1023,8 +1022,12 @@ function hooksPathsIn(text: string): string[] {
  * `includeIf.*.path` whatever the condition, `~` expanded, relative to the including file),
  * followed through their own includes. `included`: the files reached only through an include, which
  * a command could rewrite to put any key in force (a team's `../.gitconfig-shared` in the work tree).
+ * `common`: the common git dir (the repository's own, or a worktree's `commondir`).
  */
-function gitConfigFiles(gitDir: string, home: string): { files: string[]; included: string[] } {
+function gitConfigFiles(
+  gitDir: string,
+  home: string,
+): { files: string[]; included: string[]; common: string } {
   const common = real(join(gitDir, readTrimmed(join(gitDir, 'commondir')) ?? '.')) ?? gitDir;
   const base = [
     ...new Set([
@@ -1054,7 +1057,7 @@ function gitConfigFiles(gitDir: string, home: string): { files: string[]; includ
     }
   };
   for (const file of base) visit(file, 0);
-  return { files: [...base, ...included], included: [...included] };
+  return { files: [...base, ...included], included: [...included], common };
 }
 
 /**
