@@ -14,12 +14,16 @@ import { linkAt, realpathOf, statOf } from './fs-snapshot.js';
 
 /**
  * Base names a pattern target is tested against, whether or not such a file exists yet: would
- * `rm .e*` or `> .*rc` reach a protected file?
+ * `rm .e*` or `> .*rc` reach a protected file? Only names with a leading dot: a `*` does not match
+ * them, so a pattern that does names them on purpose. A protected name without one (`mise.toml`)
+ * is matched by every `*`; `rm -rf "$dir"` or `rm build/*` must not read as aimed at it. Where such
+ * a file exists the pattern's expansion now finds it (globNow below), and the sandbox's guard
+ * refuses to make one.
  */
 const PROTECTED_SAMPLES = [
   ...RC_FILES,
   ...TOOL_CONFIG_DIRS,
-  ...TOOL_CONFIG_FILES,
+  ...[...TOOL_CONFIG_FILES].filter((name) => name.startsWith('.')),
   '.env',
   '.env.local',
   '.env.production',
