@@ -494,6 +494,61 @@ static napi_value recv_fds(napi_env env, napi_callback_info info) {
   return result;
 }
 
+/*
+ * envGeneration() -> a number that changes whenever this process's environment (`environ`) does.
+ *
+ * Why: node's process.env reads the environment through getenv() per name, which scans `environ`
+ * from the start each time, so a copy of the whole environment costs O(n^2) string compares and a
+ * JavaScript string per name (~70 us for 35 variables here, ~430 us for 135), on every spawn. The
+ * host keeps its last copy and makes a new one only when this number moves.
+ *
+ * The answer compares the `environ` array (its address, length and every entry's pointer) with the
+ * last one seen. setenv/putenv/unsetenv (node's process.env writes go through uv_os_setenv and
+ * uv_os_unsetenv) replace an entry's pointer, or grow or shrink the array; glibc's and musl's
+ * setenv never write into a string already in `environ` (glibc keeps old strings alive and hands
+ * the same one back for the same NAME=value). What it cannot see: a string given to putenv() and
+ * changed in place afterwards by its owner. Main thread only (the host calls it there: a worker's
+ * process.env is a copy that is not `environ`).
+ */
+extern char **environ;
+static char **env_seen = NULL;
+static size_t env_seen_len = 0;
+static size_t env_seen_cap = 0;
+static char **env_seen_base = NULL;
+static double env_generation_count = 0;
+
+static napi_value env_generation(napi_env env, napi_callback_info info) {
+  (void)info;
+  char **now = environ;
+  size_t n = 0;
+  if (now != NULL)
+    while (now[n] != NULL) n++;
+  int same = env_generation_count > 0 && now == env_seen_base && n == env_seen_len &&
+             (n == 0 || memcmp(env_seen, now, n * sizeof(char *)) == 0);
+  if (!same) {
+    if (n > env_seen_cap) {
+      char **grown = realloc(env_seen, n * sizeof(char *));
+      if (grown == NULL) {
+        /* Nothing to compare with next time: every call counts as a change. */
+        env_seen_len = (size_t)-1;
+        env_generation_count++;
+        napi_value out;
+        napi_create_double(env, env_generation_count, &out);
+        return out;
+      }
+      env_seen = grown;
+      env_seen_cap = n;
+    }
+    if (n > 0) memcpy(env_seen, now, n * sizeof(char *));
+    env_seen_len = n;
+    env_seen_base = now;
+    env_generation_count++;
+  }
+  napi_value out;
+  napi_create_double(env, env_generation_count, &out);
+  return out;
+}
+
 NAPI_MODULE_INIT() {
   napi_value fn;
   napi_create_function(env, "spawn", NAPI_AUTO_LENGTH, spawn_child, NULL, &fn);
@@ -504,5 +559,7 @@ NAPI_MODULE_INIT() {
   napi_set_named_property(env, exports, "sendFds", fn);
   napi_create_function(env, "recvFds", NAPI_AUTO_LENGTH, recv_fds, NULL, &fn);
   napi_set_named_property(env, exports, "recvFds", fn);
+  napi_create_function(env, "envGeneration", NAPI_AUTO_LENGTH, env_generation, NULL, &fn);
+  napi_set_named_property(env, exports, "envGeneration", fn);
   return exports;
 }

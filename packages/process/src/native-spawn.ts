@@ -47,6 +47,11 @@ export interface NativeSpawnModule {
   sendFds(socketFd: number, id: number, fds: readonly number[]): boolean;
   /** The next sendFds message on a unix socket, `[id, ...fds]`, or null when none is queued. */
   recvFds(socketFd: number): number[] | null;
+  /**
+   * A number that changes whenever this process's `environ` does (host-env.ts keeps its copy of
+   * process.env while it stays). Absent from addons built before it.
+   */
+  envGeneration?(): number;
 }
 
 export type Spawner =

@@ -44,6 +44,7 @@ import {
   type GuardRules,
 } from '@conch/sandbox';
 import './events.js';
+import { hostEnvironment } from './host-env.js';
 import {
   DuplicateProcessIdError,
   InvalidSpawnOptionError,
@@ -485,14 +486,10 @@ export class ProcessManager implements ProcessManagerService {
     const profile = this.profileOf(options.sandbox);
     const cwd = resolve(this.cwd, options.cwd ?? '.');
     if (hasNul(cwd)) throw new InvalidSpawnOptionError('cwd', 'a path without NUL bytes', cwd);
-    // One read of the host's environment per spawn, into a plain object: every later pass (the
-    // credential filter, the command-line size check, the difference sent to the supervisor)
-    // walks ordinary properties instead of reading process.env (a call into node per name) again.
-    const env: Record<string, string | undefined> = {};
-    if (options.extendEnv !== false) {
-      const host = process.env;
-      for (const key in host) env[key] = host[key];
-    }
+    // The host's environment as a plain object (read from process.env only when it changed,
+    // host-env.ts): every later pass (the credential filter, the command-line size check, the
+    // difference sent to the supervisor) walks ordinary properties, not process.env.
+    const env: Record<string, string | undefined> = options.extendEnv !== false ? hostEnvironment() : {};
     // Credentials of the host never enter a sandbox that hides them (by name, or by a value that
     // looks like one); the caller's own env (a template's env_vars, a call's env) is its author's
     // choice and passes.
