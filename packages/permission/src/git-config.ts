@@ -2,6 +2,7 @@ import { readdirSync, readFileSync, type Stats } from 'node:fs';
 import { statOf } from './fs-snapshot.js';
 import { homedir } from 'node:os';
 import { dirname, isAbsolute, join, resolve } from 'node:path';
+import { parseGitConfig, type ConfigEntry } from '@conch/sandbox';
 import { GIT_EXEC_KEYS } from './commands/git.js';
 
 /**
@@ -163,164 +164,9 @@ function submoduleRisk(workTree: string, budget: { dirs: number }): string | und
   return undefined;
 }
 
-export interface ConfigEntry {
-  /** `section` or `section.subsection`: the section lowercased, the subsection as written (`diff.Foo`). */
-  section: string;
-  /** The key, lowercased. */
-  key: string;
-  /** The value after git's unquoting, or null for a key without `=` (boolean true). */
-  value: string | null;
-}
-
-/**
- * A git config text read with git's own grammar (config.c: `git_parse_source`, `get_value`,
- * `parse_value`, `get_base_var`): a UTF-8 BOM skipped; CRLF read as LF; whitespace and comments
- * (`#`, `;`) between entries; `[section]`, `[section "subsection"]` (escapes `\"`, `\\`) and the
- * old `[section.subsection]` (lowercased) headers, keys on the header's line too; a key is letters,
- * digits and `-`; a value's leading and trailing blanks dropped, its blanks between words kept,
- * double quotes anywhere, the escapes `\\ \" \n \t \b`, a backslash-newline continuing the value
- * on the next line, a comment outside quotes ending it. Whatever git refuses is an `error`.
- */
-export function parseGitConfig(text: string): { entries: ConfigEntry[] } | { error: string } {
-  let pos = 0;
-  let eof = false;
-  const next = (): string => {
-    if (pos >= text.length) {
-      eof = true;
-      pos++;
-      return '\n';
-    }
-    let c = text[pos++]!;
-    if (c === '\r' && text[pos] === '\n') c = text[pos++]!;
-    return c;
-  };
-  const isSpace = (c: string) =>
-    c === ' ' || c === '\t' || c === '\n' || c === '\v' || c === '\f' || c === '\r';
-  const isKeyChar = (c: string) => /^[A-Za-z0-9-]$/.test(c);
-  const entries: ConfigEntry[] = [];
-  let section: string | undefined;
-  const fail = (what: string) => ({
-    error: `git cannot read this config (${what} near offset ${Math.min(pos, text.length)})`,
-  });
-  if (text.startsWith('\uFEFF')) pos = 1;
-  else if (text.startsWith('\u00EF\u00BB\u00BF')) pos = 3;
-  let comment = false;
-  for (;;) {
-    const c = next();
-    if (c === '\n') {
-      if (eof) return { entries };
-      comment = false;
-      continue;
-    }
-    if (comment) continue;
-    if (isSpace(c)) continue;
-    if (c === '#' || c === ';') {
-      comment = true;
-      continue;
-    }
-    if (c === '[') {
-      // get_base_var / get_extended_base_var
-      let name = '';
-      let done = false;
-      for (;;) {
-        const d = next();
-        if (eof) return fail('an unterminated section header');
-        if (d === ']') {
-          done = true;
-          break;
-        }
-        if (isSpace(d)) {
-          let e = d;
-          do {
-            if (e === '\n') return fail('an unterminated section header');
-            e = next();
-          } while (isSpace(e));
-          if (e !== '"') return fail('a section header without a quoted subsection');
-          let sub = '';
-          for (;;) {
-            let f = next();
-            if (f === '\n') return fail('an unterminated subsection');
-            if (f === '"') break;
-            if (f === '\\') {
-              f = next();
-              if (f === '\n') return fail('an unterminated subsection');
-            }
-            sub += f;
-          }
-          if (next() !== ']') return fail('a section header not closed by ]');
-          name = `${name}.${sub}`;
-          break;
-        }
-        if (!isKeyChar(d) && d !== '.') return fail(`a section name with ${JSON.stringify(d)}`);
-        name += d.toLowerCase();
-      }
-      if (!done && name === '') return fail('an empty section name');
-      if (name === '' || name.startsWith('.')) return fail('an empty section name');
-      section = name;
-      continue;
-    }
-    if (!/^[A-Za-z]$/.test(c)) return fail(`${JSON.stringify(c)} where a key starts`);
-    if (section === undefined) return fail('a key before any section');
-    // get_value
-    let key = c.toLowerCase();
-    let d: string;
-    for (;;) {
-      d = next();
-      if (eof) break;
-      if (!isKeyChar(d)) break;
-      key += d.toLowerCase();
-    }
-    while (d === ' ' || d === '\t') d = next();
-    if (d === '\n') {
-      entries.push({ section, key, value: null });
-      if (eof) return { entries };
-      continue;
-    }
-    if (d !== '=') return fail(`${JSON.stringify(d)} after the key ${key}`);
-    // parse_value
-    let value = '';
-    let quote = false;
-    let inComment = false;
-    let space = 0;
-    for (;;) {
-      let e = next();
-      if (e === '\n') {
-        if (quote) return fail('a newline inside a quoted value');
-        break;
-      }
-      if (inComment) continue;
-      if (isSpace(e) && !quote) {
-        if (value.length) space++;
-        continue;
-      }
-      if (!quote && (e === ';' || e === '#')) {
-        inComment = true;
-        continue;
-      }
-      for (; space; space--) value += ' ';
-      if (e === '\\') {
-        e = next();
-        if (e === '\n') {
-          if (eof) return fail('a backslash at the end of the file');
-          continue;
-        }
-        if (e === 't') e = '\t';
-        else if (e === 'b') e = '\b';
-        else if (e === 'n') e = '\n';
-        else if (e !== '\\' && e !== '"') return fail(`an unknown escape \\${e}`);
-        value += e;
-        continue;
-      }
-      if (e === '"') {
-        quote = !quote;
-        continue;
-      }
-      value += e;
-    }
-    entries.push({ section, key, value });
-    if (eof) return { entries };
-  }
-}
+// git's config grammar lives in @conch/sandbox (the kernel policy and the plant detector read configs
+// too); it is re-exported here as before.
+export { parseGitConfig, type ConfigEntry };
 
 const parseCache = new Map<
   string,

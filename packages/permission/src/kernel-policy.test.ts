@@ -517,6 +517,49 @@ describe('files a git config includes', () => {
   });
 });
 
+// What a config says is read with git's own grammar (and line by line besides): spellings git reads
+// that a looser reading got wrong. Each expected value is what the real git reads from that text.
+describe('git configs read as git reads them', () => {
+  const HOOKS: [string, string][] = [
+    ['on the header line', '[core] hooksPath = .hooks-a\n'],
+    ['continued with a backslash', '[core]\n\thooksPath = .hooks\\\n-b\n'],
+    ['quotes in the middle', '[core]\n\thooksPath = ".hooks"-c\n'],
+    ['a comment without a blank before it', '[core]\n\thooksPath = .hooks-d;where hooks live\n'],
+    ['mixed case, CRLF and a trailing comment', '[Core]\r\n\tHOOKSPATH=".hooks-e" # ours\r\n'],
+  ];
+  for (const [spelling, text] of HOOKS) {
+    it(`core.hooksPath ${spelling}`, () => {
+      git(ws, 'init', '-q');
+      const config = join(ws, '.git', 'config');
+      writeFileSync(config, `${readFileSync(config, 'utf8')}${text}`);
+      const value = git(ws, 'config', '--file', config, '--get', 'core.hooksPath').replace(/\n$/, '');
+      expect(value).toMatch(/^\.hooks-[a-e]$/);
+      dir(join(ws, value));
+      dir(join(ws, '.hooks'));
+      expect(covered(policy(), join(ws, value))).toBe(true);
+      expect(covered(policy(), join(ws, '.hooks'))).toBe(false);
+    });
+  }
+
+  const INCLUDES: [string, string][] = [
+    ['continued with a backslash', '[include]\n\tpath = ../shared\\\n-a.inc\n'],
+    ['quotes in the middle', '[include]\n\tpath = "../shared"-b.inc\n'],
+    ['a comment without a blank before it', '[include]\n\tpath = ../shared-c.inc;team settings\n'],
+    ['an includeIf on the header line', '[includeIf "onbranch:main"] path = ../shared-d.inc\n'],
+  ];
+  for (const [spelling, text] of INCLUDES) {
+    it(`include.path ${spelling}`, () => {
+      git(ws, 'init', '-q');
+      const config = join(ws, '.git', 'config');
+      writeFileSync(config, `${readFileSync(config, 'utf8')}${text}`);
+      const listed = git(ws, 'config', '--file', config, '--list', '--no-includes');
+      const value = /^include(?:if\.[^=]*)?\.path=(.*)$/m.exec(listed)?.[1];
+      expect(value).toMatch(/^\.\.\/shared-[a-d]\.inc$/);
+      expect(covered(policy(), join(ws, '.git', value!))).toBe(true);
+    });
+  }
+});
+
 // A hook manager installs hooks that run what its files in the work tree say at each commit: those
 // files decide what the user's next `git commit` runs, so where such a hook is installed they are
 // read-only (and refused where missing: the path guard judges the path); where none is, they are

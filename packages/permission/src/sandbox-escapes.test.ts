@@ -660,6 +660,50 @@ describe.runIf(BWRAP)('escapes through cli_based_tool, default config, no approv
       T,
     );
 
+    // core.hooksPath as the user may have spelled it, read with git's grammar: on the header's
+    // line, continued with a backslash, ended by a comment with no blank before it. The hooks
+    // directory it names is read-only whatever the spelling; the user's next commit runs nothing new.
+    it.each([
+      ['[core] hooksPath = .githooks', `printf '#!/bin/sh\\ntouch {marker}\\n' > .githooks/pre-commit`],
+      [
+        '[core]\n\thooksPath = .git\\\nhooks',
+        `python3 -c "open('.githooks/pre-commit', 'w').write('#!/bin/sh\\\\ntouch {marker}\\\\n')"`,
+      ],
+      [
+        '[core]\n\thooksPath = .githooks;team hooks',
+        `printf '#!/bin/sh\\ntouch {marker}\\n' > /tmp/h-{tag} && cp /tmp/h-{tag} .githooks/post-commit && chmod +x .githooks/post-commit`,
+      ],
+    ])(
+      'core.hooksPath written %j: %j plants no hook',
+      async (config, template) => {
+        execFileSync('git', ['init', '-q'], { cwd: ws });
+        const hook = put(join(ws, '.githooks', 'pre-commit'), '#!/bin/sh\nexit 0\n');
+        execFileSync('chmod', ['+x', hook]);
+        const gitConfig = join(ws, '.git', 'config');
+        writeFileSync(gitConfig, `${readFileSync(gitConfig, 'utf8')}${config}\n`);
+        const env = { ...process.env, GIT_CONFIG_GLOBAL: '/dev/null', GIT_CONFIG_NOSYSTEM: '1' };
+        expect(
+          execFileSync('git', ['config', '--get', 'core.hooksPath'], { cwd: ws, env, encoding: 'utf8' }),
+        ).toBe('.githooks\n');
+        const marker = join(home, `hook-ran-${tag}`);
+        const { run } = await setup();
+        await run(fill(template, { marker, tag }));
+        expect(readFileSync(hook, 'utf8')).toBe('#!/bin/sh\nexit 0\n');
+        expect(existsSync(join(ws, '.githooks', 'post-commit'))).toBe(false);
+        // The user's next commit, outside the sandbox.
+        put(join(ws, 'f.txt'), 'x\n');
+        spawnSync('git', ['add', 'f.txt'], { cwd: ws, stdio: 'ignore', env });
+        const commit = spawnSync(
+          'git',
+          ['-c', 'user.name=u', '-c', 'user.email=u@example.invalid', 'commit', '-q', '-m', 'x'],
+          { cwd: ws, stdio: 'ignore', env },
+        );
+        expect(commit.status).toBe(0);
+        expect(existsSync(marker)).toBe(false);
+      },
+      T,
+    );
+
     // A file the repository's config includes is config: an fsmonitor put there runs at the
     // user's next `git status`. It is read-only, and a missing one cannot be made.
     it.each([

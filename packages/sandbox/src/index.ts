@@ -82,13 +82,13 @@ export {
   gitConfigPlants,
   historyPlants,
   inspectPlants,
-  parseGitConfig,
   PLANT_CLASSES,
   PLANT_WATCH_NAMES,
   workTreeOf,
   type Plant,
   type PlantKind,
 } from './plants.js';
+export { configValues, parseGitConfig, type ConfigEntry } from './git-config-grammar.js';
 export { GUARD_DIR_NAMES, GUARD_FILE_NAMES } from './protected-names.js';
 export {
   GIT_HOOK_NAMES,

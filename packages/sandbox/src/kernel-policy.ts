@@ -37,7 +37,7 @@ import {
 } from './home-view.js';
 import { KEPT_ENV } from './env-values.js';
 import { hookDelegates, type HookManagerIo } from './hook-managers.js';
-import { parseGitConfig } from './plants.js';
+import { configValues } from './git-config-grammar.js';
 import { nameGlobsRegExp } from './profile.js';
 import { lstatIf, statIf } from './stat-if.js';
 
@@ -999,23 +999,6 @@ function existsPath(path: string): boolean {
   return lstatIf(path) !== undefined;
 }
 
-/** `core.hooksPath` values of a config file's text (`[core]` section; quotes and comments stripped). */
-function hooksPathsIn(text: string): string[] {
-  const out: string[] = [];
-  let section = '';
-  for (const raw of text.split(/\r?\n/)) {
-    const line = raw.replace(/(^|\s)[#;].*$/, '').trim();
-    const header = /^\[\s*([^\]\s"]+)/.exec(line);
-    if (header) {
-      section = header[1]!.toLowerCase();
-      continue;
-    }
-    const kv = /^hookspath\s*=\s*(.*)$/i.exec(line);
-    if (section === 'core' && kv) out.push(kv[1]!.replace(/^"(.*)"$/, '$1'));
-  }
-  return out;
-}
-
 /**
  * The config files git reads for a repository: its own (`config`, `config.worktree`, and the common
  * dir's for a worktree), the user's global ones, and every file they include (`include.path`,
@@ -1047,7 +1030,7 @@ function gitConfigFiles(
     } catch {
       return;
     }
-    for (const { key, value } of parseGitConfig(text)) {
+    for (const { key, value } of configValues(text)) {
       if (!value || !/^include(if\..+)?\.path$/.test(key)) continue;
       const expanded = value.startsWith('~/') ? join(home, value.slice(2)) : value;
       const target = isAbsolute(expanded) ? expanded : resolve(dirname(file), expanded);
@@ -1073,8 +1056,8 @@ function hooksPaths(configFiles: readonly string[], worktree: string, home: stri
     } catch {
       continue;
     }
-    for (const value of hooksPathsIn(text)) {
-      if (!value) continue;
+    for (const { key, value } of configValues(text)) {
+      if (key !== 'core.hookspath' || !value) continue;
       const expanded = value.startsWith('~/') ? join(home, value.slice(2)) : value;
       found.push(isAbsolute(expanded) ? expanded : resolve(worktree, expanded));
     }

@@ -2,6 +2,7 @@ import { execFile } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { lstatSync, readdirSync, readFileSync, readlinkSync, statSync } from 'node:fs';
 import { basename, dirname, isAbsolute, join, resolve, sep } from 'node:path';
+import { configValues } from './git-config-grammar.js';
 import { GUARD_DIR_NAMES, GUARD_FILE_NAMES } from './protected-names.js';
 import { lstatIf, statIf } from './stat-if.js';
 
@@ -92,33 +93,10 @@ const GIT_EXEC_KEYS: readonly { key: RegExp; when: string }[] = [
   { key: /^sendemail\..*(cmd|command|aliasesfile)$/, when: 'runs on git send-email' },
 ];
 
-/** Key/value pairs of a git config file (`[section "sub"]`, `key = value`), lowercased keys. */
-export function parseGitConfig(text: string): { key: string; value: string }[] {
-  const out: { key: string; value: string }[] = [];
-  let section = '';
-  for (const raw of text.split(/\r?\n/)) {
-    let line = raw.trim();
-    if (!line || line.startsWith('#') || line.startsWith(';')) continue;
-    const header = /^\[\s*([^\]\s"]+)(?:\s+"((?:[^"\\]|\\.)*)")?\s*\]\s*(.*)$/.exec(line);
-    if (header) {
-      section =
-        header[2] !== undefined ? `${header[1]!.toLowerCase()}.${header[2]}` : header[1]!.toLowerCase();
-      // `[section.sub]` (old syntax): subsection lowercased by git too
-      line = header[3]!.trim();
-      if (!line) continue;
-    }
-    const kv = /^([A-Za-z][A-Za-z0-9-]*)\s*(?:=\s*(.*))?$/.exec(line);
-    if (!kv || !section) continue;
-    const value = (kv[2] ?? 'true').replace(/\s[#;].*$/, '').replace(/^"(.*)"$/, '$1');
-    out.push({ key: `${section}.${kv[1]!.toLowerCase()}`, value });
-  }
-  return out;
-}
-
 /** What in a git config would run a program (or change what git runs). */
 export function gitConfigPlants(path: string, text: string): Plant[] {
   const plants: Plant[] = [];
-  for (const { key, value } of parseGitConfig(text)) {
+  for (const { key, value } of configValues(text)) {
     const lower = key.toLowerCase();
     for (const rule of GIT_EXEC_KEYS) {
       if (!rule.key.test(lower)) continue;
