@@ -318,10 +318,12 @@ static void close_pair(int pair[2]) {
  * Throws node's spawn error (`code`: ENOENT, EACCES, ...) when the program could not be started.
  */
 static napi_value spawn_child(napi_env env, napi_callback_info info) {
-  size_t argc = 6;
-  napi_value args[6];
+  size_t argc = 7;
+  napi_value args[7];
   napi_get_cb_info(env, info, &argc, args, NULL, NULL);
-  if (argc < 6) return throw_error(env, "ERR_INVALID_ARG_TYPE", "conch_spawn: spawn() takes 6 arguments");
+  if (argc < 6) return throw_error(env, "ERR_INVALID_ARG_TYPE", "conch_spawn: spawn() takes 6 or 7 arguments");
+  bool want_pidfd = false;
+  if (argc >= 7) napi_get_value_bool(env, args[6], &want_pidfd);
   char *file = utf8(env, args[0]);
   char **argv = utf8_array(env, args[1]);
   char *cwd = utf8(env, args[2]);
@@ -389,10 +391,25 @@ static napi_value spawn_child(napi_env env, napi_callback_info info) {
   }
   free(file);
 
+  /*
+   * A pidfd of the child when asked (a supervisor in its own pid namespace): passed to the host with
+   * the pipes, it names the child to the host's kernel, which reads the host's pid for it from
+   * /proc/self/fdinfo instead of searching /proc. -1 where the kernel has no pidfd_open (before
+   * 5.3) or refuses it; the host searches then.
+   */
+  int pidfd = -1;
+#if defined(SYS_pidfd_open)
+  if (want_pidfd) pidfd = (int)syscall(SYS_pidfd_open, pid, 0);
+#else
+  if (want_pidfd) pidfd = (int)syscall(434, pid, 0);
+#endif
+  if (pidfd >= 0) fcntl(pidfd, F_SETFD, FD_CLOEXEC);
+  else pidfd = -1;
+
   napi_value result, value;
-  int values[4] = {pid, in[0], out[0], err_pair[0]};
-  napi_create_array_with_length(env, 4, &result);
-  for (uint32_t i = 0; i < 4; i++) {
+  int values[5] = {pid, in[0], out[0], err_pair[0], pidfd};
+  napi_create_array_with_length(env, 5, &result);
+  for (uint32_t i = 0; i < 5; i++) {
     napi_create_int32(env, values[i], &value);
     napi_set_element(env, result, i, value);
   }
@@ -414,10 +431,10 @@ static napi_value send_fds(napi_env env, napi_callback_info info) {
   uint32_t id = 0, count = 0;
   if (argc < 3 || napi_get_value_int32(env, args[0], &socket_fd) != napi_ok ||
       napi_get_value_uint32(env, args[1], &id) != napi_ok || napi_get_array_length(env, args[2], &count) != napi_ok ||
-      count == 0 || count > 3) {
-    return throw_error(env, "ERR_INVALID_ARG_TYPE", "conch_spawn: expected sendFds(socketFd: number, id: number, fds: number[1..3])");
+      count == 0 || count > 4) {
+    return throw_error(env, "ERR_INVALID_ARG_TYPE", "conch_spawn: expected sendFds(socketFd: number, id: number, fds: number[1..4])");
   }
-  int fds[3];
+  int fds[4];
   for (uint32_t i = 0; i < count; i++) {
     napi_value element;
     napi_get_element(env, args[2], i, &element);
@@ -426,7 +443,7 @@ static napi_value send_fds(napi_env env, napi_callback_info info) {
     }
   }
   union {
-    char buffer[CMSG_SPACE(sizeof(int) * 3)];
+    char buffer[CMSG_SPACE(sizeof(int) * 4)];
     struct cmsghdr align;
   } control;
   memset(&control, 0, sizeof control);
@@ -450,7 +467,7 @@ static napi_value send_fds(napi_env env, napi_callback_info info) {
 }
 
 /*
- * recvFds(socketFd) -> [id, ...fds] from the next sendFds message (the fds close-on-exec), or null
+ * recvFds(socketFd) -> [id, ...fds] (up to 4) from the next sendFds message (the fds close-on-exec), or null
  * when none is queued. Never blocks.
  */
 static napi_value recv_fds(napi_env env, napi_callback_info info) {
@@ -463,7 +480,7 @@ static napi_value recv_fds(napi_env env, napi_callback_info info) {
   }
   uint32_t id = 0;
   union {
-    char buffer[CMSG_SPACE(sizeof(int) * 3)];
+    char buffer[CMSG_SPACE(sizeof(int) * 4)];
     struct cmsghdr align;
   } control;
   struct iovec iov = {.iov_base = &id, .iov_len = sizeof id};
@@ -477,12 +494,12 @@ static napi_value recv_fds(napi_env env, napi_callback_info info) {
     napi_get_null(env, &result);
     return result;
   }
-  int fds[3];
+  int fds[4];
   uint32_t count = 0;
   for (struct cmsghdr *cmsg = CMSG_FIRSTHDR(&msg); cmsg != NULL; cmsg = CMSG_NXTHDR(&msg, cmsg)) {
     if (cmsg->cmsg_level != SOL_SOCKET || cmsg->cmsg_type != SCM_RIGHTS) continue;
     uint32_t n = (uint32_t)((cmsg->cmsg_len - CMSG_LEN(0)) / sizeof(int));
-    for (uint32_t i = 0; i < n && count < 3; i++) memcpy(&fds[count++], CMSG_DATA(cmsg) + i * sizeof(int), sizeof(int));
+    for (uint32_t i = 0; i < n && count < 4; i++) memcpy(&fds[count++], CMSG_DATA(cmsg) + i * sizeof(int), sizeof(int));
   }
   napi_create_array_with_length(env, count + 1, &result);
   napi_create_uint32(env, id, &value);

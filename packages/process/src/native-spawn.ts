@@ -22,9 +22,11 @@ import { fileURLToPath } from 'node:url';
 export interface NativeSpawnModule {
   /**
    * Starts `file` (looked up on `envp`'s PATH when it has no slash) with `argv` (argv[0] first),
-   * in its own session. Returns `[pid, stdinFd, stdoutFd, stderrFd]`: the host's ends of unix
-   * socketpairs, -1 for a stream not asked for (then /dev/null). Throws node's spawn error (`code`:
-   * ENOENT, EACCES, ...) when the program could not be started.
+   * in its own session. Returns `[pid, stdinFd, stdoutFd, stderrFd, pidfd]`: the host's ends of
+   * unix socketpairs, -1 for a stream not asked for (then /dev/null); `pidfd` (when `pidfd` is
+   * asked, and the kernel has pidfd_open) a pidfd of the child, else -1 (absent from addons built
+   * before it). Throws node's spawn error (`code`: ENOENT, EACCES, ...) when the program could not
+   * be started.
    */
   spawn(
     file: string,
@@ -33,7 +35,8 @@ export interface NativeSpawnModule {
     envp: readonly string[],
     stdinPipe: boolean,
     capture: boolean,
-  ): [number, number, number, number];
+    pidfd?: boolean,
+  ): [number, number, number, number, number?];
   /**
    * waitpid(pid, WNOHANG): null while it runs, else `[code, null]` or `[null, signalNumber]`, once
    * (it is reaped then); `[null, null]` for a pid that is not (or no longer) a child. Ask it for each
@@ -41,7 +44,7 @@ export interface NativeSpawnModule {
    */
   tryWait(pid: number): [number | null, number | null] | null;
   /**
-   * Sends `id` and `fds` (1 to 3) as one message on a unix socket (SCM_RIGHTS) and closes them
+   * Sends `id` and `fds` (1 to 4) as one message on a unix socket (SCM_RIGHTS) and closes them
    * here. Never blocks: false when the socket is full (nothing sent, the fds still ours).
    */
   sendFds(socketFd: number, id: number, fds: readonly number[]): boolean;

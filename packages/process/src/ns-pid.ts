@@ -6,8 +6,11 @@ import { openSync, readdirSync, readFileSync, readlinkSync, readSync } from 'nod
  * A sandboxed supervisor sees its children by their pids inside the namespace; the host kills,
  * sweeps and inspects (/proc, terminal foreground detection) by host pids. The kernel gives each
  * process one pid per namespace level, listed in `/proc/<pid>/status` as `NSpid: <host> … <inner>`.
- * Node has no pidfd or SO_PEERCRED, and this kernel family may lack `/proc/<pid>/task/<tid>/children`,
- * so the host finds a child by its pid number: the kernel hands out a namespace's pids in order
+ * Where the posix_spawn addon runs on both sides the supervisor sends each child's pidfd and the host
+ * reads the child's host pid from it (supervisor-client.ts `pidfdHostPid`); this module is what is
+ * left without one (node's spawn, no pidfd_open, a full fd channel, the supervisor itself). Node has
+ * no pidfd or SO_PEERCRED of its own, and this kernel family may lack
+ * `/proc/<pid>/task/<tid>/children`, so the host finds a child by its pid number: the kernel hands out a namespace's pids in order
  * (cyclically), so a child the supervisor forked after the host sent the request has a host pid
  * above `ns_last_pid` as read before the send (`lastPid()`) and at most `ns_last_pid` as read when
  * the reply arrives. The host reads that bracket — usually one or a few pids, and a pid that is

@@ -1,5 +1,5 @@
 import { spawn, type ChildProcess } from 'node:child_process';
-import { existsSync } from 'node:fs';
+import { closeSync, existsSync } from 'node:fs';
 import { constants } from 'node:os';
 import { Socket } from 'node:net';
 import { groupExists } from './kill-tree.js';
@@ -108,9 +108,16 @@ export class SupervisorChildren {
   /** The unix socket to the host that pipes travel on (see FD_CHANNEL_VAR), with posix_spawn only. */
   private readonly fdChannel: number | undefined;
 
-  constructor(send: Send, sandboxed: boolean, spawner?: Spawner, fdChannel?: number) {
+  /**
+   * Whether each child's pidfd goes to the host with its pipes (a supervisor in its own pid
+   * namespace: the host reads the child's host pid from the pidfd instead of searching /proc).
+   */
+  private readonly pidfds: boolean;
+
+  constructor(send: Send, sandboxed: boolean, spawner?: Spawner, fdChannel?: number, pidfds = false) {
     this.send = send;
     this.sandboxed = sandboxed;
+    this.pidfds = pidfds;
     this.fdChannel = spawner?.kind === 'posix_spawn' ? fdChannel : undefined;
     if (spawner?.kind === 'posix_spawn') {
       const native = spawner.module;
@@ -242,15 +249,24 @@ export class SupervisorChildren {
     // (spawn-options.ts), and the host's own environment cannot hold one.
     const envp: string[] = [];
     for (const key in env) envp.push(`${key}=${env[key]}`);
-    let started: [number, number, number, number];
+    let started: [number, number, number, number, number?];
+    const wantPidfd = this.pidfds && this.fdChannel !== undefined;
     try {
-      started = native.spawn(file, [file, ...args], cwd, envp, request.stdin === 'pipe', request.capture);
+      started = native.spawn(
+        file,
+        [file, ...args],
+        cwd,
+        envp,
+        request.stdin === 'pipe',
+        request.capture,
+        wantPidfd,
+      );
     } catch (error) {
       if (!this.retryLater(request, env, error as NodeJS.ErrnoException, attempt))
         this.spawnError(request, error as NodeJS.ErrnoException);
       return;
     }
-    const [pid, stdinFd, stdoutFd, stderrFd] = started;
+    const [pid, stdinFd, stdoutFd, stderrFd, pidfd = -1] = started;
     this.live.set(id, pid);
     this.track(id, env);
     // The child's fds and this process's ends of them, in the order the host expects (see `spawned`).
@@ -264,10 +280,27 @@ export class SupervisorChildren {
     const fds = ends.map(([fd]) => fd);
     const owned = ends.map(([, own]) => own);
     // The pipes go to the host in one message on the fd channel, sent before `spawned` so the host
-    // finds them queued when it reads it; a full channel falls back to handle passing.
+    // finds them queued when it reads it, the child's pidfd last; a full channel falls back to
+    // handle passing (and the host finds the child's pid the slow way).
+    if (pidfd >= 0) owned.push(pidfd);
     if (owned.length > 0 && this.fdChannel !== undefined && native.sendFds(this.fdChannel, id, owned)) {
-      this.send({ t: 'spawned', id, pid, fds, channel: true });
+      this.send({
+        t: 'spawned',
+        id,
+        pid,
+        fds,
+        channel: true,
+        ...(pidfd >= 0 ? { pidfd: true as const } : {}),
+      });
       return;
+    }
+    if (pidfd >= 0) {
+      owned.pop();
+      try {
+        closeSync(pidfd);
+      } catch {
+        // closed already
+      }
     }
     const [first, ...rest] = ends.map(([fd, own]) => [fd, socketOf(own, fd !== 0)] as const);
     this.send({ t: 'spawned', id, pid, fds }, first?.[1]);

@@ -1,5 +1,5 @@
 import { spawn, type ChildProcess } from 'node:child_process';
-import { closeSync } from 'node:fs';
+import { closeSync, openSync, readSync } from 'node:fs';
 import { Socket } from 'node:net';
 import type { Logger } from '@conch/core';
 import {
@@ -39,6 +39,41 @@ function hostNative(): NativeSpawnModule | undefined {
     hostAddon = spawner.kind === 'posix_spawn' ? spawner.module : null;
   }
   return hostAddon ?? undefined;
+}
+
+const fdinfoBuffer = Buffer.alloc(1024);
+
+/**
+ * The host's pid of the process a pidfd names (its `Pid:` in /proc/self/fdinfo, which the kernel
+ * gives in this process's pid namespace), then the pidfd is closed: `null` when that process has
+ * been reaped already (-1), undefined when the kernel does not say (no fdinfo line, or 0: not in
+ * this namespace), and the caller searches /proc as without a pidfd. One open and one read instead
+ * of a readlink and a status read per pid handed out since the request (ns-pid.ts).
+ */
+function pidfdHostPid(pidfd: number): number | null | undefined {
+  try {
+    // open + one read into a kept buffer: readFileSync adds an fstat and a second read (a /proc
+    // file has no size), three times the cost here.
+    const fd = openSync(`/proc/self/fdinfo/${pidfd}`, 'r');
+    let text: string;
+    try {
+      text = fdinfoBuffer.toString('latin1', 0, readSync(fd, fdinfoBuffer, 0, fdinfoBuffer.length, 0));
+    } finally {
+      closeSync(fd);
+    }
+    const at = text.indexOf('\nPid:');
+    if (at < 0) return undefined;
+    const n = Number.parseInt(text.slice(at + 5).trim(), 10);
+    return n === -1 ? null : Number.isInteger(n) && n > 0 ? n : undefined;
+  } catch {
+    return undefined;
+  } finally {
+    try {
+      closeSync(pidfd);
+    } catch {
+      // closed already
+    }
+  }
 }
 
 /** The supervisor's stdio slot that is the fd channel (FD_CHANNEL_VAR). */
@@ -193,6 +228,8 @@ export class SupervisorClient {
   private spawnerStatus: SpawnerStatus | undefined;
   /** Where a supervisor spawning with posix_spawn sends children's pipes (see FD_CHANNEL_VAR). */
   private fdChannel: { native: NativeSpawnModule; fd: number } | undefined;
+  /** The supervisor sends each child's pidfd (no pid bracket is read before a request then). */
+  private pidfdsSeen = false;
   private proc: ChildProcess | undefined;
   private sync: BlockingLineChannel | undefined;
   private pendingSends: HostMessage[] = [];
@@ -701,7 +738,8 @@ export class SupervisorClient {
     // difference from the base the supervisor holds by then.
     const { fields, base } = envDifference(env, this.envBase);
     this.envBase = base;
-    if (this.options.isolated) {
+    // The bracket a child's host pid is searched in, until the supervisor sends pidfds.
+    if (this.options.isolated && !this.pidfdsSeen) {
       const floor = lastPid();
       if (floor !== undefined) this.pidFloors.set(id, floor);
     }
@@ -725,10 +763,17 @@ export class SupervisorClient {
    * there is that child's (the supervisor sends it before `spawned`, and both keep their order).
    * Anything else is a supervisor out of step with its host: it is lost, not trusted further.
    */
-  private channelPipes(id: number, fds: readonly number[]): Socket[] | undefined {
+  private channelPipes(
+    id: number,
+    fds: readonly number[],
+    pidfd: boolean,
+  ): { pipes: Socket[]; hostPid?: number | null } | undefined {
     const got = this.fdChannel ? this.fdChannel.native.recvFds(this.fdChannel.fd) : null;
-    if (got && got[0] === id && got.length === fds.length + 1) {
-      return got.slice(1).map((fd) => new Socket({ fd, readable: true, writable: true }));
+    if (got && got[0] === id && got.length === fds.length + 1 + (pidfd ? 1 : 0)) {
+      const pipes = got
+        .slice(1, fds.length + 1)
+        .map((fd) => new Socket({ fd, readable: true, writable: true }));
+      return pidfd ? { pipes, hostPid: pidfdHostPid(got[fds.length + 1]!) } : { pipes };
     }
     for (const fd of got?.slice(1) ?? []) {
       try {
@@ -797,13 +842,19 @@ export class SupervisorClient {
         const child = this.children.get(message.id);
         // Every pipe at once from the fd channel, else the first as this message's handle (the
         // others follow in `stream` messages).
-        const pipes = message.channel ? this.channelPipes(message.id, message.fds) : handle ? [handle] : [];
-        if (!pipes) return; // lost
+        const received = message.channel
+          ? this.channelPipes(message.id, message.fds, message.pidfd === true)
+          : { pipes: handle ? [handle] : [] };
+        if (!received) return; // lost
+        const { pipes, hostPid } = received;
+        if (message.pidfd) this.pidfdsSeen = true;
         if (child) {
           this.started(child);
           const floor = this.pidFloors.get(message.id);
           this.pidFloors.delete(message.id);
-          child.onSpawned(this.hostPid(message.pid, false, floor), message.fds, pipes[0]);
+          // From the child's pidfd when it came (null: the child is gone already), else searched.
+          const pid = hostPid === null ? undefined : (hostPid ?? this.hostPid(message.pid, false, floor));
+          child.onSpawned(pid, message.fds, pipes[0]);
           for (let i = 1; i < pipes.length; i++) child.onPipe(message.fds[i]!, pipes[i]!);
         } else for (const socket of pipes) socket.destroy();
         return;

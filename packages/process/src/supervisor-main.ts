@@ -54,6 +54,8 @@ const children = new SupervisorChildren(
   sandbox !== 'none',
   spawner,
   fdChannel,
+  // In its own pid namespace (read-only, workspace-write): each child's pidfd goes to the host.
+  sandbox === 'read-only' || sandbox === 'workspace-write',
 );
 const ptys = new SupervisorPtys((message, onSent) => send(message, undefined, onSent));
 

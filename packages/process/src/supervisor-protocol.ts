@@ -103,7 +103,11 @@ export type SpawnerStatus = { kind: 'posix_spawn' } | { kind: 'node'; reason: st
 export type SupervisorMessage =
   | { t: 'ready'; pid: number; node: string; spawner: SpawnerStatus }
   /** `channel`: the pipes (in `fds` order) came on the fd channel (FD_CHANNEL_VAR), not as handles. */
-  | { t: 'spawned'; id: number; pid: number; fds: number[]; channel?: true }
+  /**
+   * `channel`: the pipes are on the fd channel (in `fds` order); `pidfd`: the child's pidfd follows
+   * them there (a supervisor in its own pid namespace).
+   */
+  | { t: 'spawned'; id: number; pid: number; fds: number[]; channel?: true; pidfd?: true }
   | { t: 'stream'; id: number; fd: number }
   | { t: 'spawn-error'; id: number; code: string; message: string }
   /**

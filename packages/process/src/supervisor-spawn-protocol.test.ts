@@ -1,5 +1,5 @@
 // Invariant: what the supervisor protocol saves per spawn changes nothing a command sees — each child gets exactly its own env (the supervisor holds a base and each request carries only its difference: added, changed and removed keys, concurrent spawns each their own), and a sandboxed child's pid is its host pid.
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { mkdtempSync, readdirSync, readFileSync, readlinkSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { waitFor } from '@conch/test-support';
@@ -263,5 +263,53 @@ describe.each([
     await Promise.all(procs.map((p) => p.kill()));
     for (const p of procs) expect((await p.result).killed).toBe(true);
     for (const pid of pids) expect(() => process.kill(pid!, 0)).toThrow();
+  });
+
+  // A sandboxed supervisor hands each child's pidfd to the host with its pipes (the host reads the
+  // child's host pid from it): none may stay open on either side, whatever the command did.
+  it('no pidfd or pipe is left open in the host or the supervisor after many commands', async () => {
+    const pidfds = (pid: number | 'self') => {
+      let n = 0;
+      for (const fd of readdirSync(`/proc/${pid}/fd`)) {
+        try {
+          if (readlinkSync(`/proc/${pid}/fd/${fd}`) === 'anon_inode:[pidfd]') n++;
+        } catch {
+          // closed while listed
+        }
+      }
+      return n;
+    };
+    const options = sandbox() ? { sandbox: sandbox()! } : {};
+    await manager.spawn('true', [], options).result;
+    const before = readdirSync('/proc/self/fd').length;
+    const runs = Array.from({ length: 40 }, (_, i) =>
+      i % 4 === 0
+        ? manager.spawn('sh', ['-c', 'exit 3'], options)
+        : i % 4 === 1
+          ? manager.spawn('sleep', ['0.05'], options)
+          : i % 4 === 2
+            ? manager.spawn('true', [], { ...options, capture: false })
+            : manager.spawn('true', [], options),
+    );
+    for (const run of runs) await run.result;
+    const sleeping = manager.spawn('sleep', ['30'], options);
+    const pid = await sleeping.spawned;
+    expect(pid).toBeDefined();
+    await waitFor(() => readFileSync(`/proc/${pid}/cmdline`, 'latin1') !== '', {
+      what: 'the command line filled in',
+      timeoutMs: 10_000,
+    });
+    expect(readFileSync(`/proc/${pid}/cmdline`, 'latin1').split('\0')).toEqual(['sleep', '30', '']);
+    expect(pidfds('self')).toBe(0);
+    const supervisors = manager.supervisorPids();
+    expect(supervisors.length).toBeGreaterThan(0);
+    for (const supervisor of supervisors) expect(pidfds(supervisor)).toBe(0);
+    await sleeping.kill();
+    await sleeping.result;
+    await waitFor(() => readdirSync('/proc/self/fd').length <= before, {
+      what: "the host's fds back to where they were",
+      timeoutMs: 10_000,
+    });
+    expect(survivors(manager.cookiePrefix)).toEqual([]);
   });
 });
