@@ -1,5 +1,5 @@
 import { isMainThread } from 'node:worker_threads';
-import { loadSpawner, type NativeSpawnModule } from './native-spawn.js';
+import { hostAddon } from './native-spawn.js';
 
 /**
  * The host's environment as a plain object, for one spawn.
@@ -15,18 +15,8 @@ import { loadSpawner, type NativeSpawnModule } from './native-spawn.js';
  *   writes to it never reach `environ`. Node's object answers every symbol key itself (undefined)
  *   where an ordinary object reads its prototype; that is the test, run once per object.
  */
-let addon: NativeSpawnModule | null | undefined;
 let cached: { env: Record<string, string | undefined>; generation: number; of: object } | undefined;
 let judged: { of: object; genuine: boolean } | undefined;
-
-function generationOf(): ((this: void) => number) | undefined {
-  if (addon === undefined) {
-    const spawner = isMainThread ? loadSpawner() : undefined;
-    addon = spawner?.kind === 'posix_spawn' ? spawner.module : null;
-  }
-  const fn = addon?.envGeneration;
-  return typeof fn === 'function' ? fn : undefined;
-}
 
 /** Whether `env` is node's own process.env (reads and writes are the process's environment). */
 export function isNodeEnvironment(env: object): boolean {
@@ -51,7 +41,7 @@ export function isNodeEnvironment(env: object): boolean {
 /** A fresh copy of the host's environment (the caller may change it). */
 export function hostEnvironment(): Record<string, string | undefined> {
   const source = process.env;
-  const generation = isMainThread && isNodeEnvironment(source) ? generationOf()?.() : undefined;
+  const generation = isMainThread && isNodeEnvironment(source) ? hostAddon()?.envGeneration?.() : undefined;
   if (generation !== undefined && cached?.generation === generation && cached.of === source)
     return Object.assign({}, cached.env);
   const env: Record<string, string | undefined> = {};

@@ -140,6 +140,21 @@ export function loadSpawner(env: NodeJS.ProcessEnv = process.env, addon?: string
   return { kind: 'node', reason: reasons.join('; ') };
 }
 
+let hostLoaded: NativeSpawnModule | null | undefined;
+
+/**
+ * The addon in this (the host's) process, loaded once when first asked: the fd channel's receiving
+ * end (supervisor-client.ts) and the environment's generation (host-env.ts) share it. Undefined
+ * where it does not load (node's spawn is used then).
+ */
+export function hostAddon(): NativeSpawnModule | undefined {
+  if (hostLoaded === undefined) {
+    const spawner = loadSpawner();
+    hostLoaded = spawner.kind === 'posix_spawn' ? spawner.module : null;
+  }
+  return hostLoaded ?? undefined;
+}
+
 function loadAddon(addon: string): { module: NativeSpawnModule } | { reason: string } {
   let module: Partial<NativeSpawnModule>;
   try {

@@ -10,16 +10,16 @@ import { openSync, readdirSync, readFileSync, readlinkSync, readSync } from 'nod
  * reads the child's host pid from it (supervisor-client.ts `pidfdHostPid`); this module is what is
  * left without one (node's spawn, no pidfd_open, a full fd channel, the supervisor itself). Node has
  * no pidfd or SO_PEERCRED of its own, and this kernel family may lack
- * `/proc/<pid>/task/<tid>/children`, so the host finds a child by its pid number: the kernel hands out a namespace's pids in order
- * (cyclically), so a child the supervisor forked after the host sent the request has a host pid
- * above `ns_last_pid` as read before the send (`lastPid()`) and at most `ns_last_pid` as read when
- * the reply arrives. The host reads that bracket — usually one or a few pids, and a pid that is
- * gone costs one failed readlink — and a miss there means the child has ended already (a `true`
- * is reaped before its reply is read), never a scan of /proc. Without a bracket (the supervisor
- * itself; `ns_last_pid` unreadable; more than WINDOW pids handed out meanwhile) the scan walks down
- * from `ns_last_pid` through a bounded window, then falls back to every pid in /proc. A hit must be
- * in the sandbox's namespace (`/proc/<pid>/ns/pid`), so equal inner pids of different sandboxes
- * never mix.
+ * `/proc/<pid>/task/<tid>/children`, so the host finds a child by its pid number: the kernel hands
+ * out a namespace's pids in order (cyclically), so a child the supervisor forked after the host
+ * sent the request has a host pid above `ns_last_pid` as read before the send (`lastPid()`) and at
+ * most `ns_last_pid` as read when the reply arrives. The host reads that bracket — usually one or a
+ * few pids, and a pid that is gone costs one failed readlink — and a miss there means the child has
+ * ended already (a `true` is reaped before its reply is read), never a scan of /proc. Without a
+ * bracket (the supervisor itself; `ns_last_pid` unreadable; more than WINDOW pids handed out
+ * meanwhile) the scan walks down from `ns_last_pid` through a bounded window, then falls back to
+ * every pid in /proc. A hit must be in the sandbox's namespace (`/proc/<pid>/ns/pid`), so equal
+ * inner pids of different sandboxes never mix.
  */
 
 /** How far below ns_last_pid the fast scan looks before reading all of /proc. */

@@ -295,7 +295,6 @@ export class SupervisorChildren {
       return;
     }
     if (pidfd >= 0) {
-      owned.pop();
       try {
         closeSync(pidfd);
       } catch {

@@ -25,21 +25,12 @@ import type {
   SpawnRequest,
   SupervisorMessage,
 } from './supervisor-protocol.js';
-import { FD_CHANNEL_VAR, loadSpawner, NATIVE_SPAWN_VAR, type NativeSpawnModule } from './native-spawn.js';
+import { FD_CHANNEL_VAR, hostAddon, NATIVE_SPAWN_VAR, type NativeSpawnModule } from './native-spawn.js';
 import { cgroupDirOf } from '@conch/sandbox';
 import { OomCounter, processVerdict, setPidMax, type SupervisorLimits } from './sandbox-limits.js';
 
-/** The addon in this process, for the fd channel's receiving end: loaded once, when first asked. */
-let hostAddon: NativeSpawnModule | null | undefined;
 /** Whether a supervisor running node's spawn (and why) was logged: once per host. */
 let spawnerReasonLogged = false;
-function hostNative(): NativeSpawnModule | undefined {
-  if (hostAddon === undefined) {
-    const spawner = loadSpawner();
-    hostAddon = spawner.kind === 'posix_spawn' ? spawner.module : null;
-  }
-  return hostAddon ?? undefined;
-}
 
 const fdinfoBuffer = Buffer.alloc(1024);
 
@@ -384,7 +375,7 @@ export class SupervisorClient {
     if (limits) Object.assign(env, limits.env);
     const hidden = this.options.envFilter;
     if (hidden) for (const key of Object.keys(env)) if (hidden(key, env[key])) delete env[key];
-    const native = this.options.nativeSpawn === false ? undefined : hostNative();
+    const native = this.options.nativeSpawn === false ? undefined : hostAddon();
     if (native) env[FD_CHANNEL_VAR] = String(FD_CHANNEL_SLOT);
     let proc: ChildProcess;
     try {
