@@ -740,7 +740,7 @@ export class KernelPolicyBuilder {
       // (read-only, and refused where missing: git skips a missing include until it is made).
       for (const p of configs.included) if (roots.some((r) => inside(p, r))) protect(p);
       // core.hooksPath (husky: .husky/_): hooks that live in the work tree.
-      const named = hooksPaths(configs.files, work, paths.home);
+      const named = [...new Set(configs.hooksPaths.map((p) => (isAbsolute(p) ? p : resolve(work, p))))];
       for (const hooks of named) {
         if (existsPath(hooks)) protect(hooks);
         else this.failClosed([hooks], out, roots, { notRoot: true });
@@ -1000,17 +1000,19 @@ function existsPath(path: string): boolean {
 }
 
 /**
- * The config files git reads for a repository: its own (`config`, `config.worktree`, and the common
- * dir's for a worktree), the user's global ones, and every file they include (`include.path`,
- * `includeIf.*.path` whatever the condition, `~` expanded, relative to the including file),
- * followed through their own includes. `included`: the files reached only through an include, which
- * a command could rewrite to put any key in force (a team's `../.gitconfig-shared` in the work tree).
- * `common`: the common git dir (the repository's own, or a worktree's `commondir`).
+ * The config files git reads for a repository, read once each: its own (`config`,
+ * `config.worktree`, and the common dir's for a worktree), the user's global ones, and every file
+ * they include (`include.path`, `includeIf.*.path` whatever the condition, `~` expanded, relative to
+ * the including file), followed through their own includes. `included`: the files reached only
+ * through an include, which a command could rewrite to put any key in force (a team's
+ * `../.gitconfig-shared` in the work tree). `common`: the common git dir (the repository's own, or
+ * a worktree's `commondir`). `hooksPaths`: every `core.hooksPath` those files set (`~` expanded; a
+ * relative one is the work tree's).
  */
 function gitConfigFiles(
   gitDir: string,
   home: string,
-): { files: string[]; included: string[]; common: string } {
+): { included: string[]; common: string; hooksPaths: string[] } {
   const common = real(join(gitDir, readTrimmed(join(gitDir, 'commondir')) ?? '.')) ?? gitDir;
   const base = [
     ...new Set([
@@ -1023,6 +1025,10 @@ function gitConfigFiles(
     ]),
   ];
   const included = new Set<string>();
+  const hooksPaths = new Set<string>();
+  const expand = (value: string) => (value.startsWith('~/') ? join(home, value.slice(2)) : value);
+  // git follows includes 10 levels deep: a file named at the last level is read (what it sets is in
+  // force), its own includes are not.
   const visit = (file: string, level: number) => {
     let text: string;
     try {
@@ -1031,36 +1037,16 @@ function gitConfigFiles(
       return;
     }
     for (const { key, value } of configValues(text)) {
-      if (!value || !/^include(if\..+)?\.path$/.test(key)) continue;
-      const expanded = value.startsWith('~/') ? join(home, value.slice(2)) : value;
+      if (!value) continue;
+      if (key === 'core.hookspath') hooksPaths.add(expand(value));
+      if (level > 10 || !/^include(if\..+)?\.path$/.test(key)) continue;
+      const expanded = expand(value);
       const target = isAbsolute(expanded) ? expanded : resolve(dirname(file), expanded);
       if (included.has(target) || base.includes(target)) continue;
       included.add(target);
-      if (level < 10) visit(target, level + 1);
+      visit(target, level + 1);
     }
   };
   for (const file of base) visit(file, 0);
-  return { files: [...base, ...included], included: [...included], common };
-}
-
-/**
- * Where git looks for the hooks of a repository besides `<gitdir>/hooks`: `core.hooksPath` from
- * any config file it reads (relative to the work tree; absolute, `~` expanded).
- */
-function hooksPaths(configFiles: readonly string[], worktree: string, home: string): string[] {
-  const found: string[] = [];
-  for (const file of configFiles) {
-    let text: string;
-    try {
-      text = readFileSync(file, 'utf8');
-    } catch {
-      continue;
-    }
-    for (const { key, value } of configValues(text)) {
-      if (key !== 'core.hookspath' || !value) continue;
-      const expanded = value.startsWith('~/') ? join(home, value.slice(2)) : value;
-      found.push(isAbsolute(expanded) ? expanded : resolve(worktree, expanded));
-    }
-  }
-  return [...new Set(found)];
+  return { included: [...included], common, hooksPaths: [...hooksPaths] };
 }
