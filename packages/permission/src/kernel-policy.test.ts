@@ -520,6 +520,13 @@ describe('files a git config includes', () => {
 // What a config says is read with git's own grammar (and line by line besides): spellings git reads
 // that a looser reading got wrong. Each expected value is what the real git reads from that text.
 describe('git configs read as git reads them', () => {
+  /** A repository in the workspace whose .git/config ends with `text`; its path. */
+  const repoWithConfig = (text: string): string => {
+    git(ws, 'init', '-q');
+    const config = join(ws, '.git', 'config');
+    writeFileSync(config, `${readFileSync(config, 'utf8')}${text}`);
+    return config;
+  };
   const HOOKS: [string, string][] = [
     ['on the header line', '[core] hooksPath = .hooks-a\n'],
     ['continued with a backslash', '[core]\n\thooksPath = .hooks\\\n-b\n'],
@@ -529,9 +536,7 @@ describe('git configs read as git reads them', () => {
   ];
   for (const [spelling, text] of HOOKS) {
     it(`core.hooksPath ${spelling}`, () => {
-      git(ws, 'init', '-q');
-      const config = join(ws, '.git', 'config');
-      writeFileSync(config, `${readFileSync(config, 'utf8')}${text}`);
+      const config = repoWithConfig(text);
       const value = git(ws, 'config', '--file', config, '--get', 'core.hooksPath').replace(/\n$/, '');
       expect(value).toMatch(/^\.hooks-[a-e]$/);
       dir(join(ws, value));
@@ -549,9 +554,7 @@ describe('git configs read as git reads them', () => {
   ];
   for (const [spelling, text] of INCLUDES) {
     it(`include.path ${spelling}`, () => {
-      git(ws, 'init', '-q');
-      const config = join(ws, '.git', 'config');
-      writeFileSync(config, `${readFileSync(config, 'utf8')}${text}`);
+      const config = repoWithConfig(text);
       const listed = git(ws, 'config', '--file', config, '--list', '--no-includes');
       const value = /^include(?:if\.[^=]*)?\.path=(.*)$/m.exec(listed)?.[1];
       expect(value).toMatch(/^\.\.\/shared-[a-d]\.inc$/);
