@@ -152,6 +152,64 @@ describe('hostEnvironment', () => {
   });
 });
 
+describe("hostEnvironment with a hider (a sandbox profile's credential filter)", () => {
+  it('leaves what the hider hides undefined, and asks it again only when the environment changed', () => {
+    const [secret, plain, later] = [name('HIDE_SECRET'), name('HIDE_PLAIN'), name('HIDE_LATER')];
+    process.env[secret] = 'x';
+    process.env[plain] = 'harmless';
+    const asked: string[] = [];
+    const hide = (key: string, value?: string) => {
+      asked.push(key);
+      return key === secret || value === 'sk-like';
+    };
+    const first = hostEnvironment(hide);
+    expect(first[secret]).toBeUndefined();
+    expect(secret in first).toBe(true); // undefined, as the spawn's difference drops it
+    expect(first[plain]).toBe('harmless');
+    expect(asked).toContain(plain);
+    // Nothing changed: the hider's answers are kept with the copy, and the copy is new each time.
+    asked.length = 0;
+    const second = hostEnvironment(hide);
+    expect(asked).toEqual([]);
+    expect(second).toEqual(first);
+    second[plain] = 'changed by the caller';
+    expect(hostEnvironment(hide)[plain]).toBe('harmless');
+    // A value that becomes a credential's, and a new variable: judged again.
+    process.env[plain] = 'sk-like';
+    process.env[later] = 'new';
+    const third = hostEnvironment(hide);
+    expect(asked).toContain(plain);
+    expect(third[plain]).toBeUndefined();
+    expect(third[later]).toBe('new');
+    // Without the hider nothing is hidden, and another hider gets its own answers.
+    expect(hostEnvironment()[secret]).toBe('x');
+    expect(hostEnvironment()[plain]).toBe('sk-like');
+    const other = hostEnvironment((key) => key === later);
+    expect(other[later]).toBeUndefined();
+    expect(other[secret]).toBe('x');
+    expect(hostEnvironment(hide)[later]).toBe('new');
+  });
+
+  it('asks the hider on every call for a process.env that is not node’s own', () => {
+    const saved = process.env;
+    const a = name('HIDE_COPY');
+    let asked = 0;
+    const hide = (key: string) => {
+      asked++;
+      return key === a;
+    };
+    try {
+      process.env = { ...saved, [a]: 'in the copy' };
+      expect(hostEnvironment(hide)[a]).toBeUndefined();
+      const once = asked;
+      expect(hostEnvironment(hide)[a]).toBeUndefined();
+      expect(asked).toBe(once * 2);
+    } finally {
+      process.env = saved;
+    }
+  });
+});
+
 describe('a spawn sees process.env as it is at the spawn', () => {
   it('set, changed and removed between spawns, with and without the supervisor', async () => {
     for (const supervisor of [true, false]) {

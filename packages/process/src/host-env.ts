@@ -38,14 +38,40 @@ export function isNodeEnvironment(env: object): boolean {
   return genuine;
 }
 
-/** A fresh copy of the host's environment (the caller may change it). */
-export function hostEnvironment(): Record<string, string | undefined> {
+/** A name/value test: true hides the variable (a sandbox profile's credential filter). */
+export type EnvHider = (name: string, value?: string) => boolean;
+
+/** The host's environment with each hider's variables set to undefined, by hider (see below). */
+const filteredCache = new WeakMap<
+  EnvHider,
+  { env: Record<string, string | undefined>; generation: number; of: object }
+>();
+
+/**
+ * A fresh copy of the host's environment (the caller may change it). With `hide`, every variable
+ * it hides is there as undefined. A hider is a pure function of the name and value (a profile's
+ * compiled filter), so its answers over an unchanged environment are kept with the copy: a
+ * sandboxed spawn tests each of the host's variables (a Map lookup and a `name=value` string each)
+ * only when `environ` changed.
+ */
+export function hostEnvironment(hide?: EnvHider): Record<string, string | undefined> {
   const source = process.env;
   const generation = isMainThread && isNodeEnvironment(source) ? hostAddon()?.envGeneration?.() : undefined;
-  if (generation !== undefined && cached?.generation === generation && cached.of === source)
-    return Object.assign({}, cached.env);
-  const env: Record<string, string | undefined> = {};
-  for (const key in source) env[key] = source[key];
-  if (generation !== undefined) cached = { env: Object.assign({}, env), generation, of: source };
+  if (hide && generation !== undefined) {
+    const known = filteredCache.get(hide);
+    if (known?.generation === generation && known.of === source) return Object.assign({}, known.env);
+  }
+  let env: Record<string, string | undefined>;
+  if (generation !== undefined && cached?.generation === generation && cached.of === source) {
+    env = Object.assign({}, cached.env);
+  } else {
+    env = {};
+    for (const key in source) env[key] = source[key];
+    if (generation !== undefined) cached = { env: Object.assign({}, env), generation, of: source };
+  }
+  if (!hide) return env;
+  for (const key in env) if (env[key] !== undefined && hide(key, env[key])) env[key] = undefined;
+  if (generation !== undefined)
+    filteredCache.set(hide, { env: Object.assign({}, env), generation, of: source });
   return env;
 }

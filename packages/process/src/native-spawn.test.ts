@@ -1,15 +1,19 @@
 // Invariant: the supervisor's posix_spawn addon starts a child exactly as node's `spawn(file, args, { cwd, env, detached: true, stdio })` does (own session, default signals, the env's own PATH, only fds 0-2, exit and signal reported once), and a supervisor running it gives the host the same results as one running node's spawn.
-import { execFileSync } from 'node:child_process';
+import { execFileSync, spawn } from 'node:child_process';
 import {
   chmodSync,
   closeSync,
   fstatSync,
+  mkdirSync,
   mkdtempSync,
   openSync,
   readdirSync,
   readFileSync,
   readlinkSync,
+  renameSync,
   rmSync,
+  statSync,
+  symlinkSync,
   writeFileSync,
 } from 'node:fs';
 import { connect, createServer, Socket } from 'node:net';
@@ -443,6 +447,79 @@ describe('the fd channel (sendFds / recvFds)', () => {
     } finally {
       pair.close();
     }
+  });
+});
+
+describe('pidfdPid and fileId (the addon)', () => {
+  it("pidfdPid: a pidfd's pid in this namespace, -1 once reaped, and the pidfd closed", async () => {
+    // A pidfd comes from another process (node opens none): python opens one of a running child
+    // and one of a child it reaped, and sends both over a unix socket this test reads with recvFds.
+    const path = join(dir, 'pidfd.sock');
+    const server = createServer();
+    const accepted = new Promise<Socket>((resolve) => server.once('connection', resolve));
+    await new Promise<void>((resolve) => server.listen(path, resolve));
+    const python = spawn(
+      'python3',
+      [
+        '-c',
+        `import os, socket, struct, subprocess, sys
+s = socket.socket(socket.AF_UNIX); s.connect(sys.argv[1])
+def send(i, fd): socket.send_fds(s, [struct.pack('I', i)], [fd]); os.close(fd)
+running = subprocess.Popen(['sleep', '60'])
+send(1, os.pidfd_open(running.pid))
+done = subprocess.Popen(['true']); fd = os.pidfd_open(done.pid); done.wait()
+send(2, fd)
+print(running.pid, flush=True)
+sys.stdin.read()
+running.kill(); running.wait()`,
+        path,
+      ],
+      { stdio: ['pipe', 'pipe', 'inherit'] },
+    );
+    try {
+      const peer = await accepted;
+      const handle = (peer as unknown as { _handle: { fd: number; readStop(): number } })._handle;
+      handle.readStop();
+      const line = await new Promise<string>((resolve) =>
+        python.stdout.once('data', (b: Buffer) => resolve(String(b))),
+      );
+      const sleepPid = Number(line.trim());
+      const first = native.recvFds(handle.fd)!;
+      const second = native.recvFds(handle.fd)!;
+      expect([first[0], second[0]]).toEqual([1, 2]);
+      for (const fd of [first[1]!, second[1]!]) expect(readlinkSync(`/proc/self/fd/${fd}`)).toMatch(/pidfd/);
+      expect(native.pidfdPid!(first[1]!)).toBe(sleepPid);
+      expect(native.pidfdPid!(second[1]!)).toBe(-1);
+      for (const fd of [first[1]!, second[1]!]) expect(() => fstatSync(fd)).toThrow(/EBADF/);
+      expect(() => native.pidfdPid!(-1)).toThrow(/pidfdPid\(pidfd: number\)/);
+      peer.destroy();
+    } finally {
+      python.stdin.end();
+      await new Promise((resolve) => python.once('exit', resolve));
+      server.close();
+    }
+  });
+
+  it('fileId: device and inode of what a path names, a new one for a directory made again, empty when gone', () => {
+    const fileId = native.fileId!;
+    const sub = join(dir, 'footing');
+    mkdirSync(sub);
+    const st = statSync(sub, { bigint: true });
+    expect(fileId(sub)).toBe(`${st.dev}:${st.ino}`);
+    symlinkSync(sub, join(dir, 'footing-link'));
+    expect(fileId(join(dir, 'footing-link'))).toBe(fileId(sub)); // followed, as a mount's source is
+    const before = fileId(sub);
+    // Renamed away and made again (the old one lives on, so its inode cannot be handed out again).
+    renameSync(sub, `${sub}.old`);
+    mkdirSync(sub);
+    expect(fileId(sub)).not.toBe(before);
+    expect(fileId(sub)).not.toBe('');
+    expect(fileId(`${sub}.old`)).toBe(before);
+    rmSync(`${sub}.old`, { recursive: true });
+    expect(fileId(`${sub}.old`)).toBe('');
+    expect(fileId(`${sub}\0/etc`)).toBe(''); // never a prefix of the path asked
+    expect(fileId(join(dir, 'x'.repeat(5000)))).toBe('');
+    expect(() => fileId(42 as unknown as string)).toThrow(/fileId\(path: string\)/);
   });
 });
 

@@ -55,6 +55,13 @@ export interface NativeSpawnModule {
    * process.env while it stays). Absent from addons built before it.
    */
   envGeneration?(): number;
+  /**
+   * The pid of the process `pidfd` names, in this process's pid namespace: -1 when it was reaped
+   * already, 0 when the kernel does not say. Closes `pidfd`. Absent from addons built before it.
+   */
+  pidfdPid?(pidfd: number): number;
+  /** `"<dev>:<ino>"` of what `path` names (stat, following symlinks), `''` when stat fails. Absent from older addons. */
+  fileId?(path: string): string;
 }
 
 export type Spawner =

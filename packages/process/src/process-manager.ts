@@ -45,6 +45,7 @@ import {
 } from '@conch/sandbox';
 import './events.js';
 import { hostEnvironment } from './host-env.js';
+import { hostAddon } from './native-spawn.js';
 import {
   DuplicateProcessIdError,
   InvalidSpawnOptionError,
@@ -489,13 +490,11 @@ export class ProcessManager implements ProcessManagerService {
     // The host's environment as a plain object (read from process.env only when it changed,
     // host-env.ts): every later pass (the credential filter, the command-line size check, the
     // difference sent to the supervisor) walks ordinary properties, not process.env.
-    const env: Record<string, string | undefined> = options.extendEnv !== false ? hostEnvironment() : {};
     // Credentials of the host never enter a sandbox that hides them (by name, or by a value that
-    // looks like one); the caller's own env (a template's env_vars, a call's env) is its author's
-    // choice and passes.
-    const hidden = envFilter(profile);
-    if (hidden)
-      for (const key in env) if (env[key] !== undefined && hidden(key, env[key])) env[key] = undefined;
+    // looks like one): hostEnvironment leaves them undefined. The caller's own env (a template's
+    // env_vars, a call's env) is its author's choice and passes.
+    const env: Record<string, string | undefined> =
+      options.extendEnv !== false ? hostEnvironment(envFilter(profile)) : {};
     const injector = profile.kind === 'workspace-write' ? this.options.credentials?.() : undefined;
     if (injector)
       for (const key in env) if (env[key] !== undefined && injector.hides(env[key]!)) env[key] = undefined;
@@ -1326,7 +1325,9 @@ export class ProcessManager implements ProcessManagerService {
       this.runInHost(child, profile);
       return;
     }
-    if (profile.kind !== 'none' && this.sandboxBroken(profile)) {
+    // A sandbox of this shape that is running (or starting) has passed what sandboxBroken checks
+    // (bwrap on PATH, its probe): only a new one asks again (its PATH lookup costs each spawn).
+    if (profile.kind !== 'none' && !this.running(profile) && this.sandboxBroken(profile)) {
       this.fallBack(child, profile);
       return;
     }
@@ -1351,6 +1352,12 @@ export class ProcessManager implements ProcessManagerService {
       'ESANDBOX',
       `the ${profile.kind} sandbox could not be set up (${why}), so the command was not run`,
     );
+  }
+
+  /** Whether a supervisor of exactly this profile's shape is ready or starting. */
+  private running(profile: SandboxProfile): boolean {
+    const status = this.clients.get(sandboxKey(profile))?.status;
+    return status === 'ready' || status === 'starting';
   }
 
   /** Whether a profile is known not to work here (bwrap missing, probe failed, its supervisor failed). */
@@ -1773,6 +1780,8 @@ function hidesMore(next: SandboxProfile, previous: SandboxProfile | undefined): 
 
 /** A path's device and inode (`''` when it is gone): what identifies the directory a mount holds. */
 function fileId(path: string): string {
+  const native = hostAddon();
+  if (native?.fileId) return native.fileId(path);
   const st = statSync(path, { throwIfNoEntry: false, bigint: true });
   return st ? `${st.dev}:${st.ino}` : '';
 }

@@ -67,6 +67,11 @@ function pidfdHostPid(pidfd: number): number | null | undefined {
   }
 }
 
+/** The addon's pidfdPid answer as pidfdHostPid gives it: null when reaped, undefined when not known. */
+function pidOrUnknown(pid: number): number | null | undefined {
+  return pid === -1 ? null : pid > 0 ? pid : undefined;
+}
+
 /** The supervisor's stdio slot that is the fd channel (FD_CHANNEL_VAR). */
 const FD_CHANNEL_SLOT = 5;
 /** The stdio slot of the sandbox guard's channel (the guard takes it; the supervisor never has it). */
@@ -764,7 +769,10 @@ export class SupervisorClient {
       const pipes = got
         .slice(1, fds.length + 1)
         .map((fd) => new Socket({ fd, readable: true, writable: true }));
-      return pidfd ? { pipes, hostPid: pidfdHostPid(got[fds.length + 1]!) } : { pipes };
+      if (!pidfd) return { pipes };
+      const fd = got[fds.length + 1]!;
+      const native = this.fdChannel!.native;
+      return { pipes, hostPid: native.pidfdPid ? pidOrUnknown(native.pidfdPid(fd)) : pidfdHostPid(fd) };
     }
     for (const fd of got?.slice(1) ?? []) {
       try {
