@@ -1,6 +1,6 @@
 import { PERMISSION_GATE, type KernelPolicy, type SandboxLevel, type ToolCallContext } from '@conch/core';
 import { existsSync, lstatSync, realpathSync } from 'node:fs';
-import { constants } from 'node:os';
+import { constants, homedir } from 'node:os';
 import { resolve } from 'node:path';
 import { profileFor, type ProcessResult, type SandboxProfile } from '@conch/process';
 
@@ -92,6 +92,20 @@ function gitConfigHint(path: string | undefined): string {
   if (!path || !/(^|\/)(config|config\.worktree|config\.lock)$/.test(path) || !path.includes('.git'))
     return '';
   return " A repository's git config is protected (it can make git run programs outside the sandbox): pass settings per command instead, e.g. git -c user.name=NAME -c user.email=EMAIL commit …, or GIT_AUTHOR_NAME / GIT_AUTHOR_EMAIL / GIT_COMMITTER_NAME / GIT_COMMITTER_EMAIL in env.";
+}
+
+/**
+ * When the write the guard refused is the home's configuration (a workspace that is the home keeps
+ * every top-level `.*` entry and `~/bin` read-only: @conch/sandbox's config homes), say so: the
+ * generic "only the workspace is writable" reads as a contradiction there.
+ */
+function homeConfigHint(refused: string | undefined): string {
+  if (!refused) return '';
+  const home = realOr(homedir());
+  if (!refused.startsWith(`${home}/`)) return '';
+  const first = refused.slice(home.length + 1).split('/')[0]!;
+  if (first !== 'bin' && !(first.startsWith('.') && first !== '.' && first !== '..')) return '';
+  return ` The workspace holds the home directory, whose configuration (every ~/.* entry and ~/bin) stays read-only: the user's shells, editors, services and PATH run what is there later, outside the sandbox. Work in a project directory (mkdir -p ~/NAME), or, if the task really is the home's configuration, tell the user.`;
 }
 
 /**
@@ -190,7 +204,7 @@ export function sandboxRefusal(result: ProcessResult): SandboxRefusal | undefine
     };
   if (result.sandbox === 'workspace-write')
     return {
-      message: `The sandbox refused a write${where}: only the workspace is writable, and protected files in it (.git/hooks, .git/config, .env*, editor settings) are read-only.${gitConfigHint(path)} Write inside the workspace, or, if the task really needs this path, call again with sandbox: false and a justification; a human decides.`,
+      message: `The sandbox refused a write${where}: only the workspace is writable, and protected files in it (.git/hooks, .git/config, .env*, editor settings) are read-only.${gitConfigHint(path)}${homeConfigHint(guarded?.path)} Write inside the workspace, or, if the task really needs this path, call again with sandbox: false and a justification; a human decides.`,
       ...(path ? { path } : {}),
     };
   return {

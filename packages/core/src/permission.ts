@@ -182,6 +182,11 @@ export interface KernelPolicy {
    * repository's hook): the workspace and the host's writable roots, not the sandbox's caches.
    */
   nameRoots?: readonly string[];
+  /**
+   * Homes inside a writable root (a workspace that is the home) whose configuration stays
+   * read-only: every top-level `.*` entry and `bin`, existing or created later.
+   */
+  configHomes?: readonly string[];
   /** `.env*` files under `nameRoots` are secrets (masked) unless the sandbox made them. */
   dotEnvSecrets?: boolean;
   /**

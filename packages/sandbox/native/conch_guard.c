@@ -44,7 +44,10 @@
  * (a template), 'E' payload "1": `.env*` files under a name root are secrets unless this sandbox
  * made them, 'H' payload "1": non-sample hooks cannot be created in any repository's hooks
  * directory under a name root, 'W' watched file name, 'G' payload "1": watch git's own files
- * (config, hooks, refs, index) of every repository under a name root.
+ * (config, hooks, refs, index) of every repository under a name root, 'O' a home whose
+ * configuration is read-only (every top-level entry named `.*`, and `bin`, with all below them:
+ * a workspace that is the home must not write what the user's shells, editors and services run
+ * later), 'Y' a path under such an entry that stays writable (a writable root the host named).
  *
  * Linux 5.9+ (SECCOMP_IOCTL_NOTIF_ADDFD), x86_64 and aarch64. `--probe` checks that this kernel
  * and its Yama setting let the guard work and prints the features it found.
@@ -193,6 +196,8 @@ struct policy {
   struct list env_exposed;
   /* Directories that read as empty (the user's home): a missing path below one is outside. */
   struct list closed;
+  /* Homes whose configuration entries are read-only ('O'), and the writable roots inside them ('Y'). */
+  struct list config_homes, config_exempt;
   int env_rule, hooks_rule, watch_git;
   char cookie_var[64]; /* the variable that names which spawn a process belongs to */
 };
@@ -243,6 +248,8 @@ static void policy_free(struct policy *p) {
   list_free(&p->watch_names);
   list_free(&p->env_exposed);
   list_free(&p->closed);
+  list_free(&p->config_homes);
+  list_free(&p->config_exempt);
   free(p);
 }
 
@@ -286,6 +293,27 @@ static int list_has_under(const struct list *l, const char *path) {
   for (size_t i = lo; i < l->count; i++) {
     if (strncmp(l->items[i], path, length) != 0) return 0;
     if (l->items[i][length] == '/' || (length == 1 && path[0] == '/')) return 1;
+  }
+  return 0;
+}
+
+/*
+ * Whether `path` is (or lies under) a configuration entry of a home of `p->config_homes`: a
+ * top-level entry whose name starts with '.' (`.bashrc`, `.config`, `.local`, `.ssh`, one that does
+ * not exist yet) or is `bin` (on PATH in Debian's and Ubuntu's default ~/.profile), unless a path
+ * of `p->config_exempt` covers it.
+ */
+static int in_config_home(const struct policy *p, const char *path) {
+  for (size_t i = 0; i < p->config_homes.count; i++) {
+    const char *home = p->config_homes.items[i];
+    size_t n = p->config_homes.lengths[i];
+    if (strncmp(path, home, n) != 0 || path[n] != '/') continue;
+    const char *first = path + n + 1;
+    size_t length = strcspn(first, "/");
+    int config = first[0] == '.' ? !(length == 1 || (length == 2 && first[1] == '.'))
+                                 : length == 3 && strncmp(first, "bin", 3) == 0;
+    if (!config) continue;
+    return list_covering(&p->config_exempt, path) == NULL;
   }
   return 0;
 }
@@ -457,6 +485,7 @@ static int judge(const struct policy *p, pid_t caller, const char *path, enum op
   }
   if (!writes) return ALLOW;
   if (list_covering(&p->read_only, path)) return EROFS;
+  if (in_config_home(p, path)) return EROFS;
   if (op == OP_REMOVE && (list_has_under(&p->read_only, path) || list_has_under(&p->masked, path)))
     return EROFS;
   if (!root) return ALLOW;
@@ -1916,6 +1945,8 @@ static int read_policy_record(void) {
     case 'P': list_add(&p->env_exposed, payload, length); break;
     case 'Z': list_add(&p->closed, payload, length); break;
     case 'W': list_add(&p->watch_names, payload, length); break;
+    case 'O': list_add(&p->config_homes, payload, length); break;
+    case 'Y': list_add(&p->config_exempt, payload, length); break;
     case 'E': p->env_rule = payload[0] == '1'; break;
     case 'H': p->hooks_rule = payload[0] == '1'; break;
     case 'G': p->watch_git = payload[0] == '1'; break;
@@ -1925,6 +1956,7 @@ static int read_policy_record(void) {
       list_sort(&p->masked);
       list_sort(&p->env_exposed);
       list_sort(&p->closed);
+      list_sort(&p->config_exempt);
       pthread_rwlock_wrlock(&policy_lock);
       struct policy *old = current_policy;
       current_policy = p;

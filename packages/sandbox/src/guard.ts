@@ -59,6 +59,13 @@ export interface GuardRules {
    * one is refused as read-only (EROFS, reported) instead of failing as a missing file.
    */
   closed?: readonly string[];
+  /**
+   * Homes whose configuration is read-only (a workspace that is the home): every top-level entry
+   * named `.*`, and `bin`, with everything under them, existing or created later.
+   */
+  configHomes?: readonly string[];
+  /** Paths under those entries that stay writable: writable roots the host named there. */
+  configExempt?: readonly string[];
   /** No hook but a `*.sample` can be created in any repository's hooks directory under a name root. */
   hooks: boolean;
   /** File names whose successful changes are reported ('written' events): plant candidates. */
@@ -104,6 +111,8 @@ export function encodeGuardRules(rules: GuardRules): Buffer {
   add('P', rules.envExposed);
   add('Z', rules.closed);
   add('W', rules.watchNames);
+  add('O', rules.configHomes);
+  add('Y', rules.configExempt);
   parts.push(record('E', rules.envSecrets ? '1' : '0'));
   parts.push(record('H', rules.hooks ? '1' : '0'));
   parts.push(record('G', rules.watchGit ? '1' : '0'));
@@ -338,6 +347,14 @@ export function guardRulesFor(profile: SandboxProfile, cookieVar?: string): Guar
     envTemplates: ENV_TEMPLATE_NAMES,
     envExposed: (profile.substitutes ?? []).map((s) => s.path),
     closed: profile.closedPaths ?? [],
+    ...(profile.configHomes?.length
+      ? {
+          configHomes: profile.configHomes,
+          configExempt: profile.writableRoots.filter((root) =>
+            profile.configHomes!.some((home) => isConfigEntryPath(root, home)),
+          ),
+        }
+      : {}),
     hooks: names,
     watchNames: PLANT_WATCH_NAMES,
     watchGit: true,
@@ -363,9 +380,40 @@ export function mergeGuardRules(older: GuardRules, newer: GuardRules): GuardRule
     // A file exposed by both (a snapshot then and now); one that changed since is a secret again.
     envExposed: (older.envExposed ?? []).filter((n) => (newer.envExposed ?? []).includes(n)),
     closed: union(older.closed ?? [], newer.closed ?? []),
+    ...mergeConfigHomes(older, newer),
     hooks: older.hooks || newer.hooks,
     watchNames: union(older.watchNames, newer.watchNames),
     watchGit: older.watchGit || newer.watchGit,
     ...((newer.cookieVar ?? older.cookieVar) ? { cookieVar: (newer.cookieVar ?? older.cookieVar)! } : {}),
   };
+}
+
+/**
+ * Whether `path` is (or lies under) a configuration entry of `home` as the guard judges it (its
+ * `in_config_home`): a top-level entry whose name starts with '.' (not `.` or `..`), or `bin`.
+ */
+export function isConfigEntryPath(path: string, home: string): boolean {
+  if (!path.startsWith(`${home}/`)) return false;
+  const first = path.slice(home.length + 1).split('/')[0]!;
+  return first === 'bin' || (first.startsWith('.') && first !== '.' && first !== '..');
+}
+
+/**
+ * Config homes of merged rules: each home either set protects stays protected; a path stays
+ * writable under one only where every set that protects that home lets it.
+ */
+function mergeConfigHomes(
+  older: GuardRules,
+  newer: GuardRules,
+): Pick<GuardRules, 'configHomes' | 'configExempt'> {
+  const homes = [...new Set([...(older.configHomes ?? []), ...(newer.configHomes ?? [])])];
+  if (homes.length === 0) return {};
+  const exempt = [...new Set([...(older.configExempt ?? []), ...(newer.configExempt ?? [])])].filter((path) =>
+    [older, newer].every(
+      (rules) =>
+        !(rules.configHomes ?? []).some((home) => isConfigEntryPath(path, home)) ||
+        (rules.configExempt ?? []).includes(path),
+    ),
+  );
+  return { configHomes: homes, configExempt: exempt };
 }

@@ -40,6 +40,7 @@ import { hookDelegates, type HookManagerIo } from './hook-managers.js';
 import { configValues } from './git-config-grammar.js';
 import { nameGlobsRegExp } from './profile.js';
 import { lstatIf, statIf } from './stat-if.js';
+import { isConfigEntryPath } from './guard.js';
 
 /**
  * How the kernel is told: the sandbox policy, in one place.
@@ -518,6 +519,21 @@ export class KernelPolicyBuilder {
         if (st?.isFile() && maskedInodes.has(`${st.dev}:${st.ino}`)) masked.add(p);
       }
     }
+    // A workspace that is the home (or holds it): what the user's shells, editors, services and
+    // PATH read from it stays read-only (home-config rule, guard.ts), the existing entries by mount
+    // too where no guard runs; an entry holding a writable root (~/.cache with the sandbox's cache)
+    // is left to the guard, which lets that root through.
+    const configHomes: string[] = [];
+    const homeReal = real(paths.home) ?? paths.home;
+    if (mode === 'workspace-write' && [...writable].some((r) => inside(homeReal, r))) {
+      configHomes.push(homeReal);
+      for (const entry of entriesOf(homeReal)) {
+        const path = join(homeReal, entry);
+        if (!isConfigEntryPath(path, homeReal)) continue;
+        if ([...writable].some((r) => inside(r, path))) continue;
+        readOnly.add(path);
+      }
+    }
     const closed = view?.closed ?? [];
     const readable = view?.readable ?? [];
     // Under a closed directory only what is bound back is seen: a protection or a mask of anything
@@ -544,6 +560,7 @@ export class KernelPolicyBuilder {
       keptEnv: [...KEPT_ENV, ...(secrets?.keepEnv ?? [])],
       // The guard (guard.ts) applies the protected names to what appears later under these roots.
       nameRoots: mode === 'workspace-write' ? [...new Set(roots)].sort() : [],
+      ...(configHomes.length ? { configHomes } : {}),
       dotEnvSecrets: !secrets?.exposeDotEnv,
     };
     if (!walked.complete)
@@ -1049,4 +1066,13 @@ function gitConfigFiles(
   };
   for (const file of base) visit(file, 0);
   return { included: [...included], common, hooksPaths: [...hooksPaths] };
+}
+
+/** The names in a directory, none when it cannot be read. */
+function entriesOf(dir: string): string[] {
+  try {
+    return readdirSync(dir);
+  } catch {
+    return [];
+  }
 }

@@ -98,6 +98,13 @@ export interface WorkspaceWriteProfile {
   /** false: protected names may be created and changed (the host turned that protection off). */
   protectedNames?: boolean;
   /**
+   * Homes inside a writable root (a workspace that is the home, or holds it) whose configuration
+   * stays read-only for the sandbox's life: every top-level `.*` entry and `bin`, existing or not
+   * (the guard; mounts cover the existing ones where no guard runs), but for writable roots inside
+   * them.
+   */
+  configHomes?: readonly string[];
+  /**
    * What the sandbox may take from the machine: tmpfs sizes, memory and process limits, how long it
    * lives idle (default: defaultSandboxResources(); see resource-limits.ts).
    */
@@ -246,6 +253,7 @@ export function normalizeSandboxProfile(value: unknown, cwd: string, field = 'sa
       const keptEnv = names(v.keptEnv, 'keptEnv');
       const nameRoots =
         v.nameRoots === undefined ? undefined : pathList(v.nameRoots, `${field}.nameRoots`, cwd);
+      const configHomes = pathList(v.configHomes, `${field}.configHomes`, cwd, true);
       for (const flag of ['dotEnvSecrets', 'protectedNames'] as const)
         if (v[flag] !== undefined && typeof v[flag] !== 'boolean')
           throw new InvalidSpawnOptionError(`${field}.${flag}`, 'a boolean', v[flag]);
@@ -267,6 +275,7 @@ export function normalizeSandboxProfile(value: unknown, cwd: string, field = 'sa
         ...(hiddenEnv.length ? { hiddenEnv } : {}),
         ...(keptEnv.length ? { keptEnv } : {}),
         ...(nameRoots ? { nameRoots } : {}),
+        ...(configHomes.length ? { configHomes } : {}),
         ...(v.dotEnvSecrets === false ? { dotEnvSecrets: false } : {}),
         ...(v.protectedNames === false ? { protectedNames: false } : {}),
         ...(v.resources !== undefined
@@ -316,6 +325,7 @@ function computeSandboxKey(profile: SandboxProfile): string {
         profile.hiddenEnv ?? [],
         profile.keptEnv ?? [],
         profile.nameRoots ?? null,
+        profile.configHomes ?? [],
         profile.dotEnvSecrets ?? true,
         profile.protectedNames ?? true,
       ])}`;
@@ -402,6 +412,7 @@ function isolatedBase(
     readablePaths?: readonly string[];
     resources?: SandboxResources;
   },
+  writableRoots: readonly string[] = [],
 ): string[] {
   const args = ['--ro-bind', '/', '/', '--dev', '/dev', '--proc', '/proc'];
   // Every private tmpfs sized (resource-limits.ts): what is written there is held in RAM.
@@ -428,9 +439,25 @@ function isolatedBase(
       args.push('--ro-bind', real, real);
     }
   }
-  if (closed?.closedPaths?.length)
-    args.push(...closeDirs(closed.closedPaths, closed.readablePaths ?? [], keepVisible));
+  const outer = (closed?.closedPaths ?? []).filter((p) => !insideWritableRoot(p, writableRoots));
+  if (outer.length) args.push(...closeDirs(outer, closed?.readablePaths ?? [], keepVisible));
   return args;
+}
+
+/**
+ * Whether a closed directory lies strictly inside one of the writable roots (real paths): the
+ * root's bind, made after the base, would cover a tmpfs made before it, and the closing remount
+ * would then fail on a directory that is no longer a mount point (a workspace that is the home, or
+ * holds `~/.cache`: the output directory's root is closed inside it). Such a directory is closed
+ * after the binds instead.
+ */
+function insideWritableRoot(path: string, writableRoots: readonly string[]): boolean {
+  const real = existing(path);
+  if (real === undefined) return false;
+  return writableRoots.some((root) => {
+    const r = existing(root);
+    return r !== undefined && r !== real && under(real, r);
+  });
 }
 
 /**
@@ -543,7 +570,7 @@ export function sandboxArgs(
       return { args, skipped };
     }
     case 'workspace-write': {
-      const args = isolatedBase(keepVisible, options.tmp, profile);
+      const args = isolatedBase(keepVisible, options.tmp, profile, profile.writableRoots);
       const bound = new Set<string>();
       const bind = (flag: '--bind' | '--ro-bind', path: string, create = false) => {
         const real = existing(path) ?? (create ? makeWritableRoot(path) : undefined);
@@ -571,6 +598,9 @@ export function sandboxArgs(
           (a.path < b.path ? -1 : a.path > b.path ? 1 : 0),
       );
       for (const m of mounts) bind(m.flag, m.path, 'create' in m && m.create === true);
+      // Closed directories inside a writable root, now that the root is bound (see isolatedBase).
+      const inner = (profile.closedPaths ?? []).filter((p) => insideWritableRoot(p, profile.writableRoots));
+      if (inner.length) args.push(...closeDirs(inner, profile.readablePaths ?? [], keepVisible));
       // Secrets: a directory becomes an empty read-only tmpfs, a file reads as /dev/null.
       for (const path of profile.maskedPaths ?? []) {
         const real = existing(path);
@@ -623,6 +653,7 @@ export interface PolicyForProfile {
   hiddenEnv?: readonly string[];
   keptEnv?: readonly string[];
   nameRoots?: readonly string[];
+  configHomes?: readonly string[];
   dotEnvSecrets?: boolean;
   protectedNames?: boolean;
   /** What an isolated sandbox may take from the machine (default: defaultSandboxResources()). */
@@ -662,6 +693,7 @@ export function profileFor(
       ...(policy.hiddenEnv?.length ? { hiddenEnv: policy.hiddenEnv } : {}),
       ...(policy.keptEnv?.length ? { keptEnv: policy.keptEnv } : {}),
       ...(policy.nameRoots ? { nameRoots: policy.nameRoots } : {}),
+      ...(policy.configHomes?.length ? { configHomes: policy.configHomes } : {}),
       ...(policy.dotEnvSecrets === false ? { dotEnvSecrets: false } : {}),
       ...(policy.protectedNames === false ? { protectedNames: false } : {}),
       ...(policy.resources ? { resources: policy.resources } : {}),
