@@ -2,7 +2,7 @@ import { PERMISSION_GATE, type KernelPolicy, type SandboxLevel, type ToolCallCon
 import { existsSync, lstatSync, realpathSync } from 'node:fs';
 import { constants, homedir } from 'node:os';
 import { resolve } from 'node:path';
-import { profileFor, type ProcessResult, type SandboxProfile } from '@conch/process';
+import { isConfigEntryPath, profileFor, type ProcessResult, type SandboxProfile } from '@conch/process';
 
 /**
  * The kernel wall behind the gate: the sandbox the gate's decision says the command runs in
@@ -100,11 +100,7 @@ function gitConfigHint(path: string | undefined): string {
  * generic "only the workspace is writable" reads as a contradiction there.
  */
 function homeConfigHint(refused: string | undefined): string {
-  if (!refused) return '';
-  const home = realOr(homedir());
-  if (!refused.startsWith(`${home}/`)) return '';
-  const first = refused.slice(home.length + 1).split('/')[0]!;
-  if (first !== 'bin' && !(first.startsWith('.') && first !== '.' && first !== '..')) return '';
+  if (!refused || !isConfigEntryPath(refused, realOr(homedir()))) return '';
   return ` The workspace holds the home directory, whose configuration (every ~/.* entry and ~/bin) stays read-only: the user's shells, editors, services and PATH run what is there later, outside the sandbox. Work in a project directory (mkdir -p ~/NAME), or, if the task really is the home's configuration, tell the user.`;
 }
 

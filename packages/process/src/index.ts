@@ -65,6 +65,7 @@ export type { PtyExit, PtyProcess } from './pty-process.js';
 // The sandbox's mechanism lives in @conch/sandbox; these names are exported here as before.
 export {
   findBwrap,
+  isConfigEntryPath,
   NetworkProxy,
   normalizeHost,
   probeSandbox,

@@ -71,6 +71,7 @@ export {
   guardAvailability,
   GuardEventReader,
   guardRulesFor,
+  isConfigEntryPath,
   mergeGuardRules,
   type GuardAvailability,
   type GuardEvent,

@@ -525,12 +525,13 @@ export class KernelPolicyBuilder {
     // is left to the guard, which lets that root through.
     const configHomes: string[] = [];
     const homeReal = real(paths.home) ?? paths.home;
-    if (mode === 'workspace-write' && [...writable].some((r) => inside(homeReal, r))) {
+    const writableList = [...writable];
+    if (mode === 'workspace-write' && writableList.some((r) => inside(homeReal, r))) {
       configHomes.push(homeReal);
       for (const entry of entriesOf(homeReal)) {
         const path = join(homeReal, entry);
         if (!isConfigEntryPath(path, homeReal)) continue;
-        if ([...writable].some((r) => inside(r, path))) continue;
+        if (writableList.some((r) => inside(r, path))) continue;
         readOnly.add(path);
       }
     }

@@ -412,7 +412,6 @@ function isolatedBase(
     readablePaths?: readonly string[];
     resources?: SandboxResources;
   },
-  writableRoots: readonly string[] = [],
 ): string[] {
   const args = ['--ro-bind', '/', '/', '--dev', '/dev', '--proc', '/proc'];
   // Every private tmpfs sized (resource-limits.ts): what is written there is held in RAM.
@@ -439,8 +438,8 @@ function isolatedBase(
       args.push('--ro-bind', real, real);
     }
   }
-  const outer = (closed?.closedPaths ?? []).filter((p) => !insideWritableRoot(p, writableRoots));
-  if (outer.length) args.push(...closeDirs(outer, closed?.readablePaths ?? [], keepVisible));
+  if (closed?.closedPaths?.length)
+    args.push(...closeDirs(closed.closedPaths, closed.readablePaths ?? [], keepVisible));
   return args;
 }
 
@@ -449,7 +448,7 @@ function isolatedBase(
  * root's bind, made after the base, would cover a tmpfs made before it, and the closing remount
  * would then fail on a directory that is no longer a mount point (a workspace that is the home, or
  * holds `~/.cache`: the output directory's root is closed inside it). Such a directory is closed
- * after the binds instead.
+ * after the binds instead (the workspace-write case of sandboxArgs).
  */
 function insideWritableRoot(path: string, writableRoots: readonly string[]): boolean {
   const real = existing(path);
@@ -570,7 +569,10 @@ export function sandboxArgs(
       return { args, skipped };
     }
     case 'workspace-write': {
-      const args = isolatedBase(keepVisible, options.tmp, profile, profile.writableRoots);
+      // Closed directories inside a writable root are closed after its bind (insideWritableRoot).
+      const inner = (profile.closedPaths ?? []).filter((p) => insideWritableRoot(p, profile.writableRoots));
+      const outer = (profile.closedPaths ?? []).filter((p) => !inner.includes(p));
+      const args = isolatedBase(keepVisible, options.tmp, { ...profile, closedPaths: outer });
       const bound = new Set<string>();
       const bind = (flag: '--bind' | '--ro-bind', path: string, create = false) => {
         const real = existing(path) ?? (create ? makeWritableRoot(path) : undefined);
@@ -598,8 +600,7 @@ export function sandboxArgs(
           (a.path < b.path ? -1 : a.path > b.path ? 1 : 0),
       );
       for (const m of mounts) bind(m.flag, m.path, 'create' in m && m.create === true);
-      // Closed directories inside a writable root, now that the root is bound (see isolatedBase).
-      const inner = (profile.closedPaths ?? []).filter((p) => insideWritableRoot(p, profile.writableRoots));
+      // Closed directories inside a writable root, now that the root is bound.
       if (inner.length) args.push(...closeDirs(inner, profile.readablePaths ?? [], keepVisible));
       // Secrets: a directory becomes an empty read-only tmpfs, a file reads as /dev/null.
       for (const path of profile.maskedPaths ?? []) {
