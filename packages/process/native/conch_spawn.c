@@ -661,6 +661,87 @@ static napi_value file_id(napi_env env, napi_callback_info info) {
   return result;
 }
 
+/*
+ * drain(fd, max) -> [Buffer | null, eof: boolean]: what a child's output socket holds now, read
+ * without blocking (MSG_DONTWAIT) up to `max` bytes (null when nothing was), and whether every
+ * writer is gone (end of file: the fd is closed then). Why: the supervisor keeps a short command's
+ * output sockets itself and sends what they held with the command's exit, one message, instead of
+ * passing the host two sockets it would wrap, poll, read to their end and close (supervisor-
+ * children.ts, "held output"); node has no non-blocking read of a blocking fd.
+ */
+static napi_value drain(napi_env env, napi_callback_info info) {
+  size_t argc = 2;
+  napi_value args[2], result, value;
+  napi_get_cb_info(env, info, &argc, args, NULL, NULL);
+  int32_t fd = -1;
+  uint32_t max = 0;
+  if (argc < 2 || napi_get_value_int32(env, args[0], &fd) != napi_ok || fd < 0 ||
+      napi_get_value_uint32(env, args[1], &max) != napi_ok || max == 0) {
+    return throw_error(env, "ERR_INVALID_ARG_TYPE", "conch_spawn: expected drain(fd: number, max: number > 0)");
+  }
+  char stack[16384];
+  char *data = stack;
+  size_t length = 0, capacity = sizeof stack;
+  int eof = 0;
+  while (length < max) {
+    if (length == capacity) {
+      size_t grown = capacity * 2 > max ? max : capacity * 2;
+      char *next = data == stack ? malloc(grown) : realloc(data, grown);
+      if (next == NULL) break;
+      if (data == stack) memcpy(next, stack, length);
+      data = next;
+      capacity = grown;
+    }
+    size_t want = capacity - length;
+    if (want > max - length) want = max - length;
+    ssize_t got = recv(fd, data + length, want, MSG_DONTWAIT);
+    if (got > 0) {
+      length += (size_t)got;
+    } else if (got == 0) {
+      eof = 1;
+      break;
+    } else if (errno == EINTR) {
+      continue;
+    } else {
+      /* EAGAIN: a writer is still there. Anything else (ECONNRESET): nothing more will come. */
+      if (errno != EAGAIN && errno != EWOULDBLOCK) eof = 1;
+      break;
+    }
+  }
+  if (eof) close(fd);
+  napi_create_array_with_length(env, 2, &result);
+  if (length > 0) {
+    void *copy;
+    napi_create_buffer_copy(env, length, data, &copy, &value);
+  } else {
+    napi_get_null(env, &value);
+  }
+  napi_set_element(env, result, 0, value);
+  napi_get_boolean(env, eof, &value);
+  napi_set_element(env, result, 1, value);
+  if (data != stack) free(data);
+  return result;
+}
+
+/*
+ * groupAlive(pgid) -> whether process group `pgid` has any member, zombies included: kill(-pgid, 0)
+ * succeeds or is refused (EPERM). Why: the supervisor asks it at every child's exit, and node's
+ * process.kill throws for the usual answer (ESRCH, the group is gone): building that error costs
+ * more than the system call.
+ */
+static napi_value group_alive(napi_env env, napi_callback_info info) {
+  size_t argc = 1;
+  napi_value arg, result;
+  napi_get_cb_info(env, info, &argc, &arg, NULL, NULL);
+  int32_t pgid = 0;
+  if (argc < 1 || napi_get_value_int32(env, arg, &pgid) != napi_ok || pgid <= 1) {
+    return throw_error(env, "ERR_INVALID_ARG_TYPE", "conch_spawn: expected groupAlive(pgid: number > 1)");
+  }
+  int alive = kill(-pgid, 0) == 0 || errno == EPERM;
+  napi_get_boolean(env, alive, &result);
+  return result;
+}
+
 NAPI_MODULE_INIT() {
   napi_value fn;
   napi_create_function(env, "spawn", NAPI_AUTO_LENGTH, spawn_child, NULL, &fn);
@@ -677,5 +758,9 @@ NAPI_MODULE_INIT() {
   napi_set_named_property(env, exports, "pidfdPid", fn);
   napi_create_function(env, "fileId", NAPI_AUTO_LENGTH, file_id, NULL, &fn);
   napi_set_named_property(env, exports, "fileId", fn);
+  napi_create_function(env, "drain", NAPI_AUTO_LENGTH, drain, NULL, &fn);
+  napi_set_named_property(env, exports, "drain", fn);
+  napi_create_function(env, "groupAlive", NAPI_AUTO_LENGTH, group_alive, NULL, &fn);
+  napi_set_named_property(env, exports, "groupAlive", fn);
   return exports;
 }

@@ -426,6 +426,9 @@ export class ManagedProcess {
       this.pipe(child.stderr, this.stderr, 'stderr');
     };
     wire(); // a ChildProcess has its pipes already; a supervised child gets them by 'spawn'
+    // ... or later, when its supervisor held them (output read there comes as 'output' first).
+    child.on('pipe', wire);
+    child.on('output', (name, chunk) => this.take(name, chunk));
     child.once('spawn', () => {
       this.ran = true;
       if (this.startDeadline) clearTimeout(this.startDeadline);
@@ -518,21 +521,10 @@ export class ManagedProcess {
     if (!stream || this.wired.has(stream)) return;
     this.wired.add(stream);
     this.open.add(stream);
-    const events = this.owner.events;
     stream.on('data', (chunk: Buffer) => {
-      // Nothing may throw here: an exception in a stream handler is uncaught and ends the host.
-      // (The capture and its sink never throw; this is the last line of defence.)
-      try {
-        if (!capture.write(chunk)) {
-          stream.pause();
-          capture.onDrain(() => stream.resume());
-        }
-      } catch (error) {
-        this.owner.logger?.error({ err: error, id: this.id }, 'output capture failed; output dropped');
-      }
-      if (this.recent) this.keepRecent(chunk);
-      if (this.listeners?.size || (events && events.listenerCount('process.output') > 0)) {
-        this.deliver(name, chunk);
+      if (!this.take(name, chunk, capture)) {
+        stream.pause();
+        capture.onDrain(() => stream.resume());
       }
     });
     stream.on('error', () => {
@@ -544,6 +536,31 @@ export class ManagedProcess {
       if (lingering?.delete(stream) && lingering.size === 0)
         void this.endSinks().then(this.resolveLingerEnded);
     });
+  }
+
+  /**
+   * One chunk of a stream's output: captured, kept for lastLine(), delivered to listeners. False
+   * when the capture asks the writer to wait (its sink is behind).
+   */
+  private take(
+    name: 'stdout' | 'stderr',
+    chunk: Buffer,
+    capture = name === 'stdout' ? this.stdout : this.stderr,
+  ): boolean {
+    let more = true;
+    // Nothing may throw here: an exception in a stream handler is uncaught and ends the host.
+    // (The capture and its sink never throw; this is the last line of defence.)
+    try {
+      more = capture.write(chunk);
+    } catch (error) {
+      this.owner.logger?.error({ err: error, id: this.id }, 'output capture failed; output dropped');
+    }
+    if (this.recent) this.keepRecent(chunk);
+    const events = this.owner.events;
+    if (this.listeners?.size || (events && events.listenerCount('process.output') > 0)) {
+      this.deliver(name, chunk);
+    }
+    return more;
   }
 
   private keepRecent(chunk: Buffer): void {

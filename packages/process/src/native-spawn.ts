@@ -62,6 +62,13 @@ export interface NativeSpawnModule {
   pidfdPid?(pidfd: number): number;
   /** `"<dev>:<ino>"` of what `path` names (stat, following symlinks), `''` when stat fails. Absent from older addons. */
   fileId?(path: string): string;
+  /**
+   * What a child's output socket holds now, read without blocking, up to `max` bytes (null: none),
+   * and whether its writers are all gone (then `fd` is closed). Absent from older addons.
+   */
+  drain?(fd: number, max: number): [Buffer | null, boolean];
+  /** Whether process group `pgid` has a member (zombies too), without an exception. Absent from older addons. */
+  groupAlive?(pgid: number): boolean;
 }
 
 export type Spawner =

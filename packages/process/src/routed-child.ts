@@ -67,7 +67,11 @@ export class RoutedChild extends EventEmitter implements SpawnedChild {
     return this.startedFlag;
   }
 
-  /** The supervisor started it; `first` is the handle of `fds[0]` (the others follow). */
+  /**
+   * The supervisor started it; `first` is the handle of `fds[0]` (the others follow). Output pipes
+   * its supervisor holds are not in `fds`: their output comes by onHeldOutput, the pipes (if they
+   * outlive the hold) by onUnheld.
+   */
   onSpawned(pid: number | undefined, fds: readonly number[], first: Socket | undefined): void {
     this.pid = pid;
     this.startedFlag = true;
@@ -91,8 +95,23 @@ export class RoutedChild extends EventEmitter implements SpawnedChild {
       });
       if (fd === 1) this.stdout = socket;
       else this.stderr = socket;
+      // A pipe handed over after 'spawn' (held until then): the listener wires it now.
+      if (this.spawnEmitted) this.emit('pipe');
     }
     this.maybeSpawned();
+  }
+
+  /**
+   * Output its supervisor read from a held pipe: an 'output' event (stream name, chunk), in order
+   * before the pipe itself (onUnheld) or the exit.
+   */
+  onHeldOutput(fd: 1 | 2, chunk: Buffer): void {
+    this.emit('output', fd === 1 ? 'stdout' : 'stderr', chunk);
+  }
+
+  /** Held pipes handed over after all (still open); each is announced by a 'pipe' event once it is here. */
+  onUnheld(fds: readonly number[], pipes: readonly Socket[]): void {
+    for (let i = 0; i < pipes.length; i++) this.onPipe(fds[i]!, pipes[i]!);
   }
 
   onSpawnError(code: string, message: string): void {

@@ -38,6 +38,13 @@ export interface SpawnedChild {
   readonly stdout: Readable | null;
   readonly stderr: Readable | null;
   on(event: 'spawn', listener: () => void): this;
+  /**
+   * Output that came without a pipe (a supervisor held the pipe and read it; see RoutedChild),
+   * in order with the pipes' own data. A ChildProcess never emits it.
+   */
+  on(event: 'output', listener: (stream: 'stdout' | 'stderr', chunk: Buffer) => void): this;
+  /** `stdout` / `stderr` was set after 'spawn' (a held pipe handed over). A ChildProcess never emits it. */
+  on(event: 'pipe', listener: () => void): this;
   on(event: 'error', listener: (error: NodeJS.ErrnoException) => void): this;
   on(event: 'exit' | 'close', listener: (code: number | null, signal: NodeJS.Signals | null) => void): this;
   once(event: 'spawn', listener: () => void): this;

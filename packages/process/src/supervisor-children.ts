@@ -68,6 +68,25 @@ function detachPipe(child: ChildProcess, fd: 0 | 1 | 2): Socket | undefined {
 const EAGAIN_RETRIES = 150;
 const EAGAIN_RETRY_MS = 50;
 
+/**
+ * Held output. A short command's output pipes stay here: the supervisor reads what they hold when
+ * the child exits and sends it with the `exit` message, so the host gets one message instead of
+ * two sockets to wrap, poll, read to their end and close (most of a cheap command's host CPU).
+ * Nothing polls a held pipe, so a command still running after HOLD_MS has its pipes handed to the
+ * host (`unheld`, with what they held so far, in order): its output streams from then on, and a
+ * command that writes more than a socket's buffer in the meantime waits at most that long. The
+ * delay decides only when output arrives, never what arrives.
+ */
+const HOLD_MS = 20;
+/** The most read from a held pipe at once (a descendant still writing when the child exited). */
+const HOLD_READ_MAX = 1 << 20;
+
+interface HeldPipes {
+  /** [the child's fd, this process's end] of stdout and stderr. */
+  ends: (readonly [number, number])[];
+  timer: NodeJS.Timeout;
+}
+
 /** Signal numbers to node's names ('SIGKILL'), for exits the native spawner reports. */
 const SIGNAL_NAMES = new Map(Object.entries(constants.signals).map(([name, number]) => [number, name]));
 
@@ -114,8 +133,22 @@ export class SupervisorChildren {
    */
   private readonly pidfds: boolean;
 
-  constructor(send: Send, sandboxed: boolean, spawner?: Spawner, fdChannel?: number, pidfds = false) {
+  /** Output pipes kept here, by request id (see HOLD_MS). */
+  private readonly held = new Map<number, HeldPipes>();
+
+  /** How long output pipes are held before a running child's are handed over (HOLD_MS; tests set it). */
+  private readonly holdMs: number;
+
+  constructor(
+    send: Send,
+    sandboxed: boolean,
+    spawner?: Spawner,
+    fdChannel?: number,
+    pidfds = false,
+    holdMs = HOLD_MS,
+  ) {
     this.send = send;
+    this.holdMs = holdMs;
     this.sandboxed = sandboxed;
     this.pidfds = pidfds;
     this.fdChannel = spawner?.kind === 'posix_spawn' ? fdChannel : undefined;
@@ -277,6 +310,10 @@ export class SupervisorChildren {
         [0, stdinFd],
       ] as const
     ).filter(([, own]) => own >= 0);
+    if (request.hold && stdinFd < 0 && ends.length > 0 && native.drain) {
+      this.hold(id, pid, [...ends], pidfd, native);
+      return;
+    }
     const fds = ends.map(([fd]) => fd);
     const owned = ends.map(([, own]) => own);
     // The pipes go to the host in one message on the fd channel, sent before `spawned` so the host
@@ -306,20 +343,113 @@ export class SupervisorChildren {
     for (const [fd, socket] of rest) this.send({ t: 'stream', id, fd }, socket);
   }
 
+  /**
+   * Keeps a child's output pipes (see HOLD_MS): `spawned` says which, the child's pidfd alone on
+   * the fd channel when there is one.
+   */
+  private hold(
+    id: number,
+    pid: number,
+    ends: (readonly [number, number])[],
+    pidfd: number,
+    native: NativeSpawnModule,
+  ): void {
+    let pidfdSent = false;
+    if (pidfd >= 0) {
+      pidfdSent = this.fdChannel !== undefined && native.sendFds(this.fdChannel, id, [pidfd]);
+      if (!pidfdSent) {
+        try {
+          closeSync(pidfd);
+        } catch {
+          // closed already
+        }
+      }
+    }
+    const timer = setTimeout(() => this.unhold(id), this.holdMs);
+    this.held.set(id, { ends, timer });
+    this.send({
+      t: 'spawned',
+      id,
+      pid,
+      fds: [],
+      held: ends.map(([fd]) => fd),
+      ...(pidfdSent ? { channel: true as const, pidfd: true as const } : {}),
+    });
+  }
+
+  /**
+   * What a child's held pipes hold now (base64), and the pipes still open; undefined when it has
+   * none held. They are no longer held after this.
+   */
+  private takeHeld(
+    id: number,
+  ): { out?: string; err?: string; open: (readonly [number, number])[] } | undefined {
+    const held = this.held.get(id);
+    const drain = this.native?.drain;
+    if (!held || !drain) return undefined;
+    this.held.delete(id);
+    clearTimeout(held.timer);
+    const taken: { out?: string; err?: string; open: (readonly [number, number])[] } = { open: [] };
+    for (const end of held.ends) {
+      const [bytes, eof] = drain(end[1], HOLD_READ_MAX);
+      if (bytes) taken[end[0] === 1 ? 'out' : 'err'] = bytes.toString('base64');
+      if (!eof) taken.open.push(end);
+    }
+    return taken;
+  }
+
+  /** Hands a child's held pipes to the host, after what they held so far (`taken`: read already). */
+  private unhold(id: number, taken = this.takeHeld(id)): void {
+    if (!taken) return;
+    const { open, ...data } = taken;
+    const fds = open.map(([fd]) => fd);
+    if (open.length > 0 && this.fdChannel !== undefined) {
+      if (
+        this.native!.sendFds(
+          this.fdChannel,
+          id,
+          open.map(([, own]) => own),
+        )
+      ) {
+        this.send({ t: 'unheld', id, fds, channel: true, ...data });
+        return;
+      }
+    }
+    const [first, ...rest] = open.map(([fd, own]) => [fd, socketOf(own, true)] as const);
+    this.send({ t: 'unheld', id, fds, ...data }, first?.[1]);
+    for (const [fd, socket] of rest) this.send({ t: 'stream', id, fd }, socket);
+  }
+
   private nativeExit(id: number, pid: number, code: number | null, signal: number | null): void {
     this.live.delete(id);
     this.cookies.delete(id);
     const name = signal === null ? null : (SIGNAL_NAMES.get(signal) ?? `SIG${signal}`);
-    this.sendExit(id, pid, code, name);
+    // Everything the child wrote is in its pipes now; a process it left running may still hold
+    // them, and then they go to the host like a long command's (its output streams on).
+    const taken = this.takeHeld(id);
+    let last: { out?: string; err?: string } | undefined;
+    if (taken && taken.open.length > 0) this.unhold(id, taken);
+    else if (taken) last = { out: taken.out, err: taken.err };
+    this.sendExit(id, pid, code, name, last);
   }
 
-  private sendExit(id: number, pid: number, code: number | null, signal: string | null): void {
-    let group = groupExists(pid);
+  private sendExit(
+    id: number,
+    pid: number,
+    code: number | null,
+    signal: string | null,
+    last?: { out?: string; err?: string },
+  ): void {
+    const alive = this.native?.groupAlive ?? groupExists;
+    let group = alive(pid);
     if (group && this.onGroupLeft) {
       this.onGroupLeft(id, pid);
-      group = groupExists(pid);
+      group = alive(pid);
     }
-    this.send({ t: 'exit', id, code, signal, group });
+    const message: Extract<SupervisorMessage, { t: 'exit' }> = { t: 'exit', id, code, signal, group };
+    if (last?.out) message.out = last.out;
+    if (last?.err) message.err = last.err;
+    this.send(message);
   }
 
   /** SIGKILLs the process group of every child still running. */

@@ -740,6 +740,8 @@ export class SupervisorClient {
       if (floor !== undefined) this.pidFloors.set(id, floor);
     }
     const message: SpawnRequest = { t: 'spawn', id, file, args, cwd, ...fields, stdin, capture };
+    // Its output may come with its exit (see supervisor-children.ts, HOLD_MS).
+    if (capture && stdin === 'ignore') message.hold = true;
     this.post(message);
   }
 
@@ -858,6 +860,21 @@ export class SupervisorClient {
         } else for (const socket of pipes) socket.destroy();
         return;
       }
+      case 'unheld': {
+        const child = this.children.get(message.id);
+        const received = message.channel
+          ? this.channelPipes(message.id, message.fds, false)
+          : { pipes: handle ? [handle] : [] };
+        if (!received) return; // lost
+        if (!child) {
+          for (const socket of received.pipes) socket.destroy();
+          return;
+        }
+        if (message.out) child.onHeldOutput(1, Buffer.from(message.out, 'base64'));
+        if (message.err) child.onHeldOutput(2, Buffer.from(message.err, 'base64'));
+        child.onUnheld(message.fds, received.pipes);
+        return;
+      }
       case 'stream': {
         const child = this.children.get(message.id);
         if (child && handle) child.onPipe(message.fd, handle);
@@ -872,8 +889,11 @@ export class SupervisorClient {
         this.children.delete(message.id);
         this.started(child);
         this.unref();
-        if (message.t === 'exit') child.onExit(message.code, message.signal, message.group);
-        else child.onSpawnError(message.code, message.message);
+        if (message.t === 'exit') {
+          if (message.out) child.onHeldOutput(1, Buffer.from(message.out, 'base64'));
+          if (message.err) child.onHeldOutput(2, Buffer.from(message.err, 'base64'));
+          child.onExit(message.code, message.signal, message.group);
+        } else child.onSpawnError(message.code, message.message);
         return;
       }
       case 'pty-data':

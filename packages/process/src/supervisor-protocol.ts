@@ -29,6 +29,11 @@ export interface SpawnRequest {
   stdin: 'ignore' | 'pipe';
   /** false: stdout/stderr go to /dev/null and no handle is passed. */
   capture: boolean;
+  /**
+   * The supervisor may hold the output pipes (see `held` below) instead of passing them at once:
+   * asked for captured output without a stdin pipe.
+   */
+  hold?: true;
 }
 
 /** A file operation run inside the supervisor's sandbox (see supervisor-fs.ts). */
@@ -102,20 +107,44 @@ export type SpawnerStatus = { kind: 'posix_spawn' } | { kind: 'node'; reason: st
  */
 export type SupervisorMessage =
   | { t: 'ready'; pid: number; node: string; spawner: SpawnerStatus }
-  /** `channel`: the pipes (in `fds` order) came on the fd channel (FD_CHANNEL_VAR), not as handles. */
   /**
    * `channel`: the pipes are on the fd channel (in `fds` order); `pidfd`: the child's pidfd follows
-   * them there (a supervisor in its own pid namespace).
+   * them there (a supervisor in its own pid namespace). `held`: the child's output pipes the
+   * supervisor keeps (not in `fds`): what they carry comes base64 in `out` / `err` of the `exit`
+   * message, or of an `unheld` message that hands them over after all (see supervisor-children.ts).
    */
-  | { t: 'spawned'; id: number; pid: number; fds: number[]; channel?: true; pidfd?: true }
+  | {
+      t: 'spawned';
+      id: number;
+      pid: number;
+      fds: number[];
+      channel?: true;
+      pidfd?: true;
+      held?: number[];
+    }
   | { t: 'stream'; id: number; fd: number }
+  /**
+   * Held pipes handed over: `out` / `err` (base64) first, then the pipes still open (`fds`) as with
+   * `spawned` (on the fd channel when `channel`, else the first as this message's handle and the
+   * others in `stream` messages).
+   */
+  | { t: 'unheld'; id: number; fds: number[]; channel?: true; out?: string; err?: string }
   | { t: 'spawn-error'; id: number; code: string; message: string }
   /**
    * `group`: whether the child's process group still had a member when the child was reaped (what
    * it started in the background) — read inside the supervisor's pid namespace, where the host
    * cannot look by the child's pid.
    */
-  | { t: 'exit'; id: number; code: number | null; signal: string | null; group: boolean }
+  | {
+      t: 'exit';
+      id: number;
+      code: number | null;
+      signal: string | null;
+      group: boolean;
+      /** The last output of held pipes (base64), which ended with the child. */
+      out?: string;
+      err?: string;
+    }
   | { t: 'pty-data'; id: number; data: string }
   | { t: 'pty-exit'; id: number; exitCode: number; signal: number }
   | FsReply
