@@ -157,6 +157,8 @@ describe("hostEnvironment with a hider (a sandbox profile's credential filter)",
     const [secret, plain, later] = [name('HIDE_SECRET'), name('HIDE_PLAIN'), name('HIDE_LATER')];
     process.env[secret] = 'x';
     process.env[plain] = 'harmless';
+    const odd = name('HIDE_ODD');
+    process.env[odd] = 'quote " backslash \\ newline \n tab \t euro € null-ish null';
     const asked: string[] = [];
     const hide = (key: string, value?: string) => {
       asked.push(key);
@@ -172,6 +174,9 @@ describe("hostEnvironment with a hider (a sandbox profile's credential filter)",
     const second = hostEnvironment(hide);
     expect(asked).toEqual([]);
     expect(second).toEqual(first);
+    expect(secret in second).toBe(true); // the kept copy (JSON-built) keeps the hidden key
+    for (const key in process.env) if (key !== secret) expect(second[key]).toBe(process.env[key]);
+    expect(second[odd]).toBe('quote " backslash \\ newline \n tab \t euro € null-ish null');
     second[plain] = 'changed by the caller';
     expect(hostEnvironment(hide)[plain]).toBe('harmless');
     // A value that becomes a credential's, and a new variable: judged again.
