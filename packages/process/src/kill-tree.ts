@@ -1,5 +1,6 @@
 import { readdirSync, readFileSync } from 'node:fs';
 import { setTimeout as sleep } from 'node:timers/promises';
+import { hostAddon } from './native-spawn.js';
 
 /** The environment variable every managed process (and all it starts) carries. */
 export const COOKIE_VAR = 'CONCH_PROC_COOKIE';
@@ -155,7 +156,10 @@ export async function killProcessTree(pid: number, options: KillTreeOptions = {}
  * scan). False means certainly empty; true may still be zombies only (see groupAlive).
  */
 export function groupExists(pgid: number): boolean {
-  return signalGroup(pgid, 0);
+  // The addon's answer where it loaded: process.kill throws for the usual one (ESRCH, gone), and
+  // building that error costs more than the system call (the supervisor asks at every exit).
+  const alive = pgid > 1 ? hostAddon()?.groupAlive : undefined;
+  return alive ? alive(pgid) : signalGroup(pgid, 0);
 }
 
 /** A process's command line from /proc/<pid>/cmdline (arguments joined by spaces), or undefined. */

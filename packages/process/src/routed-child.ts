@@ -102,11 +102,13 @@ export class RoutedChild extends EventEmitter implements SpawnedChild {
   }
 
   /**
-   * Output its supervisor read from a held pipe: an 'output' event (stream name, chunk), in order
-   * before the pipe itself (onUnheld) or the exit.
+   * Output its supervisor read from its held pipes (base64, as an `unheld` or `exit` message
+   * carries it): an 'output' event (stream name, chunk) each, in order before the pipes themselves
+   * (onUnheld) or the exit.
    */
-  onHeldOutput(fd: 1 | 2, chunk: Buffer): void {
-    this.emit('output', fd === 1 ? 'stdout' : 'stderr', chunk);
+  onHeldOutput(held: { out?: string; err?: string }): void {
+    if (held.out) this.emit('output', 'stdout', Buffer.from(held.out, 'base64'));
+    if (held.err) this.emit('output', 'stderr', Buffer.from(held.err, 'base64'));
   }
 
   /** Held pipes handed over after all (still open); each is announced by a 'pipe' event once it is here. */

@@ -311,24 +311,40 @@ export class SupervisorChildren {
       ] as const
     ).filter(([, own]) => own >= 0);
     if (request.hold && stdinFd < 0 && ends.length > 0 && native.drain) {
-      this.hold(id, pid, [...ends], pidfd, native);
+      // Its output pipes stay here (see HOLD_MS); `spawned` says which, and carries its pidfd.
+      this.held.set(id, { ends: [...ends], timer: setTimeout(() => this.unhold(id), this.holdMs) });
+      this.handOver(id, [], pidfd, { t: 'spawned', id, pid, held: ends.map(([fd]) => fd) });
       return;
     }
+    this.handOver(id, ends, pidfd, { t: 'spawned', id, pid });
+  }
+
+  /**
+   * Sends `message` with the pipes `ends` (the child's fd, this process's end) and the child's
+   * pidfd (-1: none), which belong to the host from then on. All of them go in one message on the
+   * fd channel, sent before `message` so the host finds them queued when it reads it, the pidfd
+   * last (`channel`, `pidfd`). A full channel (or none) falls back to handle passing: the first
+   * pipe with `message`, each other in a `stream` message; the pidfd is closed then (the host
+   * finds the child's pid the slow way).
+   */
+  private handOver(
+    id: number,
+    ends: readonly (readonly [number, number])[],
+    pidfd: number,
+    message:
+      | Omit<Extract<SupervisorMessage, { t: 'spawned' }>, 'fds'>
+      | Omit<Extract<SupervisorMessage, { t: 'unheld' }>, 'fds'>,
+  ): void {
     const fds = ends.map(([fd]) => fd);
     const owned = ends.map(([, own]) => own);
-    // The pipes go to the host in one message on the fd channel, sent before `spawned` so the host
-    // finds them queued when it reads it, the child's pidfd last; a full channel falls back to
-    // handle passing (and the host finds the child's pid the slow way).
     if (pidfd >= 0) owned.push(pidfd);
-    if (owned.length > 0 && this.fdChannel !== undefined && native.sendFds(this.fdChannel, id, owned)) {
+    if (owned.length > 0 && this.fdChannel !== undefined && this.native!.sendFds(this.fdChannel, id, owned)) {
       this.send({
-        t: 'spawned',
-        id,
-        pid,
+        ...message,
         fds,
         channel: true,
         ...(pidfd >= 0 ? { pidfd: true as const } : {}),
-      });
+      } as SupervisorMessage);
       return;
     }
     if (pidfd >= 0) {
@@ -339,42 +355,8 @@ export class SupervisorChildren {
       }
     }
     const [first, ...rest] = ends.map(([fd, own]) => [fd, socketOf(own, fd !== 0)] as const);
-    this.send({ t: 'spawned', id, pid, fds }, first?.[1]);
+    this.send({ ...message, fds } as SupervisorMessage, first?.[1]);
     for (const [fd, socket] of rest) this.send({ t: 'stream', id, fd }, socket);
-  }
-
-  /**
-   * Keeps a child's output pipes (see HOLD_MS): `spawned` says which, the child's pidfd alone on
-   * the fd channel when there is one.
-   */
-  private hold(
-    id: number,
-    pid: number,
-    ends: (readonly [number, number])[],
-    pidfd: number,
-    native: NativeSpawnModule,
-  ): void {
-    let pidfdSent = false;
-    if (pidfd >= 0) {
-      pidfdSent = this.fdChannel !== undefined && native.sendFds(this.fdChannel, id, [pidfd]);
-      if (!pidfdSent) {
-        try {
-          closeSync(pidfd);
-        } catch {
-          // closed already
-        }
-      }
-    }
-    const timer = setTimeout(() => this.unhold(id), this.holdMs);
-    this.held.set(id, { ends, timer });
-    this.send({
-      t: 'spawned',
-      id,
-      pid,
-      fds: [],
-      held: ends.map(([fd]) => fd),
-      ...(pidfdSent ? { channel: true as const, pidfd: true as const } : {}),
-    });
   }
 
   /**
@@ -402,22 +384,7 @@ export class SupervisorChildren {
   private unhold(id: number, taken = this.takeHeld(id)): void {
     if (!taken) return;
     const { open, ...data } = taken;
-    const fds = open.map(([fd]) => fd);
-    if (open.length > 0 && this.fdChannel !== undefined) {
-      if (
-        this.native!.sendFds(
-          this.fdChannel,
-          id,
-          open.map(([, own]) => own),
-        )
-      ) {
-        this.send({ t: 'unheld', id, fds, channel: true, ...data });
-        return;
-      }
-    }
-    const [first, ...rest] = open.map(([fd, own]) => [fd, socketOf(own, true)] as const);
-    this.send({ t: 'unheld', id, fds, ...data }, first?.[1]);
-    for (const [fd, socket] of rest) this.send({ t: 'stream', id, fd }, socket);
+    this.handOver(id, open, -1, { t: 'unheld', id, ...data });
   }
 
   private nativeExit(id: number, pid: number, code: number | null, signal: number | null): void {
@@ -440,11 +407,10 @@ export class SupervisorChildren {
     signal: string | null,
     last?: { out?: string; err?: string },
   ): void {
-    const alive = this.native?.groupAlive ?? groupExists;
-    let group = alive(pid);
+    let group = groupExists(pid);
     if (group && this.onGroupLeft) {
       this.onGroupLeft(id, pid);
-      group = alive(pid);
+      group = groupExists(pid);
     }
     const message: Extract<SupervisorMessage, { t: 'exit' }> = { t: 'exit', id, code, signal, group };
     if (last?.out) message.out = last.out;

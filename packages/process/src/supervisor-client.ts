@@ -870,8 +870,7 @@ export class SupervisorClient {
           for (const socket of received.pipes) socket.destroy();
           return;
         }
-        if (message.out) child.onHeldOutput(1, Buffer.from(message.out, 'base64'));
-        if (message.err) child.onHeldOutput(2, Buffer.from(message.err, 'base64'));
+        child.onHeldOutput(message);
         child.onUnheld(message.fds, received.pipes);
         return;
       }
@@ -890,8 +889,7 @@ export class SupervisorClient {
         this.started(child);
         this.unref();
         if (message.t === 'exit') {
-          if (message.out) child.onHeldOutput(1, Buffer.from(message.out, 'base64'));
-          if (message.err) child.onHeldOutput(2, Buffer.from(message.err, 'base64'));
+          child.onHeldOutput(message);
           child.onExit(message.code, message.signal, message.group);
         } else child.onSpawnError(message.code, message.message);
         return;
