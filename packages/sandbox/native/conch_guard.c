@@ -535,6 +535,8 @@ static int watched(const struct policy *p, const char *path) {
 /* Reading the caller's memory and resolving its paths                                             */
 
 static int listener_fd = -1;
+/* The guard's "/", opened once (it never changes root): where absolute paths are resolved from. */
+static int root_fd = -1;
 /* Whether the listener hands off synchronously (below). */
 static int sync_wake = 0;
 
@@ -604,6 +606,16 @@ static int rewrite_self(pid_t tid, const char *in, char *out, size_t size) {
 }
 
 static int real_path_of_fd(int fd, char *out, size_t size) {
+  /* A directory's path the kernel's way, without readlink's walk of /proc/self/fd/N (~0.9 µs
+   * against ~3.4 here, twice on most guarded calls): fchdir to it and getcwd, both of this thread
+   * only (the main thread and each worker unshare CLONE_FS at start, and nothing here resolves a
+   * relative path against its cwd). Anything else falls back to readlink: not a directory, no
+   * search permission, a path too long, a deleted or unreachable directory (getcwd fails there
+   * where readlink gives "… (deleted)" or a path the callers judge as before). */
+  if (fchdir(fd) == 0) {
+    long n = syscall(SYS_getcwd, out, size);
+    if (n > 0 && out[0] == '/') return 0;
+  }
   char link[64];
   snprintf(link, sizeof link, "/proc/self/fd/%d", fd);
   ssize_t n = readlink(link, out, size - 1);
@@ -753,15 +765,9 @@ static int resolve_at(pid_t tid, int base, const char *given, int follow, struct
       char where[PATH_MAX];
       e = real_path_of_fd(target, where, sizeof where);
       if (e == 0 && where[0] == '/' && strstr(where, " (deleted)") == NULL) {
-        int root = open("/", O_PATH | O_DIRECTORY | O_CLOEXEC);
-        if (root < 0) {
-          close(target);
-          return errno;
-        }
         struct stat target_st, again_st;
         int ok = fstat(target, &target_st) == 0;
-        e = resolve_at(tid, root, where, 0, r, depth + 1);
-        close(root);
+        e = resolve_at(tid, root_fd, where, 0, r, depth + 1);
         /* The path must still name what the link pointed at (it can have been renamed meanwhile). */
         if (e == 0 && ok && r->exists && fstat(target, &again_st) == 0 && r->st.st_ino == target_st.st_ino &&
             r->st.st_dev == target_st.st_dev) {
@@ -788,14 +794,7 @@ static int resolve_at(pid_t tid, int base, const char *given, int follow, struct
     }
     target[n] = '\0';
     if (r->trailing_slash && n + 1 < (ssize_t)sizeof target) strcat(target, "/");
-    int from = target[0] == '/' ? open("/", O_PATH | O_DIRECTORY | O_CLOEXEC) : dir;
-    if (from < 0) {
-      e = errno;
-      close(dir);
-      return e;
-    }
-    e = resolve_at(tid, from, target, follow, r, depth + 1);
-    if (from != dir) close(from);
+    e = resolve_at(tid, target[0] == '/' ? root_fd : dir, target, follow, r, depth + 1);
     close(dir);
     return e;
   }
@@ -817,14 +816,13 @@ static int resolve_for(pid_t tid, int dirfd, const char *path, int follow, struc
   r->dir = -1;
   int base;
   if (path[0] == '/') {
-    base = open("/", O_PATH | O_DIRECTORY | O_CLOEXEC);
-    if (base < 0) return errno;
+    base = root_fd;
   } else {
     base = caller_dir(tid, dirfd);
     if (base < 0) return -base;
   }
   int e = resolve_at(tid, base, path, follow, r, 0);
-  close(base);
+  if (base != root_fd) close(base);
   if (e == 0 && r->trailing_slash && r->exists && !S_ISDIR(r->st.st_mode)) {
     close(r->dir);
     r->dir = -1;
@@ -1240,8 +1238,9 @@ static void handle_open(const struct call *c, int dirfd, uint64_t path_address, 
       return;
     }
     if (!(flags & O_NONBLOCK) && !(flags & O_PATH)) {
-      int fl = fcntl(fd, F_GETFL);
-      if (fl >= 0) fcntl(fd, F_SETFL, fl & ~O_NONBLOCK);
+      /* F_SETFL sets only these of the open flags (O_ASYNC too, which open ignores): what the
+       * open set, without O_NONBLOCK, and no F_GETFL to ask. */
+      fcntl(fd, F_SETFL, target_flags & (O_APPEND | O_DIRECT | O_NOATIME));
     }
     if (verdict == MASK_DIR && !still_masked_dir(fd)) {
       close(fd);
@@ -2148,6 +2147,11 @@ int main(int argc, char **argv) {
   }
   prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
   close_other_fds(channel_fd, listener_fd, sigfd);
+  root_fd = open("/", O_PATH | O_DIRECTORY | O_CLOEXEC);
+  if (root_fd < 0) {
+    report_error("open /");
+    return 71;
+  }
   ask_sync_wake();
   {
     /* Features: comma-separated, no spaces (the host splits the record on spaces). */

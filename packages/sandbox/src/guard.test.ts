@@ -304,3 +304,62 @@ maybe('ordinary work under the guard', () => {
     ).toHaveLength(2);
   });
 });
+
+maybe('directories the guard names the slow way', () => {
+  // The guard names a directory by fchdir + getcwd; where that fails it falls back to readlink of
+  // /proc/self/fd (native/conch_guard.c, real_path_of_fd). Each case here takes the fallback, and
+  // must behave as the kernel does without the guard, protections included.
+  it('a deleted cwd, a dirfd without search permission and a cwd deeper than PATH_MAX behave as without it', async () => {
+    const ws = tempWorkspace();
+    const deep = 'd'.repeat(200);
+    const script = `
+      cd ${ws}
+      mkdir gone && cd gone && rmdir ../gone
+      ls . >/dev/null 2>&1; echo gone_ls=$?
+      (echo x > f) 2>/dev/null; echo gone_create=$?
+      (echo x > .envrc) 2>/dev/null; echo gone_envrc=$?
+      cd ${ws}
+      mkdir -p locked/inner && echo hi > locked/inner/file && chmod 0600 locked
+      python3 -c "
+import os
+fd = os.open('locked', os.O_RDONLY | os.O_DIRECTORY)
+for name, flags in (('read', os.O_RDONLY), ('create', os.O_WRONLY | os.O_CREAT)):
+    try:
+        os.close(os.open('inner/file' if name == 'read' else 'new', flags, 0o644, dir_fd=fd)); print(f'locked_{name}=0')
+    except OSError as e:
+        print(f'locked_{name}={e.errno}')
+"
+      chmod 0700 locked
+      for i in $(seq 24); do cd ${deep} || break; done
+      [ $(pwd | wc -c) -gt 4096 ]; echo deep_cd=$?
+      echo x > plain 2>/dev/null; echo deep_create=$?
+      (echo x > .envrc) 2>/dev/null; echo deep_envrc=$?
+      mkdir -p .git/hooks 2>/dev/null; (printf '#!/bin/sh\\n' > .git/hooks/pre-commit) 2>/dev/null; echo deep_hook=$?
+      cd ${ws}/locked && echo x > .envrc 2>/dev/null; echo locked_envrc=$?
+    `;
+    // A tree deeper than PATH_MAX, made outside (one level at a time: no call takes the whole path).
+    const deepTree = (root: string) =>
+      execFileSync('bash', ['-c', `cd ${root} && for i in $(seq 24); do mkdir ${deep} && cd ${deep}; done`]);
+    deepTree(ws);
+    const guarded = statuses((await runGuarded(rulesFor(ws), script).done).stdout);
+    // The same script in bubblewrap's mounts alone, in a workspace of its own.
+    const other = tempWorkspace();
+    deepTree(other);
+    const bare = statuses(
+      (await runGuarded(rulesFor(other), script.replaceAll(ws, other), { noGuard: true }).done).stdout,
+    );
+    expect(guarded, JSON.stringify(guarded)).toHaveProperty('locked_envrc');
+    for (const key of ['gone_ls', 'gone_create', 'locked_read', 'locked_create', 'deep_cd'])
+      expect(guarded[key], `${key}: ${JSON.stringify(guarded)}`).toBe(bare[key]);
+    // A deleted directory takes nothing, protected or not, as without the guard.
+    expect(guarded.gone_create).not.toBe(0);
+    expect(guarded.gone_envrc).not.toBe(0);
+    // Protected names hold where the directory cannot be named by getcwd (deeper than PATH_MAX:
+    // the guard cannot name it at all, so nothing is made there, deep_create included)...
+    expect(guarded.deep_envrc).not.toBe(0);
+    expect(guarded.deep_hook).not.toBe(0);
+    // ...and where it was found the fast way after a chmod.
+    expect(guarded.locked_envrc).not.toBe(0);
+    expect(existsSync(join(ws, 'locked', '.envrc'))).toBe(false);
+  });
+});
