@@ -3,6 +3,7 @@ import { execFileSync, spawn } from 'node:child_process';
 import {
   chmodSync,
   closeSync,
+  copyFileSync,
   fstatSync,
   mkdirSync,
   mkdtempSync,
@@ -185,6 +186,32 @@ describe('the posix_spawn addon', () => {
     });
     expect(spawnError('/bin/true', { cwd: join(dir, 'gone') }).code).toBe('ENOENT');
     expect(spawnError(dir).code).toBe('EACCES'); // a directory
+    // Failures the child meets at exec (the file looked runnable from here): the kernel's errno,
+    // and the child that never ran is reaped, not left a zombie.
+    const noInterpreter = join(dir, 'no-interpreter');
+    writeFileSync(noInterpreter, '#!/nonexistent/interpreter\n');
+    chmodSync(noInterpreter, 0o755);
+    expect(spawnError(noInterpreter).code).toBe('ENOENT');
+    const busy = join(dir, 'busy');
+    copyFileSync('/bin/true', busy);
+    chmodSync(busy, 0o755);
+    const writer = openSync(busy, 'r+'); // open for writing: exec refuses it (ETXTBSY)
+    try {
+      expect(spawnError(busy).code).toBe('ETXTBSY');
+    } finally {
+      closeSync(writer);
+    }
+    const zombies = readdirSync('/proc')
+      .filter((p) => /^\d+$/.test(p))
+      .map((p) => {
+        try {
+          return readFileSync(`/proc/${p}/stat`, 'utf8').split(') ')[1]!.split(' ');
+        } catch {
+          return [];
+        }
+      })
+      .filter(([state, ppid]) => state === 'Z' && Number(ppid) === process.pid);
+    expect(zombies).toEqual([]);
     expect(() => native.spawn('/bin/true', [], dir, [], false, true)).toThrow(/argv/);
     expect(() => native.spawn('/bin/true', ['true', 3 as unknown as string], dir, [], false, true)).toThrow(
       /expected spawn\(file: string/,

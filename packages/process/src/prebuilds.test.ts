@@ -1,7 +1,8 @@
 // Invariant: the posix_spawn addons shipped in prebuilds/ are built from today's native/conch_spawn.c
 // (a change to the source without `pnpm native:prebuild` fails here), each is the ELF its target
 // names (machine, libc), the one for this machine loads and spawns as the local build does, and the
-// close-on-exec path the musl builds use leaves a child no fd beyond 0-2.
+// posix_spawn paths of kernels without close_range (glibc's closefrom action, the musl builds'
+// close-on-exec marking) leave a child no fd beyond 0-2.
 import { execFileSync, spawnSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
@@ -126,33 +127,41 @@ console.log(JSON.stringify({ fds, echoed, missing }));`;
 
 const cc = spawnSync(process.env.CC || 'cc', ['--version']).status === 0 ? process.env.CC || 'cc' : undefined;
 
+/** The addon's source compiled here with `defines` (undefined without a compiler). */
+function compileVariant(name: string, defines: string[]): string | undefined {
+  if (!cc) return undefined;
+  const include = join(
+    dirname(createRequire(import.meta.url).resolve('node-api-headers/package.json')),
+    'include',
+  );
+  const out = join(tmp, `${name}.node`);
+  execFileSync(cc, [
+    ...defines,
+    '-O2',
+    '-shared',
+    '-fPIC',
+    '-I',
+    include,
+    join(PKG, manifest.source),
+    '-o',
+    out,
+  ]);
+  return out;
+}
+
 describe.runIf(process.platform === 'linux' && process.arch === 'x64')('spawning through each build', () => {
   const variants: [string, () => string | undefined][] = [
     ['the prebuilt glibc addon', () => join(PKG, 'prebuilds', 'linux-x64-glibc', 'conch_spawn.node')],
     ['the local build', () => (existsSync(NATIVE_SPAWN_ADDON) ? NATIVE_SPAWN_ADDON : undefined)],
+    // The posix_spawn path kernels before 5.9 take (no close_range for the vfork path's child),
+    // compiled here: with glibc's closefrom action, and as the musl builds compile it (fds marked
+    // close-on-exec before the spawn instead).
+    ['the posix_spawn path (Linux before 5.9)', () => compileVariant('posix-spawn', ['-DCONCH_NO_VFORK'])],
     [
-      // The source as the musl builds compile it (fds marked close-on-exec before the spawn instead
-      // of glibc's closefrom action), compiled here for this glibc machine.
-      'the close-on-exec path of the musl builds',
+      'the close-on-exec path of the musl builds (Linux before 5.9)',
       () => {
-        if (!cc) return undefined;
-        const include = join(
-          dirname(createRequire(import.meta.url).resolve('node-api-headers/package.json')),
-          'include',
-        );
-        const out = join(tmp, 'noclosefrom.node');
-        execFileSync(cc, [
-          '-DCONCH_NO_CLOSEFROM',
-          '-O2',
-          '-shared',
-          '-fPIC',
-          '-I',
-          include,
-          join(PKG, manifest.source),
-          '-o',
-          out,
-        ]);
-        expect(readFileSync(out).toString('latin1')).not.toContain('addclosefrom_np');
+        const out = compileVariant('noclosefrom', ['-DCONCH_NO_VFORK', '-DCONCH_NO_CLOSEFROM']);
+        if (out) expect(readFileSync(out).toString('latin1')).not.toContain('addclosefrom_np');
         return out;
       },
     ],
