@@ -340,14 +340,21 @@ for name, flags in (('read', os.O_RDONLY), ('create', os.O_WRONLY | os.O_CREAT))
     // A tree deeper than PATH_MAX, made outside (one level at a time: no call takes the whole path).
     const deepTree = (root: string) =>
       execFileSync('bash', ['-c', `cd ${root} && for i in $(seq 24); do mkdir ${deep} && cd ${deep}; done`]);
-    deepTree(ws);
-    const guarded = statuses((await runGuarded(rulesFor(ws), script).done).stdout);
     // The same script in bubblewrap's mounts alone, in a workspace of its own.
     const other = tempWorkspace();
-    deepTree(other);
-    const bare = statuses(
-      (await runGuarded(rulesFor(other), script.replaceAll(ws, other), { noGuard: true }).done).stdout,
-    );
+    let guarded: Record<string, number>;
+    let bare: Record<string, number>;
+    try {
+      deepTree(ws);
+      guarded = statuses((await runGuarded(rulesFor(ws), script).done).stdout);
+      deepTree(other);
+      bare = statuses(
+        (await runGuarded(rulesFor(other), script.replaceAll(ws, other), { noGuard: true }).done).stdout,
+      );
+    } finally {
+      // rm descends by directory fd; node's rmSync (the temp dirs' cleanup) stops at PATH_MAX.
+      execFileSync('rm', ['-rf', join(ws, deep), join(other, deep)]);
+    }
     expect(guarded, JSON.stringify(guarded)).toHaveProperty('locked_envrc');
     for (const key of ['gone_ls', 'gone_create', 'locked_read', 'locked_create', 'deep_cd'])
       expect(guarded[key], `${key}: ${JSON.stringify(guarded)}`).toBe(bare[key]);
