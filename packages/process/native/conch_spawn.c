@@ -215,8 +215,8 @@ static void free_array(char **array) {
 }
 
 /*
- * How a child is started: what its fds 0..2 become and where it runs, for the vfork path below, and
- * the same as posix_spawn's actions and attributes, for kernels without close_range.
+ * How a child is started: what its fds 0..2 become and where it runs, for the vfork path below; and
+ * the same as posix_spawn's actions and attributes, set only for kernels without close_range.
  */
 struct spawn_plan {
   int fds[3];
@@ -237,10 +237,11 @@ static bool have_close_range(void) {
 #if defined(CONCH_NO_VFORK)
   /* Built to take the posix_spawn path everywhere (its test: src/prebuilds.test.ts). */
   return false;
-#endif
+#else
   static int known = -1;
   if (known < 0) known = syscall(SYS_close_range, ~0U - 1, ~0U - 1, 0) == 0;
   return known == 1;
+#endif
 }
 
 /*
@@ -448,36 +449,39 @@ static napi_value spawn_child(napi_env env, napi_callback_info info) {
 
   pid_t pid = -1;
   if (!err) {
-    posix_spawn_file_actions_t actions;
-    posix_spawnattr_t attr;
-    sigset_t all, none;
-    posix_spawn_file_actions_init(&actions);
-    posix_spawnattr_init(&attr);
-    /* dup2 onto 0..2 clears FD_CLOEXEC there; every other fd is closed before exec. */
-    posix_spawn_file_actions_adddup2(&actions, stdin_pipe ? in[1] : null_fd, 0);
-    posix_spawn_file_actions_adddup2(&actions, capture ? out[1] : null_fd, 1);
-    posix_spawn_file_actions_adddup2(&actions, capture ? err_pair[1] : null_fd, 2);
-    posix_spawn_file_actions_addchdir_np(&actions, cwd);
-#if defined(CONCH_CLOSEFROM_ACTION)
-    posix_spawn_file_actions_addclosefrom_np(&actions, 3);
-#else
-    /* The vfork path's child closes them itself (close_range). */
-    if (!have_close_range()) mark_cloexec_from(3);
-#endif
-    sigfillset(&all);
-    sigemptyset(&none);
-    posix_spawnattr_setsigdefault(&attr, &all);
-    posix_spawnattr_setsigmask(&attr, &none);
-    posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSID | POSIX_SPAWN_SETSIGDEF | POSIX_SPAWN_SETSIGMASK);
     struct spawn_plan plan = {
         .fds = {stdin_pipe ? in[1] : null_fd, capture ? out[1] : null_fd, capture ? err_pair[1] : null_fd},
         .cwd = cwd,
-        .actions = &actions,
-        .attr = &attr,
     };
+    /* posix_spawn's actions and attributes: the same plan, built only where the vfork path is not taken. */
+    posix_spawn_file_actions_t actions;
+    posix_spawnattr_t attr;
+    const bool posix = !have_close_range();
+    if (posix) {
+      sigset_t all, none;
+      posix_spawn_file_actions_init(&actions);
+      posix_spawnattr_init(&attr);
+      /* dup2 onto 0..2 clears FD_CLOEXEC there; every other fd is closed before exec. */
+      for (int fd = 0; fd < 3; fd++) posix_spawn_file_actions_adddup2(&actions, plan.fds[fd], fd);
+      posix_spawn_file_actions_addchdir_np(&actions, cwd);
+#if defined(CONCH_CLOSEFROM_ACTION)
+      posix_spawn_file_actions_addclosefrom_np(&actions, 3);
+#else
+      mark_cloexec_from(3);
+#endif
+      sigfillset(&all);
+      sigemptyset(&none);
+      posix_spawnattr_setsigdefault(&attr, &all);
+      posix_spawnattr_setsigmask(&attr, &none);
+      posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSID | POSIX_SPAWN_SETSIGDEF | POSIX_SPAWN_SETSIGMASK);
+      plan.actions = &actions;
+      plan.attr = &attr;
+    }
     err = spawn_on_path(&pid, file, cwd, &plan, argv, envp);
-    posix_spawn_file_actions_destroy(&actions);
-    posix_spawnattr_destroy(&attr);
+    if (posix) {
+      posix_spawn_file_actions_destroy(&actions);
+      posix_spawnattr_destroy(&attr);
+    }
   }
   /* The child's ends are the child's alone now. */
   if (in[1] >= 0) close(in[1]);
