@@ -33,6 +33,8 @@ async function rawStart(executable, root) {
   const child = spawn(executable, chromeArgs(profile), {
     stdio: ['ignore', 'ignore', 'pipe'],
     detached: true,
+    // SIGKILLed below: its singleton dir (org.chromium.Chromium.*) lands in root, removed with it.
+    env: { ...process.env, TMPDIR: root },
   });
   let port;
   let err = '';

@@ -4,6 +4,7 @@ import { chmodSync, existsSync, mkdtempSync, readdirSync, rmSync, writeFileSync 
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { sweepStaleTempDirs } from '@conch/core';
 import { ProcessManager } from '@conch/process';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { BrowserStartError } from './errors/browser-start-error.js';
@@ -130,7 +131,11 @@ describe.skipIf(!hasChrome)('host SIGKILLed', () => {
   it('its supervisor kills the browser it started', async () => {
     const here = dirname(fileURLToPath(import.meta.url));
     const script = join(here, 'test-support', 'host-with-browser.mjs');
-    const host = spawn(process.execPath, [script, dir], { stdio: ['ignore', 'pipe', 'inherit'] });
+    // $TMPDIR is the test's dir, so Chromium's singleton dir lands there too.
+    const host = spawn(process.execPath, [script, dir], {
+      stdio: ['ignore', 'pipe', 'inherit'],
+      env: { ...process.env, TMPDIR: dir },
+    });
     hosts.push(host);
     let out = '';
     host.stdout!.on('data', (chunk: Buffer) => (out += chunk.toString()));
@@ -147,6 +152,15 @@ describe.skipIf(!hasChrome)('host SIGKILLed', () => {
       timeoutMs: 10_000,
     });
     expect(await answersCdp(info.httpUrl)).toBe(false);
+
+    // No exit hook ran: the profile and Chromium's singleton dir are still there, until the next
+    // conch host's sweep removes them.
+    const singletons = () => readdirSync(dir).filter((f) => f.startsWith('org.chromium.Chromium.'));
+    expect(existsSync(info.profileDir)).toBe(true);
+    expect(singletons()).toHaveLength(1);
+    expect(sweepStaleTempDirs(dir)).toEqual([dirname(info.profileDir)]);
+    expect(existsSync(info.profileDir)).toBe(false);
+    expect(singletons()).toEqual([]);
   });
 });
 

@@ -2,6 +2,7 @@ import 'reflect-metadata';
 
 export { ConchError, type ConchErrorOptions } from './errors/conch-error.js';
 export { formatBytes } from './format-bytes.js';
+export { makeTempDir, sweepStaleTempDirs, TEMP_OWNER_FILE } from './temp-dirs.js';
 export { NoSuchPluginError } from './errors/no-such-plugin-error.js';
 export { NoSuchToolError } from './errors/no-such-tool-error.js';
 export { InvalidConfigError } from './errors/invalid-config-error.js';

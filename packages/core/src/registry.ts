@@ -1,8 +1,7 @@
 import 'reflect-metadata';
 import { randomUUID } from 'node:crypto';
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { dirname, join, resolve } from 'node:path';
+import { rmSync } from 'node:fs';
+import { dirname, resolve } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { container as rootContainer, type DependencyContainer, type InjectionToken } from 'tsyringe';
 import { z } from 'zod';
@@ -27,6 +26,7 @@ import {
 } from './argument-limits.js';
 import { type DiscoveryWarning, findPluginCandidates, loadCandidate } from './discovery.js';
 import { onHostExit } from './host-exit.js';
+import { makeTempDir } from './temp-dirs.js';
 import { ConchError } from './errors/conch-error.js';
 import { CircularDependencyError } from './errors/circular-dependency-error.js';
 import { DuplicateToolError } from './errors/duplicate-tool-error.js';
@@ -1177,7 +1177,10 @@ export class PluginRegistry {
   /** The registry's private temp dir (created on first use). */
   tempDir(): string {
     if (this.tempDirPath === undefined) {
-      const path = mkdtempSync(join(this.options.tempRoot ?? tmpdir(), 'conch-'));
+      const path = makeTempDir('conch-', {
+        ...(this.options.tempRoot !== undefined ? { root: this.options.tempRoot } : {}),
+        owned: !this.options.keepTempFiles,
+      });
       this.tempDirPath = path;
       // A host that dies without dispose() (an unhandled SIGTERM, process.exit()) leaves no temp dir
       // (nor a browser profile in it): removed after every process manager has killed its trees.

@@ -1,6 +1,6 @@
-import { mkdtempSync, rmSync, statSync } from 'node:fs';
+import { rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join, resolve } from 'node:path';
+import { resolve } from 'node:path';
 import { backgroundPlugin } from '@conch/background';
 import {
   BROWSER_SERVICE,
@@ -19,6 +19,7 @@ import {
   DEFAULT_CONCH_CONFIG,
   definePlugin,
   InvalidConfigError,
+  makeTempDir,
   onHostExit,
   PluginRegistry,
   PluginSetupError,
@@ -468,7 +469,7 @@ export async function createEnvironment(options: EnvironmentOptions = {}): Promi
     ...((options.plugins?.browser ?? {}) as Omit<BrowserConfigInput, 'cdpUrl'>),
   };
 
-  const tmpDir = mkdtempSync(join(tmpRoot, 'conch-env-'));
+  const tmpDir = makeTempDir('conch-env-', { root: tmpRoot });
   // A host that dies without close() (an unhandled SIGTERM) leaves no temp dir or browser profile:
   // removed after every process manager has killed its trees (Chromium among them).
   const removeExitHook = onHostExit(() => rmSync(tmpDir, { recursive: true, force: true }), 'clean');

@@ -1,10 +1,10 @@
 import { randomBytes } from 'node:crypto';
-import { chmodSync, existsSync, mkdirSync, mkdtempSync, rmSync, statSync } from 'node:fs';
+import { chmodSync, existsSync, mkdirSync, rmSync, statSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { homedir, tmpdir } from 'node:os';
 import { dirname, isAbsolute, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import type { EventBus, Logger, ProcessManagerService } from '@conch/core';
+import { makeTempDir, type EventBus, type Logger, type ProcessManagerService } from '@conch/core';
 import {
   envFilter,
   findBwrap,
@@ -420,7 +420,7 @@ export class ProcessManager implements ProcessManagerService {
   tempDir(): string {
     if (this.options.tempDir) return this.options.tempDir();
     if (this.ownTempDir === undefined) {
-      const dir = mkdtempSync(join(tmpdir(), 'conch-proc-'));
+      const dir = makeTempDir('conch-proc-');
       this.ownTempDir = dir;
       // Like the registry's temp dir: gone with the host even when dispose() never ran (after the
       // kill phase, so no command of ours still writes there).

@@ -1,11 +1,11 @@
 import { spawn } from 'node:child_process';
 import { EventEmitter } from 'node:events';
-import { existsSync, mkdtempSync, realpathSync, rmSync } from 'node:fs';
+import { existsSync, realpathSync, rmSync } from 'node:fs';
 import type { Socket } from 'node:net';
-import { homedir, tmpdir } from 'node:os';
+import { homedir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { ConchError, type KernelPolicy, type Logger } from '@conch/core';
+import { ConchError, makeTempDir, type KernelPolicy, type Logger } from '@conch/core';
 import { findBwrap } from './find-bwrap.js';
 import {
   encodeGuardRules,
@@ -427,7 +427,7 @@ export class Sandbox extends EventEmitter<SandboxEvents> {
   }
 
   private tmp(): string {
-    this.tmpRoot ??= mkdtempSync(join(tmpdir(), 'conch-sandbox-'));
+    this.tmpRoot ??= makeTempDir('conch-sandbox-');
     return this.tmpRoot;
   }
 
@@ -440,7 +440,7 @@ export class Sandbox extends EventEmitter<SandboxEvents> {
    */
   private startEngine(): Promise<{ proxy: EngineProxy; dir: string } | undefined> {
     this.engineStart ??= (async () => {
-      const dir = mkdtempSync(join(tmpdir(), 'conch-sandbox-engine-'));
+      const dir = makeTempDir('conch-sandbox-engine-');
       const proxy = new EngineProxy({ ...(this.options.logger ? { logger: this.options.logger } : {}) });
       this.engine = { proxy, dir };
       try {
@@ -467,7 +467,7 @@ export class Sandbox extends EventEmitter<SandboxEvents> {
   /** The proxy's socket once it listens (started on the first run with an allow-list), or undefined. */
   private startProxy(): Promise<string | undefined> {
     this.proxyStart ??= (async () => {
-      const dir = mkdtempSync(join(tmpdir(), 'conch-sandbox-net-'));
+      const dir = makeTempDir('conch-sandbox-net-');
       this.netDir = dir;
       const socketPath = join(dir, 'proxy.sock');
       const injector = this.options.credentials;

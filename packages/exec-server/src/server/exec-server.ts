@@ -1,12 +1,12 @@
 import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
-import { chmodSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { chmodSync, rmSync, statSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { createServer, type Server, type Socket } from 'node:net';
 import { homedir, hostname, tmpdir, userInfo } from 'node:os';
 import { join } from 'node:path';
 import type { Readable, Writable } from 'node:stream';
 import { pathToFileURL } from 'node:url';
-import type { Logger } from '@conch/core';
+import { makeTempDir, type Logger } from '@conch/core';
 import { ProcessManager } from '@conch/process';
 import { resolveTargetPath } from '@conch/files';
 import { RpcPeer } from '../json-rpc.js';
@@ -79,35 +79,6 @@ function username(): string {
     return userInfo().username;
   } catch {
     return String(process.getuid?.() ?? 'unknown');
-  }
-}
-
-/**
- * Temp dirs of servers that died without removing them (a SIGKILLed server cannot): each holds its
- * owner's pid; one whose owner is gone is removed. A pid reused since is left alone (conservative).
- */
-function removeStaleTempDirs(): void {
-  let names: string[];
-  try {
-    names = readdirSync(tmpdir()).filter((n) => n.startsWith('conch-exec-'));
-  } catch {
-    return;
-  }
-  for (const name of names) {
-    const dir = join(tmpdir(), name);
-    try {
-      const pid = Number(readFileSync(join(dir, '.owner'), 'utf8').trim());
-      if (!(pid > 0)) continue;
-      try {
-        process.kill(pid, 0);
-        continue; // alive (or another process now has the pid)
-      } catch (error) {
-        if ((error as NodeJS.ErrnoException).code !== 'ESRCH') continue;
-      }
-      rmSync(dir, { recursive: true, force: true });
-    } catch {
-      // not ours, unreadable, or removed meanwhile
-    }
   }
 }
 
@@ -502,10 +473,9 @@ export class ExecServer implements ClientLink {
     }
     if (params.logLevel) this.logger.level = params.logLevel;
     this.keepTempFiles = params.keepTempFiles === true;
-    removeStaleTempDirs();
-    const tempDir = mkdtempSync(join(tmpdir(), 'conch-exec-'));
-    // Who owns it: a later server removes it if this one died without cleaning up (SIGKILL).
-    writeFileSync(join(tempDir, '.owner'), `${process.pid}\n`);
+    // Its owner record lets a later server (or any conch host of this user) remove it if this one
+    // died without cleaning up (SIGKILL); a kept one is never swept.
+    const tempDir = makeTempDir('conch-exec-', { owned: !this.keepTempFiles });
     this.tempDir = tempDir;
     // Before the terminal exists: whether it can run at all (and node-pty is loaded once, here).
     const pty = await probePty(this.options.ptyModule);

@@ -1,7 +1,7 @@
 import { spawnSync } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { rmSync } from 'node:fs';
 import { join } from 'node:path';
+import { makeTempDir } from '@conch/core';
 import { shellJoin } from '@conch/shell-syntax';
 import type { Transport } from './transport.js';
 
@@ -44,7 +44,7 @@ export class SshTransport implements Transport {
 
   /** The ssh arguments that select this host and its control connection (before the command). */
   baseArgs(): string[] {
-    this.controlDir ??= mkdtempSync(join(tmpdir(), 'conch-ssh-'));
+    this.controlDir ??= makeTempDir('conch-ssh-');
     const o = this.options;
     const args = [
       '-o',

@@ -1,4 +1,4 @@
-import { createReadStream, createWriteStream, mkdtempSync, realpathSync, rmSync, statSync } from 'node:fs';
+import { createReadStream, createWriteStream, realpathSync, rmSync, statSync } from 'node:fs';
 import {
   createServer,
   request as httpRequest,
@@ -8,10 +8,9 @@ import {
   type ServerResponse,
 } from 'node:http';
 import { connect, type Socket } from 'node:net';
-import { tmpdir } from 'node:os';
 import { basename, join } from 'node:path';
 import { createGunzip } from 'node:zlib';
-import type { Logger } from '@conch/core';
+import { makeTempDir, type Logger } from '@conch/core';
 import { checkBuildContext, contextCompression, dockerfileCandidates, TarScanner } from './build-context.js';
 import {
   composeProjectNames,
@@ -211,10 +210,10 @@ export class EngineProxy {
     if (options.socketPath) {
       this.socketPath = options.socketPath;
     } else {
-      this.ownDir = mkdtempSync(join(tmpdir(), 'conch-engine-'));
+      this.ownDir = makeTempDir('conch-engine-');
       this.socketPath = join(this.ownDir, 'docker.sock');
     }
-    this.spoolDir = mkdtempSync(join(tmpdir(), 'conch-engine-spool-'));
+    this.spoolDir = makeTempDir('conch-engine-spool-');
     const env = options.env ?? process.env;
     const projectName = options.composeProjectName ?? env.COMPOSE_PROJECT_NAME;
     const composeProjects = [
