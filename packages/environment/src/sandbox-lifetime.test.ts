@@ -311,12 +311,17 @@ maybe('plants are refused or reported in the call that made them', () => {
       [
         `blob=$(printf 'touch ${scratch}/envrc-ran\\n' | git hash-object -w --stdin)`,
         'git update-index --add --cacheinfo 100644,$blob,.envrc',
+        // A name the guard protects by its ending: VS Code runs its folderOpen tasks.
+        'git update-index --add --cacheinfo 100644,$blob,tools/dev.code-workspace',
         'git -c user.email=a@b -c user.name=a commit -qm "docs"',
       ].join(' && '),
     );
     expect(r.error_code, JSON.stringify(r)).toBe('PLANT_REPORTED');
     expect(r.plants).toEqual(
-      expect.arrayContaining([expect.objectContaining({ kind: 'git-history', path: join(ws, '.envrc') })]),
+      expect.arrayContaining([
+        expect.objectContaining({ kind: 'git-history', path: join(ws, '.envrc') }),
+        expect.objectContaining({ kind: 'git-history', path: join(ws, 'tools', 'dev.code-workspace') }),
+      ]),
     );
     expect(existsSync(join(ws, '.envrc'))).toBe(false);
     git(ws, 'checkout', 'HEAD', '--', '.');

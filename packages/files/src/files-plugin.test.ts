@@ -122,6 +122,23 @@ describe('files plugin', () => {
     expect(existsSync(join(dir, '.env'))).toBe(false);
   });
 
+  it('refuses VS Code workspace files (*.code-workspace) like .vscode/, at any depth', async () => {
+    await registry.expose('files');
+    answer = 'once';
+    for (const path of ['app.code-workspace', 'sub/dir/team.code-workspace', '.code-workspace']) {
+      const result = (await registry.execute('write_file', { path, content: '{"tasks": {}}' })) as Result;
+      expect(result.error_code, path).toBe('PROTECTED_PATH');
+      expect(result.display, path).toContain('read by a tool of the user outside any sandbox');
+      expect(existsSync(join(dir, path)), path).toBe(false);
+    }
+    expect(asked).toEqual([]);
+    // A name that only contains the suffix is an ordinary file (asked, then written).
+    expect(
+      await registry.execute('write_file', { path: 'app.code-workspace.bak', content: 'x' }),
+    ).not.toHaveProperty('error_code');
+    expect(readFileSync(join(dir, 'app.code-workspace.bak'), 'utf8')).toBe('x');
+  });
+
   it('returns edit refusals with their code, and bad arguments throw naming the field', async () => {
     await registry.expose('files');
     answer = 'once';

@@ -7,6 +7,7 @@ import {
   RC_FILES,
   SYSTEM_RC,
   SYSTEM_RC_DIRS,
+  isToolConfigFileName,
   TOOL_CONFIG_DIRS,
   TOOL_CONFIG_FILES,
 } from '@conch/sandbox';
@@ -93,8 +94,7 @@ export function protectedReason(abs: string, ctx: PathContext): string | undefin
   if (parts.includes('.ssh')) return `${abs} is inside an .ssh directory`;
   const toolDir = parts.find((p) => TOOL_CONFIG_DIRS.has(p));
   if (toolDir) return `${abs} is in ${toolDir}/, settings a tool of the user runs outside any sandbox`;
-  if (TOOL_CONFIG_FILES.has(base))
-    return `${abs} is read by a tool of the user outside any sandbox (${base})`;
+  if (isToolConfigFileName(base)) return `${abs} is read by a tool of the user outside any sandbox (${base})`;
   const named = ctx.names?.has(base) ? base : parts.find((p) => ctx.names?.has(p) === true);
   if (named !== undefined)
     return named === base

@@ -512,6 +512,61 @@ describe.runIf(BWRAP)('escapes through cli_based_tool, default config, no approv
       T,
     );
 
+    // VS Code runs a workspace file's `runOn: folderOpen` tasks and applies its settings when the
+    // user opens it: a name ending in `.code-workspace` is protected like `.vscode/`.
+    describe('VS Code workspace files (*.code-workspace)', () => {
+      const original = '{"folders": [{"path": "."}]}\n';
+      beforeEach(() => put(join(ws, 'team.code-workspace'), original));
+      const untouched = () => expect(readFileSync(join(ws, 'team.code-workspace'), 'utf8')).toBe(original);
+
+      it.each<[string, Stop, string?]>([
+        ['echo {} > app.code-workspace', 'parser'],
+        ['cp team.code-workspace sub/dev.code-workspace', 'parser'],
+        [`printf '{"tasks": {}}' | tee -a team.code-workspace`, 'parser'],
+        [`python3 -c "open('team.code-' + 'workspace', 'a').write('x')"`, 'kernel', 'team.code-workspace'],
+        [
+          `node -e "require('fs').writeFileSync('app.code-work' + 'space', '{}')"`,
+          'kernel',
+          'app.code-workspace',
+        ],
+        [
+          `python3 -c "import os; os.makedirs('deep/er', exist_ok=True); open('deep/er/x.code-' + 'workspace', 'w').write('{}')"`,
+          'kernel',
+          'deep/er/x.code-workspace',
+        ],
+        [
+          `python3 -c "import os; open('t.json', 'w').write('{}'); os.rename('t.json', 'r.code-' + 'workspace')"`,
+          'kernel',
+        ],
+        [`perl -e 'link("README.md", "l.code-" . "workspace") or exit 1'`, 'kernel'],
+      ])(
+        '%j is stopped (%s)',
+        async (command, by, path) => {
+          const { run } = await setup();
+          expectStopped(await run(command), by, path);
+          untouched();
+          for (const name of ['app', 'sub/dev', 'deep/er/x', 'r', 'l'])
+            expect(existsSync(join(ws, `${name}.code-workspace`)), name).toBe(false);
+        },
+        T,
+      );
+
+      it(
+        'reads it, and writes names that only contain the suffix',
+        async () => {
+          const { run } = await setup();
+          const result = await run(
+            `cat team.code-workspace && python3 -c "open('team.code-workspace.bak', 'w').write('copy'); open('code-workspace.md', 'w').write('doc')"`,
+          );
+          expect(result).toMatchObject({ returncode: 0, stdout: original });
+          expect(readFileSync(join(ws, 'team.code-workspace.bak'), 'utf8')).toBe('copy');
+          expect(readFileSync(join(ws, 'code-workspace.md'), 'utf8')).toBe('doc');
+          untouched();
+        },
+        T,
+      );
+    });
+
     it(
       'a nested repository the command creates: its hooks are refused in that call already, and in the next sandbox',
       async () => {

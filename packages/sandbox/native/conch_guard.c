@@ -40,7 +40,7 @@
  * 'e' error text. The guard waits for the first commit before it starts the program.
  *
  * Policy entries: 'R' read-only path, 'M' masked path, 'N' name root (where protected names apply),
- * 'F' protected file name, 'D' protected directory name, 'X' a `.env*` name that is not a secret
+ * 'F' protected file name (`*suffix`: every name ending so), 'D' protected directory name, 'X' a `.env*` name that is not a secret
  * (a template), 'E' payload "1": `.env*` files under a name root are secrets unless this sandbox
  * made them, 'H' payload "1": non-sample hooks cannot be created in any repository's hooks
  * directory under a name root, 'W' watched file name, 'G' payload "1": watch git's own files
@@ -324,6 +324,22 @@ static int list_has_name(const struct list *l, const char *name) {
   return 0;
 }
 
+/* Whether `name` is one of the list's names, where an item `*suffix` stands for every name ending
+ * in suffix (`*.code-workspace`). */
+static int list_has_file_name(const struct list *l, const char *name) {
+  size_t n = strlen(name);
+  for (size_t i = 0; i < l->count; i++) {
+    const char *item = l->items[i];
+    if (item[0] != '*') {
+      if (strcmp(item, name) == 0) return 1;
+      continue;
+    }
+    size_t s = l->lengths[i] - 1;
+    if (n >= s && memcmp(name + n - s, item + 1, s) == 0) return 1;
+  }
+  return 0;
+}
+
 static struct policy *current_policy;
 static struct policy *pending_policy;
 static pthread_rwlock_t policy_lock = PTHREAD_RWLOCK_INITIALIZER;
@@ -492,7 +508,7 @@ static int judge(const struct policy *p, pid_t caller, const char *path, enum op
   if (op == OP_REMOVE && !(st && S_ISDIR(st->st_mode))) {
     /* Removing a file of a protected name is not planting anything; creating or changing one is. */
   } else {
-    if (list_has_name(&p->file_names, name)) return EROFS;
+    if (list_has_file_name(&p->file_names, name)) return EROFS;
   }
   /* A protected directory name anywhere below the root: `.vscode`, `a/.claude/settings.json`. */
   size_t root_length = strlen(root);

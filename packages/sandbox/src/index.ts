@@ -57,11 +57,13 @@ export {
   ENV_TEMPLATE,
   ENV_TEMPLATE_NAMES,
   isEnvSecretName,
+  isToolConfigFileName,
   RC_FILES,
   SYSTEM_RC,
   SYSTEM_RC_DIRS,
   TOOL_CONFIG_DIRS,
   TOOL_CONFIG_FILES,
+  TOOL_CONFIG_SUFFIXES,
 } from './protected-names.js';
 export {
   encodeGuardRules,

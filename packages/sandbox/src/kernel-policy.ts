@@ -20,11 +20,11 @@ import { basename, dirname, isAbsolute, join, relative, resolve } from 'node:pat
 import type { KernelPolicy, Logger } from '@conch/core';
 import {
   isEnvSecretName,
+  isToolConfigFileName,
   RC_FILES,
   SYSTEM_RC,
   SYSTEM_RC_DIRS,
   TOOL_CONFIG_DIRS,
-  TOOL_CONFIG_FILES,
 } from './protected-names.js';
 import {
   HOME_SANITIZED,
@@ -784,7 +784,7 @@ export class KernelPolicyBuilder {
       paths.names?.has(name) === true;
     const protectedFileName = (name: string) =>
       isEnvSecretName(name) ||
-      TOOL_CONFIG_FILES.has(name) ||
+      isToolConfigFileName(name) ||
       RC_FILES.has(name) ||
       paths.names?.has(name) === true;
     for (let next = 0; next < queue.length; next++) {

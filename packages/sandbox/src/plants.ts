@@ -390,13 +390,16 @@ function dedupe(plants: Plant[]): Plant[] {
 /* history: commits and index entries that a later checkout would write as files                */
 
 const escapeName = (name: string) => name.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
+/** A guard name as a pattern: `*suffix` (every name ending in suffix) as `[^/]*suffix`. */
+const namePattern = (name: string) =>
+  name.startsWith('*') ? `[^/]*${escapeName(name.slice(1))}` : escapeName(name);
 
 /**
  * Paths in a tree that, checked out into a work tree, are plants or protected files: the guard's
  * protected names and directories, the plant classes' names, and husky's hooks directory.
  */
 const HISTORY_NAMES = new RegExp(
-  `(^|/)(${[...GUARD_FILE_NAMES, ...PLANT_CLASSES.flatMap((c) => c.watchNames)].map(escapeName).join('|')})$|(^|/)(${[...GUARD_DIR_NAMES, '.husky'].map(escapeName).join('|')})/`,
+  `(^|/)(${[...GUARD_FILE_NAMES, ...PLANT_CLASSES.flatMap((c) => c.watchNames)].map(namePattern).join('|')})$|(^|/)(${[...GUARD_DIR_NAMES, '.husky'].map(escapeName).join('|')})/`,
 );
 
 /**

@@ -62,6 +62,14 @@ export const TOOL_CONFIG_FILES: ReadonlySet<string> = new Set([
   '.devcontainer.json',
   ...MISE_CONFIGS,
 ]);
+/**
+ * Name endings of the same kind: a VS Code workspace file (`app.code-workspace`) holds settings,
+ * launch configs and tasks that run when the user opens it (`runOn: folderOpen`), like `.vscode/`.
+ */
+export const TOOL_CONFIG_SUFFIXES: readonly string[] = ['.code-workspace'];
+/** A file name of TOOL_CONFIG_FILES, or one ending in a TOOL_CONFIG_SUFFIXES entry. */
+export const isToolConfigFileName = (name: string): boolean =>
+  TOOL_CONFIG_FILES.has(name) || TOOL_CONFIG_SUFFIXES.some((suffix) => name.endsWith(suffix));
 /** An environment file: `.env`, `.env.local`, `.env-prod`, `.env_x`, `.envrc`. */
 export const ENV_FILE = /^\.env($|[.\-_]|rc$)/;
 /**
@@ -107,8 +115,9 @@ export const SYSTEM_RC_DIRS: readonly string[] = ['/etc/zsh/', '/etc/profile.d/'
  * Files the guard refuses to let a sandboxed command create or change anywhere under the
  * workspace, whether or not they existed when the sandbox started: what the user's own tools read
  * as settings or run as code without asking (direnv's `.envrc`, an MCP client's `.mcp.json`,
- * conch's own `conch.config.json`, a dev container's `.devcontainer.json`, mise's configs, shell start-up
- * files when the workspace is a home). `.gitmodules`
+ * conch's own `conch.config.json`, a dev container's `.devcontainer.json`, mise's configs, VS Code's
+ * `*.code-workspace`, shell start-up files when the workspace is a home). An entry `*suffix` stands
+ * for every name ending in suffix. `.gitmodules`
  * and `.ripgreprc` stay protected where they exist but may be created (`git submodule add`): git
  * ignores `!command` updates from `.gitmodules`, and ripgrep reads its config only where
  * RIPGREP_CONFIG_PATH points.
@@ -119,6 +128,7 @@ export const GUARD_FILE_NAMES: readonly string[] = [
   'conch.config.json',
   '.devcontainer.json',
   ...MISE_CONFIGS,
+  ...TOOL_CONFIG_SUFFIXES.map((suffix) => `*${suffix}`),
   ...RC_FILES,
 ];
 
