@@ -158,15 +158,82 @@ describe('BackgroundTasks', () => {
     expect(out).toBe(text);
   });
 
-  it('keeps a bounded history, oldest finished evicted first', async () => {
+  it('keeps historyLimit delivered results, the longest ago delivered evicted first', async () => {
     service = new BackgroundTasks({ historyLimit: 2 });
     const ids: string[] = [];
     for (let i = 0; i < 4; i++) {
       const info = service.submit({ command: `t${i}`, tool: 'test', start: sh('true') });
-      await waitDone(service, info.id);
+      await waitDone(service, info.id); // a wait that returns the result delivers it
       ids.push(info.id);
     }
     expect(service.list().map((t) => t.id)).toEqual(ids.slice(2));
+    // Reading t2 again makes it the most recent: the next delivery evicts t3, not t2.
+    await service.wait(ids[2]!, 0);
+    const last = service.submit({ command: 't4', tool: 'test', start: sh('true') });
+    await waitDone(service, last.id);
+    expect(service.list().map((t) => t.id)).toEqual([ids[2], last.id]);
+    expect(service.evictedInfo(ids[3]!)).toMatchObject({ id: ids[3], status: 'completed', delivered: true });
+  });
+
+  it('never evicts an unread result for historyLimit: a burst of 6 with a limit of 2 keeps all 6', async () => {
+    service = new BackgroundTasks({ historyLimit: 2 });
+    const s = service;
+    const infos = Array.from({ length: 6 }, (_, i) =>
+      s.submit({ command: `t${i}`, tool: 'test', start: sh(`echo r${i}`) }),
+    );
+    // whenFinished (a host waiting for the end) is not a delivery.
+    for (const info of infos) await s.whenFinished(info.id);
+    expect(s.list().map((t) => t.id)).toEqual(infos.map((i) => i.id));
+    // The first one, checked last, still has its result; reading the others evicts the first
+    // ones read, never the one read last (its read_background_output follows).
+    for (const [i, info] of [...infos.entries()].reverse()) {
+      const done = await s.wait(info.id, 0);
+      expect(done).toMatchObject({
+        status: 'completed',
+        result: {
+          stdout: `r${i}
+`,
+        },
+      });
+      expect(s.get(info.id)).toBeDefined();
+      expect((await s.logs(info.id)).text).toBe(`r${i}
+`);
+    }
+    expect(s.list().map((t) => t.id)).toEqual([infos[0]!.id, infos[1]!.id]);
+  });
+
+  it('evicts unread results only past unreadLimit, oldest first, and says so by id', async () => {
+    service = new BackgroundTasks({ historyLimit: 1, unreadLimit: 3 });
+    const s = service;
+    const infos = Array.from({ length: 5 }, (_, i) =>
+      s.submit({ command: `echo u${i}`, tool: 'test', start: sh(`exit ${i}`) }),
+    );
+    for (const info of infos) await s.whenFinished(info.id);
+    expect(s.list().map((t) => t.id)).toEqual(infos.slice(2).map((i) => i.id));
+    const gone = infos[0]!.id;
+    expect(s.get(gone)).toBeUndefined();
+    expect(s.evictedInfo(gone)).toMatchObject({ status: 'completed', delivered: false, returncode: 0 });
+    expect(s.evictedInfo(infos[1]!.id)).toMatchObject({ status: 'failed', returncode: 1 });
+    const error = await s.kill(gone).then(
+      () => undefined,
+      (e: unknown) => e,
+    );
+    expect(error).toBeInstanceOf(UnknownTaskError);
+    expect(error).toMatchObject({ code: 'TASK_EVICTED', evicted: { id: gone } });
+    expect((error as Error).message).toMatch(/before its result was read.*unreadLimit/);
+    expect((error as Error).message).toContain('echo u0');
+    // A new task never takes an evicted task's id.
+    expect(s.evictedInfo('nope')).toBeUndefined();
+  });
+
+  it('a cancelled task counts as delivered (the cancel returned its result)', async () => {
+    service = new BackgroundTasks({ historyLimit: 1 });
+    const a = service.submit({ command: 'a', tool: 'test', start: sh('sleep 300') });
+    const b = service.submit({ command: 'b', tool: 'test', start: sh('sleep 300') });
+    await service.kill(a.id);
+    await service.kill(b.id);
+    expect(service.list().map((t) => t.id)).toEqual([b.id]);
+    expect(service.evictedInfo(a.id)).toMatchObject({ status: 'cancelled', delivered: true });
   });
 
   it('unknown ids throw UnknownTaskError naming the known ids', async () => {

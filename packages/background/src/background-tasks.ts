@@ -25,8 +25,16 @@ import { UnknownTaskError } from './unknown-task-error.js';
 export interface BackgroundTasksOptions {
   /** Tasks running at once; the rest queue. Default 4. */
   maxWorkers?: number;
-  /** Finished tasks kept (oldest evicted first). Default 100. */
+  /**
+   * Finished tasks kept once their result was delivered (a check, wait or cancel returned it);
+   * past it the ones delivered longest ago go first. Default 100.
+   */
   historyLimit?: number;
+  /**
+   * Finished tasks kept whose result nobody has read yet: `historyLimit` never evicts them, only
+   * this limit does (oldest first). Default 1000.
+   */
+  unreadLimit?: number;
   events?: EventBus;
   logger?: Logger;
 }
@@ -45,7 +53,27 @@ interface Task {
   /** performance.now() at its start and end (elapsedMs; the info's epoch times are for display). */
   startedMono?: number;
   endedMono?: number;
+  /** Whether its final result was returned to a caller (wait, waitForOutput or kill). */
+  delivered: boolean;
+  /** When it was delivered, in delivery order (the history evicts the lowest first). */
+  deliveredSeq?: number;
 }
+
+/** What is remembered of a task evicted from the history: enough to say so instead of "unknown". */
+export interface EvictedTaskInfo {
+  id: string;
+  command: string;
+  status: BackgroundTaskInfo['status'];
+  /** Whether its result had been delivered before it was evicted. */
+  delivered: boolean;
+  returncode?: unknown;
+  /** The file with its full output, when it had one (kept until the registry's dispose). */
+  outputFile?: string;
+  evictedAt: number;
+}
+
+/** Evicted tasks remembered (oldest forgotten first): a few hundred bytes each. */
+const EVICTED_KEPT = 10_000;
 
 /** What `waitForOutput` saw. */
 export interface OutputWaitResult {
@@ -77,11 +105,13 @@ export class BackgroundTasks implements BackgroundService {
   readonly maxWorkers: number;
   private readonly options: BackgroundTasksOptions;
   private readonly tasks = new Map<string, Task>();
+  private readonly evicted = new Map<string, EvictedTaskInfo>();
   /** The semaphore's count: tasks running, adopted ones included. */
   private running = 0;
   /** Queued tasks, oldest first. */
   private readonly queue: Task[] = [];
   private disposed = false;
+  private deliveries = 0;
 
   constructor(options: BackgroundTasksOptions = {}) {
     this.options = options;
@@ -152,6 +182,21 @@ export class BackgroundTasks implements BackgroundService {
     return [...this.tasks.keys()];
   }
 
+  /** What is left of a task evicted from the history (undefined if it is kept or never existed). */
+  evictedInfo(id: string): EvictedTaskInfo | undefined {
+    const e = this.evicted.get(id);
+    return e ? { ...e } : undefined;
+  }
+
+  /**
+   * Marks a finished task's result as delivered (the host showed it), so the history may evict it
+   * under `historyLimit`; `wait`, `waitForOutput` and `kill` mark it themselves when they return it.
+   */
+  markDelivered(id: string): void {
+    const task = this.tasks.get(id);
+    if (task && isFinal(task.info.status)) this.markRead(task);
+  }
+
   /** Resolves when the task ends or after `ms` (or when `signal` aborts), with its state then. */
   async wait(id: string, ms: number, signal?: AbortSignal): Promise<BackgroundTaskInfo> {
     const task = this.require(id);
@@ -169,7 +214,7 @@ export class BackgroundTasks implements BackgroundService {
       if (timer) clearTimeout(timer);
       if (onAbort) signal?.removeEventListener('abort', onAbort);
     }
-    return this.snapshot(task);
+    return this.deliver(task);
   }
 
   /**
@@ -207,7 +252,7 @@ export class BackgroundTasks implements BackgroundService {
             const end = text.indexOf('\n', m.index + m[0].length);
             const line = text.slice(start, end < 0 ? undefined : end).trim();
             return {
-              info: this.snapshot(task),
+              info: final ? this.deliver(task) : this.snapshot(task),
               matched: true,
               line: line.length > 200 ? `${line.slice(0, 199)}…` : line,
             };
@@ -216,7 +261,8 @@ export class BackgroundTasks implements BackgroundService {
         }
       }
       const left = deadline - performance.now();
-      if (final || left <= 0 || signal?.aborted) return { info: this.snapshot(task), matched: false };
+      if (final || left <= 0 || signal?.aborted)
+        return { info: final ? this.deliver(task) : this.snapshot(task), matched: false };
       let timer: NodeJS.Timeout | undefined;
       let onAbort: (() => void) | undefined;
       await Promise.race([
@@ -232,9 +278,11 @@ export class BackgroundTasks implements BackgroundService {
     }
   }
 
+  /** Cancels a task (its result, returned by `get` after this, counts as delivered). */
   async kill(id: string): Promise<void> {
     const task = this.require(id);
     await this.cancelTask(task);
+    this.markRead(task);
   }
 
   async killAll(): Promise<void> {
@@ -282,7 +330,7 @@ export class BackgroundTasks implements BackgroundService {
     const prefix = spec.idPrefix ?? 'task';
     let id: string;
     do id = `${prefix}_${randomBytes(3).toString('hex')}`;
-    while (this.tasks.has(id));
+    while (this.tasks.has(id) || this.evicted.has(id));
     let settle!: () => void;
     const settled = new Promise<void>((resolve) => (settle = resolve));
     const task: Task = {
@@ -293,6 +341,7 @@ export class BackgroundTasks implements BackgroundService {
       settled,
       settle,
       matchedUpTo: 0,
+      delivered: false,
     };
     this.tasks.set(id, task);
     this.emit('background.task.created', { task: this.snapshot(task), adopted });
@@ -367,17 +416,64 @@ export class BackgroundTasks implements BackgroundService {
     await task.settled;
   }
 
+  /** The snapshot of a task, marking a final result as delivered (the caller returns it). */
+  private deliver(task: Task): BackgroundTaskInfo {
+    const info = this.snapshot(task);
+    if (isFinal(task.info.status)) this.markRead(task);
+    return info;
+  }
+
+  /** Counts a result as delivered now (again: a result read twice is the most recent one). */
+  private markRead(task: Task): void {
+    task.delivered = true;
+    task.deliveredSeq = ++this.deliveries;
+    this.evict();
+  }
+
+  /**
+   * Bounds the history. A result nobody has read is what a model comes back for after a long
+   * burst (a hundred quick calls handed to the background on a loaded machine), so read and
+   * unread results have limits of their own: the `historyLimit` most recently delivered are kept
+   * (a task just checked stays for the read_background_output that follows), and unread ones
+   * are evicted only past `unreadLimit`, oldest first. Each evicted task leaves a small record,
+   * so a late check hears that it was evicted (and where its output file is), not that it never
+   * existed.
+   */
   private evict(): void {
     const limit = this.options.historyLimit ?? 100;
-    let finished = 0;
-    for (const t of this.tasks.values()) if (isFinal(t.info.status)) finished++;
-    for (const [id, t] of this.tasks) {
-      if (finished <= limit) break;
-      if (isFinal(t.info.status)) {
-        this.tasks.delete(id);
-        finished--;
-      }
+    const unreadLimit = this.options.unreadLimit ?? 1000;
+    const delivered: Task[] = [];
+    const unread: Task[] = [];
+    for (const t of this.tasks.values()) {
+      if (isFinal(t.info.status)) (t.delivered ? delivered : unread).push(t);
     }
+    if (delivered.length > limit) {
+      delivered.sort((a, b) => a.deliveredSeq! - b.deliveredSeq!);
+      for (const t of delivered.slice(0, delivered.length - limit)) this.drop(t);
+    }
+    // In creation order already (the map's order).
+    for (const t of unread.slice(0, Math.max(0, unread.length - unreadLimit))) this.drop(t);
+  }
+
+  private drop(task: Task): void {
+    const { id, command, status, result } = task.info;
+    this.tasks.delete(id);
+    const outputFile = task.run?.outputFile?.();
+    this.evicted.set(id, {
+      id,
+      command: command.length > 200 ? `${command.slice(0, 199)}…` : command,
+      status,
+      delivered: task.delivered,
+      ...(result && 'returncode' in result ? { returncode: result.returncode } : {}),
+      ...(outputFile ? { outputFile } : {}),
+      evictedAt: Date.now(),
+    });
+    if (this.evicted.size > EVICTED_KEPT) this.evicted.delete(this.evicted.keys().next().value!);
+    if (!task.delivered)
+      this.options.logger?.warn(
+        { task: id, unreadLimit: this.options.unreadLimit ?? 1000 },
+        'evicted a finished background task whose result was never read',
+      );
   }
 
   private snapshot(task: Task): BackgroundTaskInfo {
@@ -399,7 +495,7 @@ export class BackgroundTasks implements BackgroundService {
 
   private require(id: string): Task {
     const task = this.tasks.get(id);
-    if (!task) throw new UnknownTaskError(id, this.ids());
+    if (!task) throw new UnknownTaskError(id, this.ids(), this.evictedInfo(id));
     return task;
   }
 

@@ -12,7 +12,7 @@ import {
 } from '@conch/core';
 import { z } from 'zod';
 import { BackgroundTasks, isFinal } from './background-tasks.js';
-import { unknownTaskMessage } from './unknown-task-error.js';
+import { evictedTaskMessage, unknownTaskMessage } from './unknown-task-error.js';
 
 /** The byte limits of the task tools' strings (checked before any work): a task id 256, a wait_for pattern 4096. */
 export const TASK_ARGUMENT_LIMITS = {
@@ -21,7 +21,18 @@ export const TASK_ARGUMENT_LIMITS = {
 
 export const backgroundConfigSchema = z.strictObject({
   maxWorkers: z.number().int().min(1).max(64).default(4).describe('tasks running at once; the rest queue'),
-  historyLimit: z.number().int().min(1).default(100).describe('finished tasks kept (oldest evicted first)'),
+  historyLimit: z
+    .number()
+    .int()
+    .min(1)
+    .default(100)
+    .describe('finished tasks kept after their result was returned (the longest ago returned go first)'),
+  unreadLimit: z
+    .number()
+    .int()
+    .min(1)
+    .default(1000)
+    .describe('finished tasks kept whose result was never read (oldest evicted first past it)'),
   maxWaitSeconds: z.number().min(0).default(300).describe('longest wait_seconds a model may ask for'),
   readLimit: z
     .number()
@@ -55,11 +66,25 @@ function elapsedSeconds(info: { elapsedMs?: number }): number | undefined {
 }
 
 function tools(ctx: PluginContext<BackgroundConfig>, service: BackgroundTasks) {
-  const unknown = (taskId: string) => ({
-    task_id: taskId,
-    error: unknownTaskMessage(taskId, service.ids()),
-    error_code: 'UNKNOWN_TASK',
-  });
+  const unknown = (taskId: string) => {
+    const evicted = service.evictedInfo(taskId);
+    if (!evicted) {
+      return {
+        task_id: taskId,
+        error: unknownTaskMessage(taskId, service.ids()),
+        error_code: 'UNKNOWN_TASK',
+      };
+    }
+    return {
+      task_id: taskId,
+      status: evicted.status,
+      command: evicted.command,
+      ...(evicted.returncode === undefined ? {} : { returncode: evicted.returncode }),
+      ...(evicted.outputFile ? { output_file: evicted.outputFile } : {}),
+      error: evictedTaskMessage(evicted),
+      error_code: 'TASK_EVICTED',
+    };
+  };
 
   const check = defineTool({
     name: 'check_background_task',
@@ -309,6 +334,7 @@ export const backgroundPlugin = definePlugin<BackgroundConfig>({
     const service = new BackgroundTasks({
       maxWorkers: ctx.config.maxWorkers,
       historyLimit: ctx.config.historyLimit,
+      unreadLimit: ctx.config.unreadLimit,
       events: ctx.events,
       logger: ctx.logger,
     });

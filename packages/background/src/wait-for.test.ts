@@ -1,5 +1,5 @@
 // Invariant: wait_for returns on the first line that matches (output printed before the call included), then only on later output; it reports a miss at the timeout or when the task ends, and a bad regex is refused naming the field.
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { BACKGROUND_SERVICE, InvalidArgumentsError, PluginRegistry } from '@conch/core';
@@ -118,6 +118,51 @@ describe('check_background_task wait_for', () => {
         error_code: 'UNKNOWN_TASK',
       },
     );
+  });
+});
+
+describe('a result dropped from the history', () => {
+  it('check, read and cancel answer TASK_EVICTED with its status, exit code and output file', async () => {
+    const registry = new PluginRegistry({
+      cwd: dir,
+      tempRoot: dir,
+      plugins: [backgroundPlugin],
+      logger: pino({ level: 'silent' }),
+    });
+    await registry.expose('background', { unreadLimit: 1 });
+    const service = registry.resolve(BACKGROUND_SERVICE) as BackgroundTasks;
+    try {
+      // 200,000 lines: more than memory keeps, so the output is in a file.
+      const first = service.submit({
+        command: 'seq 200000; exit 4',
+        tool: 'test',
+        start: sh('seq 200000; exit 4'),
+      });
+      await service.whenFinished(first.id);
+      const file = service.get(first.id)!.outputFile;
+      const second = service.submit({ command: 'true', tool: 'test', start: sh('true') });
+      await service.whenFinished(second.id);
+      for (const tool of ['check_background_task', 'read_background_output', 'cancel_background_task']) {
+        const answer = await registry.execute(tool, { task_id: first.id });
+        expect(answer).toMatchObject({
+          task_id: first.id,
+          status: 'failed',
+          returncode: 4,
+          error_code: 'TASK_EVICTED',
+          error: expect.stringMatching(/before its result was read.*unreadLimit/),
+          display: expect.stringMatching(/^✗ TASK_EVICTED: /),
+        });
+        if (file) expect(answer.output_file).toBe(file);
+      }
+      expect(file).toBeDefined();
+      expect(readFileSync(file!, 'utf8').split('\n')).toHaveLength(200_001);
+      // The one kept is still there, and reading it is a delivery like any other.
+      expect(await registry.execute('check_background_task', { task_id: second.id })).toMatchObject({
+        status: 'completed',
+      });
+    } finally {
+      await registry.dispose();
+    }
   });
 });
 

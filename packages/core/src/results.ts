@@ -50,6 +50,8 @@ export const ERROR_CODES = {
   PERMISSION_DENIED: 'the permission gate (a rule, a safety check or the user) refused the call',
   // Sessions, tasks and pools
   UNKNOWN_TASK: 'no background task has this id',
+  TASK_EVICTED:
+    'the background task finished and was dropped from the task history since (its status, exit code and output file, when it had one, are in the result)',
   UNKNOWN_SESSION: 'no terminal session has this id',
   SESSION_BUSY: 'the terminal session is still running a command',
   POOL_FULL: 'every slot of a bounded pool (terminal sessions, background workers) is taken',

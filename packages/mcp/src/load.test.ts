@@ -6,7 +6,7 @@ import { readFileSync, statSync } from 'node:fs';
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { backgroundPlugin } from '@conch/background';
 import { cliPlugin } from '@conch/cli';
-import { PluginRegistry } from '@conch/core';
+import { BACKGROUND_SERVICE, PluginRegistry } from '@conch/core';
 import { permissionPlugin } from '@conch/permission';
 import { terminalPlugin } from '@conch/terminal';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -196,6 +196,40 @@ describe('through the host API', () => {
 
   it('the mixed load loses nothing', async () => {
     expect(await mixedLoad(call, 'apimix')).toEqual([]);
+  }, 600_000);
+
+  it('150 quick calls that all go on as tasks: every result is there when the model comes back for it', async () => {
+    // What a loaded machine does to a burst (cli stops waiting on each; a 1 ms threshold does it
+    // here without the load): more finished tasks than the history's 100 before the first check.
+    const allTasks = new PluginRegistry({
+      cwd: tempDir('conch-load-burst-'),
+      logger: pino({ level: 'silent' }),
+      plugins: [permissionPlugin, cliPlugin, backgroundPlugin],
+    });
+    try {
+      for (const p of ['permission', 'background']) await allTasks.exposeTool(p, {});
+      await allTasks.exposeTool('cli', { autoBackgroundThreshold: 0.001 });
+      const viaTask: Call = (name, args) => allTasks.execute(name, args) as Promise<Answer>;
+      const answers = await Promise.all(
+        Array.from({ length: 150 }, (_, i) =>
+          viaTask('cli_based_tool', { command: `sleep 0.05; echo burst-${i}` }),
+        ),
+      );
+      const service = allTasks.resolve(BACKGROUND_SERVICE);
+      const ids = answers.map((a) => a.background_task_id as string | undefined);
+      expect(ids.filter(Boolean).length).toBeGreaterThan(100);
+      // Every one has finished (the host waiting is not the model reading) before any is checked.
+      for (const id of ids) if (id) await service.whenFinished(id);
+      const failures: string[] = [];
+      for (const [i, id] of ids.entries()) {
+        const done = id ? await viaTask('check_background_task', { task_id: id }) : answers[i]!;
+        const out = (id ? done.result : done)?.stdout;
+        if (out !== `burst-${i}\n`) failures.push(`#${i}: ${JSON.stringify(done).slice(0, 300)}`);
+      }
+      expect(failures).toEqual([]);
+    } finally {
+      await allTasks.dispose();
+    }
   }, 600_000);
 
   it('a 1 MB command that goes on as a task (cli stopped waiting) still gives every byte', async () => {
