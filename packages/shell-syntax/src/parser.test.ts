@@ -1,5 +1,5 @@
 // Invariant: the parser reads a command the way bash will (words after quote removal, every nested command, every risky construct flagged) and never throws.
-import { beforeAll, describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it, vi } from 'vitest';
 import { loadShellParser, type ShellParser, type Syntax, type SyntaxFlags } from './index.js';
 
 let parser: ShellParser;
@@ -15,6 +15,67 @@ const on = (source: string): (keyof SyntaxFlags)[] =>
 describe('loadShellParser', () => {
   it('returns the same cached parser', async () => {
     expect(await loadShellParser()).toBe(parser);
+  });
+});
+
+describe('recent parses', () => {
+  it('a repeated command gets the same deep-frozen result; a change anywhere in it throws', () => {
+    for (const source of [
+      'git status',
+      'ls -la | head -3',
+      'for f in *.ts; do wc -l "$f"; done',
+      'echo $(',
+    ]) {
+      const first = parser.parse(source);
+      expect(parser.parse(source)).toBe(first);
+      expect(Object.isFrozen(first)).toBe(true);
+      expect(() => first.commands.push(first.commands[0]!)).toThrow(TypeError);
+      expect(() => {
+        (first.flags as { pipe: boolean }).pipe = !first.flags.pipe;
+      }).toThrow(TypeError);
+      if (first.commands[0]) expect(() => first.commands[0]!.argv.pop()).toThrow(TypeError);
+      if (first.syntax) expect(Object.isFrozen(first.syntax.body)).toBe(true);
+    }
+  });
+
+  it('is keyed by the bounds too: the same source under other bounds is parsed under them', () => {
+    const source = 'echo ' + 'a'.repeat(100);
+    expect(parser.parse(source).ok).toBe(true);
+    expect(parser.parse(source, { maxBytes: 50 })).toMatchObject({ ok: false, limit: 'size' });
+    expect(parser.parse(source, { budget: 1 })).toMatchObject({ ok: false, limit: 'work' });
+    expect(parser.parse(source).ok).toBe(true);
+  });
+
+  it('keeps at most 256 sources of up to 2,048 characters, least recently used evicted first', () => {
+    const kept = parser.parse('echo kept-0');
+    const dropped = parser.parse('echo dropped-0');
+    for (let i = 1; i <= 255; i++) {
+      parser.parse(`echo filler-${i}`);
+      if (i % 50 === 0) expect(parser.parse('echo kept-0')).toBe(kept); // used: moves to the end
+    }
+    expect(parser.parse('echo kept-0')).toBe(kept);
+    expect(parser.parse('echo dropped-0')).not.toBe(dropped);
+    expect(parser.parse('echo dropped-0')).toEqual(dropped);
+    const long = `echo ${'x'.repeat(2048)}`;
+    expect(parser.parse(long)).not.toBe(parser.parse(long));
+    expect(Object.isFrozen(parser.parse(long))).toBe(false);
+  });
+
+  it('never keeps a parse the wall clock stopped (a busy moment must not decide the next call)', () => {
+    const source = 'echo a; ls | wc -l; x=1 && y=2; '.repeat(20) + 'if true; then (; fi';
+    let t = 0;
+    const clock = vi.spyOn(performance, 'now').mockImplementation(() => (t += 200_000));
+    let stopped;
+    try {
+      stopped = parser.parse(source);
+    } finally {
+      clock.mockRestore();
+    }
+    expect(stopped).toMatchObject({ ok: false, limit: 'time' });
+    const again = parser.parse(source);
+    expect(again.limit).toBeUndefined();
+    expect(again.error).toMatch(/^parse error/);
+    expect(parser.parse(source)).toBe(again);
   });
 });
 

@@ -53,6 +53,18 @@ const ERROR_SAFETY_FACTOR = 10;
 const MIN_ERROR_SAFETY_MS = 1_000;
 export const LAST_RESORT_MS = 120_000;
 
+/**
+ * Recent parses kept, by source and bounds: an agent runs the same commands again and again
+ * (`git status`, `ls`, `npm test`), and a parse of even `true` costs a tree-sitter run, a read of
+ * its tree out of WASM and a conversion (a tenth of a `cli_based_tool` call's host CPU). A parse
+ * is a pure function of the source and the bounds, except a parse stopped by the wall clock
+ * (`limit: 'time'`), which is never kept. Kept results are deep-frozen: one caller's change
+ * cannot reach the next decision (a mutation throws). Sources over `CACHE_MAX_CHARS` are not
+ * kept, so the cache stays a few megabytes at most.
+ */
+const CACHE_ENTRIES = 256;
+const CACHE_MAX_CHARS = 2048;
+
 let loading: Promise<ShellParser> | undefined;
 
 /**
@@ -87,10 +99,27 @@ async function init(): Promise<ShellParser> {
 }
 
 class BashParser implements ShellParser {
+  /** Least recently used first (a Map keeps insertion order; a hit is moved to the end). */
+  private readonly recent = new Map<string, ParsedCommand>();
+
   constructor(private readonly parser: Parser) {}
 
   parse(source: string, options: ParseOptions = {}): ParsedCommand {
-    return this.parseInner(source, options, false);
+    if (typeof source !== 'string' || source.length > CACHE_MAX_CHARS)
+      return this.parseInner(source, options, false);
+    const key = `${options.maxBytes ?? DEFAULT_MAX_BYTES},${parseBudget(options)},${options.maxDepth ?? DEFAULT_MAX_DEPTH}:${source}`;
+    const hit = this.recent.get(key);
+    if (hit) {
+      this.recent.delete(key);
+      this.recent.set(key, hit);
+      return hit;
+    }
+    const parsed = this.parseInner(source, options, false);
+    if (parsed.limit !== 'time') {
+      this.recent.set(key, deepFreeze(parsed));
+      if (this.recent.size > CACHE_ENTRIES) this.recent.delete(this.recent.keys().next().value!);
+    }
+    return parsed;
   }
 
   private parseInner(
@@ -230,6 +259,22 @@ function describeError(e: SyntaxTree['errors'][number]): string {
   return e.kind === 'missing'
     ? `missing ${JSON.stringify(e.nodeType)} at offset ${e.start}`
     : `unexpected ${JSON.stringify(e.text.length > 40 ? `${e.text.slice(0, 40)}…` : e.text)} at offset ${e.start}`;
+}
+
+/** Freezes `value` and everything reachable from it (a parse result is plain data: objects, arrays, strings). */
+function deepFreeze<T>(value: T): T {
+  const pending: object[] = [value as object];
+  const seen = new Set<object>();
+  for (let next = pending.pop(); next !== undefined; next = pending.pop()) {
+    if (seen.has(next)) continue;
+    seen.add(next);
+    Object.freeze(next);
+    for (const key of Object.keys(next)) {
+      const child = (next as Record<string, unknown>)[key];
+      if (typeof child === 'object' && child !== null) pending.push(child);
+    }
+  }
+  return value;
 }
 
 function removeAt(source: string, positions: readonly number[]): string {
