@@ -1,7 +1,7 @@
-import { readdirSync, rmSync } from 'node:fs';
+import { readdirSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { ConchError, onHostExit, token, type EventBus, type Logger } from '@conch/core';
+import { ConchError, onHostExit, token, type EventBus, type Logger, removeSync } from '@conch/core';
 import type { Browser, BrowserType } from 'playwright-core';
 import type { ChromeInstance } from './launch-chrome.js';
 import type { CdpEndpoint } from './cdp-endpoint.js';
@@ -98,7 +98,7 @@ export function createBrowserService(init: ServiceInit): BrowserService {
       const removeHook =
         made.length > 0
           ? onHostExit(() => {
-              for (const dir of made) rmSync(dir, { recursive: true, force: true });
+              for (const dir of made) removeSync(dir, { recursive: true, force: true });
             }, 'clean')
           : undefined;
       browser.on('disconnected', () => {

@@ -1,7 +1,7 @@
-import { mkdtempSync, readFileSync, readlinkSync, rmSync } from 'node:fs';
-import { basename, dirname, join } from 'node:path';
+import { mkdtempSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { AbortedError, onHostExit, type Logger } from '@conch/core';
+import { AbortedError, onHostExit, removeChromiumSingleton, type Logger, removeSync } from '@conch/core';
 import type { ManagedProcess, ProcessManager, ProcessResult } from '@conch/process';
 import { fetchJsonVersion } from './cdp-endpoint.js';
 import { BROWSER_LABEL, chromeArgs, readyLabel } from './chrome-flags.js';
@@ -60,18 +60,10 @@ function readActivePort(profileDir: string): number | undefined {
 }
 
 function removeProfile(profileDir: string, logger?: Logger): void {
+  // Chromium's singleton dir is in its $TMPDIR (the host's), outside the profile.
+  removeChromiumSingleton(profileDir);
   try {
-    // Chromium's singleton dir (org.chromium.Chromium.*) is in $TMPDIR, outside the profile, and
-    // only a clean Chromium exit removes it: found through the profile's SingletonSocket link.
-    const socket = readlinkSync(join(profileDir, 'SingletonSocket'), { encoding: 'utf8' });
-    const singletonDir = dirname(socket);
-    if (basename(singletonDir).startsWith('org.chromium.Chromium.'))
-      rmSync(singletonDir, { recursive: true, force: true });
-  } catch {
-    // no link: nothing of it outside the profile
-  }
-  try {
-    rmSync(profileDir, { recursive: true, force: true, maxRetries: 5, retryDelay: 50 });
+    removeSync(profileDir, { recursive: true, force: true, maxRetries: 5, retryDelay: 50 });
   } catch (error) {
     logger?.warn({ err: error, profileDir }, 'could not remove the browser profile');
   }

@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import { existsSync, mkdirSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import {
   BACKGROUND_SERVICE,
@@ -9,6 +9,7 @@ import {
   TRASH_SERVICE,
   type ToolCallContext,
   PERMISSION_GATE,
+  removeSync,
 } from '@conch/core';
 import { defaultTrashDir, TrashStore } from '@conch/trash';
 import {
@@ -481,7 +482,7 @@ async function runOn(
         : scriptFile
           ? manager.spawn(plan.shell, [scriptFile], spawnOptions(signal))
           : manager.spawn(script, [], { ...spawnOptions(signal), shell: plan.shell });
-    if (scriptFile) void proc.result.then(() => rmSync(scriptFile, { force: true }));
+    if (scriptFile) void proc.result.then(() => removeSync(scriptFile, { force: true }));
     return proc;
   };
   const spawnOptions = (signal: AbortSignal | undefined) => ({

@@ -4,6 +4,7 @@ import { pathToFileURL } from 'node:url';
 import type { PluginDefinition } from './define.js';
 import { PluginLoadError } from './errors/plugin-load-error.js';
 import { checkPluginShape } from './plugin-shape.js';
+import { clearStaleStat } from './stale-stat.js';
 
 /**
  * The key under which a host that runs conch's code where `import()` cannot load modules provides
@@ -14,6 +15,8 @@ export const IMPORT_MODULE_HOOK = Symbol.for('conch.importModule');
 
 /** `import(specifier)`, through the host's loader when it provides one (IMPORT_MODULE_HOOK). */
 function importModule(specifier: string): Promise<unknown> {
+  // A plugin package is usually reached through a symlink (pnpm): see stale-stat.ts.
+  clearStaleStat();
   const hook = (globalThis as Record<symbol, unknown>)[IMPORT_MODULE_HOOK];
   return typeof hook === 'function'
     ? (hook as (s: string) => Promise<unknown>)(specifier)

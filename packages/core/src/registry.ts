@@ -1,6 +1,5 @@
 import 'reflect-metadata';
 import { randomUUID } from 'node:crypto';
-import { rmSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { container as rootContainer, type DependencyContainer, type InjectionToken } from 'tsyringe';
@@ -58,6 +57,7 @@ import { isToken, type Token } from './token.js';
 import { judgePluginCandidates, type TrustAcceptance } from './plugin-trust.js';
 import { realPathOf, TrustStore, type UntrustedItem } from './trust-store.js';
 import { DuplicateServiceError, NoSuchServiceError } from './errors/service-errors.js';
+import { removeSync } from './stale-stat.js';
 
 export interface PluginRegistryOptions {
   /** Working directory of the registry and default cwd of its tools. Default: process.cwd(). */
@@ -1165,7 +1165,7 @@ export class PluginRegistry {
       }
     }
     if (this.tempDirPath && !this.options.keepTempFiles) {
-      rmSync(this.tempDirPath, { recursive: true, force: true });
+      removeSync(this.tempDirPath, { recursive: true, force: true });
     }
     this.removeTempHook?.();
     this.removeTempHook = undefined;
@@ -1185,7 +1185,7 @@ export class PluginRegistry {
       // A host that dies without dispose() (an unhandled SIGTERM, process.exit()) leaves no temp dir
       // (nor a browser profile in it): removed after every process manager has killed its trees.
       if (!this.options.keepTempFiles)
-        this.removeTempHook = onHostExit(() => rmSync(path, { recursive: true, force: true }), 'clean');
+        this.removeTempHook = onHostExit(() => removeSync(path, { recursive: true, force: true }), 'clean');
     }
     return this.tempDirPath;
   }

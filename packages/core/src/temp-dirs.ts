@@ -9,11 +9,11 @@ import {
   readFileSync,
   readlinkSync,
   readSync,
-  rmSync,
   writeFileSync,
 } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { basename, dirname, join } from 'node:path';
+import { removeSync } from './stale-stat.js';
 
 /*
  * conch's temp dirs (`conch-*` in $TMPDIR) are removed by dispose() or by an exit hook. A host that
@@ -114,6 +114,10 @@ function ownerGone(owner: Owner, me: Owner): boolean {
   return start === undefined ? !pidExists(owner.pid) : start !== owner.start;
 }
 
+/**
+ * Whether any process (a zombie included: its pid is not free) has this pid. Not @conch/process's
+ * pidAlive, which counts a zombie as gone and lives in a package that depends on this one.
+ */
 function pidExists(pid: number): boolean {
   try {
     process.kill(pid, 0);
@@ -124,11 +128,38 @@ function pidExists(pid: number): boolean {
 }
 
 /**
- * Chromium keeps its singleton dir (`org.chromium.Chromium.*`, in $TMPDIR) outside its profile, and
- * only its clean exit removes it; a profile's `SingletonSocket` link names it. Removed only when it is
- * a directory of ours directly in `root` or $TMPDIR.
+ * Removes the singleton dir (`org.chromium.Chromium.*`) that a Chromium profile's `SingletonSocket`
+ * link names: Chromium keeps it in its $TMPDIR, outside the profile, and only its clean exit
+ * removes it. The link is not trusted to name what gets removed: only a directory of this user,
+ * directly in one of `parents` (default: $TMPDIR), with Chromium's prefix. Returns whether it
+ * removed one. Used by the sweep below and by @conch/browser when it removes a profile.
  */
-function removeChromiumSingletons(dir: string, root: string, uid: number): void {
+export function removeChromiumSingleton(
+  profileDir: string,
+  parents: readonly string[] = [tmpdir()],
+): boolean {
+  const uid = process.getuid?.();
+  let target: string;
+  try {
+    target = readlinkSync(join(profileDir, 'SingletonSocket'));
+  } catch {
+    return false; // no link: nothing of it outside the profile
+  }
+  const singleton = dirname(target);
+  if (!parents.includes(dirname(singleton))) return false;
+  if (!basename(singleton).startsWith('org.chromium.Chromium.')) return false;
+  try {
+    const st = lstatSync(singleton);
+    if (!st.isDirectory() || (uid !== undefined && st.uid !== uid)) return false;
+    removeSync(singleton, { recursive: true, force: true });
+    return true;
+  } catch {
+    return false; // gone already
+  }
+}
+
+/** The singleton dirs of the Chromium profiles directly in `dir` (a dead host's temp dir). */
+function removeChromiumSingletons(dir: string, root: string): void {
   let names: string[];
   try {
     names = readdirSync(dir);
@@ -136,23 +167,7 @@ function removeChromiumSingletons(dir: string, root: string, uid: number): void 
     return;
   }
   for (const name of names) {
-    if (!name.startsWith('chrome-profile-')) continue;
-    let target: string;
-    try {
-      target = readlinkSync(join(dir, name, 'SingletonSocket'));
-    } catch {
-      continue;
-    }
-    const singleton = dirname(target);
-    const parent = dirname(singleton);
-    if (parent !== root && parent !== tmpdir()) continue;
-    if (!basename(singleton).startsWith('org.chromium.Chromium.')) continue;
-    try {
-      const st = lstatSync(singleton);
-      if (st.isDirectory() && st.uid === uid) rmSync(singleton, { recursive: true, force: true });
-    } catch {
-      // gone already
-    }
+    if (name.startsWith('chrome-profile-')) removeChromiumSingleton(join(dir, name), [root, tmpdir()]);
   }
 }
 
@@ -187,9 +202,9 @@ export function sweepStaleTempDirs(root: string = tmpdir()): string[] {
     }
     const owner = readOwner(dir);
     if (!owner || !ownerGone(owner, me)) continue;
-    removeChromiumSingletons(dir, root, uid);
+    removeChromiumSingletons(dir, root);
     try {
-      rmSync(dir, { recursive: true, force: true });
+      removeSync(dir, { recursive: true, force: true });
       removed.push(dir);
     } catch {
       // another sweeper, or a file we cannot remove: left for the next one

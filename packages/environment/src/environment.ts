@@ -1,4 +1,4 @@
-import { rmSync, statSync } from 'node:fs';
+import { statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { resolve } from 'node:path';
 import { backgroundPlugin } from '@conch/background';
@@ -28,6 +28,7 @@ import {
   type PluginContext,
   type PluginDefinition,
   type RegistryStatus,
+  removeSync,
 } from '@conch/core';
 import {
   EXECUTION_TARGET,
@@ -412,7 +413,7 @@ export class Environment implements AsyncDisposable {
     // 3. The registry (plugins' own dispose, the process manager's final sweep by cookie), then the temp dir.
     await step('dispose the registry', () => registry.dispose());
     await step('remove the temp dir', () => {
-      rmSync(this.tmpDir, { recursive: true, force: true, maxRetries: 3 });
+      removeSync(this.tmpDir, { recursive: true, force: true, maxRetries: 3 });
       this.removeExitHook?.();
     });
     if (failures.length > 0) throw new EnvironmentCloseError(failures);
@@ -472,7 +473,7 @@ export async function createEnvironment(options: EnvironmentOptions = {}): Promi
   const tmpDir = makeTempDir('conch-env-', { root: tmpRoot });
   // A host that dies without close() (an unhandled SIGTERM) leaves no temp dir or browser profile:
   // removed after every process manager has killed its trees (Chromium among them).
-  const removeExitHook = onHostExit(() => rmSync(tmpDir, { recursive: true, force: true }), 'clean');
+  const removeExitHook = onHostExit(() => removeSync(tmpDir, { recursive: true, force: true }), 'clean');
   const registry =
     options.registry ??
     new PluginRegistry({
@@ -565,7 +566,7 @@ export async function createEnvironment(options: EnvironmentOptions = {}): Promi
       else {
         closing.abort();
         await registry.dispose();
-        rmSync(tmpDir, { recursive: true, force: true });
+        removeSync(tmpDir, { recursive: true, force: true });
         removeExitHook();
       }
     } catch (undoError) {

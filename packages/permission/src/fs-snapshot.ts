@@ -1,4 +1,5 @@
 import { lstatSync, readlinkSync, realpathSync, statSync, type Stats } from 'node:fs';
+import { clearStaleStat } from '@conch/core';
 
 /**
  * The file system as one decision sees it. A command line names the same paths several times in
@@ -30,6 +31,9 @@ export function snapshot<T>(fn: () => T): T {
     return fn();
   } finally {
     current = undefined;
+    // A command may name a socket or FIFO (docker.sock, a named pipe): node's shared stat buffer
+    // must not be left on one, or the host's next import of a symlinked package misresolves.
+    clearStaleStat();
   }
 }
 

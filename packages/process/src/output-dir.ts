@@ -1,7 +1,8 @@
 import { createHash, randomBytes } from 'node:crypto';
-import { mkdirSync, readdirSync, rmSync, statSync } from 'node:fs';
+import { mkdirSync, readdirSync, statSync } from 'node:fs';
 import { homedir } from 'node:os';
 import { isAbsolute, join } from 'node:path';
+import { removeSync } from '@conch/core';
 
 /** Files handed to a model are kept this long (pruned when a new one is written). */
 export const OUTPUT_FILE_MAX_AGE_MS = 7 * 24 * 3600 * 1000;
@@ -66,7 +67,7 @@ export function pruneOutputDir(dir: string, now = Date.now(), maxAgeMs = OUTPUT_
     try {
       const st = statSync(path);
       if (st.isFile() && now - st.mtimeMs > maxAgeMs) {
-        rmSync(path, { force: true });
+        removeSync(path, { force: true });
         removed++;
       }
     } catch {

@@ -1,10 +1,10 @@
 import { randomBytes } from 'node:crypto';
-import { chmodSync, existsSync, mkdirSync, rmSync, statSync } from 'node:fs';
+import { chmodSync, existsSync, mkdirSync, statSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { homedir, tmpdir } from 'node:os';
 import { dirname, isAbsolute, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { makeTempDir, type EventBus, type Logger, type ProcessManagerService } from '@conch/core';
+import { makeTempDir, type EventBus, type Logger, type ProcessManagerService, removeSync } from '@conch/core';
 import {
   envFilter,
   findBwrap,
@@ -424,7 +424,7 @@ export class ProcessManager implements ProcessManagerService {
       this.ownTempDir = dir;
       // Like the registry's temp dir: gone with the host even when dispose() never ran (after the
       // kill phase, so no command of ours still writes there).
-      this.removeTempHook = onHostExit(() => rmSync(dir, { recursive: true, force: true }), 'clean');
+      this.removeTempHook = onHostExit(() => removeSync(dir, { recursive: true, force: true }), 'clean');
     }
     return this.ownTempDir;
   }
@@ -1759,7 +1759,7 @@ export class ProcessManager implements ProcessManagerService {
       await this.engine?.proxy.stop().catch(() => undefined);
       this.removeExitHook();
       this.removeTempHook?.();
-      if (this.ownTempDir) rmSync(this.ownTempDir, { recursive: true, force: true });
+      if (this.ownTempDir) removeSync(this.ownTempDir, { recursive: true, force: true });
     }
   }
 }

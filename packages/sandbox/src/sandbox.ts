@@ -1,11 +1,11 @@
 import { spawn } from 'node:child_process';
 import { EventEmitter } from 'node:events';
-import { existsSync, realpathSync, rmSync } from 'node:fs';
+import { existsSync, realpathSync } from 'node:fs';
 import type { Socket } from 'node:net';
 import { homedir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { ConchError, makeTempDir, type KernelPolicy, type Logger } from '@conch/core';
+import { ConchError, makeTempDir, type KernelPolicy, type Logger, removeSync } from '@conch/core';
 import { findBwrap } from './find-bwrap.js';
 import {
   encodeGuardRules,
@@ -369,12 +369,12 @@ export class Sandbox extends EventEmitter<SandboxEvents> {
     this.disposed = true;
     this.builder.dispose();
     this.proxy?.close();
-    for (const dir of [this.tmpRoot, this.netDir]) if (dir) rmSync(dir, { recursive: true, force: true });
+    for (const dir of [this.tmpRoot, this.netDir]) if (dir) removeSync(dir, { recursive: true, force: true });
     // The engine proxy stops asynchronously (its spool and socket go with it); its directory after.
     void this.engineStart?.then(async () => {
       const engine = this.engine!;
       await engine.proxy.stop().catch(() => undefined);
-      rmSync(engine.dir, { recursive: true, force: true });
+      removeSync(engine.dir, { recursive: true, force: true });
     });
   }
 

@@ -31,9 +31,12 @@ describe('recent parses', () => {
       expect(Object.isFrozen(first)).toBe(true);
       expect(() => first.commands.push(first.commands[0]!)).toThrow(TypeError);
       expect(() => {
-        (first.flags as { pipe: boolean }).pipe = !first.flags.pipe;
+        first.flags.commandSubstitution = !first.flags.commandSubstitution;
       }).toThrow(TypeError);
-      if (first.commands[0]) expect(() => first.commands[0]!.argv.pop()).toThrow(TypeError);
+      if (first.commands[0]) {
+        expect(first.commands[0].words.length).toBeGreaterThan(0);
+        expect(() => first.commands[0]!.words.pop()).toThrow(TypeError);
+      }
       if (first.syntax) expect(Object.isFrozen(first.syntax.body)).toBe(true);
     }
   });

@@ -1,4 +1,4 @@
-import { mkdirSync, rmSync } from 'node:fs';
+import { mkdirSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import {
   BACKGROUND_SERVICE,
@@ -8,6 +8,7 @@ import {
   type ToolCallContext,
   type ToolDefinition,
   type ToolResult,
+  removeSync,
 } from '@conch/core';
 import { z } from 'zod';
 import { compileTemplate, TEMPLATE_DIR_VARIABLE } from './compile-template.js';
@@ -142,7 +143,7 @@ export function createCommandTool(template: CommandTemplate, runner: TemplateRun
 }
 
 function removeDir(dir: string): void {
-  rmSync(dir, { recursive: true, force: true });
+  removeSync(dir, { recursive: true, force: true });
 }
 
 /**

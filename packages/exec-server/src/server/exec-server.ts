@@ -1,12 +1,12 @@
 import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
-import { chmodSync, rmSync, statSync } from 'node:fs';
+import { chmodSync, statSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { createServer, type Server, type Socket } from 'node:net';
 import { homedir, hostname, tmpdir, userInfo } from 'node:os';
 import { join } from 'node:path';
 import type { Readable, Writable } from 'node:stream';
 import { pathToFileURL } from 'node:url';
-import { makeTempDir, type Logger } from '@conch/core';
+import { makeTempDir, type Logger, removeSync } from '@conch/core';
 import { ProcessManager } from '@conch/process';
 import { resolveTargetPath } from '@conch/files';
 import { RpcPeer } from '../json-rpc.js';
@@ -534,7 +534,7 @@ export class ExecServer implements ClientLink {
     // No client attaches to a server that is going: the socket goes first.
     this.attachServer?.close();
     for (const sock of this.candidates) sock.destroy();
-    if (this.session) rmSync(this.session.socket, { force: true });
+    if (this.session) removeSync(this.session.socket, { force: true });
     this.processes?.close();
     const work = (async () => {
       await this.terminal
@@ -548,7 +548,7 @@ export class ExecServer implements ClientLink {
       new Promise<void>((resolve) => (bound = setTimeout(resolve, SHUTDOWN_BOUND_MS))),
     ]);
     clearTimeout(bound);
-    if (this.tempDir && !this.keepTempFiles) rmSync(this.tempDir, { recursive: true, force: true });
+    if (this.tempDir && !this.keepTempFiles) removeSync(this.tempDir, { recursive: true, force: true });
     this.stream?.peer.close(`shut down: ${reason}`);
     this.options.onShutdown?.(reason);
   }

@@ -1,7 +1,6 @@
 import { spawnSync } from 'node:child_process';
-import { rmSync } from 'node:fs';
 import { join } from 'node:path';
-import { makeTempDir } from '@conch/core';
+import { makeTempDir, removeSync } from '@conch/core';
 import { shellJoin } from '@conch/shell-syntax';
 import type { Transport } from './transport.js';
 
@@ -118,7 +117,7 @@ export class SshTransport implements Transport {
       timeout: 5000,
       stdin: 'ignore',
     });
-    rmSync(dir, { recursive: true, force: true });
+    removeSync(dir, { recursive: true, force: true });
   }
 
   disposeSync(): void {
@@ -126,7 +125,7 @@ export class SshTransport implements Transport {
     if (!dir) return;
     this.controlDir = undefined;
     spawnSync(this.options.ssh ?? 'ssh', this.exitArgs(dir), { timeout: 5000, stdio: 'ignore' });
-    rmSync(dir, { recursive: true, force: true });
+    removeSync(dir, { recursive: true, force: true });
   }
 
   private exitArgs(dir: string): string[] {

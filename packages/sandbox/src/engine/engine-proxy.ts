@@ -1,4 +1,4 @@
-import { createReadStream, createWriteStream, realpathSync, rmSync, statSync } from 'node:fs';
+import { createReadStream, createWriteStream, realpathSync, statSync } from 'node:fs';
 import {
   createServer,
   request as httpRequest,
@@ -10,7 +10,7 @@ import {
 import { connect, type Socket } from 'node:net';
 import { basename, join } from 'node:path';
 import { createGunzip } from 'node:zlib';
-import { makeTempDir, type Logger } from '@conch/core';
+import { makeTempDir, type Logger, removeSync } from '@conch/core';
 import { checkBuildContext, contextCompression, dockerfileCandidates, TarScanner } from './build-context.js';
 import {
   composeProjectNames,
@@ -279,9 +279,9 @@ export class EngineProxy {
     const closed = new Promise<void>((resolve) => server.close(() => resolve()));
     for (const socket of this.sockets) socket.destroy();
     await closed;
-    if (this.ownDir) rmSync(this.ownDir, { recursive: true, force: true });
-    else if (this.socketPath) rmSync(this.socketPath, { force: true });
-    if (this.spoolDir) rmSync(this.spoolDir, { recursive: true, force: true });
+    if (this.ownDir) removeSync(this.ownDir, { recursive: true, force: true });
+    else if (this.socketPath) removeSync(this.socketPath, { force: true });
+    if (this.spoolDir) removeSync(this.spoolDir, { recursive: true, force: true });
     this.ownDir = undefined;
     this.spoolDir = undefined;
   }
@@ -622,7 +622,7 @@ export class EngineProxy {
       return { file, length };
     } catch (error) {
       out.destroy();
-      rmSync(file, { force: true });
+      removeSync(file, { force: true });
       throw error;
     }
   }
@@ -910,7 +910,7 @@ export class EngineProxy {
       const file = body.file;
       const stream = createReadStream(file);
       stream.pipe(upstream);
-      const cleanup = () => rmSync(file, { force: true });
+      const cleanup = () => removeSync(file, { force: true });
       upstream.on('close', cleanup);
       stream.on('error', () => upstream.destroy());
     } else {
