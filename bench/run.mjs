@@ -4,6 +4,7 @@
 import { mkdirSync, readdirSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
+import { clearStaleStat } from '@conch/core';
 import { median, percentile, time } from './lib.mjs';
 
 const here = dirname(fileURLToPath(import.meta.url));
@@ -15,6 +16,9 @@ const suites = readdirSync(join(here, 'suites'))
 
 const rows = [];
 for (const file of suites) {
+  // A suite that stat'ed a socket last (a raw Chromium's tree removed) must not make node 20/22
+  // resolve the next suite's pnpm-linked packages from the wrong path (nodejs/node#51142).
+  clearStaleStat();
   const mod = await import(pathToFileURL(join(here, 'suites', file)).href);
   process.stderr.write(`bench: ${file} ...\n`);
   try {

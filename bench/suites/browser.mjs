@@ -6,9 +6,10 @@
 // createEnvironment({ cdpUrl: 'auto' }) to ready, and close() to nothing left.
 // Needs a Chrome/Chromium (CHROME_PATH or chromium on PATH); the suite reports itself skipped without one.
 import { spawn } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { removeSync } from '@conch/core';
 import { ProcessManager } from '@conch/process';
 import { median } from '../lib.mjs';
 
@@ -52,7 +53,8 @@ async function rawStart(executable, root) {
     const exited = new Promise((r) => child.once('exit', r));
     process.kill(-child.pid, 'SIGKILL');
     await exited;
-    rmSync(profile, { recursive: true, force: true });
+    // removeSync, not rmSync: the tree holds Chromium's socket (see @conch/core's stale-stat.ts).
+    removeSync(profile, { recursive: true, force: true });
   }
 }
 
@@ -145,6 +147,6 @@ export default async function () {
     ];
   } finally {
     await manager.dispose();
-    rmSync(root, { recursive: true, force: true });
+    removeSync(root, { recursive: true, force: true });
   }
 }
