@@ -5,7 +5,9 @@ import 'reflect-metadata';
 import { loadShellParser, type ShellParser } from '@conch/shell-syntax';
 import { linkSync, mkdirSync, mkdtempSync, realpathSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { join, resolve } from 'node:path';
+import { fileURLToPath, pathToFileURL } from 'node:url';
+import { resolvedAfter } from '@conch/test-support';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { permissionConfigSchema } from './config.js';
 import { linkAt, realpathOf, snapshot, statOf } from './fs-snapshot.js';
@@ -97,5 +99,25 @@ describe('fs snapshot', () => {
     linkSync(join(home, '.bashrc'), join(ws, 'notes'));
     expect(gate.evaluate('echo x >> notes').verdict).toBe('deny');
     rmSync(join(ws, 'notes'));
+  });
+});
+
+describe('a decision that stats a socket (nodejs/node#51142)', () => {
+  const dist = pathToFileURL(resolve(fileURLToPath(import.meta.url), '../../dist/fs-snapshot.js')).href;
+  const major = Number(process.versions.node.split('.')[0]);
+
+  it("leaves node's shared stat buffer off it: the host's next import of a symlinked package resolves to its real path", () => {
+    const imports = `import { snapshot, linkAt, statOf } from ${JSON.stringify(dist)};`;
+    for (const what of ['sock', 'fifo']) {
+      const code = `snapshot(() => { linkAt(join(dir, '${what}')); statOf(join(dir, '${what}')); });`;
+      expect(resolvedAfter(code, imports), what).toMatch(/\/store\/second\/index\.js$/);
+    }
+  });
+
+  it.runIf(major < 24)(`the same stats outside a snapshot misresolve on node ${major} (the control)`, () => {
+    const imports = `import { linkAt } from ${JSON.stringify(dist)};`;
+    expect(resolvedAfter("linkAt(join(dir, 'sock'));", imports)).toMatch(
+      /\/app\/node_modules\/second\/index\.js$/,
+    );
   });
 });

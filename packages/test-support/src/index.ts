@@ -1,6 +1,16 @@
 // The one copy of conch's test helpers. Tests poll for what they wait for (no fixed sleeps, so a
 // loaded CI machine is slower, not red) and read /proc to prove nothing they started survives.
-import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { execFileSync } from 'node:child_process';
+import {
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  realpathSync,
+  rmSync,
+  symlinkSync,
+  writeFileSync,
+} from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { onExit } from 'signal-exit';
@@ -195,3 +205,47 @@ export function requireUnderCi(available: boolean, what: string, install: string
 
 export { SCREEN_CASES } from './screen.js';
 export { canMount, mountTmpfs, unmountAll } from './tmpfs.js';
+
+/**
+ * Where node resolves a package reached through a symlink (laid out as pnpm does: node_modules/<name>
+ * a link into a store) after `code` ran, in a real node process: it resolves a first package (the
+ * loader caches the path's parts), makes `dir` with a FIFO (`dir/fifo`) and a listening unix socket
+ * (`dir/sock`), runs `code` (an async function body; `fs`, `join` and `dir` are in scope, `imports`
+ * its import lines), then prints where a second package resolves. On node 20 and 22 a stat of a
+ * socket or FIFO left last makes it the link's path, not the package's (nodejs/node#51142).
+ */
+export function resolvedAfter(code: string, imports = ''): string {
+  const root = realpathSync(tempDir('conch-stale-stat-'));
+  mkdirSync(join(root, 'app', 'node_modules'), { recursive: true });
+  for (const name of ['first', 'second']) {
+    const store = join(root, 'store', name);
+    mkdirSync(store, { recursive: true });
+    writeFileSync(
+      join(store, 'package.json'),
+      JSON.stringify({ name, type: 'module', exports: './index.js' }),
+    );
+    writeFileSync(join(store, 'index.js'), 'export default 1;\n');
+    symlinkSync(join('..', '..', 'store', name), join(root, 'app', 'node_modules', name));
+  }
+  const main = join(root, 'app', 'main.mjs');
+  writeFileSync(
+    main,
+    [
+      "import fs from 'node:fs';",
+      "import { createServer } from 'node:net';",
+      "import { join } from 'node:path';",
+      "import { execFileSync } from 'node:child_process';",
+      imports,
+      "import.meta.resolve('first');",
+      `const dir = ${JSON.stringify(join(root, 'made'))};`,
+      'fs.mkdirSync(dir);',
+      "execFileSync('mkfifo', [join(dir, 'fifo')]);",
+      'const server = createServer();',
+      "await new Promise((r) => server.listen(join(dir, 'sock'), r));",
+      `await (async () => {\n${code}\n})();`,
+      "console.log(import.meta.resolve('second'));",
+      'server.close();',
+    ].join('\n'),
+  );
+  return execFileSync(process.execPath, [main], { encoding: 'utf8' }).trim();
+}
