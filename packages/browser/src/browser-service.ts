@@ -1,7 +1,15 @@
 import { readdirSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { ConchError, onHostExit, token, type EventBus, type Logger, removeSync } from '@conch/core';
+import {
+  clearStaleStat,
+  ConchError,
+  onHostExit,
+  removeSync,
+  token,
+  type EventBus,
+  type Logger,
+} from '@conch/core';
 import type { Browser, BrowserType } from 'playwright-core';
 import type { ChromeInstance } from './launch-chrome.js';
 import type { CdpEndpoint } from './cdp-endpoint.js';
@@ -62,6 +70,7 @@ interface ServiceInit {
 
 /** Loads playwright-core only when a connection is made: hosts that only need the CDP URL never pay for it. */
 async function loadChromium(): Promise<BrowserType> {
+  clearStaleStat(); // a lazy import of a linked package: see @conch/core's stale-stat.ts
   const playwright = await import('playwright-core');
   return playwright.chromium;
 }

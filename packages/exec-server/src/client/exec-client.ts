@@ -25,6 +25,7 @@ import {
 } from '../protocol.js';
 import type { Transport } from '../transport/transport.js';
 import { VERSION } from '../version.js';
+import { clearStaleStat } from '@conch/core';
 
 export interface ExecClientOptions {
   transport: Transport;
@@ -528,6 +529,7 @@ export class ExecClient {
     if (!attachTo) await this.transport.prepare?.();
     // execa loaded on first use: importing this package (conch-mcp, any host of the executor
     // plugin) then costs nothing of it until a remote target connects.
+    clearStaleStat(); // a lazy import of a linked package: see @conch/core's stale-stat.ts
     const { execa } = await import('execa');
     const started = performance.now();
     const generation = ++this.generation;

@@ -6,7 +6,7 @@ import { homedir, hostname, tmpdir, userInfo } from 'node:os';
 import { join } from 'node:path';
 import type { Readable, Writable } from 'node:stream';
 import { pathToFileURL } from 'node:url';
-import { makeTempDir, type Logger, removeSync } from '@conch/core';
+import { makeTempDir, type Logger, removeSync, clearStaleStat } from '@conch/core';
 import { ProcessManager } from '@conch/process';
 import { resolveTargetPath } from '@conch/files';
 import { RpcPeer } from '../json-rpc.js';
@@ -99,6 +99,7 @@ export interface PtyProbe {
 async function probePty(module: string | undefined): Promise<PtyProbe> {
   try {
     const path = module ?? createRequire(import.meta.url).resolve('@lydell/node-pty');
+    clearStaleStat(); // a lazy import of a linked package: see @conch/core's stale-stat.ts
     const mod = (await import(pathToFileURL(path).href)) as {
       spawn?: unknown;
       default?: { spawn?: unknown };

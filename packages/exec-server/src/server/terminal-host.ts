@@ -11,6 +11,7 @@ import {
   type ToolCallContext,
   type ToolDefinition,
   type ToolResult,
+  clearStaleStat,
 } from '@conch/core';
 import { PROCESS_MANAGER, type ProcessManager } from '@conch/process';
 import type * as TerminalModule from '@conch/terminal';
@@ -274,6 +275,7 @@ export class TerminalHost {
     }
     let terminal: typeof TerminalModule;
     try {
+      clearStaleStat(); // a lazy import of a linked package: see @conch/core's stale-stat.ts
       terminal = await import('@conch/terminal');
     } catch (error) {
       throw new ServerError(

@@ -5,6 +5,7 @@ import { ExecServerStartError } from '../errors/exec-server-start-error.js';
 import { resolveKubectlContext } from './kubectl-context.js';
 import { KubectlTransport } from './kubectl-transport.js';
 import type { Transport } from './transport.js';
+import { clearStaleStat } from '@conch/core';
 
 // kubernetes-sigs/agent-sandbox's API, as its types declare it (api/ and extensions/api/).
 const EXTENSIONS_GROUP = 'extensions.agents.x-k8s.io';
@@ -379,6 +380,7 @@ export class SandboxClaimTransport implements Transport {
     this.logger?.debug({ target: this.target, kubectl: argv.join(' ') }, 'executor: kubectl');
     // Loaded on first use: execa and its dependencies are ~100 modules a host that never claims a
     // sandbox (conch-mcp's start among them) would otherwise load at import.
+    clearStaleStat(); // a lazy import of a linked package: see @conch/core's stale-stat.ts
     const { execa } = await import('execa');
     return await execa(this.kubectlFile(), argv, {
       ...(options.input !== undefined ? { input: options.input } : { stdin: 'ignore' as const }),

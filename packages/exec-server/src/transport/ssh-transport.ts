@@ -1,6 +1,6 @@
 import { spawnSync } from 'node:child_process';
 import { join } from 'node:path';
-import { makeTempDir, removeSync } from '@conch/core';
+import { makeTempDir, removeSync, clearStaleStat } from '@conch/core';
 import { shellJoin } from '@conch/shell-syntax';
 import type { Transport } from './transport.js';
 
@@ -111,6 +111,7 @@ export class SshTransport implements Transport {
 
   private async endMaster(dir: string): Promise<void> {
     // Loaded on first use, not at import (see ExecClient.start).
+    clearStaleStat(); // a lazy import of a linked package: see @conch/core's stale-stat.ts
     const { execa } = await import('execa');
     await execa(this.options.ssh ?? 'ssh', [...this.exitArgs(dir)], {
       reject: false,

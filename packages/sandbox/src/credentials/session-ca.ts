@@ -13,6 +13,7 @@ import { isIP } from 'node:net';
 import { createSecureContext, type SecureContext } from 'node:tls';
 import { promisify } from 'node:util';
 import type forge from 'node-forge';
+import { clearStaleStat } from '@conch/core';
 
 const generate = promisify(generateKeyPair);
 // node-forge loads with the first CA (SessionCa.create), not at import: ~380 KB of JavaScript that
@@ -22,6 +23,7 @@ let pki: typeof forge.pki;
 let md: typeof forge.md;
 async function loadForge(): Promise<void> {
   if (pki) return;
+  clearStaleStat(); // a lazy import of a linked package: see @conch/core's stale-stat.ts
   const lib = (await import('node-forge')).default;
   ({ asn1, pki, md } = lib);
 }
