@@ -57,7 +57,7 @@ import { isToken, type Token } from './token.js';
 import { judgePluginCandidates, type TrustAcceptance } from './plugin-trust.js';
 import { realPathOf, TrustStore, type UntrustedItem } from './trust-store.js';
 import { DuplicateServiceError, NoSuchServiceError } from './errors/service-errors.js';
-import { removeSync } from './stale-stat.js';
+import { clearStaleStat, removeSync } from './stale-stat.js';
 
 export interface PluginRegistryOptions {
   /** Working directory of the registry and default cwd of its tools. Default: process.cwd(). */
@@ -1136,6 +1136,9 @@ export class PluginRegistry {
     } finally {
       options.signal?.removeEventListener('abort', onAbort);
       this.inFlight.delete(controller);
+      // Whatever the tool stat'ed (a socket the model named to read_file, one trash moved), node's
+      // shared stat buffer is left on `/` when the host gets the answer: see stale-stat.ts.
+      clearStaleStat();
     }
   }
 

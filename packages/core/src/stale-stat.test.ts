@@ -30,3 +30,33 @@ describe("node's shared stat buffer (nodejs/node#51142)", () => {
     );
   });
 });
+
+describe('a tool call', () => {
+  it("leaves node's shared stat buffer off a socket its tool stat'ed, whatever the plugin", () => {
+    const zod = pathToFileURL(
+      resolve(fileURLToPath(import.meta.url), '../../node_modules/zod/index.js'),
+    ).href;
+    const imports = `${core}\nimport { z } from ${JSON.stringify(zod)};`;
+    const code = `
+      const plugin = core.definePlugin({
+        name: 'peek',
+        version: '1.0.0',
+        setup: () => ({
+          tools: [
+            core.defineTool({
+              name: 'peek',
+              description: 'stats a path',
+              inputSchema: z.object({ path: z.string() }),
+              execute: ({ path }) => ({ socket: fs.lstatSync(path).isSocket() }),
+            }),
+          ],
+        }),
+      });
+      const registry = new core.PluginRegistry({ cwd: dir, plugins: [plugin] });
+      await registry.expose('peek');
+      const r = await registry.execute('peek', { path: join(dir, 'sock') });
+      if (r.socket !== true) throw new Error(JSON.stringify(r));
+      await registry.dispose();`;
+    expect(resolvedAfter(code, imports)).toMatch(REAL);
+  });
+});
