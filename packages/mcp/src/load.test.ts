@@ -171,6 +171,21 @@ describe('through conch-mcp', () => {
   }, 600_000);
 });
 
+/**
+ * A registry whose cli stops waiting after 1 ms, so every call goes on as a background task: what
+ * a loaded machine does to commands that take seconds.
+ */
+async function everyCallATask(prefix: string): Promise<{ registry: PluginRegistry; call: Call }> {
+  const registry = new PluginRegistry({
+    cwd: tempDir(prefix),
+    logger: pino({ level: 'silent' }),
+    plugins: [permissionPlugin, cliPlugin, backgroundPlugin],
+  });
+  for (const p of ['permission', 'background']) await registry.exposeTool(p, {});
+  await registry.exposeTool('cli', { autoBackgroundThreshold: 0.001 });
+  return { registry, call: (name, args) => registry.execute(name, args) as Promise<Answer> };
+}
+
 describe('through the host API', () => {
   let registry: PluginRegistry;
   let call: Call;
@@ -201,15 +216,8 @@ describe('through the host API', () => {
   it('150 quick calls that all go on as tasks: every result is there when the model comes back for it', async () => {
     // What a loaded machine does to a burst (cli stops waiting on each; a 1 ms threshold does it
     // here without the load): more finished tasks than the history's 100 before the first check.
-    const allTasks = new PluginRegistry({
-      cwd: tempDir('conch-load-burst-'),
-      logger: pino({ level: 'silent' }),
-      plugins: [permissionPlugin, cliPlugin, backgroundPlugin],
-    });
+    const { registry: allTasks, call: viaTask } = await everyCallATask('conch-load-burst-');
     try {
-      for (const p of ['permission', 'background']) await allTasks.exposeTool(p, {});
-      await allTasks.exposeTool('cli', { autoBackgroundThreshold: 0.001 });
-      const viaTask: Call = (name, args) => allTasks.execute(name, args) as Promise<Answer>;
       const answers = await Promise.all(
         Array.from({ length: 150 }, (_, i) =>
           viaTask('cli_based_tool', { command: `sleep 0.05; echo burst-${i}` }),
@@ -233,16 +241,8 @@ describe('through the host API', () => {
   }, 600_000);
 
   it('a 1 MB command that goes on as a task (cli stopped waiting) still gives every byte', async () => {
-    const quickToTask = new PluginRegistry({
-      cwd: tempDir('conch-load-task-'),
-      logger: pino({ level: 'silent' }),
-      plugins: [permissionPlugin, cliPlugin, backgroundPlugin],
-    });
+    const { registry: quickToTask, call: viaTask } = await everyCallATask('conch-load-task-');
     try {
-      for (const p of ['permission', 'background']) await quickToTask.exposeTool(p, {});
-      // Waits 1 ms: what a loaded machine does to a command that takes seconds.
-      await quickToTask.exposeTool('cli', { autoBackgroundThreshold: 0.001 });
-      const viaTask: Call = (name, args) => quickToTask.execute(name, args) as Promise<Answer>;
       const answers = await Promise.all(
         Array.from({ length: 2 }, () =>
           viaTask('cli_based_tool', { command: `sleep 0.2; head -c ${MB} /dev/zero | tr '\\0' a` }),
