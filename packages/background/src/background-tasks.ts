@@ -72,6 +72,9 @@ export interface EvictedTaskInfo {
   evictedAt: number;
 }
 
+const DEFAULT_HISTORY_LIMIT = 100;
+const DEFAULT_UNREAD_LIMIT = 1000;
+
 /** Evicted tasks remembered (oldest forgotten first): a few hundred bytes each. */
 const EVICTED_KEPT = 10_000;
 
@@ -440,8 +443,8 @@ export class BackgroundTasks implements BackgroundService {
    * existed.
    */
   private evict(): void {
-    const limit = this.options.historyLimit ?? 100;
-    const unreadLimit = this.options.unreadLimit ?? 1000;
+    const limit = this.options.historyLimit ?? DEFAULT_HISTORY_LIMIT;
+    const unreadLimit = this.options.unreadLimit ?? DEFAULT_UNREAD_LIMIT;
     const delivered: Task[] = [];
     const unread: Task[] = [];
     for (const t of this.tasks.values()) {
@@ -471,7 +474,7 @@ export class BackgroundTasks implements BackgroundService {
     if (this.evicted.size > EVICTED_KEPT) this.evicted.delete(this.evicted.keys().next().value!);
     if (!task.delivered)
       this.options.logger?.warn(
-        { task: id, unreadLimit: this.options.unreadLimit ?? 1000 },
+        { task: id, unreadLimit: this.options.unreadLimit ?? DEFAULT_UNREAD_LIMIT },
         'evicted a finished background task whose result was never read',
       );
   }

@@ -121,16 +121,21 @@ describe('check_background_task wait_for', () => {
   });
 });
 
+/** A registry with the background plugin exposed (with `config`) in the test's dir, and its service. */
+async function exposedBackground(config: Record<string, unknown> = {}) {
+  const registry = new PluginRegistry({
+    cwd: dir,
+    tempRoot: dir,
+    plugins: [backgroundPlugin],
+    logger: pino({ level: 'silent' }),
+  });
+  await registry.expose('background', config);
+  return { registry, service: registry.resolve(BACKGROUND_SERVICE) as BackgroundTasks };
+}
+
 describe('a result dropped from the history', () => {
   it('check, read and cancel answer TASK_EVICTED with its status, exit code and output file', async () => {
-    const registry = new PluginRegistry({
-      cwd: dir,
-      tempRoot: dir,
-      plugins: [backgroundPlugin],
-      logger: pino({ level: 'silent' }),
-    });
-    await registry.expose('background', { unreadLimit: 1 });
-    const service = registry.resolve(BACKGROUND_SERVICE) as BackgroundTasks;
+    const { registry, service } = await exposedBackground({ unreadLimit: 1 });
     try {
       // 200,000 lines: more than memory keeps, so the output is in a file.
       const first = service.submit({
@@ -168,14 +173,7 @@ describe('a result dropped from the history', () => {
 
 describe('every background tool result carries a one-line display', () => {
   it('check (running, finished), list, read and cancel', async () => {
-    const registry = new PluginRegistry({
-      cwd: dir,
-      tempRoot: dir,
-      plugins: [backgroundPlugin],
-      logger: pino({ level: 'silent' }),
-    });
-    await registry.expose('background');
-    const service = registry.resolve(BACKGROUND_SERVICE) as BackgroundTasks;
+    const { registry, service } = await exposedBackground();
     try {
       const ok = service.submit({
         command: 'ok',
