@@ -360,4 +360,33 @@ describe('audit and events', () => {
       rule: 'safety:privilegeEscalation',
     });
   });
+
+  it('shows exactly the last auditLimit decisions however many were made, and keeps the log bounded', async () => {
+    for (const limit of [1, 3, 100]) {
+      const e = engine({ auditLimit: limit });
+      const held = () => (e as unknown as { log: unknown[] }).log.length;
+      let most = 0;
+      // Past the batch the log is trimmed in (64 past a small limit) more than once.
+      for (let i = 0; i < limit + 200; i++) {
+        const tool = i % 3 === 2 ? e.recordToolDecision.bind(e) : undefined;
+        if (tool)
+          tool({
+            tool: 'read_file',
+            callId: `c${i}`,
+            summary: `read ${i}`,
+            outcome: 'allow',
+            reason: 'r',
+            rule: 't',
+          });
+        else await e.check(cmd(i % 3 ? 'sudo ls' : `echo ${i}`), { callId: `c${i}` });
+        most = Math.max(most, held());
+        const shown = e.audit();
+        expect(shown).toHaveLength(Math.min(i + 1, limit));
+        expect(shown.at(-1)!.callId).toBe(`c${i}`);
+        expect(shown[0]!.callId).toBe(`c${Math.max(0, i + 1 - limit)}`);
+      }
+      expect(most).toBeLessThanOrEqual(limit + Math.max(64, limit >> 3));
+      expect(most).toBeGreaterThan(limit);
+    }
+  });
 });
