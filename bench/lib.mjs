@@ -36,6 +36,23 @@ export function rawRun(file, args) {
 }
 
 /**
+ * Calls each contender makes before a steady-state row times it. A fresh process keeps compiling
+ * the code a call runs on V8's helper threads for its first few thousand calls (measured on the
+ * 2-core VM, one registry's cli `true` with per-thread CPU from /proc/self/task: 10.0 ms of
+ * helper-thread CPU per call over calls 2-20, 2.9 ms over 101-320, 0.37 ms over 1,001-2,000, 0.08
+ * ms from 3,001 on, while the main thread went from 3.2 to 0.78 ms), and on 2 cores that work
+ * competes with the command being timed. Rows that judge what a call costs a running host time
+ * after this many calls; what a fresh host's first few hundred calls cost is reported in rows of
+ * its own.
+ */
+export const JIT_WARMUP_CALLS = 3000;
+
+/** Runs every fn in turn, `calls` rounds (see JIT_WARMUP_CALLS). */
+export async function warmUp(fns, calls = JIT_WARMUP_CALLS) {
+  for (let i = 0; i < calls; i++) for (const fn of fns) await fn();
+}
+
+/**
  * Measures conch and its baseline alternately (after `warmup` unmeasured rounds of both), so
  * machine load hits both alike; returns the two medians in ms.
  */
