@@ -480,6 +480,92 @@ describe.runIf(BWRAP)('escapes through cli_based_tool, default config, no approv
       T,
     );
 
+    // Editors' and agents' project files that run code when the user next opens the project:
+    // Helix's language servers, OpenCode's plugins and MCP servers, Kiro's hooks, Amazon Q's and Roo
+    // Code's MCP servers, Vim's and Neovim's exrc files.
+    it.each([
+      [
+        `python3 -c "import os; os.makedirs('.helix'); open('.helix/languages.toml', 'w').write('[language-server.x]')"`,
+        '.helix',
+      ],
+      [`node -e "require('fs').mkdirSync('.opencode/plugins', { recursive: true })"`, '.opencode'],
+      [`perl -e 'open(F, ">", "opencode" . ".json") or exit 1; print F "{}"'`, 'opencode.json'],
+      [`python3 -c "open('opencode.json' + 'c', 'w').write('{}')"`, 'opencode.jsonc'],
+      [`node -e "require('fs').mkdirSync('x/.kiro/hooks', { recursive: true })"`, 'x/.kiro'],
+      [
+        `python3 -c "import os; os.makedirs('.amazonq'); open('.amazonq/mcp.json', 'w').write('{}')"`,
+        '.amazonq',
+      ],
+      [`node -e "require('fs').mkdirSync('.r' + 'oo')"`, '.roo'],
+      [
+        `python3 -c "import os; os.makedirs('sub', exist_ok=True); open('sub/.nvim' + '.lua', 'w').write('x')"`,
+        'sub/.nvim.lua',
+      ],
+      [`perl -e 'open(F, ">", ".ex" . "rc") or exit 1; print F "x"'`, '.exrc'],
+      [`node -e "require('fs').writeFileSync('.nvim' + 'rc', 'x')"`, '.nvimrc'],
+    ])(
+      'the guard refuses %j: a project file an editor or agent runs, in a spelling the parser cannot see',
+      async (command, created) => {
+        const { run } = await setup();
+        const result = await run(command);
+        expect(result.returncode, JSON.stringify(result)).not.toBe(0);
+        expect(result.error_code, JSON.stringify(result)).toBe('SANDBOX_REFUSED_WRITE');
+        expect(existsSync(join(ws, created))).toBe(false);
+      },
+      T,
+    );
+
+    it.each([
+      ['mkdir -p .helix && echo "[editor]" > .helix/config.toml'],
+      ['echo {} > opencode.json'],
+      ['mkdir -p .opencode/plugins && touch .opencode/plugins/p.js'],
+      ['mkdir .kiro'],
+      ['cp /dev/null .nvimrc'],
+      ['printf "!touch /tmp/x" > deep/.exrc'],
+      ['tee .nvim.lua < /dev/null'],
+    ])(
+      'the parser stops a new editor or agent project file when it sees the write: %j',
+      async (command) => {
+        const { run } = await setup();
+        expectStopped(await run(command), 'parser');
+        for (const p of [
+          '.helix',
+          'opencode.json',
+          '.opencode',
+          '.kiro',
+          '.nvimrc',
+          'deep/.exrc',
+          '.nvim.lua',
+        ])
+          expect(existsSync(join(ws, p)), p).toBe(false);
+      },
+      T,
+    );
+
+    it(
+      'an existing opencode.json and .helix/languages.toml are read, and stay as they were',
+      async () => {
+        const config = put(join(ws, 'opencode.json'), '{"mcp": {}}');
+        const languages = put(join(ws, '.helix', 'languages.toml'), '[[language]]');
+        const { run } = await setup();
+        expect(await run('cat opencode.json .helix/languages.toml')).toMatchObject({
+          returncode: 0,
+          stdout: '{"mcp": {}}[[language]]',
+        });
+        for (const command of [
+          `python3 -c "open('opencode.json', 'a').write(' x')"`,
+          `node -e "require('fs').appendFileSync('.helix/' + 'languages.toml', 'x')"`,
+          `python3 -c "import os; os.remove('.helix/languages.toml')"`,
+        ]) {
+          const result = await run(command);
+          expect(result.returncode, JSON.stringify(result)).not.toBe(0);
+        }
+        expect(readFileSync(config, 'utf8')).toBe('{"mcp": {}}');
+        expect(readFileSync(languages, 'utf8')).toBe('[[language]]');
+      },
+      T,
+    );
+
     it(
       "a new .env the command makes is its own: written and read back, not the user's secret",
       async () => {

@@ -27,19 +27,27 @@ export const RC_FILES: ReadonlySet<string> = new Set([
 /**
  * Directories (at any depth) whose files the user's own tools read as settings or run as code
  * outside any sandbox: editors (`.vscode/tasks.json`, Zed's `.zed/tasks.json` and language-server
- * commands), IDEs, agent CLIs (`.claude/settings.json` hooks, `.codex/config.toml`, Continue's MCP
- * servers), MCP clients, dev containers (`initializeCommand` runs on the host when the folder is
- * opened in its container), mise (`.mise/config.toml`: hooks and env scripts on `cd`).
+ * commands, Helix's `.helix/languages.toml`, whose language servers and formatters start when the
+ * user opens a file), IDEs, agent CLIs and IDE agents (`.claude/settings.json` hooks,
+ * `.codex/config.toml`, Continue's MCP servers, OpenCode's `.opencode/plugins/*.js` loaded at its
+ * start, Kiro's hooks and `.kiro/settings/mcp.json`, Amazon Q's `.amazonq/mcp.json`, Roo Code's
+ * `.roo/mcp.json`), MCP clients, dev containers (`initializeCommand` runs on the host when the folder
+ * is opened in its container), mise (`.mise/config.toml`: hooks and env scripts on `cd`).
  */
 export const TOOL_CONFIG_DIRS: ReadonlySet<string> = new Set([
   '.vscode',
   '.idea',
   '.zed',
+  '.helix',
   '.claude',
   '.gemini',
   '.cursor',
   '.codex',
   '.continue',
+  '.opencode',
+  '.kiro',
+  '.amazonq',
+  '.roo',
   '.devcontainer',
   '.mise',
 ]);
@@ -50,16 +58,23 @@ export const TOOL_CONFIG_DIRS: ReadonlySet<string> = new Set([
  */
 const MISE_CONFIGS = ['mise.toml', '.mise.toml', 'mise.local.toml', '.mise.local.toml'];
 /**
- * Files (at any depth) of the same kind: MCP server lists, direnv (`.envrc`, also an .env* name),
+ * Files (at any depth) of the same kind: MCP server lists, OpenCode's project config (`opencode.json`,
+ * `opencode.jsonc`: its MCP servers' commands and plugins), direnv (`.envrc`, also an .env* name),
  * mise, a dev container's config, submodule definitions, search-tool config that can name a
- * preprocessor.
+ * preprocessor, and the project files Vim and Neovim source when the user has set `exrc` (`.exrc`,
+ * `.nvimrc`, `.nvim.lua`: Vim runs them as they are; Neovim asks once per content).
  */
 export const TOOL_CONFIG_FILES: ReadonlySet<string> = new Set([
   '.mcp.json',
+  'opencode.json',
+  'opencode.jsonc',
   '.gitmodules',
   '.ripgreprc',
   '.envrc',
   '.devcontainer.json',
+  '.exrc',
+  '.nvimrc',
+  '.nvim.lua',
   ...MISE_CONFIGS,
 ]);
 /**
@@ -115,7 +130,8 @@ export const SYSTEM_RC_DIRS: readonly string[] = ['/etc/zsh/', '/etc/profile.d/'
  * Files the guard refuses to let a sandboxed command create or change anywhere under the
  * workspace, whether or not they existed when the sandbox started: what the user's own tools read
  * as settings or run as code without asking (direnv's `.envrc`, an MCP client's `.mcp.json`,
- * conch's own `conch.config.json`, a dev container's `.devcontainer.json`, mise's configs, VS Code's
+ * OpenCode's `opencode.json(c)`, conch's own `conch.config.json`, a dev container's
+ * `.devcontainer.json`, Vim's and Neovim's `exrc` files, mise's configs, VS Code's
  * `*.code-workspace`, shell start-up files when the workspace is a home). An entry `*suffix` stands
  * for every name ending in suffix. `.gitmodules`
  * and `.ripgreprc` stay protected where they exist but may be created (`git submodule add`): git
@@ -125,8 +141,13 @@ export const SYSTEM_RC_DIRS: readonly string[] = ['/etc/zsh/', '/etc/profile.d/'
 export const GUARD_FILE_NAMES: readonly string[] = [
   '.envrc',
   '.mcp.json',
+  'opencode.json',
+  'opencode.jsonc',
   'conch.config.json',
   '.devcontainer.json',
+  '.exrc',
+  '.nvimrc',
+  '.nvim.lua',
   ...MISE_CONFIGS,
   ...TOOL_CONFIG_SUFFIXES.map((suffix) => `*${suffix}`),
   ...RC_FILES,
