@@ -31,6 +31,39 @@ export default tseslint.config(
     rules: { 'no-console': 'off' },
   },
   {
+    // Node 20 and 22 keep every synchronous (l)stat in one buffer that the module loader's cached
+    // realpath reads (nodejs/node#51142): one left on a socket or FIFO makes the host's next import
+    // of a symlinked package misresolve. Product code stats paths only through @conch/core's
+    // safeStatSync and safeLstatSync (packages/core/src/stale-stat.ts), which never leave it there.
+    files: ['packages/*/src/**/*.ts'],
+    ignores: [
+      '**/*.test.ts',
+      'packages/test-support/**',
+      'packages/*/src/test-support/**',
+      'packages/core/src/stale-stat.ts',
+    ],
+    rules: {
+      'no-restricted-imports': [
+        'error',
+        ...['node:fs', 'fs'].map((name) => ({
+          name,
+          importNames: ['statSync', 'lstatSync'],
+          message:
+            "use safeStatSync / safeLstatSync from '@conch/core' (node's shared stat buffer, nodejs/node#51142)",
+        })),
+      ],
+      'no-restricted-syntax': [
+        'error',
+        {
+          selector:
+            "CallExpression[callee.type='MemberExpression'][callee.property.name=/^(statSync|lstatSync)$/]",
+          message:
+            "use safeStatSync / safeLstatSync from '@conch/core' (node's shared stat buffer, nodejs/node#51142)",
+        },
+      ],
+    },
+  },
+  {
     files: ['**/*.js', '**/*.mjs', '**/*.cjs'],
     languageOptions: { globals: globals.node },
   },

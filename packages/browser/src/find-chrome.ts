@@ -1,6 +1,7 @@
-import { accessSync, constants, statSync } from 'node:fs';
+import { accessSync, constants } from 'node:fs';
 import { delimiter, isAbsolute, join } from 'node:path';
 import { BrowserNotFoundError } from './errors/browser-not-found-error.js';
+import { safeStatSync } from '@conch/core';
 
 /** Executable names searched on PATH, in order. */
 export const CHROME_NAMES: readonly string[] = Object.freeze([
@@ -14,7 +15,7 @@ export const CHROME_NAMES: readonly string[] = Object.freeze([
 
 function isExecutableFile(path: string): boolean {
   try {
-    if (!statSync(path).isFile()) return false;
+    if (!safeStatSync(path).isFile()) return false;
     accessSync(path, constants.X_OK);
     return true;
   } catch {

@@ -1,5 +1,11 @@
-import { PERMISSION_GATE, type KernelPolicy, type SandboxLevel, type ToolCallContext } from '@conch/core';
-import { existsSync, lstatSync, realpathSync } from 'node:fs';
+import {
+  PERMISSION_GATE,
+  type KernelPolicy,
+  type SandboxLevel,
+  type ToolCallContext,
+  safeLstatSync,
+} from '@conch/core';
+import { existsSync, realpathSync } from 'node:fs';
 import { constants, homedir } from 'node:os';
 import { resolve } from 'node:path';
 import { isConfigEntryPath, profileFor, type ProcessResult, type SandboxProfile } from '@conch/process';
@@ -145,7 +151,7 @@ export function hiddenSecret(
         abs !== c &&
         !opened.some((o) => within(abs, o) || within(o, abs)) &&
         // Only what exists outside is hidden; a path missing everywhere is a plain mistake.
-        lstatSync(abs, { throwIfNoEntry: false }) !== undefined,
+        safeLstatSync(abs, { throwIfNoEntry: false }) !== undefined,
     );
     if (shut)
       return {

@@ -1,6 +1,5 @@
-import { statSync } from 'node:fs';
 import { posix } from 'node:path';
-import { ConchError, type PluginScope } from '@conch/core';
+import { ConchError, type PluginScope, safeStatSync } from '@conch/core';
 import { PROCESS_LAYER, PROCESS_MANAGER, type ProcessLayer, type ProcessTarget } from '@conch/process';
 import { defaultTrashDir, safeRmFunction } from '@conch/trash';
 import type { CliPlan } from './plan.js';
@@ -103,7 +102,7 @@ export async function directoryState(
   // Synchronous on purpose: one stat of a local directory takes about 2 µs; fs.promises.stat hands
   // it to the thread pool and measured about 0.1 ms more host CPU per cli call (cli `true`, 2 cores).
   try {
-    return statSync(path).isDirectory() ? 'directory' : 'not-directory';
+    return safeStatSync(path).isDirectory() ? 'directory' : 'not-directory';
   } catch {
     return 'missing';
   }

@@ -3,7 +3,7 @@ import 'reflect-metadata';
 export { ConchError, type ConchErrorOptions } from './errors/conch-error.js';
 export { formatBytes } from './format-bytes.js';
 export { makeTempDir, removeChromiumSingleton, sweepStaleTempDirs, TEMP_OWNER_FILE } from './temp-dirs.js';
-export { clearStaleStat, removeSync } from './stale-stat.js';
+export { clearStaleStat, removeSync, safeLstatSync, safeStatSync } from './stale-stat.js';
 export { NoSuchPluginError } from './errors/no-such-plugin-error.js';
 export { NoSuchToolError } from './errors/no-such-tool-error.js';
 export { InvalidConfigError } from './errors/invalid-config-error.js';

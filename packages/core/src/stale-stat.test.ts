@@ -21,6 +21,26 @@ describe("node's shared stat buffer (nodejs/node#51142)", () => {
       );
   });
 
+  it('safeStatSync and safeLstatSync of a socket or a FIFO answer as node does and leave it resolving', () => {
+    for (const what of ['sock', 'fifo']) {
+      const code = `
+        const path = join(dir, '${what}');
+        const kind = (s) => [s.isSocket(), s.isFIFO()].join();
+        if (kind(core.safeStatSync(path)) !== kind(fs.statSync(path))) throw new Error('stat');
+        if (kind(core.safeLstatSync(path)) !== kind(fs.lstatSync(path))) throw new Error('lstat');
+        if (core.safeStatSync(join(dir, 'none'), { throwIfNoEntry: false }) !== undefined) throw new Error('none');
+        if (typeof core.safeStatSync(path, { bigint: true }).ino !== 'bigint') throw new Error('bigint');`;
+      for (const call of ['safeStatSync', 'safeLstatSync'])
+        expect(resolvedAfter(`${code}\ncore.${call}(path);`, core), `${call} ${what}`).toMatch(REAL);
+    }
+  });
+
+  it("realpathSync of a socket needs no reset: it lstat's into the bigint buffer the loader does not read", () => {
+    expect(resolvedAfter("fs.realpathSync(join(dir, 'sock')); fs.realpathSync(join(dir, 'fifo'));")).toMatch(
+      REAL,
+    );
+  });
+
   it.runIf(major < 24)(`without them, node ${major} misresolves (the control: these tests can fail)`, () => {
     expect(resolvedAfter('fs.rmSync(dir, { recursive: true, force: true });')).toMatch(
       /\/app\/node_modules\/second\/index\.js$/,

@@ -1,4 +1,4 @@
-import { rmSync, statSync, type RmOptions } from 'node:fs';
+import { lstatSync, rmSync, statSync, type BigIntStats, type RmOptions, type Stats } from 'node:fs';
 
 /*
  * Node 20 and 22 keep the result of every synchronous (l)stat in one shared buffer, and the module
@@ -32,3 +32,35 @@ export function removeSync(path: string, options?: RmOptions): void {
     clearStaleStat();
   }
 }
+
+/** A socket or a FIFO: what leaves node's shared stat buffer in the state the loader misreads. */
+function special(stats: Stats | BigIntStats | undefined): boolean {
+  return stats !== undefined && (stats.isSocket() || stats.isFIFO());
+}
+
+/**
+ * `fs.statSync` that never leaves node's shared stat buffer on a socket or FIFO (see above): the
+ * same arguments and answers, and a stat of `/` after one that found a socket or FIFO. Conch's
+ * product code takes `statSync` and `lstatSync` only from here (eslint.config.js), so no conch work
+ * — a tool call, a background task's end, a warm-up, a status check — can leave the buffer where
+ * the host's next import misresolves. (`realpathSync` lstat's into node's other, bigint buffer,
+ * which the loader does not read: measured harmless, a control in stale-stat.test.ts.)
+ */
+export const safeStatSync = ((
+  path: Parameters<typeof statSync>[0],
+  options?: Parameters<typeof statSync>[1],
+) => {
+  const stats = statSync(path, options as never) as Stats | BigIntStats | undefined;
+  if (special(stats)) clearStaleStat();
+  return stats;
+}) as typeof statSync;
+
+/** `fs.lstatSync`, as safeStatSync. */
+export const safeLstatSync = ((
+  path: Parameters<typeof lstatSync>[0],
+  options?: Parameters<typeof lstatSync>[1],
+) => {
+  const stats = lstatSync(path, options as never) as Stats | BigIntStats | undefined;
+  if (special(stats)) clearStaleStat();
+  return stats;
+}) as typeof lstatSync;

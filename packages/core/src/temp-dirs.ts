@@ -2,7 +2,6 @@ import {
   closeSync,
   constants,
   fstatSync,
-  lstatSync,
   mkdtempSync,
   openSync,
   readdirSync,
@@ -13,7 +12,7 @@ import {
 } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { basename, dirname, join } from 'node:path';
-import { removeSync } from './stale-stat.js';
+import { removeSync, safeLstatSync } from './stale-stat.js';
 
 /*
  * conch's temp dirs (`conch-*` in $TMPDIR) are removed by dispose() or by an exit hook. A host that
@@ -149,7 +148,7 @@ export function removeChromiumSingleton(
   if (!parents.includes(dirname(singleton))) return false;
   if (!basename(singleton).startsWith('org.chromium.Chromium.')) return false;
   try {
-    const st = lstatSync(singleton);
+    const st = safeLstatSync(singleton);
     if (!st.isDirectory() || (uid !== undefined && st.uid !== uid)) return false;
     removeSync(singleton, { recursive: true, force: true });
     return true;
@@ -195,7 +194,7 @@ export function sweepStaleTempDirs(root: string = tmpdir()): string[] {
     if (!name.startsWith('conch-')) continue;
     const dir = join(root, name);
     try {
-      const st = lstatSync(dir);
+      const st = safeLstatSync(dir);
       if (!st.isDirectory() || st.uid !== uid) continue;
     } catch {
       continue;

@@ -1,4 +1,3 @@
-import { statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { resolve } from 'node:path';
 import { backgroundPlugin } from '@conch/background';
@@ -29,6 +28,7 @@ import {
   type PluginDefinition,
   type RegistryStatus,
   removeSync,
+  safeStatSync,
 } from '@conch/core';
 import {
   EXECUTION_TARGET,
@@ -220,7 +220,7 @@ function directory(field: string, path: string): string {
   const abs = resolve(path);
   let ok = false;
   try {
-    ok = statSync(abs).isDirectory();
+    ok = safeStatSync(abs).isDirectory();
   } catch {
     ok = false;
   }

@@ -19,13 +19,11 @@ import { isAscii } from 'node:buffer';
 import {
   closeSync,
   fstatSync,
-  lstatSync,
   mkdirSync,
   openSync,
   readdirSync,
   readFileSync,
   renameSync,
-  statSync,
   unlinkSync,
   writeFileSync,
 } from 'node:fs';
@@ -33,6 +31,7 @@ import { createRequire } from 'node:module';
 import { tmpdir } from 'node:os';
 import { basename, dirname, join } from 'node:path';
 import { Script } from 'node:vm';
+import { safeLstatSync, safeStatSync } from '@conch/core';
 
 /** What happened to a file's code cache this run. */
 export type CompileCacheState =
@@ -94,7 +93,7 @@ export function compileCacheDir(env: NodeJS.ProcessEnv = process.env): { dir: st
   const dir = chosen || join(tmpdir(), `conch-compile-cache-${uid ?? 'user'}`);
   try {
     mkdirSync(dir, { recursive: true, mode: 0o700 });
-    const stat = lstatSync(dir);
+    const stat = safeLstatSync(dir);
     if (!stat.isDirectory()) return { reason: `${dir} is not a directory` };
     if (uid !== undefined && stat.uid !== uid) return { reason: `${dir} belongs to uid ${stat.uid}` };
     if ((stat.mode & 0o022) !== 0)
@@ -146,7 +145,7 @@ function writeCache(file: string, prefix: string, data: Buffer): void {
     for (const name of readdirSync(dir)) {
       const other = join(dir, name);
       if (other === file || !name.startsWith(prefix) || !name.endsWith(SUFFIX)) continue;
-      if (Date.now() - statSync(other).mtimeMs > STALE_MS) unlinkSync(other);
+      if (Date.now() - safeStatSync(other).mtimeMs > STALE_MS) unlinkSync(other);
     }
   } catch {
     // another process cleaning up at the same time

@@ -2,9 +2,10 @@
 // package.json, a hooks directory; their digests (sha256 of the counted part, ABSENT, or UNREADABLE
 // and why), the keys that name them the same way at grant and at decision, and the bounded reads.
 import { createHash } from 'node:crypto';
-import { lstatSync, readdirSync, readFileSync, readlinkSync, statSync, type Stats } from 'node:fs';
+import { readdirSync, readFileSync, readlinkSync, type Stats } from 'node:fs';
 import { posix } from 'node:path';
 import { realpathOf } from './fs-snapshot.js';
+import { safeLstatSync, safeStatSync } from '@conch/core';
 
 /** The digest of something that does not exist: nothing runs from it. */
 export const ABSENT = 'absent';
@@ -51,7 +52,7 @@ export function reader(
 
 export function statQuiet(path: string): Stats | undefined | 'error' {
   try {
-    return statSync(path, { throwIfNoEntry: false });
+    return safeStatSync(path, { throwIfNoEntry: false });
   } catch (error) {
     const code = (error as NodeJS.ErrnoException).code;
     return code === 'ENOTDIR' || code === 'ENOENT' || code === 'ELOOP' ? undefined : 'error';
@@ -204,7 +205,7 @@ function listing(dir: string, r: Reader, depth: number): string {
     const path = posix.join(dir, name);
     hash.update(`${name}\0`);
     try {
-      const l = lstatSync(path);
+      const l = safeLstatSync(path);
       if (l.isSymbolicLink()) hash.update(`link\0${readlinkSync(path)}\0`);
     } catch {
       hash.update('gone\0');

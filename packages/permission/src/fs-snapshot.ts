@@ -1,5 +1,5 @@
-import { lstatSync, readlinkSync, realpathSync, statSync, type Stats } from 'node:fs';
-import { clearStaleStat } from '@conch/core';
+import { readlinkSync, realpathSync, type Stats } from 'node:fs';
+import { clearStaleStat, safeLstatSync, safeStatSync } from '@conch/core';
 
 /**
  * The file system as one decision sees it. A command line names the same paths several times in
@@ -48,7 +48,7 @@ export function linkAt(path: string): string | null | undefined {
   try {
     // No exception for a missing path (the common case of a new target): creating one costs more
     // than the system call.
-    const st = lstatSync(path, { throwIfNoEntry: false });
+    const st = safeLstatSync(path, { throwIfNoEntry: false });
     answer = st === undefined ? undefined : st.isSymbolicLink() ? readlinkSync(path) : null;
   } catch {
     answer = undefined;
@@ -63,7 +63,7 @@ export function statOf(path: string): Stats | undefined {
   if (memo?.has(path)) return memo.get(path);
   let answer: Stats | undefined;
   try {
-    answer = statSync(path, { throwIfNoEntry: false });
+    answer = safeStatSync(path, { throwIfNoEntry: false });
   } catch {
     answer = undefined;
   }

@@ -1,4 +1,4 @@
-import { lstatSync, readdirSync } from 'node:fs';
+import { readdirSync } from 'node:fs';
 import { basename, dirname, isAbsolute, posix, relative, resolve } from 'node:path';
 import picomatch from 'picomatch';
 import {
@@ -12,6 +12,7 @@ import {
   TOOL_CONFIG_FILES,
 } from '@conch/sandbox';
 import { linkAt, realpathOf, statOf } from './fs-snapshot.js';
+import { safeLstatSync } from '@conch/core';
 
 /**
  * Base names a pattern target is tested against, whether or not such a file exists yet: would
@@ -396,7 +397,7 @@ export function treeEntries(root: string, limit = 4096): string[] {
   const out: string[] = [];
   let st;
   try {
-    st = lstatSync(root);
+    st = safeLstatSync(root);
   } catch {
     return out;
   }

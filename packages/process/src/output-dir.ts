@@ -1,8 +1,8 @@
 import { createHash, randomBytes } from 'node:crypto';
-import { mkdirSync, readdirSync, statSync } from 'node:fs';
+import { mkdirSync, readdirSync } from 'node:fs';
 import { homedir } from 'node:os';
 import { isAbsolute, join } from 'node:path';
-import { removeSync } from '@conch/core';
+import { removeSync, safeStatSync } from '@conch/core';
 
 /** Files handed to a model are kept this long (pruned when a new one is written). */
 export const OUTPUT_FILE_MAX_AGE_MS = 7 * 24 * 3600 * 1000;
@@ -65,7 +65,7 @@ export function pruneOutputDir(dir: string, now = Date.now(), maxAgeMs = OUTPUT_
   for (const name of names) {
     const path = join(dir, name);
     try {
-      const st = statSync(path);
+      const st = safeStatSync(path);
       if (st.isFile() && now - st.mtimeMs > maxAgeMs) {
         removeSync(path, { force: true });
         removed++;

@@ -1,10 +1,17 @@
 import { randomBytes } from 'node:crypto';
-import { chmodSync, existsSync, mkdirSync, statSync } from 'node:fs';
+import { chmodSync, existsSync, mkdirSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { homedir, tmpdir } from 'node:os';
 import { dirname, isAbsolute, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { makeTempDir, type EventBus, type Logger, type ProcessManagerService, removeSync } from '@conch/core';
+import {
+  makeTempDir,
+  type EventBus,
+  type Logger,
+  type ProcessManagerService,
+  removeSync,
+  safeStatSync,
+} from '@conch/core';
 import {
   envFilter,
   findBwrap,
@@ -1782,6 +1789,6 @@ function hidesMore(next: SandboxProfile, previous: SandboxProfile | undefined): 
 function fileId(path: string): string {
   const native = hostAddon();
   if (native?.fileId) return native.fileId(path);
-  const st = statSync(path, { throwIfNoEntry: false, bigint: true });
+  const st = safeStatSync(path, { throwIfNoEntry: false, bigint: true });
   return st ? `${st.dev}:${st.ino}` : '';
 }

@@ -1,6 +1,7 @@
-import { createWriteStream, openSync, statSync, type WriteStream } from 'node:fs';
+import { createWriteStream, openSync, type WriteStream } from 'node:fs';
 import { open } from 'node:fs/promises';
 import { join } from 'node:path';
+import { safeStatSync } from '@conch/core';
 
 /**
  * A cap on the bytes spill files may take, shared by every sink charged to it: one per process
@@ -241,7 +242,7 @@ export class SpillSink {
     if (this.error) {
       keptBytes = this.stream?.bytesWritten ?? 0;
       try {
-        keptBytes = statSync(this.filePath).size;
+        keptBytes = safeStatSync(this.filePath).size;
       } catch {
         // gone: keep the stream's count
       }

@@ -1,8 +1,9 @@
 import { createHash } from 'node:crypto';
-import { lstatSync, readdirSync, readFileSync } from 'node:fs';
+import { readdirSync, readFileSync } from 'node:fs';
 import { dirname, join, relative, resolve, sep } from 'node:path';
 import { looksLikeCredential } from './env-values.js';
 import { lstatIf, statIf } from './stat-if.js';
+import { safeLstatSync } from '@conch/core';
 
 /**
  * What a workspace-write sandbox sees of the user's home: nothing, but what toolchains need.
@@ -466,7 +467,7 @@ export function trackedUnchanged(path: string): Buffer | undefined {
   if (!oid) return undefined;
   let content: Buffer;
   try {
-    const st = lstatSync(path);
+    const st = safeLstatSync(path);
     if (!st.isFile() || st.size > 1 << 20) return undefined;
     content = readFileSync(path);
   } catch {

@@ -10,7 +10,6 @@ import {
   readdirSync,
   readFileSync,
   realpathSync,
-  statSync,
   watch,
   type Dirent,
   type FSWatcher,
@@ -41,6 +40,7 @@ import { configValues } from './git-config-grammar.js';
 import { nameGlobsRegExp } from './profile.js';
 import { lstatIf, statIf } from './stat-if.js';
 import { isConfigEntryPath } from './guard.js';
+import { safeStatSync } from '@conch/core';
 
 /**
  * How the kernel is told: the sandbox policy, in one place.
@@ -598,7 +598,7 @@ export class KernelPolicyBuilder {
     if (this.options.secrets?.openHome !== true) {
       for (const dir of new Set([home, '/home', '/root'])) {
         const r = real(dir);
-        if (!r || r === '/' || !statSync(r).isDirectory()) continue;
+        if (!r || r === '/' || !safeStatSync(r).isDirectory()) continue;
         if ([...writable].some((w) => inside(r, w))) continue;
         closed.push(r);
       }
@@ -635,7 +635,7 @@ export class KernelPolicyBuilder {
   private substitute(path: string, kind: SanitizeKind): string | undefined {
     let text: string;
     try {
-      if ((statSync(path).size ?? 0) > 1 << 20) return undefined;
+      if ((safeStatSync(path).size ?? 0) > 1 << 20) return undefined;
       text = readFileSync(path, 'utf8');
     } catch {
       return undefined;

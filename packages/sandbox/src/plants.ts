@@ -1,10 +1,11 @@
 import { execFile } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import { lstatSync, readdirSync, readFileSync, readlinkSync, statSync } from 'node:fs';
+import { readdirSync, readFileSync, readlinkSync } from 'node:fs';
 import { basename, dirname, isAbsolute, join, resolve, sep } from 'node:path';
 import { configValues } from './git-config-grammar.js';
 import { GUARD_DIR_NAMES, GUARD_FILE_NAMES } from './protected-names.js';
 import { lstatIf, statIf } from './stat-if.js';
+import { safeLstatSync, safeStatSync } from '@conch/core';
 
 /**
  * Plants: files a sandboxed command leaves behind that the user's own tools would later run
@@ -47,7 +48,7 @@ interface PlantClass {
 
 function readSmall(path: string, limit = 1024 * 1024): string | undefined {
   try {
-    const st = statSync(path);
+    const st = safeStatSync(path);
     if (!st.isFile() || st.size > limit) return undefined;
     return readFileSync(path, 'utf8');
   } catch {
@@ -449,7 +450,7 @@ function safeGit(repoDir: string, args: string[]): Promise<string | undefined> {
 function blobId(path: string, hexLength: number): string | undefined {
   let bytes: Buffer;
   try {
-    const st = lstatSync(path);
+    const st = safeLstatSync(path);
     bytes = st.isSymbolicLink()
       ? Buffer.from(readlinkSync(path))
       : st.isFile()

@@ -1,4 +1,4 @@
-import { existsSync, mkdirSync, realpathSync, statSync } from 'node:fs';
+import { existsSync, mkdirSync, realpathSync } from 'node:fs';
 import { looksLikeCredential } from './env-values.js';
 import { dirname, isAbsolute, join, resolve } from 'node:path';
 import { InvalidSpawnOptionError } from './invalid-spawn-option-error.js';
@@ -11,6 +11,7 @@ import {
   tmpfsArgs,
   type SandboxResources,
 } from './resource-limits.js';
+import { safeStatSync } from '@conch/core';
 
 /**
  * The kernel wall around a command (bubblewrap), set up once per profile around a supervisor:
@@ -606,7 +607,8 @@ export function sandboxArgs(
       for (const path of profile.maskedPaths ?? []) {
         const real = existing(path);
         if (real === undefined) continue;
-        if (statSync(real).isDirectory()) args.push('--perms', '0555', '--tmpfs', real, '--remount-ro', real);
+        if (safeStatSync(real).isDirectory())
+          args.push('--perms', '0555', '--tmpfs', real, '--remount-ro', real);
         else args.push('--ro-bind', '/dev/null', real);
       }
       if (profile.network === 'proxy' && options.proxySocket) {

@@ -1,13 +1,6 @@
-import {
-  accessSync,
-  constants as fsConstants,
-  existsSync,
-  readdirSync,
-  readFileSync,
-  statSync,
-} from 'node:fs';
+import { accessSync, constants as fsConstants, existsSync, readdirSync, readFileSync } from 'node:fs';
 import { release, totalmem } from 'node:os';
-import { formatBytes } from '@conch/core';
+import { formatBytes, safeStatSync } from '@conch/core';
 import { delimiter, join } from 'node:path';
 import { findBwrap } from './find-bwrap.js';
 import { InvalidSpawnOptionError } from './invalid-spawn-option-error.js';
@@ -185,7 +178,7 @@ function onPath(name: string): string | undefined {
     const file = join(dir, name);
     try {
       accessSync(file, fsConstants.X_OK);
-      if (statSync(file).isFile()) return file;
+      if (safeStatSync(file).isFile()) return file;
     } catch {
       // not here
     }
@@ -353,7 +346,7 @@ function bwrapIsSetuid(): boolean {
   const bwrap = findBwrap();
   if (!bwrap) return false;
   try {
-    return (statSync(bwrap).mode & 0o4000) !== 0;
+    return (safeStatSync(bwrap).mode & 0o4000) !== 0;
   } catch {
     return false;
   }

@@ -1,4 +1,5 @@
-import { lstatSync, statSync, type Stats } from 'node:fs';
+import { type Stats } from 'node:fs';
+import { safeLstatSync, safeStatSync } from '@conch/core';
 
 /**
  * A path's stats, or undefined when it cannot be read for any reason — missing, but also in a
@@ -9,7 +10,7 @@ import { lstatSync, statSync, type Stats } from 'node:fs';
  */
 export function lstatIf(path: string): Stats | undefined {
   try {
-    return lstatSync(path, { throwIfNoEntry: false });
+    return safeLstatSync(path, { throwIfNoEntry: false });
   } catch {
     return undefined;
   }
@@ -18,7 +19,7 @@ export function lstatIf(path: string): Stats | undefined {
 /** As lstatIf, following symlinks. */
 export function statIf(path: string): Stats | undefined {
   try {
-    return statSync(path, { throwIfNoEntry: false });
+    return safeStatSync(path, { throwIfNoEntry: false });
   } catch {
     return undefined;
   }

@@ -1,7 +1,7 @@
-import { statSync } from 'node:fs';
 import { homedir } from 'node:os';
 import { join } from 'node:path';
 import type { ShellKind } from './shell-scripts.js';
+import { safeStatSync } from '@conch/core';
 
 /** Whether shell arguments start a login shell (`-l`, `--login`, a bundle such as `-il`). */
 function isLogin(args: readonly string[]): boolean {
@@ -12,7 +12,7 @@ function isLogin(args: readonly string[]): boolean {
 function fingerprint(path: string): string {
   try {
     // No exception for a missing file: building one costs ~25 µs, and most of these files are absent.
-    const st = statSync(path, { throwIfNoEntry: false });
+    const st = safeStatSync(path, { throwIfNoEntry: false });
     return st ? `${st.ino}:${st.size}:${st.mtimeMs}:${st.ctimeMs}` : 'absent';
   } catch {
     return 'absent'; // EACCES, ENOTDIR: unreadable is as good as absent

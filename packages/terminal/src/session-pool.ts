@@ -1,7 +1,14 @@
-import { mkdirSync, statSync, unlinkSync, writeFileSync } from 'node:fs';
+import { mkdirSync, unlinkSync, writeFileSync } from 'node:fs';
 import { readFile } from 'node:fs/promises';
 import { basename, join, resolve } from 'node:path';
-import { oneLine, type EventBus, type Logger, type PermissionGate, type TrashDialect } from '@conch/core';
+import {
+  oneLine,
+  type EventBus,
+  type Logger,
+  type PermissionGate,
+  type TrashDialect,
+  safeStatSync,
+} from '@conch/core';
 import { defaultOutputDir, onHostExit, outputFileName, prepareOutputDir } from '@conch/process';
 import { AbortedError, PermissionGateMissingError } from '@conch/core';
 import { analyzeCommand } from './command-analysis.js';
@@ -1030,7 +1037,7 @@ export class SessionPool implements TerminalService {
       this.deps.logger.warn({ err: error, sessionId: session.id }, 'terminal output spill failed');
       // What reached the file before the write failed stays there and is said; nothing is claimed
       // that the disk does not hold (the session log failed too when the disk is full).
-      const kept = statSync(path, { throwIfNoEntry: false })?.size ?? 0;
+      const kept = safeStatSync(path, { throwIfNoEntry: false })?.size ?? 0;
       const code = (error as NodeJS.ErrnoException).code;
       const reason = code
         ? `${code}: ${(error as Error).message.split(',')[0]?.replace(/^\w+: /, '')}`

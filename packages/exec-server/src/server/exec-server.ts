@@ -1,12 +1,12 @@
 import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
-import { chmodSync, statSync } from 'node:fs';
+import { chmodSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { createServer, type Server, type Socket } from 'node:net';
 import { homedir, hostname, tmpdir, userInfo } from 'node:os';
 import { join } from 'node:path';
 import type { Readable, Writable } from 'node:stream';
 import { pathToFileURL } from 'node:url';
-import { makeTempDir, type Logger, removeSync, clearStaleStat } from '@conch/core';
+import { makeTempDir, type Logger, removeSync, clearStaleStat, safeStatSync } from '@conch/core';
 import { ProcessManager } from '@conch/process';
 import { resolveTargetPath } from '@conch/files';
 import { RpcPeer } from '../json-rpc.js';
@@ -462,7 +462,7 @@ export class ExecServer implements ClientLink {
     const cwd = resolveTargetPath(params.cwd ?? '.', process.cwd());
     let isDir = false;
     try {
-      isDir = statSync(cwd).isDirectory();
+      isDir = safeStatSync(cwd).isDirectory();
     } catch {
       // reported below
     }

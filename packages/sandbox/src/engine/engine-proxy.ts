@@ -1,4 +1,4 @@
-import { createReadStream, createWriteStream, realpathSync, statSync } from 'node:fs';
+import { createReadStream, createWriteStream, realpathSync } from 'node:fs';
 import {
   createServer,
   request as httpRequest,
@@ -10,7 +10,7 @@ import {
 import { connect, type Socket } from 'node:net';
 import { basename, join } from 'node:path';
 import { createGunzip } from 'node:zlib';
-import { makeTempDir, type Logger, removeSync } from '@conch/core';
+import { makeTempDir, type Logger, removeSync, safeStatSync } from '@conch/core';
 import { checkBuildContext, contextCompression, dockerfileCandidates, TarScanner } from './build-context.js';
 import {
   composeProjectNames,
@@ -204,7 +204,7 @@ export class EngineProxy {
     }
     const policy: EnginePolicy = parseEnginePolicy(options.policy ?? {});
     const workspace = realpathSync(options.workspace);
-    if (!statSync(workspace).isDirectory())
+    if (!safeStatSync(workspace).isDirectory())
       throw new Error(`EngineProxy.start: workspace ${workspace} is not a directory`);
     this.start_ = options;
     if (options.socketPath) {

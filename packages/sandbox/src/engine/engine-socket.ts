@@ -1,6 +1,7 @@
-import { realpathSync, statSync } from 'node:fs';
+import { realpathSync } from 'node:fs';
 import { request } from 'node:http';
 import { join } from 'node:path';
+import { safeStatSync } from '@conch/core';
 
 /** Whether a container engine answers on this host, and where. */
 export interface EngineAvailability {
@@ -102,7 +103,7 @@ export async function engineAvailable(
     let real: string;
     try {
       real = realpathSync(socket);
-      if (!statSync(real).isSocket()) {
+      if (!safeStatSync(real).isSocket()) {
         tried.push(`${socket}: not a socket`);
         continue;
       }
