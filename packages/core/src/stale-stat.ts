@@ -1,4 +1,13 @@
-import { lstatSync, rmSync, statSync, type BigIntStats, type RmOptions, type Stats } from 'node:fs';
+import {
+  lstatSync,
+  rmSync,
+  statSync,
+  type BigIntStats,
+  type PathLike,
+  type RmOptions,
+  type StatSyncOptions,
+  type Stats,
+} from 'node:fs';
 
 /*
  * Node 20 and 22 keep the result of every synchronous (l)stat in one shared buffer, and the module
@@ -46,21 +55,16 @@ function special(stats: Stats | BigIntStats | undefined): boolean {
  * the host's next import misresolves. (`realpathSync` lstat's into node's other, bigint buffer,
  * which the loader does not read: measured harmless, a control in stale-stat.test.ts.)
  */
-export const safeStatSync = ((
-  path: Parameters<typeof statSync>[0],
-  options?: Parameters<typeof statSync>[1],
-) => {
-  const stats = statSync(path, options as never) as Stats | BigIntStats | undefined;
-  if (special(stats)) clearStaleStat();
-  return stats;
-}) as typeof statSync;
+export const safeStatSync = resettingAfterSpecial(statSync);
 
 /** `fs.lstatSync`, as safeStatSync. */
-export const safeLstatSync = ((
-  path: Parameters<typeof lstatSync>[0],
-  options?: Parameters<typeof lstatSync>[1],
-) => {
-  const stats = lstatSync(path, options as never) as Stats | BigIntStats | undefined;
-  if (special(stats)) clearStaleStat();
-  return stats;
-}) as typeof lstatSync;
+export const safeLstatSync = resettingAfterSpecial(lstatSync);
+
+/** `stat` with the same signature that resets the buffer after an answer that was a socket or FIFO. */
+function resettingAfterSpecial<F extends typeof statSync | typeof lstatSync>(stat: F): F {
+  return ((path: PathLike, options?: StatSyncOptions) => {
+    const stats = (stat as typeof statSync)(path, options as never) as Stats | BigIntStats | undefined;
+    if (special(stats)) clearStaleStat();
+    return stats;
+  }) as F;
+}

@@ -467,23 +467,9 @@ describe.runIf(BWRAP)('escapes through cli_based_tool, default config, no approv
         `node -e "require('fs').mkdirSync('.zed'); require('fs').writeFileSync('.zed/tasks.json', '[]')"`,
         '.zed',
       ],
-    ])(
-      'the guard refuses %j, a protected name that did not exist, in a spelling the parser cannot see',
-      async (command, created) => {
-        if (created === '.mcp.json') rmSync(join(ws, '.mcp.json'));
-        const { run } = await setup();
-        const result = await run(command);
-        expect(result.returncode, JSON.stringify(result)).not.toBe(0);
-        expect(result.error_code, JSON.stringify(result)).toBe('SANDBOX_REFUSED_WRITE');
-        expect(existsSync(join(ws, created))).toBe(false);
-      },
-      T,
-    );
-
-    // Editors' and agents' project files that run code when the user next opens the project:
-    // Helix's language servers, OpenCode's plugins and MCP servers, Kiro's hooks, Amazon Q's and Roo
-    // Code's MCP servers, Vim's and Neovim's exrc files.
-    it.each([
+      // Editors' and agents' project files that run code when the user next opens the project:
+      // Helix's language servers, OpenCode's plugins and MCP servers, Kiro's hooks, Amazon Q's and
+      // Roo Code's MCP servers, Vim's and Neovim's exrc files.
       [
         `python3 -c "import os; os.makedirs('.helix'); open('.helix/languages.toml', 'w').write('[language-server.x]')"`,
         '.helix',
@@ -504,40 +490,14 @@ describe.runIf(BWRAP)('escapes through cli_based_tool, default config, no approv
       [`perl -e 'open(F, ">", ".ex" . "rc") or exit 1; print F "x"'`, '.exrc'],
       [`node -e "require('fs').writeFileSync('.nvim' + 'rc', 'x')"`, '.nvimrc'],
     ])(
-      'the guard refuses %j: a project file an editor or agent runs, in a spelling the parser cannot see',
+      'the guard refuses %j, a protected name that did not exist, in a spelling the parser cannot see',
       async (command, created) => {
+        if (created === '.mcp.json') rmSync(join(ws, '.mcp.json'));
         const { run } = await setup();
         const result = await run(command);
         expect(result.returncode, JSON.stringify(result)).not.toBe(0);
         expect(result.error_code, JSON.stringify(result)).toBe('SANDBOX_REFUSED_WRITE');
         expect(existsSync(join(ws, created))).toBe(false);
-      },
-      T,
-    );
-
-    it.each([
-      ['mkdir -p .helix && echo "[editor]" > .helix/config.toml'],
-      ['echo {} > opencode.json'],
-      ['mkdir -p .opencode/plugins && touch .opencode/plugins/p.js'],
-      ['mkdir .kiro'],
-      ['cp /dev/null .nvimrc'],
-      ['printf "!touch /tmp/x" > deep/.exrc'],
-      ['tee .nvim.lua < /dev/null'],
-    ])(
-      'the parser stops a new editor or agent project file when it sees the write: %j',
-      async (command) => {
-        const { run } = await setup();
-        expectStopped(await run(command), 'parser');
-        for (const p of [
-          '.helix',
-          'opencode.json',
-          '.opencode',
-          '.kiro',
-          '.nvimrc',
-          'deep/.exrc',
-          '.nvim.lua',
-        ])
-          expect(existsSync(join(ws, p)), p).toBe(false);
       },
       T,
     );
@@ -586,13 +546,32 @@ describe.runIf(BWRAP)('escapes through cli_based_tool, default config, no approv
       ['echo "[hooks]" > mise.toml'],
       ['mkdir -p .devcontainer && echo {} > .devcontainer/devcontainer.json'],
       ['cp /dev/null .devcontainer.json'],
+      ['mkdir -p .helix && echo "[editor]" > .helix/config.toml'],
+      ['echo {} > opencode.json'],
+      ['mkdir -p .opencode/plugins && touch .opencode/plugins/p.js'],
+      ['mkdir .kiro'],
+      ['cp /dev/null .nvimrc'],
+      ['printf "!touch /tmp/x" > deep/.exrc'],
+      ['tee .nvim.lua < /dev/null'],
     ])(
       'the parser stops the same new protected names when it sees the write: %j',
       async (command) => {
         rmSync(join(ws, '.mcp.json'));
         const { run } = await setup();
         expectStopped(await run(command), 'parser');
-        for (const p of ['a/b/.env.local', '.mcp.json', '.gemini', '.cursor'])
+        for (const p of [
+          'a/b/.env.local',
+          '.mcp.json',
+          '.gemini',
+          '.cursor',
+          '.helix',
+          'opencode.json',
+          '.opencode',
+          '.kiro',
+          '.nvimrc',
+          'deep/.exrc',
+          '.nvim.lua',
+        ])
           expect(existsSync(join(ws, p)), p).toBe(false);
       },
       T,
