@@ -114,9 +114,16 @@ describe('a decision that stats a socket (nodejs/node#51142)', () => {
     }
   });
 
-  it.runIf(major < 24)(`the same stats outside a snapshot misresolve on node ${major} (the control)`, () => {
-    const imports = `import { linkAt } from ${JSON.stringify(dist)};`;
-    expect(resolvedAfter("linkAt(join(dir, 'sock'));", imports)).toMatch(
+  it('so do the same stats outside a snapshot (each stat of a socket or FIFO resets it)', () => {
+    const imports = `import { linkAt, statOf } from ${JSON.stringify(dist)};`;
+    for (const what of ['sock', 'fifo']) {
+      const code = `linkAt(join(dir, '${what}')); statOf(join(dir, '${what}'));`;
+      expect(resolvedAfter(code, imports), what).toMatch(/\/store\/second\/index\.js$/);
+    }
+  });
+
+  it.runIf(major < 24)(`node's own lstat of the socket misresolves on node ${major} (the control)`, () => {
+    expect(resolvedAfter("fs.lstatSync(join(dir, 'sock'));")).toMatch(
       /\/app\/node_modules\/second\/index\.js$/,
     );
   });
