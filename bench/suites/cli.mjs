@@ -32,21 +32,15 @@ export default async function () {
   const open = await registryWith({ sandbox: 'off', kernelWall: false });
   try {
     await check(open, 'true', 'direct');
+    const call = (registry) => () => registry.execute('cli_based_tool', { command: 'true' });
     // A fresh host's first calls (information): the sandbox row's alternation before the warm-up.
     let fresh;
     if (findBwrap()) {
       await check(sandboxed, 'true', 'direct');
-      fresh = await alternate(
-        () => sandboxed.execute('cli_based_tool', { command: 'true' }),
-        () => open.execute('cli_based_tool', { command: 'true' }),
-      );
+      fresh = await alternate(call(sandboxed), call(open));
     }
-    const call = (registry) => () => registry.execute('cli_based_tool', { command: 'true' });
     await warmUp([call(sandboxed), call(walled), call(open)]);
-    const { conch: c, baseline: b } = await alternate(
-      () => open.execute('cli_based_tool', { command: 'true' }),
-      () => rawRun('true', []),
-    );
+    const { conch: c, baseline: b } = await alternate(call(open), () => rawRun('true', []));
     rows.push({
       name: 'cli: cli_based_tool direct `true` with the permission gate, no wall (median of 300; baseline: raw spawn)',
       conch: c,
@@ -57,11 +51,7 @@ export default async function () {
       pass: c / b <= 2,
     });
     if (findBwrap()) {
-      await check(sandboxed, 'true', 'direct');
-      const { conch: s, baseline: u } = await alternate(
-        () => sandboxed.execute('cli_based_tool', { command: 'true' }),
-        () => open.execute('cli_based_tool', { command: 'true' }),
-      );
+      const { conch: s, baseline: u } = await alternate(call(sandboxed), call(open));
       rows.push({
         name: `cli: \`true\` in the workspace-write sandbox (the default) vs no sandbox (median of 300, after ${JIT_WARMUP_CALLS} calls of each registry)`,
         conch: s,
