@@ -624,7 +624,7 @@ static int rewrite_self(pid_t tid, const char *in, char *out, size_t size) {
 static int real_path_of_fd(int fd, char *out, size_t size) {
   /* A directory's path the kernel's way, without readlink's walk of /proc/self/fd/N (~0.9 µs
    * against ~3.4 here, twice on most guarded calls): fchdir to it and getcwd, both of this thread
-   * only (the main thread and each worker unshare CLONE_FS at start, and nothing here resolves a
+   * only (the main thread, the listener and each worker unshare CLONE_FS at start, and nothing here resolves a
    * relative path against its cwd). Anything else falls back to readlink: not a directory, no
    * search permission, a path too long, a deleted or unreachable directory (getcwd fails there
    * where readlink gives "… (deleted)" or a path the callers judge as before). */
@@ -2068,6 +2068,63 @@ static void close_other_fds(int keep_a, int keep_b, int keep_c) {
   for (size_t i = 0; i < count; i++) close(fds[i]);
 }
 
+/*
+ * The listener: one thread that waits for notifications in SECCOMP_IOCTL_NOTIF_RECV itself and
+ * handles each. Why not the main loop's poll: a poll on three descriptors, then the RECV, is one
+ * more system call and three wait queues joined and left per notification, on the path of every
+ * open a sandboxed process makes (measured: ~10 µs of a `true`'s two notifications each, ~1.5% of
+ * the spawn). The main thread keeps the rest (the child's exit, policy updates). Started before
+ * the fork, so the filter knows its thread id; it waits until the listener is received.
+ */
+static pthread_mutex_t listener_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t listener_cond = PTHREAD_COND_INITIALIZER;
+static size_t listener_req_size; /* 0 until the listener descriptor is there */
+static pid_t listener_tid;
+static volatile int listener_started;
+
+static void *listener(void *arg) {
+  (void)arg;
+  unshare(CLONE_FS); /* its own umask and cwd (real_path_of_fd) */
+  umask(022);
+  listener_tid = (pid_t)syscall(SYS_gettid);
+  __atomic_store_n(&listener_started, 1, __ATOMIC_SEQ_CST);
+  pthread_mutex_lock(&listener_lock);
+  while (listener_req_size == 0) pthread_cond_wait(&listener_cond, &listener_lock);
+  size_t req_size = listener_req_size;
+  pthread_mutex_unlock(&listener_lock);
+  struct seccomp_notif *req = malloc(req_size);
+  if (!req) abort();
+  for (;;) {
+    memset(req, 0, req_size);
+    if (ioctl(listener_fd, SECCOMP_IOCTL_NOTIF_RECV, req) == 0) {
+      handle(req);
+      continue;
+    }
+    if (errno == EINTR) continue;
+    if (errno != ENOENT) {
+      report_error("receive");
+      return NULL;
+    }
+    /* ENOENT: the caller died before its notification was read, or no process is left under the
+     * filter (then RECV fails at once for ever; the listener reports POLLHUP). */
+    struct pollfd fds[1] = {{listener_fd, POLLIN, 0}};
+    if (poll(fds, 1, -1) < 0 && errno != EINTR) return NULL;
+    if (fds[0].revents & (POLLHUP | POLLERR | POLLNVAL)) return NULL;
+  }
+}
+
+static int start_listener(void) {
+  pthread_attr_t attr;
+  pthread_t thread;
+  pthread_attr_init(&attr);
+  pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+  int e = pthread_create(&thread, &attr, listener, NULL);
+  pthread_attr_destroy(&attr);
+  if (e) return e;
+  while (!__atomic_load_n(&listener_started, __ATOMIC_SEQ_CST)) usleep(100);
+  return 0;
+}
+
 int main(int argc, char **argv) {
   if (argc >= 2 && strcmp(argv[1], "--probe") == 0) return probe();
   int program_at = -1;
@@ -2110,6 +2167,7 @@ int main(int argc, char **argv) {
   pid_t guard = getpid();
   /* The pool's threads exist before the fork: the filter names every thread id of the guard. */
   int thread_error = start_workers();
+  if (thread_error == 0) thread_error = start_listener();
   if (thread_error != 0) {
     errno = thread_error;
     report_error("threads");
@@ -2122,6 +2180,7 @@ int main(int argc, char **argv) {
   guarded_tids[1] = guard;
   guarded_tid_count = 2;
   for (size_t i = 0; i < WORKERS; i++) guarded_tids[guarded_tid_count++] = worker_tids[i];
+  guarded_tids[guarded_tid_count++] = listener_tid;
   pid_t child = fork();
   if (child < 0) {
     report_error("fork");
@@ -2183,16 +2242,19 @@ int main(int argc, char **argv) {
     return 71;
   }
   size_t req_size = sizes.seccomp_notif > sizeof(struct seccomp_notif) ? sizes.seccomp_notif : sizeof(struct seccomp_notif);
-  struct seccomp_notif *req = malloc(req_size);
+  pthread_mutex_lock(&listener_lock);
+  listener_req_size = req_size;
+  pthread_cond_signal(&listener_cond);
+  pthread_mutex_unlock(&listener_lock);
   int channel_open = 1;
   for (;;) {
-    struct pollfd fds[3] = {{listener_fd, POLLIN, 0}, {sigfd, POLLIN, 0}, {channel_open ? channel_fd : -1, POLLIN, 0}};
-    int ready = poll(fds, 3, -1);
+    struct pollfd fds[2] = {{sigfd, POLLIN, 0}, {channel_open ? channel_fd : -1, POLLIN, 0}};
+    int ready = poll(fds, 2, -1);
     if (ready < 0) {
       if (errno == EINTR) continue;
       break;
     }
-    if (fds[1].revents & POLLIN) {
+    if (fds[0].revents & POLLIN) {
       struct signalfd_siginfo info;
       while (read(sigfd, &info, sizeof info) > 0) {
       }
@@ -2206,15 +2268,10 @@ int main(int argc, char **argv) {
         }
       }
     }
-    if (fds[2].revents & (POLLIN | POLLHUP)) {
+    if (fds[1].revents & (POLLIN | POLLHUP)) {
       /* Policy updates; a closed channel (the host went away) leaves the last policy in force. */
       int r = read_policy_record();
       if (r < 0) channel_open = 0;
-    }
-    if (fds[0].revents & POLLIN) {
-      memset(req, 0, req_size);
-      if (ioctl(listener_fd, SECCOMP_IOCTL_NOTIF_RECV, req) != 0) continue; /* the caller died: ENOENT */
-      handle(req);
     }
   }
   return 0;

@@ -245,6 +245,64 @@ print(json.dumps(out))
     }
     expect(r.stdout).toContain('alive=0');
   });
+
+  it.each([
+    ['in the sandbox', true],
+    ['the guard alone (the filter is all that refuses: no namespace in between)', false],
+  ])(
+    'no thread of the guard can be signalled or stopped, %s: its main thread, its workers and the thread that takes notifications',
+    async (_how, sandbox) => {
+      const ws = tempWorkspace();
+      // The guard is the supervisor's parent. Its threads' ids follow its own (it starts them before
+      // anything else): each id whose Tgid is the guard's is one of its threads, and a tkill of
+      // signal 0 (or SIGSTOP) must be refused for every one.
+      const attack = `
+import ctypes, json, os
+libc = ctypes.CDLL(None, use_errno=True)
+X = os.uname().machine == 'x86_64'
+TKILL, TGKILL = (200, 234) if X else (130, 131)
+def tgid_of(tid):
+    status = open('/proc/%d/status' % tid).read()
+    return int(status.split('\\nTgid:')[1].split()[0])
+def ppid_of(pid):
+    return int(open('/proc/%d/stat' % pid).read().rsplit(') ', 1)[1].split()[1])
+guard = ppid_of(os.getppid())
+threads = []
+for tid in range(guard, guard + 256):
+    try:
+        if tgid_of(tid) == guard:
+            threads.append(tid)
+    except (OSError, IndexError, ValueError):
+        pass
+# No file is opened from here on: a stopped guard thread would hang the next open. A stop that
+# went through is undone at once (SIGCONT), so a failure reports instead of hanging.
+found = {}
+for tid in threads:
+    out = {}
+    for name, args in (('tkill', (TKILL, tid, 0)), ('tgkill', (TGKILL, guard, tid, 0)), ('stop', (TKILL, tid, 19))):
+        out[name] = 0 if libc.syscall(*args) >= 0 else ctypes.get_errno()
+        if name == 'stop' and out[name] == 0:
+            libc.syscall(TKILL, tid, 18)
+    found[tid] = out
+print(json.dumps(found))
+`;
+      writeFileSync(join(ws, 'threads.py'), attack);
+      const r = await runGuarded(rulesFor(ws), `python3 ${join(ws, 'threads.py')}; echo alive=$?`, {
+        sandbox,
+      }).done;
+      const found = JSON.parse(r.stdout.split('\n').find((l) => l.startsWith('{')) ?? '{}') as Record<
+        string,
+        Record<string, number>
+      >;
+      // The main thread, eight workers and the listener.
+      expect(Object.keys(found).length, `${r.stdout}\n${r.stderr}`).toBeGreaterThanOrEqual(10);
+      for (const [tid, out] of Object.entries(found)) {
+        for (const [call, errno] of Object.entries(out))
+          expect(errno, `${call} of guard thread ${tid}`).toBe(1); // EPERM
+      }
+      expect(r.stdout).toContain('alive=0');
+    },
+  );
 });
 
 maybe('ordinary work under the guard', () => {
