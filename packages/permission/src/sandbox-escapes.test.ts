@@ -502,6 +502,37 @@ describe.runIf(BWRAP)('escapes through cli_based_tool, default config, no approv
       T,
     );
 
+    // The same names through other shells, wrappers and generated words: whichever layer sees the
+    // write first (the parser, or the guard when the parser cannot), nothing is made.
+    it.each([
+      [`sh -c 'echo x > .exrc'`, '.exrc'],
+      [`dash -c 'mkdir -p .helix && echo x > .helix/languages.toml'`, '.helix'],
+      [`env FOO=1 sh -c 'printf "{}" > opencode.jsonc'`, 'opencode.jsonc'],
+      ['echo .kiro | xargs mkdir', '.kiro'],
+      ['find . -maxdepth 0 -exec mkdir .amazonq \\;', '.amazonq'],
+      [`bash -c "$(printf 'touch .nv%s' imrc)"`, '.nvimrc'],
+      [`zsh -c 'mkdir -p .opencode/plugins'`, '.opencode'],
+      [`eval 'mkdir .ro"o"'`, '.roo'],
+      [`timeout 5 python3 -c "open('.nvim' + '.lua', 'w')"`, '.nvim.lua'],
+      ['nice -n 5 tee .exrc < /dev/null', '.exrc'],
+      [`sh -c 'mkdir -p sub && cd sub && mkdir .helix'`, 'sub/.helix'],
+      [`awk 'BEGIN { print "x" > ".ex" "rc" }'`, '.exrc'],
+    ])(
+      'a protected name written through a wrapper or another shell is not made: %j',
+      async (command, created) => {
+        const { run } = await setup();
+        const result = await run(command);
+        if (!result.permission_denied) {
+          expect(result, JSON.stringify(result)).toMatchObject({
+            sandbox: 'workspace-write',
+            error_code: 'SANDBOX_REFUSED_WRITE',
+          });
+        }
+        expect(existsSync(join(ws, created)), JSON.stringify(result)).toBe(false);
+      },
+      T,
+    );
+
     it(
       'an existing opencode.json and .helix/languages.toml are read, and stay as they were',
       async () => {
