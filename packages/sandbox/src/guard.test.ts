@@ -267,8 +267,11 @@ def tgid_of(tid):
 def ppid_of(pid):
     return int(open('/proc/%d/stat' % pid).read().rsplit(') ', 1)[1].split()[1])
 guard = ppid_of(os.getppid())
+pid_max = int(open('/proc/sys/kernel/pid_max').read())
 threads = []
 for tid in range(guard, guard + 256):
+    if tid >= pid_max:
+        tid = 300 + tid - pid_max  # ids wrap past pid_max to 300 (the kernel's RESERVED_PIDS)
     try:
         if tgid_of(tid) == guard:
             threads.append(tid)
