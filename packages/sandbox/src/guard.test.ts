@@ -195,6 +195,60 @@ maybe('names born during the session', () => {
   });
 });
 
+maybe('rules that change while the sandbox is busy', () => {
+  it('two hundred rule changes while a process opens a file in a loop: every one acknowledged, the last in force at once', async () => {
+    // The guard judges opens on one thread and takes rule changes on another: a change swaps the
+    // rules under a lock while opens are judged. Whatever the interleaving, the guard answers
+    // every open, acknowledges every change, and once the last one (the file masked) is
+    // acknowledged, no open of it succeeds.
+    const ws = tempWorkspace();
+    mkdirSync(join(ws, 'data'));
+    const file = join(ws, 'data', 'keep.txt');
+    writeFileSync(file, 'content\n');
+    const started = join(ws, 'started');
+    const go = join(ws, 'go');
+    const loop = `
+import json, os
+reads = denied = 0
+open(${JSON.stringify(started)}, 'w').close()
+while not os.path.exists(${JSON.stringify(go)}):
+    try:
+        with open(${JSON.stringify(file)}) as f:
+            f.read()
+        reads += 1
+    except OSError:
+        denied += 1
+final = []
+for _ in range(20):
+    try:
+        open(${JSON.stringify(file)}).read()
+        final.append('read')
+    except OSError as e:
+        final.append(e.errno)
+print(json.dumps({'reads': reads, 'denied': denied, 'final': final}))
+`;
+    writeFileSync(join(ws, 'loop.py'), loop);
+    const rules = rulesFor(ws);
+    const run = runGuarded(rules, `python3 ${join(ws, 'loop.py')}`);
+    for (let i = 0; i < 600 && !existsSync(started); i++) await new Promise((r) => setTimeout(r, 50));
+    expect(existsSync(started)).toBe(true);
+    const masked = { ...rules, masked: [...rules.masked, file] };
+    const changes: Promise<void>[] = [];
+    for (let i = 0; i < 200; i++) changes.push(run.update(i % 2 === 0 ? masked : rules));
+    await Promise.all(changes);
+    await run.update(masked);
+    writeFileSync(go, '');
+    const r = await run.done;
+    const out = JSON.parse(r.stdout.split('\n').find((l) => l.startsWith('{')) ?? '{}') as {
+      reads?: number;
+      final?: (string | number)[];
+    };
+    expect(out.reads, `${r.stdout}\n${r.stderr}`).toBeGreaterThan(0);
+    expect(out.final, r.stdout).toEqual(Array(20).fill(13)); // EACCES: a masked file
+    expect(r.code).toBe(0);
+  });
+});
+
 maybe('the sandbox cannot reach its init, its guard or its supervisor', () => {
   it('refuses ptrace, memory reads, pidfds, signals, /proc secrets, the keyring, io_uring and a second listener', async () => {
     const ws = tempWorkspace();
