@@ -1032,7 +1032,8 @@ static pthread_mutex_t jobs_lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t jobs_ready = PTHREAD_COND_INITIALIZER;
 static struct blocking_open *jobs_head, *jobs_tail;
 static pid_t worker_tids[WORKERS];
-static volatile int workers_started;
+/* Threads (the workers and the listener) that have recorded their ids: the fork waits for all. */
+static volatile int threads_started;
 
 static void queue_blocking(struct blocking_open *job) {
   pthread_mutex_lock(&jobs_lock);
@@ -1048,7 +1049,7 @@ static void *worker(void *arg) {
   size_t index = (size_t)(uintptr_t)arg;
   unshare(CLONE_FS); /* its own umask */
   worker_tids[index] = (pid_t)syscall(SYS_gettid);
-  __atomic_add_fetch(&workers_started, 1, __ATOMIC_SEQ_CST);
+  __atomic_add_fetch(&threads_started, 1, __ATOMIC_SEQ_CST);
   for (;;) {
     pthread_mutex_lock(&jobs_lock);
     while (!jobs_head) pthread_cond_wait(&jobs_ready, &jobs_lock);
@@ -1070,19 +1071,16 @@ static void *worker(void *arg) {
   return NULL;
 }
 
-static int start_workers(void) {
-  for (size_t i = 0; i < WORKERS; i++) {
-    pthread_attr_t attr;
-    pthread_t thread;
-    pthread_attr_init(&attr);
-    pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
-    pthread_attr_setstacksize(&attr, 128 * 1024);
-    int e = pthread_create(&thread, &attr, worker, (void *)(uintptr_t)i);
-    pthread_attr_destroy(&attr);
-    if (e) return e;
-  }
-  while (__atomic_load_n(&workers_started, __ATOMIC_SEQ_CST) < WORKERS) usleep(100);
-  return 0;
+/* A detached thread; `stack` 0 keeps the default size. */
+static int start_detached(void *(*fn)(void *), void *arg, size_t stack) {
+  pthread_attr_t attr;
+  pthread_t thread;
+  pthread_attr_init(&attr);
+  pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+  if (stack) pthread_attr_setstacksize(&attr, stack);
+  int e = pthread_create(&thread, &attr, fn, arg);
+  pthread_attr_destroy(&attr);
+  return e;
 }
 
 /* Hands a FIFO's open (which waits for the other end) to the pool. Takes `dir`. */
@@ -2080,14 +2078,13 @@ static pthread_mutex_t listener_lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t listener_cond = PTHREAD_COND_INITIALIZER;
 static size_t listener_req_size; /* 0 until the listener descriptor is there */
 static pid_t listener_tid;
-static volatile int listener_started;
 
 static void *listener(void *arg) {
   (void)arg;
   unshare(CLONE_FS); /* its own umask and cwd (real_path_of_fd) */
   umask(022);
   listener_tid = (pid_t)syscall(SYS_gettid);
-  __atomic_store_n(&listener_started, 1, __ATOMIC_SEQ_CST);
+  __atomic_add_fetch(&threads_started, 1, __ATOMIC_SEQ_CST);
   pthread_mutex_lock(&listener_lock);
   while (listener_req_size == 0) pthread_cond_wait(&listener_cond, &listener_lock);
   size_t req_size = listener_req_size;
@@ -2113,15 +2110,16 @@ static void *listener(void *arg) {
   }
 }
 
-static int start_listener(void) {
-  pthread_attr_t attr;
-  pthread_t thread;
-  pthread_attr_init(&attr);
-  pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
-  int e = pthread_create(&thread, &attr, listener, NULL);
-  pthread_attr_destroy(&attr);
+/* The pool (small stacks: an open each) and the listener (the default stack: handle() keeps
+ * several PATH_MAX buffers per level of a path's resolution), each with its id recorded. */
+static int start_threads(void) {
+  for (size_t i = 0; i < WORKERS; i++) {
+    int e = start_detached(worker, (void *)(uintptr_t)i, 128 * 1024);
+    if (e) return e;
+  }
+  int e = start_detached(listener, NULL, 0);
   if (e) return e;
-  while (!__atomic_load_n(&listener_started, __ATOMIC_SEQ_CST)) usleep(100);
+  while (__atomic_load_n(&threads_started, __ATOMIC_SEQ_CST) < WORKERS + 1) usleep(100);
   return 0;
 }
 
@@ -2165,9 +2163,8 @@ int main(int argc, char **argv) {
     return 71;
   }
   pid_t guard = getpid();
-  /* The pool's threads exist before the fork: the filter names every thread id of the guard. */
-  int thread_error = start_workers();
-  if (thread_error == 0) thread_error = start_listener();
+  /* The pool's threads and the listener exist before the fork: the filter names every thread id of the guard. */
+  int thread_error = start_threads();
   if (thread_error != 0) {
     errno = thread_error;
     report_error("threads");

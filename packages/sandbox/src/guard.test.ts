@@ -14,6 +14,11 @@ const maybe = ready ? describe : describe.skip;
 if (!ready && process.env.CI) throw new Error('CI needs bubblewrap and the guard for the guard suite');
 
 /** `name=$?` lines of a script's output, as a record. */
+/** The JSON object a script printed on a line of its own (`{}` when there is none). */
+function jsonLine<T>(stdout: string): T {
+  return JSON.parse(stdout.split('\n').find((l) => l.startsWith('{')) ?? '{}') as T;
+}
+
 function statuses(stdout: string): Record<string, number> {
   const out: Record<string, number> = {};
   for (const m of stdout.matchAll(/^([\w.-]+)=(\d+)$/gm)) out[m[1]!] = Number(m[2]);
@@ -239,10 +244,7 @@ print(json.dumps({'reads': reads, 'denied': denied, 'final': final}))
     await run.update(masked);
     writeFileSync(go, '');
     const r = await run.done;
-    const out = JSON.parse(r.stdout.split('\n').find((l) => l.startsWith('{')) ?? '{}') as {
-      reads?: number;
-      final?: (string | number)[];
-    };
+    const out = jsonLine<{ reads?: number; final?: (string | number)[] }>(r.stdout);
     expect(out.reads, `${r.stdout}\n${r.stderr}`).toBeGreaterThan(0);
     expect(out.final, r.stdout).toEqual(Array(20).fill(13)); // EACCES: a masked file
     expect(r.code).toBe(0);
@@ -288,10 +290,7 @@ print(json.dumps(out))
 `;
     writeFileSync(join(ws, 'attack.py'), attack);
     const r = await runGuarded(rulesFor(ws), `python3 ${join(ws, 'attack.py')}; echo alive=$?`).done;
-    const out = JSON.parse(r.stdout.split('\n').find((l) => l.startsWith('{')) ?? '{}') as Record<
-      string,
-      number
-    >;
+    const out = jsonLine<Record<string, number>>(r.stdout);
     expect(out.stat_readable, r.stderr).toBe(1);
     for (const [key, value] of Object.entries(out)) {
       if (key === 'stat_readable') continue;
@@ -347,10 +346,7 @@ print(json.dumps(found))
       const r = await runGuarded(rulesFor(ws), `python3 ${join(ws, 'threads.py')}; echo alive=$?`, {
         sandbox,
       }).done;
-      const found = JSON.parse(r.stdout.split('\n').find((l) => l.startsWith('{')) ?? '{}') as Record<
-        string,
-        Record<string, number>
-      >;
+      const found = jsonLine<Record<string, Record<string, number>>>(r.stdout);
       // The main thread, eight workers and the listener.
       expect(Object.keys(found).length, `${r.stdout}\n${r.stderr}`).toBeGreaterThanOrEqual(10);
       for (const [tid, out] of Object.entries(found)) {
