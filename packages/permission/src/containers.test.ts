@@ -10,6 +10,7 @@ import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
 const SCRIPT = join(dirname(fileURLToPath(import.meta.url)), 'test-support', 'in-container.mjs');
+const CHECKOUT = join(dirname(SCRIPT), '..', '..', '..', '..');
 const PODMAN = ['--cgroup-manager', 'cgroupfs', '--runtime', 'runc'];
 const podman =
   process.getuid?.() === 0 && spawnSync('podman', ['--version'], { stdio: 'ignore' }).status === 0;
@@ -75,6 +76,17 @@ afterAll(() => {
   }
 });
 
+/**
+ * The container's /tmp is a fresh tmpfs, which hides a checkout (or a node) cloned under the
+ * host's /tmp: those are bound in read-only at the same path. Elsewhere the overlaid root shows them.
+ */
+function underTmp(): string[] {
+  const needed = [CHECKOUT, dirname(dirname(process.execPath))];
+  return needed
+    .filter((path) => path.startsWith('/tmp/'))
+    .flatMap((path) => ['--mount', `type=bind,src=${path},dst=${path},ro`]);
+}
+
 function inContainer(flags: string[], sandbox?: string): Said {
   const r = spawnSync(
     'podman',
@@ -92,6 +104,7 @@ function inContainer(flags: string[], sandbox?: string): Said {
       'type=tmpfs,dst=/ws,notmpcopyup,tmpfs-mode=1777',
       '-e',
       'HOME=/ws',
+      ...underTmp(),
       ...flags,
       '--rootfs',
       `${root}:O`,
