@@ -232,7 +232,9 @@ describe('a server that dies or goes silent', () => {
       const m = marker('idle');
       const proc = manager.spawn(`sleep 300; : ${m}`, [], { shell: true });
       await proc.spawned;
-      expect(pidsWithArg(m).length).toBeGreaterThan(0);
+      // Its command line shows once its exec is through, which can trail the spawn's answer (a
+      // vfork parent resumes before the kernel sets the new program's arguments).
+      await waitFor(() => pidsWithArg(m).length > 0, 10_000, 'the process running');
       // The server kills what it runs (and reports it) before it closes the stream.
       const result = await proc.result;
       expect(result).toMatchObject({ killed: true, reason: 'killed' });
