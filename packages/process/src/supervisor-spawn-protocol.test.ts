@@ -79,6 +79,7 @@ describe('env difference (host and supervisor sides)', () => {
     };
     let removals = 0;
     let rebases = 0;
+    let previous: Parameters<typeof envDifference>[2];
     let current: Record<string, string> = {};
     for (let i = 0; i < 60; i++) current[`K${i}`] = `v${i}`;
     for (let step = 0; step < 300; step++) {
@@ -97,7 +98,8 @@ describe('env difference (host and supervisor sides)', () => {
       const env = Object.create(current) as Record<string, string | undefined>;
       for (const key in current) if (!(key in next)) env[key] = undefined;
       for (const key in next) if (current[key] !== next[key]) env[key] = next[key];
-      const { fields, base: after } = envDifference(env, base);
+      const { fields, base: after } = envDifference(env, base, previous);
+      previous = fields;
       removals += fields.envUnset?.length ?? 0;
       if (fields.envBase) rebases++;
       else
@@ -122,6 +124,76 @@ describe('env difference (host and supervisor sides)', () => {
     expect(rebases).toBeGreaterThan(1);
     expect(removals).toBeGreaterThan(20);
     expect(rebases).toBeLessThan(100);
+  });
+
+  /** Sends `envs` in turn as the client does; what each request carried, each checked exact. */
+  function send(envs: Record<string, string>[]) {
+    const supervisor = new SupervisorChildren(() => {}, false);
+    let base: ReadonlyMap<string, string> | undefined;
+    let previous: Parameters<typeof envDifference>[2];
+    return envs.map((env, id) => {
+      const { fields, base: after } = envDifference(env, base, previous);
+      base = after;
+      previous = fields;
+      const request = { t: 'spawn', id, file: 'x', args: [], cwd: '/', stdin: 'ignore', capture: false };
+      expect(supervisor.env({ ...request, ...fields } as SpawnRequest)).toEqual(env);
+      return fields;
+    });
+  }
+  const host: Record<string, string> = {};
+  for (let i = 0; i < 60; i++) host[`H${i}`] = `h${i}`;
+  // What a tool sets on every call (cli_based_tool's pager and prompt variables, say).
+  const tool: Record<string, string> = {};
+  for (const name of ['TERM', 'PAGER', 'GIT_PAGER', 'LESS', 'EDITOR', 'VISUAL', 'PIP_NO_INPUT', 'CI'])
+    tool[name] = `${name.toLowerCase()}-value`;
+  const call = (i: number, extra: Record<string, string> = tool) => ({
+    ...host,
+    ...extra,
+    [COOKIE]: `c${i}`,
+  });
+
+  it.each([
+    ['added', [host, call(1), call(2), call(3), call(4), call(5)]],
+    [
+      'changed',
+      [
+        { ...host, ...Object.fromEntries(Object.keys(tool).map((k) => [k, 'old'])) },
+        call(1),
+        call(2),
+        call(3),
+      ],
+    ],
+    [
+      'removed',
+      [
+        { ...host, ...tool, WARM_A: '1', WARM_B: '2', WARM_C: '3', WARM_D: '4' },
+        call(1),
+        call(2),
+        call(3),
+        call(4),
+      ],
+    ],
+  ])(
+    'a difference every call repeats (%s keys) is sent once as the new base, then only what changes',
+    (_kind, envs) => {
+      const fields = send(envs);
+      expect(fields[0]!.envBase).toBeDefined(); // the first spawn: the supervisor has no base yet
+      expect(fields[1]!.envBase).toBeUndefined(); // one call alone may be a one-off
+      expect(fields[2]!.envBase).toBeDefined(); // the same difference again: re-based
+      for (const later of fields.slice(3)) {
+        expect(later.envBase).toBeUndefined();
+        expect(later.env).toEqual({ [COOKIE]: expect.any(String) });
+        expect(later.envUnset).toBeUndefined();
+      }
+    },
+  );
+
+  it('two envs in turn are not re-based at every call', () => {
+    const envs = [host];
+    for (let i = 1; i <= 40; i++) envs.push(i % 2 ? call(i) : call(i, {}));
+    const fields = send(envs);
+    const rebases = fields.slice(1).filter((f) => f.envBase).length;
+    expect(rebases).toBeLessThanOrEqual(2);
   });
 });
 
