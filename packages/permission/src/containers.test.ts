@@ -8,9 +8,9 @@ import { mkdirSync, mkdtempSync, rmdirSync, rmSync, statSync, writeFileSync } fr
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { CHECKOUT } from '@conch/test-support';
 
 const SCRIPT = join(dirname(fileURLToPath(import.meta.url)), 'test-support', 'in-container.mjs');
-const CHECKOUT = join(dirname(SCRIPT), '..', '..', '..', '..');
 const PODMAN = ['--cgroup-manager', 'cgroupfs', '--runtime', 'runc'];
 const podman =
   process.getuid?.() === 0 && spawnSync('podman', ['--version'], { stdio: 'ignore' }).status === 0;

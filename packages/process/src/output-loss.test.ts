@@ -3,11 +3,10 @@ import { execFileSync } from 'node:child_process';
 import { mkdirSync, mkdtempSync, readFileSync, rmdirSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { afterEach, beforeEach, describe, expect, it, onTestFinished } from 'vitest';
 import { ProcessManager, type ProcessManagerOptions } from './process-manager.js';
 import type { CaptureOptions } from './spawn-options.js';
-import { canMount, mountTmpfs, unmountAll } from '@conch/test-support';
+import { canMount, CHECKOUT, mountTmpfs, unmountAll } from '@conch/test-support';
 
 const BYTES = (n: number) => `head -c ${n} /dev/zero | tr '\\0' a`;
 
@@ -74,10 +73,9 @@ describe('an output directory that cannot be made', () => {
       // A real host process as the user many containers run as: no writable HOME. The checkout may
       // sit in a directory only its owner can enter (a 0700 home): nobody reaches it through a bind
       // mount of the repository at a path every user can walk (pnpm's links are relative).
-      const repo = join(dirname(fileURLToPath(import.meta.url)), '..', '..', '..');
       const view = mkdtempSync('/var/tmp/conch-clone-view-');
       execFileSync('chmod', ['755', view]);
-      execFileSync('mount', ['--bind', repo, view]);
+      execFileSync('mount', ['--bind', CHECKOUT, view]);
       onTestFinished(() => {
         execFileSync('umount', [view]);
         rmdirSync(view);

@@ -12,8 +12,7 @@ import {
 import { createServer as createHttpsServer, type Server as HttpsServer } from 'node:https';
 import { connect, type AddressInfo, type Socket } from 'node:net';
 import type { SecureContext, TLSSocket } from 'node:tls';
-import { dirname, resolve } from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { CHECKOUT } from './index.js';
 
 /** The certificate authority the stand-in serves from (@conch/sandbox's SessionCa fits). */
 export interface StandInCa {
@@ -300,9 +299,6 @@ export async function startTestProxy(options: {
       }),
   };
 }
-
-/** This checkout of conch (the repository root; test-support's dist/ is two levels below it). */
-export const CHECKOUT = resolve(dirname(fileURLToPath(import.meta.url)), '..', '..', '..');
 
 /**
  * A shell pipeline's first half: the regular files a sandboxed shell can read under `dirs` (a

@@ -12,8 +12,12 @@ import {
   writeFileSync,
 } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { dirname, join, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { onExit } from 'signal-exit';
+
+/** This checkout of conch: the repository root (test-support's dist/ is two levels below it). */
+export const CHECKOUT = resolve(dirname(fileURLToPath(import.meta.url)), '..', '..', '..');
 
 export interface WaitOptions {
   /** Named in the timeout error: `timed out after 20000 ms waiting for <what>`. */
