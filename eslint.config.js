@@ -35,6 +35,9 @@ export default tseslint.config(
     // realpath reads (nodejs/node#51142): one left on a socket or FIFO makes the host's next import
     // of a symlinked package misresolve. Product code stats paths only through @conch/core's
     // safeStatSync and safeLstatSync (packages/core/src/stale-stat.ts), which never leave it there.
+    // And reads files through readRegularFileSync (packages/core/src/regular-file.ts): between a
+    // check and readFileSync's open, a process the agent left running can put a FIFO (the open
+    // blocks the host forever) or a device in a file's place.
     files: ['packages/*/src/**/*.ts'],
     ignores: [
       '**/*.test.ts',
@@ -51,14 +54,20 @@ export default tseslint.config(
           message:
             "use safeStatSync / safeLstatSync from '@conch/core' (node's shared stat buffer, nodejs/node#51142)",
         })),
+        ...['node:fs', 'fs', 'node:fs/promises', 'fs/promises'].map((name) => ({
+          name,
+          importNames: ['readFileSync', 'readFile'],
+          message:
+            "use readRegularFileSync from '@conch/core': a file a sandboxed command could have written may be a FIFO (open blocks the host forever), a device or gigabytes by the time it is opened. The kernel's /proc files and conch's own may use readFileSync with a disable comment saying so.",
+        })),
       ],
       'no-restricted-syntax': [
         'error',
         {
           selector:
-            "CallExpression[callee.type='MemberExpression'][callee.property.name=/^(statSync|lstatSync)$/]",
+            "CallExpression[callee.type='MemberExpression'][callee.property.name=/^(statSync|lstatSync|readFileSync)$/]",
           message:
-            "use safeStatSync / safeLstatSync from '@conch/core' (node's shared stat buffer, nodejs/node#51142)",
+            "use safeStatSync / safeLstatSync / readRegularFileSync from '@conch/core' (node's shared stat buffer, nodejs/node#51142; a file the agent wrote may be a FIFO)",
         },
       ],
     },

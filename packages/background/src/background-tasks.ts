@@ -1,4 +1,5 @@
 import { randomBytes } from 'node:crypto';
+// eslint-disable-next-line no-restricted-imports -- reads /proc only (the kernel's files, not a file the agent wrote)
 import { readFileSync } from 'node:fs';
 import type {
   BackgroundLogs,

@@ -1,7 +1,14 @@
-import { mkdtempSync, readFileSync } from 'node:fs';
+import { mkdtempSync } from 'node:fs';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { AbortedError, onHostExit, removeChromiumSingleton, type Logger, removeSync } from '@conch/core';
+import {
+  AbortedError,
+  onHostExit,
+  readRegularFileSync,
+  removeChromiumSingleton,
+  type Logger,
+  removeSync,
+} from '@conch/core';
 import type { ManagedProcess, ProcessManager, ProcessResult } from '@conch/process';
 import { fetchJsonVersion } from './cdp-endpoint.js';
 import { BROWSER_LABEL, chromeArgs, readyLabel } from './chrome-flags.js';
@@ -48,7 +55,10 @@ export interface ChromeInstance extends AsyncDisposable {
 function readActivePort(profileDir: string): number | undefined {
   let text: string;
   try {
-    text = readFileSync(join(profileDir, 'DevToolsActivePort'), 'utf8');
+    text = readRegularFileSync(join(profileDir, 'DevToolsActivePort'), {
+      maxBytes: 64 * 1024,
+      encoding: 'utf8',
+    });
   } catch {
     return undefined;
   }

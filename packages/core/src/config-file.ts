@@ -1,4 +1,3 @@
-import { readFile } from 'node:fs/promises';
 import { dirname, resolve } from 'node:path';
 import { z } from 'zod';
 import { ConchError } from './errors/conch-error.js';
@@ -9,6 +8,7 @@ import type { TrustAcceptance } from './plugin-trust.js';
 import { toValidationIssues } from './errors/validation-issue.js';
 import type { Logger } from './logger.js';
 import { PluginRegistry, type PluginRegistryOptions } from './registry.js';
+import { readRegularFileSync } from './regular-file.js';
 
 /**
  * `conch.config.json`, shared by hosts, conch-mcp and the demo agent. Each key of `plugins` is
@@ -37,7 +37,8 @@ export async function loadConchConfig(file: string): Promise<ConchConfig & { bas
   const path = resolve(file);
   let text: string;
   try {
-    text = await readFile(path, 'utf8');
+    // A workspace's config is a file an agent could have left: read only as a regular file.
+    text = readRegularFileSync(path, { maxBytes: 16 * 1024 * 1024, encoding: 'utf8' });
   } catch (error) {
     throw unreadable(path, error);
   }

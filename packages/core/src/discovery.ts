@@ -1,10 +1,11 @@
-import { readdir, readFile, realpath, stat } from 'node:fs/promises';
+import { readdir, realpath, stat } from 'node:fs/promises';
 import { dirname, join, resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import type { PluginDefinition } from './define.js';
 import { PluginLoadError } from './errors/plugin-load-error.js';
 import { checkPluginShape } from './plugin-shape.js';
 import { clearStaleStat } from './stale-stat.js';
+import { readRegularFileSync } from './regular-file.js';
 
 /**
  * The key under which a host that runs conch's code where `import()` cannot load modules provides
@@ -59,7 +60,8 @@ export interface LoadedPlugin {
 }
 
 async function readJson(file: string): Promise<unknown> {
-  return JSON.parse(await readFile(file, 'utf8')) as unknown;
+  // A package.json in a node_modules an agent could write: read only as a regular file.
+  return JSON.parse(readRegularFileSync(file, { maxBytes: 16 * 1024 * 1024, encoding: 'utf8' })) as unknown;
 }
 
 async function isDir(path: string): Promise<boolean> {

@@ -4,6 +4,7 @@ export { ConchError, type ConchErrorOptions } from './errors/conch-error.js';
 export { formatBytes } from './format-bytes.js';
 export { makeTempDir, removeChromiumSingleton, sweepStaleTempDirs, TEMP_OWNER_FILE } from './temp-dirs.js';
 export { clearStaleStat, removeSync, safeLstatSync, safeStatSync } from './stale-stat.js';
+export { readRegularFileSync, type ReadRegularFileOptions } from './regular-file.js';
 export { NoSuchPluginError } from './errors/no-such-plugin-error.js';
 export { NoSuchToolError } from './errors/no-such-tool-error.js';
 export { InvalidConfigError } from './errors/invalid-config-error.js';

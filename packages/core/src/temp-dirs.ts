@@ -5,6 +5,7 @@ import {
   mkdtempSync,
   openSync,
   readdirSync,
+  // eslint-disable-next-line no-restricted-imports -- reads /proc only (the kernel's files, not a file the agent wrote)
   readFileSync,
   readlinkSync,
   readSync,

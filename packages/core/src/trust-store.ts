@@ -1,4 +1,5 @@
 import { randomBytes } from 'node:crypto';
+// eslint-disable-next-line no-restricted-imports -- reads the user's trust store, in a directory no sandbox can write (README: Trust store)
 import { chmod, lstat, mkdir, open, readFile, realpath, rename, rm, stat } from 'node:fs/promises';
 import { homedir, tmpdir } from 'node:os';
 import { basename, dirname, isAbsolute, join, resolve, sep } from 'node:path';

@@ -18,10 +18,12 @@ import { createHash } from 'node:crypto';
 import { isAscii } from 'node:buffer';
 import {
   closeSync,
+  constants as fsConstants,
   fstatSync,
   mkdirSync,
   openSync,
   readdirSync,
+  // eslint-disable-next-line no-restricted-imports -- reads conch's own bundle and its code cache in the user's cache dir (opened O_NONBLOCK, owner and type checked)
   readFileSync,
   renameSync,
   unlinkSync,
@@ -108,7 +110,8 @@ export function compileCacheDir(env: NodeJS.ProcessEnv = process.env): { dir: st
 function readOwned(file: string): Buffer | undefined {
   let fd: number;
   try {
-    fd = openSync(file, 'r');
+    // Non-blocking: a FIFO in its place returns at once and fails the type check below.
+    fd = openSync(file, fsConstants.O_RDONLY | fsConstants.O_NONBLOCK);
   } catch {
     return undefined;
   }

@@ -1,6 +1,7 @@
 import 'reflect-metadata';
 // First: zod's schemas are built interpreted (see the module).
 import './zod-interpreted.js';
+// eslint-disable-next-line no-restricted-imports -- reads conch's own package.json
 import { readFileSync } from 'node:fs';
 import { createDefaultLogger, type Logger, type PluginRegistry } from '@conch/core';
 import { permissionReady } from '@conch/permission';

@@ -1,3 +1,4 @@
+// eslint-disable-next-line no-restricted-imports -- reads conch's own package.json
 import { readFileSync } from 'node:fs';
 import { type ExecuteOptions, type Logger, NoSuchToolError, type PluginRegistry } from '@conch/core';
 import { Server } from '@modelcontextprotocol/sdk/server/index.js';

@@ -7,8 +7,9 @@
 //
 // The same entries say, for a host rule's own text (with its wildcard), everything any command it
 // matches could execute in the workspace: what rule-grants.ts snapshots when the rule is granted.
-import { readdirSync, readFileSync } from 'node:fs';
+import { readdirSync } from 'node:fs';
 import { posix } from 'node:path';
+import { readRegularFileSync } from '@conch/core';
 import { unwrap } from './commands/wrappers.js';
 import {
   ABSENT,
@@ -781,7 +782,7 @@ function repositoryPieces(
 /** A file read outside the counted pieces and the budget (the user's global git config). */
 function readQuiet(path: string): Buffer | undefined {
   try {
-    return readFileSync(path);
+    return readRegularFileSync(path, { maxBytes: 8 * 1024 * 1024 });
   } catch {
     return undefined;
   }

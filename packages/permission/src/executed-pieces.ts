@@ -2,10 +2,10 @@
 // package.json, a hooks directory; their digests (sha256 of the counted part, ABSENT, or UNREADABLE
 // and why), the keys that name them the same way at grant and at decision, and the bounded reads.
 import { createHash } from 'node:crypto';
-import { readdirSync, readFileSync, readlinkSync, type Stats } from 'node:fs';
+import { readdirSync, readlinkSync, type Stats } from 'node:fs';
 import { posix } from 'node:path';
 import { realpathOf } from './fs-snapshot.js';
-import { safeLstatSync, safeStatSync } from '@conch/core';
+import { readRegularFileSync, safeLstatSync, safeStatSync } from '@conch/core';
 
 /** The digest of something that does not exist: nothing runs from it. */
 export const ABSENT = 'absent';
@@ -74,7 +74,9 @@ export function read(path: string, r: Reader): Buffer | string {
     out = BEYOND_BOUND;
   } else {
     try {
-      out = readFileSync(path);
+      // Regular and within the bound when it is opened, not only when it was stat'ed (a FIFO
+      // swapped in between would block the host in open()).
+      out = readRegularFileSync(path, { maxBytes: MAX_FILE_BYTES });
       r.budget.files--;
       r.budget.bytes -= out.length;
     } catch (error) {

@@ -1,4 +1,5 @@
-import { readdirSync, readFileSync, type Stats } from 'node:fs';
+import { readdirSync, type Stats } from 'node:fs';
+import { readRegularFileSync } from '@conch/core';
 import { statOf } from './fs-snapshot.js';
 import { homedir } from 'node:os';
 import { dirname, isAbsolute, join, resolve } from 'node:path';
@@ -38,6 +39,19 @@ export function gitConfigRisk(
   return undefined;
 }
 
+/*
+ * Every file here is one a sandboxed command may have written (a repository it made, a hook it
+ * set): read as a regular file only, never opened when a FIFO or a device took the name between
+ * the stat and the read (@conch/core readRegularFileSync), and within a bound.
+ */
+/** A `.git` or `commondir` pointer: one line. */
+const MAX_POINTER_BYTES = 64 * 1024;
+/** A git config (and each file it includes): far above any real one. */
+const MAX_CONFIG_BYTES = 1024 * 1024;
+
+const readPointer = (path: string): string =>
+  readRegularFileSync(path, { maxBytes: MAX_POINTER_BYTES, encoding: 'utf8' });
+
 /** stat, remembered for the rest of the decision (fs-snapshot.ts). */
 const stat = (path: string): Stats | undefined => statOf(path);
 
@@ -48,7 +62,7 @@ function isGitDir(dir: string): boolean {
   let common = dir;
   if (stat(commondir)?.isFile()) {
     try {
-      common = resolve(dir, readFileSync(commondir, 'utf8').trim());
+      common = resolve(dir, readPointer(commondir).trim());
     } catch {
       return true;
     }
@@ -73,7 +87,7 @@ function discover(
     if (st?.isFile()) {
       let text: string;
       try {
-        text = readFileSync(candidate, 'utf8');
+        text = readPointer(candidate);
       } catch {
         return { risk: `${candidate} cannot be read, so the gate cannot tell which repository git opens` };
       }
@@ -97,7 +111,7 @@ function gitDirRisk(gitDir: string, budget: { dirs: number }, depth: number): st
   const commondir = join(gitDir, 'commondir');
   if (stat(commondir)?.isFile()) {
     try {
-      const common = readFileSync(commondir, 'utf8').trim();
+      const common = readPointer(commondir).trim();
       if (common) dirs.push(resolve(gitDir, common));
     } catch {
       return `${commondir} cannot be read`;
@@ -182,7 +196,7 @@ function parsedFile(path: string): ReturnType<typeof parseGitConfig> | undefined
   if (hit && hit.mtimeMs === st.mtimeMs && hit.size === st.size && hit.ino === st.ino) return hit.parsed;
   let parsed: ReturnType<typeof parseGitConfig>;
   try {
-    parsed = parseGitConfig(readFileSync(path, 'latin1'));
+    parsed = parseGitConfig(readRegularFileSync(path, { maxBytes: MAX_CONFIG_BYTES, encoding: 'latin1' }));
   } catch {
     parsed = { error: `${path} cannot be read` };
   }

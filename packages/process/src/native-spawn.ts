@@ -13,6 +13,7 @@
  * The addon only starts processes and reports their exits; everything else (the env sent by the
  * host, handle passing, the exit message) stays in supervisor-children.ts, the same for both.
  */
+// eslint-disable-next-line no-restricted-imports -- reads /proc only (the kernel's files, not a file the agent wrote)
 import { existsSync, readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';

@@ -1,3 +1,4 @@
+// eslint-disable-next-line no-restricted-imports -- reads /proc only (the kernel's files, not a file the agent wrote)
 import { openSync, readdirSync, readFileSync, readlinkSync, readSync } from 'node:fs';
 
 /**

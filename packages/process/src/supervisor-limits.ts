@@ -16,6 +16,7 @@
  *   limit less a margin, the limit is reached. A process that reaches the limit with threads alone
  *   while few processes run is not seen here; its pthread_create fails with EAGAIN.
  */
+// eslint-disable-next-line no-restricted-imports -- reads /proc and cgroup files only (the kernel's, not a file the agent wrote)
 import { readdirSync, readFileSync } from 'node:fs';
 
 /** How often the sandbox is looked at while something runs in it. */

@@ -6,6 +6,7 @@ import {
   constants,
   existsSync,
   mkdirSync,
+  // eslint-disable-next-line no-restricted-imports -- reads conch's own guard binary, shipped in its package
   readFileSync,
   renameSync,
   writeFileSync,
@@ -13,6 +14,7 @@ import {
 import { homedir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { readRegularFileSync } from '@conch/core';
 import { PLANT_WATCH_NAMES } from './plants.js';
 import type { SandboxProfile } from './profile.js';
 import { ENV_TEMPLATE_NAMES, GUARD_DIR_NAMES, GUARD_FILE_NAMES } from './protected-names.js';
@@ -213,6 +215,15 @@ const executable = (path: string) => {
   }
 };
 
+/** Whether `path` is a regular file holding exactly `bytes` (anything else there: false, never a wait). */
+function holds(path: string, bytes: Buffer): boolean {
+  try {
+    return readRegularFileSync(path, { maxBytes: bytes.length }).equals(bytes);
+  } catch {
+    return false;
+  }
+}
+
 /**
  * `binary` as a file this user can execute. Package managers do not keep file modes: `pnpm pack`
  * (and so a publish) writes every file but a package's `bin` as 0644, so the prebuilt guard lands
@@ -234,7 +245,7 @@ export function executableGuard(binary: string, env: NodeJS.ProcessEnv = process
     const base = env.XDG_CACHE_HOME || join(env.HOME || homedir(), '.cache');
     const copy = join(base, 'conch', 'guard', sum, 'conch-guard');
     // Reused only while it is byte for byte the shipped guard (anything else is written over).
-    const same = executable(copy) && readFileSync(copy).equals(bytes);
+    const same = executable(copy) && holds(copy, bytes);
     if (!same) {
       mkdirSync(dirname(copy), { recursive: true, mode: 0o755 });
       const tmp = `${copy}.${process.pid}.tmp`;

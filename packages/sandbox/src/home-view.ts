@@ -1,9 +1,9 @@
 import { createHash } from 'node:crypto';
-import { readdirSync, readFileSync } from 'node:fs';
+import { readdirSync } from 'node:fs';
 import { dirname, join, relative, resolve, sep } from 'node:path';
 import { looksLikeCredential } from './env-values.js';
 import { lstatIf, statIf } from './stat-if.js';
-import { safeLstatSync } from '@conch/core';
+import { readRegularFileSync, safeLstatSync } from '@conch/core';
 
 /**
  * What a workspace-write sandbox sees of the user's home: nothing, but what toolchains need.
@@ -371,7 +371,9 @@ function repositoryOf(path: string): { gitDir: string; workTree: string } | unde
     if (st?.isDirectory()) return { gitDir: dotGit, workTree: dir };
     if (st?.isFile()) {
       try {
-        const m = /^gitdir: (.+?)\s*$/m.exec(readFileSync(dotGit, 'utf8'));
+        const m = /^gitdir: (.+?)\s*$/m.exec(
+          readRegularFileSync(dotGit, { maxBytes: 64 * 1024, encoding: 'utf8' }),
+        );
         if (m) return { gitDir: resolve(dir, m[1]!), workTree: dir };
       } catch {
         return undefined;
@@ -391,7 +393,9 @@ function repositoryOf(path: string): { gitDir: string; workTree: string } | unde
 export function readIndexBlobs(gitDir: string): Map<string, string> | undefined {
   let buf: Buffer;
   try {
-    buf = readFileSync(join(gitDir, 'index'));
+    // A repository the agent can write: a regular file when opened (a FIFO would block the host),
+    // and bounded (a larger index leaves its files masked, as an unreadable one does).
+    buf = readRegularFileSync(join(gitDir, 'index'), { maxBytes: 512 * 1024 * 1024 });
   } catch {
     return undefined;
   }
@@ -400,7 +404,8 @@ export function readIndexBlobs(gitDir: string): Map<string, string> | undefined 
   if (version < 2 || version > 4) return undefined;
   let hashLength = 20;
   try {
-    if (/objectformat\s*=\s*sha256/i.test(readFileSync(join(gitDir, 'config'), 'utf8'))) hashLength = 32;
+    const config = readRegularFileSync(join(gitDir, 'config'), { maxBytes: 1024 * 1024, encoding: 'utf8' });
+    if (/objectformat\s*=\s*sha256/i.test(config)) hashLength = 32;
   } catch {
     // no config: sha1
   }
@@ -469,7 +474,7 @@ export function trackedUnchanged(path: string): Buffer | undefined {
   try {
     const st = safeLstatSync(path);
     if (!st.isFile() || st.size > 1 << 20) return undefined;
-    content = readFileSync(path);
+    content = readRegularFileSync(path, { maxBytes: 1 << 20 });
   } catch {
     return undefined;
   }

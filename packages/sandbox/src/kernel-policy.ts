@@ -8,7 +8,6 @@ import {
   openSync,
   writeSync,
   readdirSync,
-  readFileSync,
   realpathSync,
   watch,
   type Dirent,
@@ -40,7 +39,7 @@ import { configValues } from './git-config-grammar.js';
 import { nameGlobsRegExp } from './profile.js';
 import { lstatIf, statIf } from './stat-if.js';
 import { isConfigEntryPath } from './guard.js';
-import { safeStatSync } from '@conch/core';
+import { readRegularFileSync, safeStatSync } from '@conch/core';
 
 /**
  * How the kernel is told: the sandbox policy, in one place.
@@ -339,13 +338,23 @@ function real(path: string): string | undefined {
   }
 }
 
+/*
+ * Every file read here may be one a sandboxed command wrote (a repository it made, its hooks, a
+ * .env): read as a regular file only, never opened when a FIFO or a device took the name (a FIFO
+ * would block the host in open()), and within a bound (@conch/core readRegularFileSync).
+ */
+/** A `.git` file's or a `commondir`'s one line. */
+const MAX_POINTER_BYTES = 64 * 1024;
+/** A git config, and each file it includes. */
+const MAX_CONFIG_BYTES = 1024 * 1024;
+
 /** Reads for hook-managers.ts: a hook or a config is small; a larger file is not read. */
 const HOOK_IO: HookManagerIo = {
   text: (path) => {
     const st = statIf(path);
     if (!st?.isFile() || st.size > 256 * 1024) return undefined;
     try {
-      return readFileSync(path, 'utf8');
+      return readRegularFileSync(path, { maxBytes: 256 * 1024, encoding: 'utf8' });
     } catch {
       return undefined;
     }
@@ -366,7 +375,7 @@ const inside = (path: string, dir: string) =>
 function gitFileTarget(file: string): string | undefined {
   let text: string;
   try {
-    text = readFileSync(file, 'utf8');
+    text = readRegularFileSync(file, { maxBytes: MAX_POINTER_BYTES, encoding: 'utf8' });
   } catch {
     return undefined;
   }
@@ -635,8 +644,7 @@ export class KernelPolicyBuilder {
   private substitute(path: string, kind: SanitizeKind): string | undefined {
     let text: string;
     try {
-      if ((safeStatSync(path).size ?? 0) > 1 << 20) return undefined;
-      text = readFileSync(path, 'utf8');
+      text = readRegularFileSync(path, { maxBytes: 1 << 20, encoding: 'utf8' });
     } catch {
       return undefined;
     }
@@ -657,7 +665,7 @@ export class KernelPolicyBuilder {
     const bytes = typeof content === 'string' ? Buffer.from(content) : content;
     // Unchanged: left alone (a rewrite would show a reader inside a sandbox an empty file for a moment).
     try {
-      if (readFileSync(file).equals(bytes)) return file;
+      if (readRegularFileSync(file, { maxBytes: bytes.length }).equals(bytes)) return file;
     } catch {
       // not written yet
     }
@@ -698,7 +706,12 @@ export class KernelPolicyBuilder {
       if (e.name === 'commondir' && e.isFile() && depth < 4) {
         // A worktree's private git dir: hooks and config live in the common dir it names.
         try {
-          const common = real(resolve(gitDir, readFileSync(path, 'utf8').trim()));
+          const common = real(
+            resolve(
+              gitDir,
+              readRegularFileSync(path, { maxBytes: MAX_POINTER_BYTES, encoding: 'utf8' }).trim(),
+            ),
+          );
           if (common) {
             const sub = this.walkGitDir(common, depth + 1);
             readOnly.push(...sub.readOnly);
@@ -997,7 +1010,7 @@ export class KernelPolicyBuilder {
 
 function readTrimmed(file: string): string | undefined {
   try {
-    return readFileSync(file, 'utf8').trim() || undefined;
+    return readRegularFileSync(file, { maxBytes: MAX_POINTER_BYTES, encoding: 'utf8' }).trim() || undefined;
   } catch {
     return undefined;
   }
@@ -1050,7 +1063,7 @@ function gitConfigFiles(
   const visit = (file: string, level: number) => {
     let text: string;
     try {
-      text = readFileSync(file, 'utf8');
+      text = readRegularFileSync(file, { maxBytes: MAX_CONFIG_BYTES, encoding: 'utf8' });
     } catch {
       return;
     }

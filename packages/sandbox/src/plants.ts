@@ -1,11 +1,11 @@
 import { execFile } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import { readdirSync, readFileSync, readlinkSync } from 'node:fs';
+import { readdirSync, readlinkSync } from 'node:fs';
 import { basename, dirname, isAbsolute, join, resolve, sep } from 'node:path';
 import { configValues } from './git-config-grammar.js';
 import { GUARD_DIR_NAMES, GUARD_FILE_NAMES } from './protected-names.js';
 import { lstatIf, statIf } from './stat-if.js';
-import { safeLstatSync, safeStatSync } from '@conch/core';
+import { readRegularFileSync, safeLstatSync, safeStatSync } from '@conch/core';
 
 /**
  * Plants: files a sandboxed command leaves behind that the user's own tools would later run
@@ -46,11 +46,15 @@ interface PlantClass {
   inspect(path: string): Plant[];
 }
 
+/** A file whose blob id is computed (a hook, a config): larger ones count as unknown content. */
+const MAX_BLOB_BYTES = 64 * 1024 * 1024;
+
 function readSmall(path: string, limit = 1024 * 1024): string | undefined {
   try {
     const st = safeStatSync(path);
     if (!st.isFile() || st.size > limit) return undefined;
-    return readFileSync(path, 'utf8');
+    // Regular when opened too: a FIFO swapped in after the stat would block the host in open().
+    return readRegularFileSync(path, { maxBytes: limit, encoding: 'utf8' });
   } catch {
     return undefined;
   }
@@ -454,7 +458,7 @@ function blobId(path: string, hexLength: number): string | undefined {
     bytes = st.isSymbolicLink()
       ? Buffer.from(readlinkSync(path))
       : st.isFile()
-        ? readFileSync(path)
+        ? readRegularFileSync(path, { maxBytes: MAX_BLOB_BYTES })
         : Buffer.alloc(0);
     if (!st.isSymbolicLink() && !st.isFile()) return undefined;
   } catch {

@@ -1,4 +1,5 @@
 import { execFile, spawnSync } from 'node:child_process';
+// eslint-disable-next-line no-restricted-imports -- reads /proc only (the kernel's files, not a file the agent wrote)
 import { existsSync, readFileSync } from 'node:fs';
 import { findBwrap } from './find-bwrap.js';
 

@@ -1,3 +1,4 @@
+// eslint-disable-next-line no-restricted-imports -- reads /proc, cgroup files and the bwrap binary only (the system's, not a file the agent wrote)
 import { accessSync, constants as fsConstants, existsSync, readdirSync, readFileSync } from 'node:fs';
 import { release, totalmem } from 'node:os';
 import { formatBytes, safeStatSync } from '@conch/core';

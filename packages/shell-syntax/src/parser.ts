@@ -1,3 +1,4 @@
+// eslint-disable-next-line no-restricted-imports -- reads the bash grammar's .wasm, shipped in this package
 import { readFile } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';

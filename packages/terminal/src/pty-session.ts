@@ -5,7 +5,6 @@ import {
   ftruncateSync,
   mkdirSync,
   openSync,
-  readFileSync,
   readlinkSync,
   realpathSync,
   unlinkSync,
@@ -13,7 +12,7 @@ import {
   writeSync,
 } from 'node:fs';
 import { join } from 'node:path';
-import type { Logger } from '@conch/core';
+import { readRegularFileSync, type Logger } from '@conch/core';
 import { commandReaderOf, foregroundReadsTty, imageOf, ttyOf, type ProcessImage } from './foreground.js';
 import { TerminalProtocolError } from './errors/terminal-protocol-error.js';
 import { MarkerParser } from './marker-parser.js';
@@ -418,10 +417,16 @@ export class PtySession {
     if (this.reloadedRc.length === 0) return;
     let text = '';
     try {
-      text = readFileSync(this.rcLog, 'utf8');
+      // The log's directory is writable inside a sandbox: whatever took its name is read only as a
+      // regular file (a FIFO would block the host in open()), and at most 1 MiB of it.
+      text = readRegularFileSync(this.rcLog, { maxBytes: 1 << 20, encoding: 'utf8' });
+    } catch {
+      // nothing was written: every file was sourced cleanly (or it was not a file conch reads)
+    }
+    try {
       unlinkSync(this.rcLog);
     } catch {
-      // nothing was written: every file was sourced cleanly
+      // not there
     }
     if (text.trim()) {
       this.options.logger.warn(

@@ -1,5 +1,4 @@
 import { mkdirSync, unlinkSync, writeFileSync } from 'node:fs';
-import { readFile } from 'node:fs/promises';
 import { basename, join, resolve } from 'node:path';
 import {
   oneLine,
@@ -10,7 +9,7 @@ import {
   safeStatSync,
 } from '@conch/core';
 import { defaultOutputDir, onHostExit, outputFileName, prepareOutputDir } from '@conch/process';
-import { AbortedError, PermissionGateMissingError } from '@conch/core';
+import { AbortedError, PermissionGateMissingError, readRegularFileSync } from '@conch/core';
 import { analyzeCommand } from './command-analysis.js';
 import { TerminalCommandError } from './errors/terminal-command-error.js';
 import type { TerminalConfig } from './config.js';
@@ -662,7 +661,7 @@ export class SessionPool implements TerminalService {
     const path = session?.logPath ?? join(this.sessionsDir(), `session-${id}`, 'session.log');
     let text: string;
     try {
-      text = await readFile(path, 'utf8');
+      text = readRegularFileSync(path, { maxBytes: 512 * 1024 * 1024, encoding: 'utf8' });
     } catch {
       throw new TerminalSessionError(
         'UNKNOWN_SESSION',

@@ -13,6 +13,7 @@ import {
   utimesSync,
   writeFileSync,
 } from 'node:fs';
+import { execFileSync } from 'node:child_process';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
@@ -72,6 +73,21 @@ describe('TrashStore', () => {
     expect(lstatSync(join(root, 'dir', 'sub', 'a b.txt')).mode & 0o777).toBe(0o640);
     expect(readlinkSync(join(root, 'link'))).toBe('bin.dat');
     expect(await store.list()).toEqual([]);
+  });
+
+  it('a record a sandboxed command replaced with a FIFO is skipped: listing returns, the others listed', async () => {
+    // The trash is writable inside the sandbox. Read with readFile, a FIFO record held one of
+    // libuv's threads in open() forever and the listing never settled.
+    writeFileSync(join(root, 'a.txt'), 'a\n');
+    writeFileSync(join(root, 'b.txt'), 'b\n');
+    const a = await store.put(join(root, 'a.txt'));
+    const b = await store.put(join(root, 'b.txt'));
+    const record = join(root, 'trash', `${a.id}.path`);
+    rmSync(record);
+    execFileSync('mkfifo', [record]);
+    expect((await store.list()).map((e) => e.id)).toEqual([b.id]);
+    await store.restore(b.id);
+    expect(readFileSync(join(root, 'b.txt'), 'utf8')).toBe('b\n');
   });
 
   it('refuses to restore onto an existing path and overwrites nothing', async () => {

@@ -1,19 +1,13 @@
 import { constants } from 'node:fs';
-import {
-  chmod,
-  cp,
-  lstat,
-  mkdir,
-  readdir,
-  readFile,
-  rename,
-  rm,
-  stat,
-  unlink,
-  writeFile,
-} from 'node:fs/promises';
+import { chmod, cp, lstat, mkdir, readdir, rename, rm, stat, unlink, writeFile } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
-import type { Logger, TrashDialect, TrashEntryInfo, TrashService } from '@conch/core';
+import {
+  readRegularFileSync,
+  type Logger,
+  type TrashDialect,
+  type TrashEntryInfo,
+  type TrashService,
+} from '@conch/core';
 import { TrashError } from './errors/trash-error.js';
 import { safeRmFunction } from './safe-rm.js';
 
@@ -242,7 +236,9 @@ export class TrashStore implements TrashService {
     let raw: Buffer;
     let deletedAt: number;
     try {
-      [raw, deletedAt] = await Promise.all([readFile(meta), stat(meta).then((s) => s.mtimeMs)]);
+      // The trash is writable inside the sandbox: its records are read only as regular files.
+      raw = readRegularFileSync(meta, { maxBytes: 1024 * 1024 });
+      deletedAt = (await stat(meta)).mtimeMs;
     } catch {
       return undefined;
     }

@@ -1,6 +1,11 @@
-import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
-import { ConchError, type PluginDefinition, toValidationIssues, type ValidationIssue } from '@conch/core';
+import {
+  ConchError,
+  type PluginDefinition,
+  readRegularFileSync,
+  toValidationIssues,
+  type ValidationIssue,
+} from '@conch/core';
 import { ensureProcessManager } from '@conch/process';
 import { z } from 'zod';
 import { cliConfigSchema } from '../config.js';
@@ -156,7 +161,7 @@ export function buildUtcpManualPlugin(
 export function readUtcpManual(file: string | URL): unknown {
   const path = file instanceof URL ? fileURLToPath(file) : file;
   try {
-    return JSON.parse(readFileSync(path, 'utf8')) as unknown;
+    return JSON.parse(readRegularFileSync(path, { maxBytes: 64 * 1024 * 1024, encoding: 'utf8' })) as unknown;
   } catch (error) {
     throw new ConchError({
       code: 'MANUAL_UNREADABLE',

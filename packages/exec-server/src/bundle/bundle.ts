@@ -1,3 +1,4 @@
+// eslint-disable-next-line no-restricted-imports -- reads conch's own bundle, shipped in its package
 import { existsSync, readFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';

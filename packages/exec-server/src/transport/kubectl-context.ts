@@ -1,4 +1,5 @@
 import { spawnSync } from 'node:child_process';
+// eslint-disable-next-line no-restricted-imports -- reads the pod's service-account namespace, the kubelet's file
 import { readFileSync } from 'node:fs';
 
 export interface KubectlContextOptions {

@@ -1,4 +1,5 @@
 import type { Syntax } from '@conch/shell-syntax';
+// eslint-disable-next-line no-restricted-imports -- reads /proc only (the kernel's files, not a file the agent wrote)
 import { readFileSync } from 'node:fs';
 import { userInfo } from 'node:os';
 import type { CommandFacts, Part } from '../facts.js';

@@ -1,3 +1,4 @@
+// eslint-disable-next-line no-restricted-imports -- reads the system's CA bundle (a path the host configures, outside any sandbox)
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Duplex } from 'node:stream';
