@@ -154,7 +154,12 @@ async function spawnRows() {
         const BLOCK = 20;
         const ROUNDS = 15;
         const n = BLOCK * ROUNDS;
-        const measure = () =>
+        // The goal rows take twice the rounds: this VM's speed drifts by ±20% over minutes, more for
+        // node's work than for the C loop, and 600 calls a contender (about 10 s in all) make the
+        // median of each less a sample of the moment.
+        const WARM_ROUNDS = 2 * ROUNDS;
+        const warmN = BLOCK * WARM_ROUNDS;
+        const measure = (rounds = ROUNDS) =>
           alternateBlocks(
             {
               c: c.block,
@@ -162,20 +167,29 @@ async function spawnRows() {
               sandboxed: timedBlock(() => cliTrue(sandboxed)),
               open: timedBlock(() => cliTrue(open)),
             },
-            { block: BLOCK, rounds: ROUNDS },
+            { block: BLOCK, rounds },
           );
+        // Each round's ratio of block medians (a contender's block against the C block run just
+        // before it): how far the ratio itself moved over the run, said beside the goal rows.
+        const roundRatios = (times, contender) => {
+          const ratios = [];
+          for (let i = 0; i + BLOCK <= times.c.length; i += BLOCK)
+            ratios.push(median(times[contender].slice(i, i + BLOCK)) / median(times.c.slice(i, i + BLOCK)));
+          const sorted = [...ratios].sort((a, b) => a - b);
+          return `per-round ratios ${median(ratios).toFixed(2)} (${sorted[0].toFixed(2)}-${sorted.at(-1).toFixed(2)})`;
+        };
         // First the registries' first calls (after one unmeasured round): what a fresh host's first
         // few hundred calls cost while V8 still compiles the code they run (information).
         const fresh = await measure();
         // Then the goal rows, once the host runs warm (JIT_WARMUP_CALLS in lib.mjs).
         await warmUp([() => cliTrue(sandboxed), () => cliTrue(open)]);
-        const times = await measure();
+        const times = await measure(WARM_ROUNDS);
         const floor = median(times.c);
         const s = median(times.sandboxed);
         const o = median(times.open);
         const warm = `after ${JIT_WARMUP_CALLS} calls of each registry`;
         rows.push({
-          name: `per-call: cli_based_tool \`true\`, default config (permission {}, cli {}: ${bwrap}) ${ms(s)} ÷ posix_spawn+waitpid of ${TRUE} from C ${ms(floor)} (medians of ${n}, blocks of ${BLOCK} alternating, ${warm}; ${hostRss()})`,
+          name: `per-call: cli_based_tool \`true\`, default config (permission {}, cli {}: ${bwrap}) ${ms(s)} ÷ posix_spawn+waitpid of ${TRUE} from C ${ms(floor)} (medians of ${warmN}, blocks of ${BLOCK} alternating, ${warm}; ${roundRatios(times, 'sandboxed')}; ${hostRss()})`,
           conch: s,
           baseline: floor,
           unit: 'ms',
@@ -184,7 +198,7 @@ async function spawnRows() {
           pass: s / floor <= 3,
         });
         rows.push({
-          name: `per-call: cli_based_tool \`true\`, sandbox 'off' and no wall ${ms(o)} ÷ posix_spawn+waitpid of ${TRUE} from C ${ms(floor)} (medians of ${n}, same blocks; ${hostRss()})`,
+          name: `per-call: cli_based_tool \`true\`, sandbox 'off' and no wall ${ms(o)} ÷ posix_spawn+waitpid of ${TRUE} from C ${ms(floor)} (medians of ${warmN}, same blocks; ${roundRatios(times, 'open')}; ${hostRss()})`,
           conch: o,
           baseline: floor,
           unit: 'ms',
@@ -194,7 +208,7 @@ async function spawnRows() {
         });
         const nf = median(times.node);
         rows.push({
-          name: `per-call: node's own child_process.spawn of ${TRUE} (stdio piped) from a small node process (helpers/spawn-true.mjs, the supervisor's size) ${ms(nf)} ÷ posix_spawn+waitpid from C ${ms(floor)} (medians of ${n}, same blocks): the floor under any node supervisor`,
+          name: `per-call: node's own child_process.spawn of ${TRUE} (stdio piped) from a small node process (helpers/spawn-true.mjs, the supervisor's size) ${ms(nf)} ÷ posix_spawn+waitpid from C ${ms(floor)} (medians of ${warmN}, same blocks): the floor under any node supervisor`,
           conch: nf,
           baseline: floor,
           unit: 'ms',
