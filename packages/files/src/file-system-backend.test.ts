@@ -1,5 +1,6 @@
 // Invariant: the file operator touches the file system only through its FileSystemBackend (it works whole on one that exists only in memory), and a backend's errno errors come back as FileOperationErrors with a stable code and a message naming the path, leaving the file as it was.
-import { mkdtempSync, readFileSync, realpathSync, rmSync, writeFileSync } from 'node:fs';
+import { execFileSync } from 'node:child_process';
+import { mkdtempSync, readFileSync, realpathSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
@@ -110,6 +111,27 @@ describe('backend errors', () => {
       const error = await refusal(files.write('a.txt', 'y'));
       expect(error.code).toBe(code);
       expect(error.message).toContain(join(dir, 'a.txt'));
+    }
+  });
+});
+
+describe('what is not a regular file', () => {
+  it('read of a FIFO, or of a symlink to one, fails NOT_A_FILE at once (never waits for a writer)', async () => {
+    const dir = realpathSync(mkdtempSync(join(tmpdir(), 'conch-files-fifo-')));
+    try {
+      execFileSync('mkfifo', [join(dir, 'pipe')]);
+      symlinkSync(join(dir, 'pipe'), join(dir, 'to-pipe'));
+      writeFileSync(join(dir, 'ok.txt'), 'fine\n');
+      const files = new FileOperator({ root: dir, backend: localFileSystem });
+      for (const name of ['pipe', 'to-pipe']) {
+        const error = await refusal(files.read(name));
+        expect(error.code, name).toBe('NOT_A_FILE');
+        expect(error.message, name).toMatch(/is not a regular file/);
+      }
+      // A regular file beside them reads as before.
+      expect((await files.read('ok.txt')).content).toBe('fine\n');
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
     }
   });
 });

@@ -27,6 +27,12 @@ export function fsError(
         code: 'NOT_A_FILE',
         message: `${abs} is a directory, not a file. Use list_directory for directories.`,
       });
+    case 'EFTYPE':
+      return new FileOperationError({
+        ...common,
+        code: 'NOT_A_FILE',
+        message: `${abs} is not a regular file (a FIFO, a socket or a device): only regular files are read, and nothing was. A FIFO waits for a writer and a device may never end; read what writes to it instead.`,
+      });
     case 'ENOTDIR':
       return new FileOperationError({
         ...common,

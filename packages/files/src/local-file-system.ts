@@ -1,6 +1,6 @@
-import { constants, type Dirent, type Stats } from 'node:fs';
-import { lstat, mkdir, open, readdir, readlink, realpath, stat } from 'node:fs/promises';
-import { writeFileAtomic } from '@conch/process';
+import type { Dirent, Stats } from 'node:fs';
+import { lstat, mkdir, readdir, readlink, realpath, stat } from 'node:fs/promises';
+import { openForReading, writeFileAtomic } from '@conch/process';
 import type { EntryType } from './file-operations.js';
 import type { BackendDirectoryEntry, FileStats, FileSystemBackend } from './file-system-backend.js';
 
@@ -18,7 +18,8 @@ function statsOf(stats: Stats): FileStats {
 /** `FileSystemBackend` on this machine's file systems (node:fs/promises), as the host process sees them. */
 export const localFileSystem: FileSystemBackend = Object.freeze({
   async open(path: string) {
-    const handle = await open(path, constants.O_RDONLY);
+    // Non-blocking, a FIFO or device refused (EFTYPE): the supervisor's open, in this process.
+    const { handle } = await openForReading(path);
     return {
       stat: async () => statsOf(await handle.stat()),
       read: async (buffer: Uint8Array, offset: number, length: number, position: number) =>

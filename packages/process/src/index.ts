@@ -86,6 +86,7 @@ export { DEFAULT_FORWARD_POLL_MS, type ForwardedPort } from './port-forwarder.js
 export { type SandboxFileHandle, type SandboxFileSystem } from './sandbox-file-system.js';
 export { onHostExit } from './host-exit.js';
 export { writeFileAtomic, type AtomicWriteOptions } from './atomic-write.js';
+export { openForReading } from './supervisor-fs.js';
 export { ensureProcessManager, PROCESS_MANAGER } from './ensure.js';
 export {
   PROCESS_LAYER,

@@ -21,6 +21,30 @@ function statsOf(s: Stats): FsStats {
   return { type: typeOf(s), size: s.size, mode: s.mode, mtimeMs: s.mtimeMs };
 }
 
+/**
+ * Opens a file (or a directory, which the caller refuses) for reading. Non-blocking, and a FIFO,
+ * socket or device refused once open: a FIFO a command made (`mkfifo x`, then read_file x) would
+ * otherwise hold one of libuv's threads in open() forever, and the call would never come back.
+ */
+export async function openForReading(path: string): Promise<{ handle: FileHandle; stats: Stats }> {
+  const handle = await open(path, constants.O_RDONLY | constants.O_NONBLOCK | constants.O_NOCTTY);
+  let stats: Stats;
+  try {
+    stats = await handle.stat();
+  } catch (error) {
+    await handle.close();
+    throw error;
+  }
+  if (stats.isFile() || stats.isDirectory()) return { handle, stats };
+  await handle.close();
+  const kind = stats.isFIFO() ? 'a FIFO' : stats.isSocket() ? 'a socket' : 'a device';
+  throw Object.assign(new Error(`EFTYPE: ${path} is ${kind}, not a regular file`), {
+    code: 'EFTYPE',
+    syscall: 'open',
+    path,
+  });
+}
+
 /** Files a host opened for reading, by handle id (closed by the host, or when this process ends). */
 const handles = new Map<number, FileHandle>();
 let nextHandle = 0;
@@ -51,10 +75,10 @@ export async function performFs(op: FsOp, args: readonly unknown[]): Promise<unk
       return null;
     }
     case 'open': {
-      const handle = await open(path, constants.O_RDONLY);
+      const { handle, stats } = await openForReading(path);
       const id = ++nextHandle;
       handles.set(id, handle);
-      return { handle: id, stat: statsOf(await handle.stat()) };
+      return { handle: id, stat: statsOf(stats) };
     }
     case 'read': {
       const [id, position, length] = args as [number, number, number];
