@@ -14,7 +14,8 @@ import { readRegularFileSync } from './regular-file.js';
 
 const dist = pathToFileURL(resolve(fileURLToPath(import.meta.url), '../../dist/index.js')).href;
 const dir = mkdtempSync(join(tmpdir(), 'conch-regular-file-'));
-afterAll(() => rmSync(dir, { recursive: true, force: true }));
+// Retried: a mkfifo the killed swapper started can still be finishing.
+afterAll(() => rmSync(dir, { recursive: true, force: true, maxRetries: 10, retryDelay: 100 }));
 
 const code = (path: string, maxBytes: number) => {
   try {
@@ -141,7 +142,12 @@ describe('readRegularFileSync', () => {
       expect(Object.values(seen).reduce((a, b) => a + b, 0)).toBe(20000);
       expect(seen.EFTYPE).toBeGreaterThan(0);
     } finally {
-      swapper.kill('SIGKILL');
+      // Gone before the directory is removed (it renames files into it until it dies).
+      await new Promise<void>((done) => {
+        if (swapper.exitCode !== null || swapper.signalCode !== null) return done();
+        swapper.once('exit', () => done());
+        swapper.kill('SIGKILL');
+      });
     }
   });
 });

@@ -4,7 +4,7 @@
 // reads open only a regular file (@conch/core readRegularFileSync). Measured before: the same
 // swapper blocked the host's event loop in open() within seconds in every run. The decisions run
 // in a child with a timeout, so a blocked open() fails the test instead of hanging its worker.
-import { execFileSync, spawn, spawnSync } from 'node:child_process';
+import { execFileSync, spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { mkdirSync, mkdtempSync, realpathSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
@@ -15,7 +15,8 @@ const here = fileURLToPath(import.meta.url);
 const gateJs = pathToFileURL(resolve(here, '../../dist/gate.js')).href;
 const configJs = pathToFileURL(resolve(here, '../../dist/config.js')).href;
 const dir = realpathSync(mkdtempSync(join(tmpdir(), 'conch-fifo-swap-')));
-afterAll(() => rmSync(dir, { recursive: true, force: true }));
+// Retried: a mkfifo the killed swapper started can still be finishing.
+afterAll(() => rmSync(dir, { recursive: true, force: true, maxRetries: 10, retryDelay: 100 }));
 
 /** Renames a fresh regular file, then a FIFO, over `target`, forever (until killed). */
 function swapper(target: string) {
@@ -45,6 +46,15 @@ function swapper(target: string) {
     ],
     { stdio: 'ignore' },
   );
+}
+
+/** SIGKILLs a child and resolves once it has exited. */
+function stop(child: ChildProcess): Promise<void> {
+  return new Promise((resolve) => {
+    if (child.exitCode !== null || child.signalCode !== null) return resolve();
+    child.once('exit', () => resolve());
+    child.kill('SIGKILL');
+  });
 }
 
 /** `count` decisions of each command in a child with the engine; their verdicts, or a timeout. */
@@ -81,7 +91,7 @@ describe('a FIFO swapped over a file the gate reads', () => {
   it.each([
     ['.git/config', ['git status', 'git log -1', 'git diff']],
     ['.git/commondir', ['git status', 'git branch']],
-  ])('%s: every decision returns', (file, commands) => {
+  ])('%s: every decision returns', async (file, commands) => {
     const ws = join(dir, file.replace(/\W/g, '-'));
     mkdirSync(join(dir, 'home'), { recursive: true });
     mkdirSync(ws, { recursive: true });
@@ -96,7 +106,8 @@ describe('a FIFO swapped over a file the gate reads', () => {
         expect(total).toBe(3000 * commands.length);
       }
     } finally {
-      child.kill('SIGKILL');
+      // Gone before the directory is removed (it renames files into it until it dies).
+      await stop(child);
     }
   });
 });
