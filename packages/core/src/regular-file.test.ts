@@ -120,7 +120,8 @@ describe('readRegularFileSync', () => {
         race,
         name,
       ],
-      { stdio: 'ignore' },
+      // Its own process group: the mkfifo it runs dies with it (killed as a group below).
+      { stdio: 'ignore', detached: true },
     );
     try {
       const { out, timedOut } = inChild(
@@ -146,7 +147,11 @@ describe('readRegularFileSync', () => {
       await new Promise<void>((done) => {
         if (swapper.exitCode !== null || swapper.signalCode !== null) return done();
         swapper.once('exit', () => done());
-        swapper.kill('SIGKILL');
+        try {
+          process.kill(-swapper.pid!, 'SIGKILL');
+        } catch {
+          swapper.kill('SIGKILL');
+        }
       });
     }
   });

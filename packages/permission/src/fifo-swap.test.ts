@@ -44,16 +44,21 @@ function swapper(target: string) {
       target,
       '[core]\n\trepositoryformatversion = 0\n',
     ],
-    { stdio: 'ignore' },
+    // Its own process group: the mkfifo it runs dies with it (stop() kills the group).
+    { stdio: 'ignore', detached: true },
   );
 }
 
-/** SIGKILLs a child and resolves once it has exited. */
+/** SIGKILLs a swapper's process group (it and the mkfifo it may be running); resolves once it exited. */
 function stop(child: ChildProcess): Promise<void> {
   return new Promise((resolve) => {
     if (child.exitCode !== null || child.signalCode !== null) return resolve();
     child.once('exit', () => resolve());
-    child.kill('SIGKILL');
+    try {
+      process.kill(-child.pid!, 'SIGKILL');
+    } catch {
+      child.kill('SIGKILL');
+    }
   });
 }
 
