@@ -3,12 +3,12 @@
 // than maxBytes fails (EFBIG), and a name swapped between a FIFO and files while it reads never
 // blocks the caller. FIFO cases run in a child with a timeout: a blocked open() would otherwise
 // hang the test's own worker.
-import { spawn, spawnSync } from 'node:child_process';
+import { spawnSync } from 'node:child_process';
 import { mkdtempSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
-import { resolvedAfter } from '@conch/test-support';
+import { resolvedAfter, startFifoSwapper } from '@conch/test-support';
 import { afterAll, describe, expect, it } from 'vitest';
 import { readRegularFileSync } from './regular-file.js';
 
@@ -96,33 +96,7 @@ describe('readRegularFileSync', () => {
     const race = mkdtempSync(join(dir, 'race-'));
     const name = join(race, 'config');
     writeFileSync(name, 'x');
-    // The swapper: a regular file renamed over the name, then a FIFO, again and again (what a
-    // process the agent left running can do to a file the host reads).
-    const swapper = spawn(
-      process.execPath,
-      [
-        '-e',
-        `
-        const { execFileSync } = require('node:child_process');
-        const { renameSync, writeFileSync } = require('node:fs');
-        const { join } = require('node:path');
-        const [dir, target] = process.argv.slice(1);
-        for (let round = 0; ; round++) {
-          const fifos = Array.from({ length: 200 }, (_, i) => join(dir, '.f' + round + '-' + i));
-          execFileSync('mkfifo', fifos);
-          for (let i = 0; i < 200; i++) {
-            const file = join(dir, '.r' + i);
-            writeFileSync(file, 'y'.repeat((round + i) % 50));
-            renameSync(file, target);
-            renameSync(fifos[i], target);
-          }
-        }`,
-        race,
-        name,
-      ],
-      // Its own process group: the mkfifo it runs dies with it (killed as a group below).
-      { stdio: 'ignore', detached: true },
-    );
+    const swapper = startFifoSwapper(name, { padding: 50 });
     try {
       const { out, timedOut } = inChild(
         `
@@ -144,15 +118,7 @@ describe('readRegularFileSync', () => {
       expect(seen.EFTYPE).toBeGreaterThan(0);
     } finally {
       // Gone before the directory is removed (it renames files into it until it dies).
-      await new Promise<void>((done) => {
-        if (swapper.exitCode !== null || swapper.signalCode !== null) return done();
-        swapper.once('exit', () => done());
-        try {
-          process.kill(-swapper.pid!, 'SIGKILL');
-        } catch {
-          swapper.kill('SIGKILL');
-        }
-      });
+      await swapper.stop();
     }
   });
 });

@@ -4,11 +4,12 @@
 // reads open only a regular file (@conch/core readRegularFileSync). Measured before: the same
 // swapper blocked the host's event loop in open() within seconds in every run. The decisions run
 // in a child with a timeout, so a blocked open() fails the test instead of hanging its worker.
-import { execFileSync, spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { execFileSync, spawnSync } from 'node:child_process';
 import { mkdirSync, mkdtempSync, realpathSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
+import { startFifoSwapper } from '@conch/test-support';
 import { afterAll, describe, expect, it } from 'vitest';
 
 const here = fileURLToPath(import.meta.url);
@@ -17,50 +18,6 @@ const configJs = pathToFileURL(resolve(here, '../../dist/config.js')).href;
 const dir = realpathSync(mkdtempSync(join(tmpdir(), 'conch-fifo-swap-')));
 // Retried: a mkfifo the killed swapper started can still be finishing.
 afterAll(() => rmSync(dir, { recursive: true, force: true, maxRetries: 10, retryDelay: 100 }));
-
-/** Renames a fresh regular file, then a FIFO, over `target`, forever (until killed). */
-function swapper(target: string) {
-  return spawn(
-    process.execPath,
-    [
-      '-e',
-      `
-      const { execFileSync } = require('node:child_process');
-      const { renameSync, writeFileSync } = require('node:fs');
-      const { dirname, join } = require('node:path');
-      const [target, text] = process.argv.slice(1);
-      const dir = dirname(target);
-      for (let round = 0; ; round++) {
-        const fifos = Array.from({ length: 200 }, (_, i) => join(dir, '.f' + round + '-' + i));
-        execFileSync('mkfifo', fifos);
-        for (let i = 0; i < 200; i++) {
-          const file = join(dir, '.r' + i);
-          // A new size each time: the gate's parse cache (keyed by stat) never answers for it.
-          writeFileSync(file, text + '#'.repeat((round * 200 + i) % 997) + '\\n');
-          renameSync(file, target);
-          renameSync(fifos[i], target);
-        }
-      }`,
-      target,
-      '[core]\n\trepositoryformatversion = 0\n',
-    ],
-    // Its own process group: the mkfifo it runs dies with it (stop() kills the group).
-    { stdio: 'ignore', detached: true },
-  );
-}
-
-/** SIGKILLs a swapper's process group (it and the mkfifo it may be running); resolves once it exited. */
-function stop(child: ChildProcess): Promise<void> {
-  return new Promise((resolve) => {
-    if (child.exitCode !== null || child.signalCode !== null) return resolve();
-    child.once('exit', () => resolve());
-    try {
-      process.kill(-child.pid!, 'SIGKILL');
-    } catch {
-      child.kill('SIGKILL');
-    }
-  });
-}
 
 /** `count` decisions of each command in a child with the engine; their verdicts, or a timeout. */
 function decide(ws: string, commands: string[], count: number) {
@@ -102,7 +59,7 @@ describe('a FIFO swapped over a file the gate reads', () => {
     mkdirSync(ws, { recursive: true });
     execFileSync('git', ['init', '-q', ws]);
     const target = join(ws, file);
-    const child = swapper(target);
+    const swapper = startFifoSwapper(target, { text: '[core]\n\trepositoryformatversion = 0\n' });
     try {
       const result = decide(ws, commands, 3000);
       expect(result.timedOut, 'a decision blocked (open() of a FIFO)').toBe(false);
@@ -112,7 +69,7 @@ describe('a FIFO swapped over a file the gate reads', () => {
       }
     } finally {
       // Gone before the directory is removed (it renames files into it until it dies).
-      await stop(child);
+      await swapper.stop();
     }
   });
 });

@@ -207,6 +207,7 @@ export function requireUnderCi(available: boolean, what: string, install: string
   return false;
 }
 
+export { startFifoSwapper } from './fifo-swapper.js';
 export { SCREEN_CASES } from './screen.js';
 export { canMount, mountTmpfs, unmountAll } from './tmpfs.js';
 
