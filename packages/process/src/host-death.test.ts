@@ -18,10 +18,13 @@ afterEach(() => {
 });
 
 /** Starts a host script that prints one JSON line once its processes run; resolves with it. */
-async function startHost(body: string): Promise<{ host: ChildProcess; info: Record<string, any> }> {
+async function startHost(
+  body: string,
+  options = '{ killGraceMs: 300, drainMs: 300 }',
+): Promise<{ host: ChildProcess; info: Record<string, any> }> {
   const script = `
     import { ProcessManager } from ${JSON.stringify(dist)};
-    const m = new ProcessManager({ killGraceMs: 300, drainMs: 300 });
+    const m = new ProcessManager(${options});
     ${body}
     setInterval(() => {}, 1000);
   `;
@@ -93,5 +96,69 @@ describe('host SIGKILLed', () => {
       what: 'cleaned up after SIGKILL',
       timeoutMs: 3_000,
     });
+  }, 60_000);
+
+  // Node's child emits no 'disconnect' when the channel ends while a handle it sent (a child's
+  // pipe) waits for the parent's acknowledgement. The host below spawns, then blocks its event
+  // loop (it never acknowledges the pipes the supervisor sends with 'spawned') until it is killed.
+  // Node's spawner in the supervisor: it hands pipes over as handles (the addon's fd channel does
+  // not wait for an acknowledgement).
+  const blockedHost = (spawnLine: string, extra = '') =>
+    startHost(
+      `
+      import { readdirSync, readFileSync } from 'node:fs';
+      await m.spawn('true').result; // the supervisor runs
+      ${extra}
+      const marker = 'conch-ack-' + process.pid;
+      ${spawnLine}
+      // Wait without the event loop (nothing is read from the supervisor from here on) until
+      // the command runs, then a little longer for its 'spawned' to be sent.
+      const sleep = (ms) => Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, ms);
+      const running = () => readdirSync('/proc').some((pid) => {
+        try { return /^[0-9]+$/.test(pid) && readFileSync('/proc/' + pid + '/cmdline', 'utf8').includes(marker); }
+        catch { return false; }
+      });
+      for (let i = 0; i < 6000 && !running(); i++) sleep(10);
+      sleep(300);
+      process.stdout.write(JSON.stringify({ prefix: m.cookiePrefix, running: running() }) + '\\n');
+      sleep(120_000);
+    `,
+      '{ killGraceMs: 300, drainMs: 300, supervisor: { nativeSpawn: false } }',
+    );
+
+  async function expectSwept(host: ChildProcess, info: Record<string, any>, count: number): Promise<void> {
+    const prefix = info.prefix as string;
+    expect(info.running).toBe(true);
+    expect(survivors(prefix)).toHaveLength(count);
+    const exit = killed(host);
+    host.kill('SIGKILL');
+    await exit;
+    // The channel is looked at once a second: 15x that.
+    await waitFor(() => survivors(prefix).length === 0, {
+      what: 'nothing left after the host died with pipes unacknowledged',
+      timeoutMs: 15_000,
+    });
+  }
+
+  it('a host killed while its supervisor waits for the acknowledgement of a pipe it sent: the command is killed', async () => {
+    const { host, info } = await blockedHost("m.spawn('sh', ['-c', 'sleep 300; : ' + marker]);");
+    await expectSwept(host, info, 2);
+  }, 60_000);
+
+  it('the same with stdin piped (three pipes sent) and a second command already running', async () => {
+    const { host, info } = await blockedHost(
+      "m.spawn('sh', ['-c', 'cat; : ' + marker], { stdin: 'pipe' });",
+      "const earlier = m.spawn('sleep', ['301']); await earlier.spawned;",
+    );
+    await expectSwept(host, info, 3);
+  }, 60_000);
+
+  it("the same while a PTY keeps the supervisor's event loop busy: it does not linger with what it runs", async () => {
+    const { host, info } = await blockedHost(
+      "m.spawn('sh', ['-c', 'sleep 300; : ' + marker]);",
+      `const pty = m.spawnPty({ file: '/bin/sh', args: ['-c', 'sleep 302'], cwd: '/', env: { PATH: process.env.PATH },
+        cols: 80, rows: 24, ptyModule: ${JSON.stringify(ptyModule)} });`,
+    );
+    await expectSwept(host, info, 4);
   }, 60_000);
 });

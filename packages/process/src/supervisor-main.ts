@@ -108,13 +108,16 @@ if (processLimit > 0) {
 }
 
 let closing = false;
+function killEverything(): void {
+  children.killAll();
+  ptys.killAll();
+  sweepCookie({ prefix });
+}
 function shutdown(code: number): void {
   if (closing) return;
   closing = true;
   try {
-    children.killAll();
-    ptys.killAll();
-    sweepCookie({ prefix });
+    killEverything();
   } finally {
     process.exit(code);
   }
@@ -122,6 +125,22 @@ function shutdown(code: number): void {
 
 // The host is gone (exit, crash, SIGKILL: the kernel closes its end of the channel) or disposed.
 process.on('disconnect', () => shutdown(0));
+// Node emits no 'disconnect' when the channel ends while a handle this process sent (a child's
+// pipe, a forwarded socket) still waits for the host's acknowledgement: it marks the channel
+// disconnected and drops it, nothing more (lib/internal/child_process.js, Node 20-24). A host
+// SIGKILLed in that window left what this process started running, in its own session, for good.
+// So the channel's state is also looked at every CHANNEL_CHECK_MS (a timer that keeps nothing
+// alive), and an exit without shutdown — the event loop empties once the channel is gone — kills
+// the same way: with the channel gone the host is gone, whatever node said.
+const CHANNEL_CHECK_MS = 1_000;
+setInterval(() => {
+  if (!process.connected) shutdown(0);
+}, CHANNEL_CHECK_MS).unref();
+process.on('exit', () => {
+  if (closing) return;
+  closing = true;
+  killEverything();
+});
 // A host that disposed while this process was still starting closed the channel before node set
 // it up here: `connected` is false from the start and 'disconnect' never fires.
 if (!process.connected) shutdown(0);
