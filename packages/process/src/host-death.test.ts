@@ -161,4 +161,36 @@ describe('host SIGKILLed', () => {
     );
     await expectSwept(host, info, 4);
   }, 60_000);
+
+  // posix_spawn (the default): a command's pipes are held in the supervisor for its first 20 ms
+  // and then sent on the addon's fd channel; to a host dead by then that send fails and the
+  // supervisor fell back to handing them over on the IPC channel, where they wait for an
+  // acknowledgement that never comes. The host dies the moment its command runs, inside the hold
+  // (it looks every millisecond), ten times over.
+  it("a host killed while its command's output is held (posix_spawn): nothing is left, ten times", async () => {
+    for (let round = 0; round < 10; round++) {
+      const { host, info } = await startHost(`
+        import { readdirSync, readFileSync } from 'node:fs';
+        await m.spawn('true').result;
+        const { spawner } = await m.status();
+        const marker = 'conch-held-' + process.pid;
+        m.spawn('sh', ['-c', 'sleep 300; : ' + marker]);
+        const sleep = (ms) => Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, ms);
+        const running = () => readdirSync('/proc').some((pid) => {
+          try { return /^[0-9]+$/.test(pid) && readFileSync('/proc/' + pid + '/cmdline', 'utf8').includes(marker); }
+          catch { return false; }
+        });
+        for (let i = 0; i < 60000 && !running(); i++) sleep(1);
+        process.stdout.write(JSON.stringify({ prefix: m.cookiePrefix, running: running(), spawner }) + '\\n');
+        process.kill(process.pid, 'SIGKILL');
+      `);
+      expect(info.running).toBe(true);
+      expect(info.spawner).toMatchObject({ kind: 'posix_spawn' });
+      if (host.exitCode === null && host.signalCode === null) await killed(host);
+      await waitFor(() => survivors(info.prefix as string).length === 0, {
+        what: `nothing left after the host died inside the hold (round ${round + 1})`,
+        timeoutMs: 15_000,
+      });
+    }
+  }, 300_000);
 });
