@@ -98,6 +98,20 @@ describe('host SIGKILLed', () => {
     });
   }, 60_000);
 
+  /**
+   * Host script text: `sleep(ms)` blocks the whole host (its event loop runs nothing meanwhile),
+   * `running()` says whether a process with `marker` (defined by the script) in its command line
+   * exists.
+   */
+  const BLOCKING = `
+    import { readdirSync, readFileSync } from 'node:fs';
+    const sleep = (ms) => Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, ms);
+    const running = () => readdirSync('/proc').some((pid) => {
+      try { return /^[0-9]+$/.test(pid) && readFileSync('/proc/' + pid + '/cmdline', 'utf8').includes(marker); }
+      catch { return false; }
+    });
+  `;
+
   // Node's child emits no 'disconnect' when the channel ends while a handle it sent (a child's
   // pipe) waits for the parent's acknowledgement. The host below spawns, then blocks its event
   // loop (it never acknowledges the pipes the supervisor sends with 'spawned') until it is killed.
@@ -106,18 +120,13 @@ describe('host SIGKILLed', () => {
   const blockedHost = (spawnLine: string, extra = '') =>
     startHost(
       `
-      import { readdirSync, readFileSync } from 'node:fs';
+      ${BLOCKING}
       await m.spawn('true').result; // the supervisor runs
       ${extra}
       const marker = 'conch-ack-' + process.pid;
       ${spawnLine}
-      // Wait without the event loop (nothing is read from the supervisor from here on) until
-      // the command runs, then a little longer for its 'spawned' to be sent.
-      const sleep = (ms) => Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, ms);
-      const running = () => readdirSync('/proc').some((pid) => {
-        try { return /^[0-9]+$/.test(pid) && readFileSync('/proc/' + pid + '/cmdline', 'utf8').includes(marker); }
-        catch { return false; }
-      });
+      // Nothing is read from the supervisor from here on: wait until the command runs, then a
+      // little longer for its 'spawned' to be sent.
       for (let i = 0; i < 6000 && !running(); i++) sleep(10);
       sleep(300);
       process.stdout.write(JSON.stringify({ prefix: m.cookiePrefix, running: running() }) + '\\n');
@@ -170,16 +179,11 @@ describe('host SIGKILLed', () => {
   it("a host killed while its command's output is held (posix_spawn): nothing is left, ten times", async () => {
     for (let round = 0; round < 10; round++) {
       const { host, info } = await startHost(`
-        import { readdirSync, readFileSync } from 'node:fs';
+        ${BLOCKING}
         await m.spawn('true').result;
         const { spawner } = await m.status();
         const marker = 'conch-held-' + process.pid;
         m.spawn('sh', ['-c', 'sleep 300; : ' + marker]);
-        const sleep = (ms) => Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, ms);
-        const running = () => readdirSync('/proc').some((pid) => {
-          try { return /^[0-9]+$/.test(pid) && readFileSync('/proc/' + pid + '/cmdline', 'utf8').includes(marker); }
-          catch { return false; }
-        });
         for (let i = 0; i < 60000 && !running(); i++) sleep(1);
         process.stdout.write(JSON.stringify({ prefix: m.cookiePrefix, running: running(), spawner }) + '\\n');
         process.kill(process.pid, 'SIGKILL');
