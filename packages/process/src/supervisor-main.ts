@@ -127,8 +127,10 @@ function shutdown(code: number): void {
 process.on('disconnect', () => shutdown(0));
 // Node emits no 'disconnect' when the channel ends while a handle this process sent (a child's
 // pipe, a forwarded socket) still waits for the host's acknowledgement: it marks the channel
-// disconnected and drops it, nothing more (lib/internal/child_process.js, Node 20-24). A host
-// SIGKILLed in that window left what this process started running, in its own session, for good.
+// disconnected and drops it, nothing more (lib/internal/child_process.js, Node 20-24). Every
+// default spawn opens that window: pipes held here (HOLD_MS) go over this channel when their send
+// on the fd channel fails, as it does to a dead host. A host SIGKILLed then left what this
+// process started running, in its own session, for good.
 // So the channel's state is also looked at every CHANNEL_CHECK_MS (a timer that keeps nothing
 // alive), and an exit without shutdown — the event loop empties once the channel is gone — kills
 // the same way: with the channel gone the host is gone, whatever node said.
