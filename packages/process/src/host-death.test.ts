@@ -40,8 +40,21 @@ async function startHost(
   return { host, info: JSON.parse(out.split('\n')[0]!) as Record<string, any> };
 }
 
-function killed(host: ChildProcess): Promise<void> {
-  return new Promise((resolve) => host.once('exit', () => resolve()));
+/**
+ * SIGKILLs the host (unless it is dead already), waits for its exit, then until nothing carrying
+ * the manager's cookie `prefix` is left alive.
+ */
+async function killHostExpectSwept(
+  host: ChildProcess,
+  prefix: string,
+  wait: { what: string; timeoutMs: number },
+): Promise<void> {
+  if (host.exitCode === null && host.signalCode === null) {
+    const exit = new Promise((resolve) => host.once('exit', resolve));
+    host.kill('SIGKILL');
+    await exit;
+  }
+  await waitFor(() => survivors(prefix).length === 0, wait);
 }
 
 describe('host SIGKILLed', () => {
@@ -67,10 +80,7 @@ describe('host SIGKILLed', () => {
       what: 'everything running',
       timeoutMs: 10_000,
     });
-    const exit = killed(host);
-    host.kill('SIGKILL');
-    await exit;
-    await waitFor(() => survivors(prefix).length === 0, {
+    await killHostExpectSwept(host, prefix, {
       what: 'nothing left 3 s after the host died',
       timeoutMs: 3_000,
     });
@@ -89,13 +99,7 @@ describe('host SIGKILLed', () => {
     process.kill(-host.pid!, 'SIGINT');
     await new Promise((r) => setTimeout(r, 500));
     expect(survivors(prefix)).toHaveLength(1);
-    const exit = killed(host);
-    host.kill('SIGKILL');
-    await exit;
-    await waitFor(() => survivors(prefix).length === 0, {
-      what: 'cleaned up after SIGKILL',
-      timeoutMs: 3_000,
-    });
+    await killHostExpectSwept(host, prefix, { what: 'cleaned up after SIGKILL', timeoutMs: 3_000 });
   }, 60_000);
 
   /**
@@ -139,11 +143,8 @@ describe('host SIGKILLed', () => {
     const prefix = info.prefix as string;
     expect(info.running).toBe(true);
     expect(survivors(prefix)).toHaveLength(count);
-    const exit = killed(host);
-    host.kill('SIGKILL');
-    await exit;
     // The channel is looked at once a second: 15x that.
-    await waitFor(() => survivors(prefix).length === 0, {
+    await killHostExpectSwept(host, prefix, {
       what: 'nothing left after the host died with pipes unacknowledged',
       timeoutMs: 15_000,
     });
@@ -174,8 +175,11 @@ describe('host SIGKILLed', () => {
   // posix_spawn (the default): a command's pipes are held in the supervisor for its first 20 ms
   // and then sent on the addon's fd channel; to a host dead by then that send fails and the
   // supervisor fell back to handing them over on the IPC channel, where they wait for an
-  // acknowledgement that never comes. The host dies the moment its command runs, inside the hold
-  // (it looks every millisecond), ten times over.
+  // acknowledgement that never comes. That needs the hold's timer to run before the supervisor
+  // reads the channel's end, which a loaded machine does by chance; here the host stops its
+  // supervisor (SIGSTOP) the moment its command runs, inside the hold (it looks every
+  // millisecond), and dies; the supervisor is resumed once the hold is over, with both the timer
+  // and the channel's end waiting (libuv runs timers first). Ten rounds.
   it("a host killed while its command's output is held (posix_spawn): nothing is left, ten times", async () => {
     for (let round = 0; round < 10; round++) {
       const { host, info } = await startHost(`
@@ -185,13 +189,30 @@ describe('host SIGKILLed', () => {
         const marker = 'conch-held-' + process.pid;
         m.spawn('sh', ['-c', 'sleep 300; : ' + marker]);
         for (let i = 0; i < 60000 && !running(); i++) sleep(1);
-        process.stdout.write(JSON.stringify({ prefix: m.cookiePrefix, running: running(), spawner }) + '\\n');
+        const stopped = m.supervisorPids();
+        for (const pid of stopped) process.kill(pid, 'SIGSTOP');
+        process.stdout.write(JSON.stringify({ prefix: m.cookiePrefix, running: running(), spawner, stopped }) + '\\n');
         process.kill(process.pid, 'SIGKILL');
       `);
-      expect(info.running).toBe(true);
-      expect(info.spawner).toMatchObject({ kind: 'posix_spawn' });
-      if (host.exitCode === null && host.signalCode === null) await killed(host);
-      await waitFor(() => survivors(info.prefix as string).length === 0, {
+      const stopped = info.stopped as number[];
+      try {
+        expect(info.running).toBe(true);
+        expect(info.spawner).toMatchObject({ kind: 'posix_spawn' });
+        expect(stopped.length).toBeGreaterThan(0);
+        // It killed itself; waited for here. Then past the hold (20 ms) before the resume.
+        if (host.exitCode === null && host.signalCode === null)
+          await new Promise((resolve) => host.once('exit', resolve));
+        await new Promise((resolve) => setTimeout(resolve, 100));
+      } finally {
+        for (const pid of stopped ?? []) {
+          try {
+            process.kill(pid, 'SIGCONT');
+          } catch {
+            // gone
+          }
+        }
+      }
+      await killHostExpectSwept(host, info.prefix as string, {
         what: `nothing left after the host died inside the hold (round ${round + 1})`,
         timeoutMs: 15_000,
       });
