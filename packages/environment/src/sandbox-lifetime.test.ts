@@ -8,6 +8,7 @@ import { cliPlugin } from '@conch/cli';
 import { PluginRegistry, TOKENS, type ToolResult } from '@conch/core';
 import { findBwrap, findCookiePids, pidAlive, type ProcessManager } from '@conch/process';
 import { guardAvailability } from '@conch/sandbox';
+import { programRuns, requireUnderCi } from '@conch/test-support';
 import { terminalPlugin } from '@conch/terminal';
 import { execFileSync } from 'node:child_process';
 import {
@@ -54,6 +55,17 @@ afterEach(async () => {
   for (const d of [ws, home, scratch]) rmSync(d, { recursive: true, force: true });
   process.env.HOME = realHome;
 });
+
+const hasHg = requireUnderCi(programRuns('hg'), 'Mercurial (hg)', 'apt-get install mercurial');
+
+/** The user's hg on the host, with no system config and the throwaway HOME. */
+function hg(cwd: string, ...args: string[]): string {
+  return execFileSync('hg', args, {
+    cwd,
+    encoding: 'utf8',
+    env: { ...process.env, HGRCPATH: join(home, '.hgrc'), HOME: home },
+  });
+}
 
 function git(cwd: string, ...args: string[]): string {
   return execFileSync('git', ['-c', 'user.email=u@example.com', '-c', 'user.name=u', ...args], {
@@ -300,6 +312,71 @@ maybe('plants are refused or reported in the call that made them', () => {
     execFileSync('git', ['-C', join(ws, 'py'), 'status'], { env: { ...process.env, HOME: home } });
     expect(existsSync(marker)).toBe(true);
   });
+
+  it.runIf(hasHg)(
+    "Mercurial: an existing repository's config is refused in any spelling, an armed new one is reported; the user's hg proves both",
+    async () => {
+      hg(ws, 'init');
+      writeFileSync(join(ws, '.hg', 'hgrc'), '[ui]\nusername = u\n%include ../team.rc\n');
+      writeFileSync(join(ws, 'team.rc'), '[ui]\n');
+      const marker = join(scratch, 'hg-hook-ran');
+      const evil = `[hooks]\npre-status = touch ${marker}\n[extensions]\nevil = ${join(scratch, 'evil.py')}\n`;
+      writeFileSync(join(scratch, 'evil.py'), `open(${JSON.stringify(marker)}, 'w').close()\n`);
+      mkdirSync(join(ws, 'tpl', 'hg', '.hg'), { recursive: true });
+      writeFileSync(join(ws, 'tpl', 'evil.rc'), evil);
+      writeFileSync(join(ws, 'tpl', 'hg', '.hg', 'hgrc'), evil);
+      const registry = await makeRegistry();
+      const spellings = [
+        'cat tpl/evil.rc >> .hg/hgrc',
+        `python3 -c "open('.hg/hgrc','a').write(open('tpl/evil.rc').read())"`,
+        `node -e "require('fs').copyFileSync('tpl/evil.rc', '.hg/hgrc-not-shared')"`,
+        'cp tpl/evil.rc x.rc && mv x.rc .hg/hgrc',
+        "sed -i '$r tpl/evil.rc' .hg/hgrc",
+        'ln -s ../tpl/evil.rc .hg/hgrc-not-shared',
+        // the file the config includes
+        `perl -e 'open(my $f, ">>", "team.rc") or die; open(my $g, "<", "tpl/evil.rc"); print {$f} <$g>'`,
+        // a share pointer to an armed repository, and the .hg directory swapped for another
+        `python3 -c "open('.hg/sharedpath','w').write('tpl/hg/.hg')"`,
+        `python3 -c "import os; os.rename('.hg', 'hg-old'); os.makedirs('.hg')"`,
+        'tar -C tpl/hg -cf - .hg | tar -xf -',
+      ];
+      for (const command of spellings) {
+        const r = await cli(registry, command);
+        expect(r.error_code ?? 'none', `${command}: ${JSON.stringify(r)}`).toMatch(
+          /SANDBOX_REFUSED_WRITE|PERMISSION_DENIED/,
+        );
+      }
+      // the user's trigger, on the host: hg status runs pre-status hooks and loads extensions
+      hg(ws, 'status');
+      expect(existsSync(marker)).toBe(false);
+
+      // A repository the agent makes is its own to configure: armed, it is reported in that call.
+      const armed = [
+        ['sub', `hg init sub && python3 -c "open('sub/.hg/hgrc','w').write(open('tpl/evil.rc').read())"`],
+        [
+          'cl',
+          `hg clone -q . cl && node -e "require('fs').appendFileSync('cl/.hg/hgrc-not-shared', require('fs').readFileSync('tpl/evil.rc'))"`,
+        ],
+      ] as const;
+      for (const [repo, command] of armed) {
+        const r = await cli(registry, command);
+        expect(r.error_code, `${command}: ${JSON.stringify(r)}`).toBe('PLANT_REPORTED');
+        expect(r.plants, repo).toEqual(
+          expect.arrayContaining([
+            expect.objectContaining({ kind: 'hg-config', detail: expect.stringContaining('pre-status') }),
+          ]),
+        );
+      }
+      // Once it exists, the next sandbox protects it like the workspace's own.
+      const again = await cli(registry, `python3 -c "open('sub/.hg/hgrc','a').write('[ui]\\n')"`);
+      expect(again.error_code ?? 'none', JSON.stringify(again)).toMatch(
+        /SANDBOX_REFUSED_WRITE|PERMISSION_DENIED/,
+      );
+      // Reported, not refused: the user's own hg would run it, which is why the result says so.
+      hg(join(ws, 'sub'), 'status');
+      expect(existsSync(marker)).toBe(true);
+    },
+  );
 
   it("history that would check out a protected file is reported; the user's checkout proves it", async () => {
     const registry = await makeRegistry();

@@ -15,7 +15,7 @@ import { tmpdir } from 'node:os';
 import { dirname, join, sep } from 'node:path';
 import type { KernelPolicy, Logger } from '@conch/core';
 import { KernelPolicyBuilder, type KernelPolicyOptions } from '@conch/sandbox';
-import { waitFor } from '@conch/test-support';
+import { programRuns, requireUnderCi, waitFor } from '@conch/test-support';
 import { pino } from 'pino';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { permissionConfigSchema, type PermissionConfigInput } from './config.js';
@@ -487,6 +487,59 @@ describe('protected paths the policy misses', () => {
 // A git config can include other files (`include.path`, `includeIf.*.path`): what they say is in
 // force as if it were in .git/config, so a file in the work tree that a config includes is
 // protected like the config itself, present or not, and so is a hooks directory it names.
+const hasHg = requireUnderCi(programRuns('hg'), 'Mercurial (hg)', 'apt-get install mercurial');
+
+/** hg with no user or system config. */
+function hg(cwd: string, ...args: string[]): string {
+  return execFileSync('hg', args, {
+    cwd,
+    stdio: 'pipe',
+    encoding: 'utf8',
+    env: { ...process.env, HGRCPATH: '/dev/null', HOME: home },
+  });
+}
+
+describe.skipIf(!hasHg)('Mercurial repositories', () => {
+  it('every .hg at any depth is pinned, its hgrc, hgrc-not-shared and sharedpath read-only made or not, its store writable', () => {
+    hg(ws, 'init');
+    const inner = dir(join(ws, 'vendor', 'lib'));
+    hg(inner, 'init');
+    file(join(inner, '.hg', 'hgrc'), '[ui]\nusername = u\n');
+    const p = policy();
+    for (const repo of [ws, inner]) {
+      expect(p.pinnedPaths).toContain(join(repo, '.hg'));
+      for (const name of ['hgrc', 'hgrc-not-shared', 'sharedpath'])
+        expect(p.readOnlyPaths, `${repo} ${name}`).toContain(join(repo, '.hg', name));
+      // hg must still write its store, dirstate and caches.
+      expect(covered(p, join(repo, '.hg', 'store'))).toBe(false);
+      expect(covered(p, join(repo, '.hg', 'dirstate'))).toBe(false);
+      expect(covered(p, join(repo, '.hg', 'requires'))).toBe(false);
+    }
+  });
+
+  it('files an hgrc includes are read-only, made or not, through nested includes; one outside the roots is left', () => {
+    hg(ws, 'init');
+    const outside = file(join(root, 'elsewhere', 'team.rc'));
+    file(join(ws, 'config', 'shared.rc'), '[ui]\n%include more/deeper.rc\n');
+    file(join(ws, '.hg', 'hgrc'), `[ui]\nusername = u\n%include ../config/shared.rc\n%include ${outside}\n`);
+    file(join(ws, '.hg', 'hgrc-not-shared'), '%include ../local.rc\n');
+    const p = policy();
+    expect(covered(p, join(ws, 'config', 'shared.rc'))).toBe(true);
+    expect(covered(p, join(ws, 'config', 'more', 'deeper.rc'))).toBe(true);
+    expect(covered(p, join(ws, 'local.rc'))).toBe(true);
+    expect(p.readOnlyPaths).not.toContain(outside);
+    expect(covered(p, join(ws, 'config', 'other.rc'))).toBe(false);
+  });
+
+  it("Mercurial's user config is read-only like git's: .hgrc at any depth, ~/.hgrc and ~/.config/hg", () => {
+    file(join(ws, 'dotfiles', '.hgrc'));
+    const inHome = [file(join(home, '.hgrc')), dir(join(home, '.config', 'hg'))];
+    const p = policy({ config: { secrets: { openHome: true } } });
+    expect(covered(p, join(ws, 'dotfiles', '.hgrc'))).toBe(true);
+    expect(p.readOnlyPaths).toEqual(expect.arrayContaining(inHome));
+  });
+});
+
 describe('files a git config includes', () => {
   it('include and includeIf targets in the work tree are read-only, made or not, through nested includes', () => {
     git(ws, 'init', '-q');

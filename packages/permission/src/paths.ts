@@ -4,6 +4,7 @@ import picomatch from 'picomatch';
 import {
   ENV_FILE,
   ENV_TEMPLATE,
+  HG_PROTECTED,
   RC_FILES,
   SYSTEM_RC,
   SYSTEM_RC_DIRS,
@@ -32,6 +33,7 @@ const PROTECTED_SAMPLES = [
   '.envrc',
   '.ssh',
   '.git',
+  '.hg',
   '.bashrc.d',
   '.zshrc.d',
 ];
@@ -39,6 +41,7 @@ const PROTECTED_SAMPLES = [
 const PROTECTED_DIR_SAMPLES = [
   '.ssh',
   '.git',
+  '.hg',
   '.bashrc.d',
   '.zshrc.d',
   'hooks',
@@ -120,10 +123,19 @@ export function protectedReason(abs: string, ctx: PathContext): string | undefin
         return `${abs} is a git config or pointer (.git/${rest[0]}/…/${last})`;
     }
   }
-  if (RC_FILES.has(base)) return `${abs} is a shell or git start-up file`;
+  const hgAt = parts.lastIndexOf('.hg');
+  if (hgAt >= 0) {
+    const rest = parts.slice(hgAt + 1).filter((p) => p !== '');
+    if (rest.length === 0) return `${abs} is a Mercurial repository's .hg directory`;
+    if (rest.length === 1 && HG_PROTECTED.includes(rest[0]!))
+      return `${abs} is read by every hg command in that repository (.hg/${rest[0]})`;
+  }
+  if (RC_FILES.has(base)) return `${abs} is a shell, git or Mercurial start-up file`;
   const home = ctx.home.endsWith('/') ? ctx.home : `${ctx.home}/`;
   if (abs.startsWith(`${home}.config/git/`) || abs === `${home}.config/git`)
     return `${abs} is the user's git config`;
+  if (abs.startsWith(`${home}.config/hg/`) || abs === `${home}.config/hg`)
+    return `${abs} is the user's Mercurial config`;
   if (abs.startsWith(`${home}.config/fish/`)) return `${abs} is a fish start-up file`;
   if (abs.startsWith(`${home}.config/environment.d/`)) return `${abs} sets the user's session environment`;
   if (SYSTEM_RC.includes(abs) || SYSTEM_RC_DIRS.some((d) => abs.startsWith(d) || `${abs}/` === d))
@@ -273,7 +285,7 @@ function knownProtectedFiles(ctx: PathContext): readonly string[] {
   if (hit) return hit;
   const out: string[] = [];
   for (const name of RC_FILES) out.push(resolve(ctx.home, name));
-  for (const name of ['.env', '.env.local', '.envrc', '.git/config'])
+  for (const name of ['.env', '.env.local', '.envrc', '.git/config', '.hg/hgrc'])
     out.push(resolve(ctx.workspaceRoot, name));
   for (const name of ['authorized_keys', 'id_rsa', 'id_ed25519', 'config'])
     out.push(resolve(ctx.home, '.ssh', name));

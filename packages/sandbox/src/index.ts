@@ -56,6 +56,7 @@ export {
   ENV_FILE,
   ENV_TEMPLATE,
   ENV_TEMPLATE_NAMES,
+  HG_PROTECTED,
   isEnvSecretName,
   isToolConfigFileName,
   RC_FILES,

@@ -17,6 +17,7 @@ import { homedir } from 'node:os';
 import { basename, dirname, isAbsolute, join, relative, resolve } from 'node:path';
 import type { KernelPolicy, Logger } from '@conch/core';
 import {
+  HG_PROTECTED,
   isEnvSecretName,
   isToolConfigFileName,
   RC_FILES,
@@ -36,6 +37,7 @@ import {
 import { KEPT_ENV } from './env-values.js';
 import { hookDelegates, type HookManagerIo } from './hook-managers.js';
 import { configValues } from './git-config-grammar.js';
+import { parseHgrc } from './hgrc-grammar.js';
 import { nameGlobsRegExp } from './profile.js';
 import { lstatIf, statIf } from './stat-if.js';
 import { isConfigEntryPath } from './guard.js';
@@ -61,11 +63,13 @@ import { readRegularFileSync, safeStatSync } from '@conch/core';
  *   nested repositories, bare repositories, the targets of `.git` files (`gitdir:`), their
  *   `commondir`, `.git/modules/**` and `.git/worktrees/*` — the hooks, `config`,
  *   `config.worktree` and the pointer files (`commondir`, `gitdir`), and the hooks directory a
- *   config names (`core.hooksPath`, husky's `.husky/_`); symlinks carrying a protected name
+ *   config names (`core.hooksPath`, husky's `.husky/_`); in every Mercurial `.hg` directory, its
+ *   `hgrc`, `hgrc-not-shared` and `sharedpath` (made or not) and the files its config includes;
+ *   symlinks carrying a protected name
  *   (`.claude -> shared/claude`) protect what they name; every file with more than one hard link
  *   (it shares its inode with a name the mounts cannot see: a hook, a file outside, another
  *   project's copy), and a pnpm `node_modules/.pnpm` linked into the user's package store;
- * - **pinned paths**: each git directory, and every directory between a writable root and a
+ * - **pinned paths**: each git and `.hg` directory, and every directory between a writable root and a
  *   protected path, is bound over itself, so it cannot be renamed away from the protections inside
  *   it (`mv .git x; mkdir .git/hooks`, `mv sub x; cp -a x sub`).
  *
@@ -94,6 +98,7 @@ const HOME_ENTRIES = [
   '.zshrc.d',
   '.ssh',
   '.config/git',
+  '.config/hg',
   '.config/fish',
   '.config/environment.d',
 ];
@@ -784,6 +789,13 @@ export class KernelPolicyBuilder {
         for (const found of hookDelegates(hooks, work, HOOK_IO))
           for (const p of [...found.files, ...found.dirs]) if (roots.some((r) => inside(p, r))) protect(p);
     };
+    // A Mercurial repository: its config and share pointer, made or not (the guard refuses a new
+    // one), every file its config includes, and the directory pinned. Its store is not walked.
+    const hgDir = (dir: string) => {
+      for (const name of HG_PROTECTED) protect(join(dir, name));
+      for (const p of hgrcIncludes(dir, paths.home)) if (roots.some((r) => inside(p, r))) protect(p);
+      if (roots.some((r) => inside(dir, r))) out.pinned.add(dir);
+    };
     const extraMatch = (path: string) => {
       const rel = relative(paths.workspaceRoot, path);
       const relOk = !rel.startsWith('..') && !isAbsolute(rel);
@@ -827,6 +839,7 @@ export class KernelPolicyBuilder {
         const name = e.name;
         if (e.isDirectory()) {
           if (name === '.git') gitDir(path);
+          else if (name === '.hg') hgDir(path);
           else if (protectedDirName(name) || extraMatch(path)) protect(path);
           else if (name === 'node_modules') this.packageStoreLinks(path, out);
           else queue.push({ dir: path, root });
@@ -1055,11 +1068,34 @@ function gitConfigFiles(
       join(home, '.config', 'git', 'config'),
     ]),
   ];
-  const included = new Set<string>();
   const hooksPaths = new Set<string>();
   const expand = (value: string) => (value.startsWith('~/') ? join(home, value.slice(2)) : value);
   // git follows includes 10 levels deep: a file named at the last level is read (what it sets is in
   // force), its own includes are not.
+  const included = followIncludes(base, 10, (text) => {
+    const targets: string[] = [];
+    for (const { key, value } of configValues(text)) {
+      if (!value) continue;
+      if (key === 'core.hookspath') hooksPaths.add(expand(value));
+      if (/^include(if\..+)?\.path$/.test(key)) targets.push(expand(value));
+    }
+    return targets;
+  });
+  return { included, common, hooksPaths: [...hooksPaths] };
+}
+
+/**
+ * The files that config files include, followed through their own includes (each read once; a
+ * relative target is the including file's directory's): `includesOf` reads a file's text and gives
+ * its include targets, expanded. A file named at level `levels` is read, its own includes are not.
+ * Missing and unreadable ones are listed (a tool skips a missing include until it is made).
+ */
+function followIncludes(
+  base: readonly string[],
+  levels: number,
+  includesOf: (text: string) => string[],
+): string[] {
+  const included = new Set<string>();
   const visit = (file: string, level: number) => {
     let text: string;
     try {
@@ -1067,11 +1103,9 @@ function gitConfigFiles(
     } catch {
       return;
     }
-    for (const { key, value } of configValues(text)) {
-      if (!value) continue;
-      if (key === 'core.hookspath') hooksPaths.add(expand(value));
-      if (level > 10 || !/^include(if\..+)?\.path$/.test(key)) continue;
-      const expanded = expand(value);
+    const targets = includesOf(text);
+    if (level > levels) return;
+    for (const expanded of targets) {
       const target = isAbsolute(expanded) ? expanded : resolve(dirname(file), expanded);
       if (included.has(target) || base.includes(target)) continue;
       included.add(target);
@@ -1079,7 +1113,20 @@ function gitConfigFiles(
     }
   };
   for (const file of base) visit(file, 0);
-  return { included: [...included], common, hooksPaths: [...hooksPaths] };
+  return [...included];
+}
+
+/**
+ * The files a Mercurial repository's config includes (`%include`, relative to the including file,
+ * `~` expanded), followed through their own includes as hg does (a file it includes twice is read
+ * once here): whatever they set is in force as if it were in `.hg/hgrc`. Missing ones count (hg
+ * skips a missing include until it is made).
+ */
+function hgrcIncludes(hgDir: string, home: string): string[] {
+  const base = HG_PROTECTED.filter((name) => name.startsWith('hgrc')).map((name) => join(hgDir, name));
+  const expand = (value: string) =>
+    value === '~' ? home : value.startsWith('~/') ? join(home, value.slice(2)) : value;
+  return followIncludes(base, 10, (text) => parseHgrc(text).includes.map(expand));
 }
 
 /** The names in a directory, none when it cannot be read. */

@@ -3,7 +3,8 @@ import { createHash } from 'node:crypto';
 import { readdirSync, readlinkSync } from 'node:fs';
 import { basename, dirname, isAbsolute, join, resolve, sep } from 'node:path';
 import { configValues } from './git-config-grammar.js';
-import { GUARD_DIR_NAMES, GUARD_FILE_NAMES } from './protected-names.js';
+import { parseHgrc } from './hgrc-grammar.js';
+import { GUARD_DIR_NAMES, GUARD_FILE_NAMES, HG_PROTECTED } from './protected-names.js';
 import { lstatIf, statIf } from './stat-if.js';
 import { readRegularFileSync, safeLstatSync, safeStatSync } from '@conch/core';
 
@@ -22,11 +23,20 @@ import { readRegularFileSync, safeLstatSync, safeStatSync } from '@conch/core';
  * comes from what the tools execute, by their documentation: git-config(1) (keys that name a
  * program or a shell command), githooks(5), yarnrc (yarnPath, plugins), pnpm (.pnpmfile.cjs,
  * pnpmfile), npm-config (script-shell, node-options, ...), Python's `-m` and site module (the
- * current directory first on sys.path; sitecustomize/usercustomize imported at start).
+ * current directory first on sys.path; sitecustomize/usercustomize imported at start), Mercurial's
+ * config (`hg help config`: hooks, extensions, aliases and the tools it starts).
  */
 
 export type PlantKind =
-  'git-config' | 'git-hook' | 'git-pointer' | 'git-history' | 'yarn' | 'pnpmfile' | 'npmrc' | 'python-shadow';
+  | 'git-config'
+  | 'git-hook'
+  | 'git-pointer'
+  | 'git-history'
+  | 'hg-config'
+  | 'yarn'
+  | 'pnpmfile'
+  | 'npmrc'
+  | 'python-shadow';
 
 export interface Plant {
   kind: PlantKind;
@@ -198,6 +208,81 @@ function gitPointerPlants(path: string): Plant[] {
 }
 
 /* ------------------------------------------------------------------------------------------- */
+/* Mercurial                                                                                    */
+
+/**
+ * Config keys (lowercase `section.name`; `*` any name) whose value hg runs, loads or starts: every
+ * hook (`pre-<command>` hooks run before any command, `hg status` included), an extension given by
+ * path (a bundled one named without a path is hg's own code), every alias (one may shadow a built-in
+ * command, and `!` runs a shell command), and the programs hg starts for editing, merging, paging,
+ * diffing, ssh and mail.
+ */
+const HG_EXEC_KEYS: readonly { key: RegExp; when: string }[] = [
+  { key: /^hooks\./, when: 'runs when hg reaches that event (pre-<command> hooks before any command)' },
+  { key: /^extensions\./, when: 'loaded by every hg command here' },
+  { key: /^alias\./, when: 'shadows or adds an hg command' },
+  { key: /^ui\.(editor|merge|ssh|remotecmd)$/, when: 'runs when hg edits, merges or reaches a remote' },
+  { key: /^pager\.pager$/, when: 'runs whenever hg pages output' },
+  { key: /^merge-tools\..+\.executable$/, when: 'runs on merges' },
+  { key: /^merge-patterns\./, when: 'picks the program merges run' },
+  { key: /^(extdiff|diff-tools)\./, when: 'runs on hg extdiff' },
+  { key: /^fsmonitor\.watchman_exe$/, when: 'runs on every hg status' },
+  { key: /^email\.method$/, when: 'runs on hg email' },
+];
+
+/** What in a Mercurial config would run a program (or make hg read another file). */
+export function hgConfigPlants(path: string, text: string): Plant[] {
+  const plants: Plant[] = [];
+  const { items, includes } = parseHgrc(text);
+  for (const { key, name, section, value } of items) {
+    if (!value) continue;
+    const rule = HG_EXEC_KEYS.find((r) => r.key.test(key));
+    if (!rule) continue;
+    // An extension named without a path is hg's own or an installed one; `!` disables it.
+    if (key.startsWith('extensions.') && (value.startsWith('!') || !/[\\/~]|\.py[co]?$/.test(value)))
+      continue;
+    if (key === 'pager.pager' && /^(less|cat|more)( -[A-Za-z]+)?$/.test(value)) continue;
+    plants.push({
+      kind: 'hg-config',
+      path,
+      detail: `[${section}] ${name} = ${value.slice(0, 200)} (${rule.when})`,
+    });
+  }
+  for (const target of includes)
+    plants.push({
+      kind: 'hg-config',
+      path,
+      detail: `%include ${target.slice(0, 200)} (hg reads that file as config)`,
+    });
+  return plants;
+}
+
+/** An hgrc or share pointer of a `.hg` directory, and what it arms. */
+function hgPlants(path: string): Plant[] {
+  const name = basename(path);
+  if (name !== 'sharedpath') {
+    const text = readSmall(path);
+    return text === undefined ? [] : hgConfigPlants(path, text);
+  }
+  // A share: hg uses the store, and with share-safe the config, of the repository named there.
+  const target = readSmall(path, 64 * 1024)?.trim();
+  if (!target) return [];
+  const source = isAbsolute(target) ? target : resolve(dirname(path), target);
+  const plants: Plant[] = [];
+  for (const file of HG_PROTECTED.filter((n) => n.startsWith('hgrc'))) {
+    const text = readSmall(join(source, file));
+    if (text !== undefined) plants.push(...hgConfigPlants(join(source, file), text));
+  }
+  if (plants.length > 0)
+    plants.unshift({
+      kind: 'hg-config',
+      path,
+      detail: `makes ${dirname(dirname(path))} a share of ${source}; hg run there would run what follows`,
+    });
+  return plants;
+}
+
+/* ------------------------------------------------------------------------------------------- */
 /* package managers, python                                                                     */
 
 function yarnPlants(path: string): Plant[] {
@@ -328,6 +413,12 @@ export const PLANT_CLASSES: readonly PlantClass[] = [
     watchNames: [],
     matches: (path) => basename(path) === '.git' && !statIf(path)?.isDirectory(),
     inspect: gitPointerPlants,
+  },
+  {
+    kind: 'hg-config',
+    watchNames: HG_PROTECTED,
+    matches: (p) => HG_PROTECTED.includes(basename(p)) && basename(dirname(p)) === '.hg',
+    inspect: hgPlants,
   },
   {
     kind: 'yarn',

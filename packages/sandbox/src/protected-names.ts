@@ -22,8 +22,19 @@ export const RC_FILES: ReadonlySet<string> = new Set([
   '.tcshrc',
   '.inputrc',
   '.gitconfig',
+  // Mercurial's user config: its [hooks] and [extensions] run in every repository (hg help config).
+  '.hgrc',
   '.pam_environment',
 ]);
+/**
+ * The entries of a Mercurial repository's `.hg` directory that hg reads as configuration or follows
+ * to another repository's, on every hg command run there (`hg status` included, which shell prompts
+ * run): `hgrc` and `hgrc-not-shared` (their `[hooks]`, `[extensions]`, `[alias]` and tool settings
+ * run programs; `%include` reads further files), and `sharedpath` (a share: the store and, with
+ * share-safe, the config of the repository it names). Mercurial's counterpart of git's config,
+ * hooks and `gitdir:` pointers.
+ */
+export const HG_PROTECTED: readonly string[] = ['hgrc', 'hgrc-not-shared', 'sharedpath'];
 /**
  * Directories (at any depth) whose files the user's own tools read as settings or run as code
  * outside any sandbox: editors (`.vscode/tasks.json`, Zed's `.zed/tasks.json` and language-server

@@ -1,6 +1,6 @@
 // The one copy of conch's test helpers. Tests poll for what they wait for (no fixed sleeps, so a
 // loaded CI machine is slower, not red) and read /proc to prove nothing they started survives.
-import { execFileSync } from 'node:child_process';
+import { execFileSync, spawnSync } from 'node:child_process';
 import {
   mkdirSync,
   mkdtempSync,
@@ -205,6 +205,11 @@ export function requireUnderCi(available: boolean, what: string, install: string
   if (available) return true;
   if (process.env.CI) throw new Error(`${what} is required under CI: ${install}`);
   return false;
+}
+
+/** Whether `file args…` runs and exits 0 here (a system tool's `--version`, by default). */
+export function programRuns(file: string, args: readonly string[] = ['--version']): boolean {
+  return spawnSync(file, args, { stdio: 'ignore' }).status === 0;
 }
 
 export { startFifoSwapper } from './fifo-swapper.js';
