@@ -58,6 +58,24 @@ afterEach(async () => {
 
 const hasHg = requireUnderCi(programRuns('hg'), 'Mercurial (hg)', 'apt-get install mercurial');
 
+const hasDirenv = requireUnderCi(programRuns('direnv', ['version']), 'direnv', 'apt-get install direnv');
+
+/** The user's direnv on the host, its allow list and config in the throwaway HOME. */
+function direnv(cwd: string, ...args: string[]): string {
+  return execFileSync('direnv', args, {
+    cwd,
+    encoding: 'utf8',
+    stdio: ['ignore', 'pipe', 'pipe'],
+    env: {
+      ...process.env,
+      HOME: home,
+      XDG_CONFIG_HOME: join(home, '.config'),
+      XDG_DATA_HOME: join(home, '.local', 'share'),
+      XDG_CACHE_HOME: join(home, '.cache'),
+    },
+  });
+}
+
 /** The user's hg on the host, with no system config and the throwaway HOME. */
 function hg(cwd: string, ...args: string[]): string {
   return execFileSync('hg', args, {
@@ -375,6 +393,49 @@ maybe('plants are refused or reported in the call that made them', () => {
       // Reported, not refused: the user's own hg would run it, which is why the result says so.
       hg(join(ws, 'sub'), 'status');
       expect(existsSync(marker)).toBe(true);
+    },
+  );
+
+  it.runIf(hasDirenv)(
+    "direnv: what the user's .envrc loads is refused in any spelling, also once the user adds a load; the user's next cd runs nothing",
+    async () => {
+      const marker = join(scratch, 'direnv-ran');
+      mkdirSync(join(ws, 'scripts'));
+      mkdirSync(join(ws, 'config'));
+      writeFileSync(join(ws, 'scripts', 'env.sh'), 'export FROM_SCRIPT=1\n');
+      writeFileSync(
+        join(ws, '.envrc'),
+        'source_env_if_exists .envrc.local\nsource_env scripts/env.sh\ndotenv_if_exists config/dev.vars\n',
+      );
+      writeFileSync(join(ws, 'tpl.sh'), `touch ${marker}\n`);
+      direnv(ws, 'allow', '.');
+      const registry = await makeRegistry();
+      const spellings = [
+        'cp tpl.sh .envrc.local',
+        `python3 -c "open('.envrc.local','w').write(open('tpl.sh').read())"`,
+        'cat tpl.sh >> scripts/env.sh',
+        `node -e "require('fs').appendFileSync('scripts/env.sh', require('fs').readFileSync('tpl.sh'))"`,
+        "sed -i '$r tpl.sh' scripts/env.sh",
+        `perl -e 'open(my $f, ">", "config/dev.vars") or die; print {$f} "PROMPT_COMMAND=touch ${marker}\\n"'`,
+        'mv scripts scripts-old && mkdir scripts && cp tpl.sh scripts/env.sh',
+        'ln -s tpl.sh .envrc.local',
+      ];
+      for (const command of spellings) {
+        const r = await cli(registry, command);
+        expect(r.error_code ?? 'none', `${command}: ${JSON.stringify(r)}`).toMatch(
+          /SANDBOX_REFUSED_WRITE|PERMISSION_DENIED/,
+        );
+      }
+      // The user edits the .envrc in place while the sandbox lives, and allows it again.
+      writeFileSync(join(ws, '.envrc'), 'source_env_if_exists later.sh\n', { flag: 'a' });
+      direnv(ws, 'allow', '.');
+      const later = await cli(registry, `python3 -c "open('later.sh','w').write(open('tpl.sh').read())"`);
+      expect(later.error_code ?? 'none', JSON.stringify(later)).toMatch(
+        /SANDBOX_REFUSED_WRITE|PERMISSION_DENIED/,
+      );
+      // the user's next cd, on the host
+      expect(direnv(ws, 'exec', ws, 'sh', '-c', 'echo $FROM_SCRIPT')).toBe('1\n');
+      expect(existsSync(marker)).toBe(false);
     },
   );
 

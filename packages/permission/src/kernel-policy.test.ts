@@ -540,6 +540,50 @@ describe.skipIf(!hasHg)('Mercurial repositories', () => {
   });
 });
 
+describe('what an .envrc loads (direnv runs it at the next cd, with no new approval)', () => {
+  it('its source_env, dotenv and source targets are read-only, made or not, at any depth; one outside the roots is left', () => {
+    const outside = file(join(root, 'elsewhere', 'team.envrc'));
+    file(
+      join(ws, '.envrc'),
+      [
+        'source_env_if_exists .envrc.local',
+        'source_env scripts/env.sh',
+        'dotenv config/dev.vars',
+        `source_env ${outside}`,
+        'source_env sub',
+        'PATH_add bin',
+      ].join('\n'),
+    );
+    file(join(ws, 'scripts', 'env.sh'));
+    dir(join(ws, 'sub'));
+    file(join(ws, 'app', '.envrc'), 'source "$PWD/.venv-env"\n');
+    const p = policy();
+    for (const path of [
+      join(ws, '.envrc.local'),
+      join(ws, 'scripts', 'env.sh'),
+      join(ws, 'config', 'dev.vars'),
+      join(ws, 'sub', '.envrc'),
+      join(ws, 'app', '.venv-env'),
+    ])
+      expect(p.readOnlyPaths, path).toContain(path);
+    expect(p.readOnlyPaths).not.toContain(outside);
+    // PATH_add names a directory of the project's own programs: not a load.
+    expect(covered(p, join(ws, 'bin'))).toBe(false);
+    expect(covered(p, join(ws, 'scripts', 'other.sh'))).toBe(false);
+  });
+
+  it('an .envrc edited in place (no rename) protects what it loads now in a later policy', async () => {
+    const envrc = file(join(ws, '.envrc'), 'export A=1\n');
+    const b = builder();
+    expect(covered(b.policy(), join(ws, 'later.sh'))).toBe(false);
+    writeFileSync(envrc, 'export A=1\nsource_env later.sh\n', { flag: 'a' });
+    await waitFor(
+      () => b.policy().readOnlyPaths.includes(join(ws, 'later.sh')),
+      'the new load in the policy',
+    );
+  });
+});
+
 describe('files a git config includes', () => {
   it('include and includeIf targets in the work tree are read-only, made or not, through nested includes', () => {
     git(ws, 'init', '-q');

@@ -37,6 +37,7 @@ import {
 import { KEPT_ENV } from './env-values.js';
 import { hookDelegates, type HookManagerIo } from './hook-managers.js';
 import { configValues } from './git-config-grammar.js';
+import { envrcLoads } from './direnv.js';
 import { parseHgrc } from './hgrc-grammar.js';
 import { nameGlobsRegExp } from './profile.js';
 import { lstatIf, statIf } from './stat-if.js';
@@ -65,6 +66,7 @@ import { readRegularFileSync, safeStatSync } from '@conch/core';
  *   `config.worktree` and the pointer files (`commondir`, `gitdir`), and the hooks directory a
  *   config names (`core.hooksPath`, husky's `.husky/_`); in every Mercurial `.hg` directory, its
  *   `hgrc`, `hgrc-not-shared` and `sharedpath` (made or not) and the files its config includes;
+ *   what an `.envrc` loads (`source_env`, `dotenv`, `source`: direnv.ts), made or not;
  *   symlinks carrying a protected name
  *   (`.claude -> shared/claude`) protect what they name; every file with more than one hard link
  *   (it shares its inode with a name the mounts cannot see: a hook, a file outside, another
@@ -403,6 +405,8 @@ interface Walked {
   files: string[];
   /** Git directories `.git` files point at (worktrees, submodules). */
   gitTargets: string[];
+  /** `.envrc` files: what they load is protected, so an edit in place re-walks (watchFiles). */
+  envrcs: string[];
   complete: boolean;
 }
 
@@ -456,6 +460,7 @@ export class KernelPolicyBuilder {
       const walked = this.walk([real(paths.workspaceRoot) ?? paths.workspaceRoot]);
       for (const p of walked.readOnly) readOnly.add(p);
       this.watch(walked.dirs);
+      this.watchFiles(walked.envrcs);
       this.stale = false;
       return { mode, writableRoots: [], readOnlyPaths: [...readOnly].sort(), pinnedPaths: [], env: {} };
     }
@@ -495,8 +500,9 @@ export class KernelPolicyBuilder {
       const source = this.substitute(path, kind);
       if (source) substitutes.set(path, source);
     }
-    // An edit of a home config (in place or by an editor's rename) rewrites its copy on the next call.
-    this.watchFiles((view?.sanitized ?? []).map((e) => e.path));
+    // An edit of a home config (in place or by an editor's rename) rewrites its copy on the next call;
+    // one of an .envrc protects what it loads now on the next call.
+    this.watchFiles([...(view?.sanitized ?? []).map((e) => e.path), ...walked.envrcs]);
     const masked = new Set<string>();
     for (const entry of SECRET_HOME_PATHS) {
       const path = join(paths.home, entry);
@@ -761,6 +767,7 @@ export class KernelPolicyBuilder {
       dirs: [],
       files: [],
       gitTargets: [],
+      envrcs: [],
       complete: true,
     };
     let budget = this.options.walkBudget ?? WALK_BUDGET;
@@ -860,6 +867,19 @@ export class KernelPolicyBuilder {
           continue;
         }
         if (e.isFile()) out.files.push(path);
+        // What an .envrc loads runs at the user's next cd like the .envrc itself (direnv.ts).
+        if (name === '.envrc' && e.isFile()) {
+          out.envrcs.push(path);
+          let text: string | undefined;
+          try {
+            text = readRegularFileSync(path, { maxBytes: MAX_CONFIG_BYTES, encoding: 'utf8' });
+          } catch {
+            text = undefined;
+          }
+          if (text !== undefined)
+            for (const p of envrcLoads(path, text, paths.home, (d) => statIf(d)?.isDirectory() === true))
+              if (roots.some((r) => inside(p, r))) protect(p);
+        }
         // A symlink carrying a protected name (`.claude -> shared/claude`) protects what it names.
         if (protectedFileName(name) || extraMatch(path) || (e.isSymbolicLink() && protectedDirName(name)))
           protect(path);
