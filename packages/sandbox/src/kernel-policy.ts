@@ -17,6 +17,7 @@ import { homedir } from 'node:os';
 import { basename, dirname, isAbsolute, join, relative, resolve } from 'node:path';
 import type { KernelPolicy, Logger } from '@conch/core';
 import {
+  HG_CONFIG_FILES,
   HG_PROTECTED,
   isEnvSecretName,
   isToolConfigFileName,
@@ -870,12 +871,7 @@ export class KernelPolicyBuilder {
         // What an .envrc loads runs at the user's next cd like the .envrc itself (direnv.ts).
         if (name === '.envrc' && e.isFile()) {
           out.envrcs.push(path);
-          let text: string | undefined;
-          try {
-            text = readRegularFileSync(path, { maxBytes: MAX_CONFIG_BYTES, encoding: 'utf8' });
-          } catch {
-            text = undefined;
-          }
+          const text = configText(path);
           if (text !== undefined)
             for (const p of envrcLoads(path, text, paths.home, (d) => statIf(d)?.isDirectory() === true))
               if (roots.some((r) => inside(p, r))) protect(p);
@@ -1104,6 +1100,15 @@ function gitConfigFiles(
   return { included, common, hooksPaths: [...hooksPaths] };
 }
 
+/** A config file's text (at most MAX_CONFIG_BYTES), or undefined when it cannot be read. */
+function configText(file: string): string | undefined {
+  try {
+    return readRegularFileSync(file, { maxBytes: MAX_CONFIG_BYTES, encoding: 'utf8' });
+  } catch {
+    return undefined;
+  }
+}
+
 /**
  * The files that config files include, followed through their own includes (each read once; a
  * relative target is the including file's directory's): `includesOf` reads a file's text and gives
@@ -1117,12 +1122,8 @@ function followIncludes(
 ): string[] {
   const included = new Set<string>();
   const visit = (file: string, level: number) => {
-    let text: string;
-    try {
-      text = readRegularFileSync(file, { maxBytes: MAX_CONFIG_BYTES, encoding: 'utf8' });
-    } catch {
-      return;
-    }
+    const text = configText(file);
+    if (text === undefined) return;
     const targets = includesOf(text);
     if (level > levels) return;
     for (const expanded of targets) {
@@ -1143,7 +1144,7 @@ function followIncludes(
  * skips a missing include until it is made).
  */
 function hgrcIncludes(hgDir: string, home: string): string[] {
-  const base = HG_PROTECTED.filter((name) => name.startsWith('hgrc')).map((name) => join(hgDir, name));
+  const base = HG_CONFIG_FILES.map((name) => join(hgDir, name));
   const expand = (value: string) =>
     value === '~' ? home : value.startsWith('~/') ? join(home, value.slice(2)) : value;
   return followIncludes(base, 10, (text) => parseHgrc(text).includes.map(expand));

@@ -4,7 +4,7 @@ import { readdirSync, readlinkSync } from 'node:fs';
 import { basename, dirname, isAbsolute, join, resolve, sep } from 'node:path';
 import { configValues } from './git-config-grammar.js';
 import { parseHgrc } from './hgrc-grammar.js';
-import { GUARD_DIR_NAMES, GUARD_FILE_NAMES, HG_PROTECTED } from './protected-names.js';
+import { GUARD_DIR_NAMES, GUARD_FILE_NAMES, HG_CONFIG_FILES, HG_PROTECTED } from './protected-names.js';
 import { lstatIf, statIf } from './stat-if.js';
 import { readRegularFileSync, safeLstatSync, safeStatSync } from '@conch/core';
 
@@ -269,7 +269,7 @@ function hgPlants(path: string): Plant[] {
   if (!target) return [];
   const source = isAbsolute(target) ? target : resolve(dirname(path), target);
   const plants: Plant[] = [];
-  for (const file of HG_PROTECTED.filter((n) => n.startsWith('hgrc'))) {
+  for (const file of HG_CONFIG_FILES) {
     const text = readSmall(join(source, file));
     if (text !== undefined) plants.push(...hgConfigPlants(join(source, file), text));
   }

@@ -35,6 +35,8 @@ export const RC_FILES: ReadonlySet<string> = new Set([
  * hooks and `gitdir:` pointers.
  */
 export const HG_PROTECTED: readonly string[] = ['hgrc', 'hgrc-not-shared', 'sharedpath'];
+/** The two of them that are config files (what `%include`s are followed from). */
+export const HG_CONFIG_FILES: readonly string[] = HG_PROTECTED.filter((name) => name !== 'sharedpath');
 /**
  * Directories (at any depth) whose files the user's own tools read as settings or run as code
  * outside any sandbox: editors (`.vscode/tasks.json`, Zed's `.zed/tasks.json` and language-server
