@@ -1,5 +1,14 @@
 // Invariant: cli_based_tool runs each seed example in the right mode with a non-interactive env, bounded output, actionable errors, and hands long commands to background tasks without losing a byte or leaking a process.
-import { chmodSync, mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import {
+  chmodSync,
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readFileSync,
+  rmSync,
+  symlinkSync,
+  writeFileSync,
+} from 'node:fs';
 import { homedir, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { definePlugin, defineTool, TOKENS, toToolErrorResult, type PluginRegistry } from '@conch/core';
@@ -94,6 +103,46 @@ describe('seed examples and modes', () => {
       stdout: 'bar\n',
     });
   });
+
+  it('a builtin with no program of its name runs in the shell, whatever it wraps or asks', async () => {
+    writeFileSync(join(dir, 'a.txt'), 'a\n');
+    const { run } = setup();
+    const node = await run({ command: 'command -v node' });
+    expect(node).toMatchObject({ returncode: 0, mode: 'shell' });
+    expect(node.stdout.trim()).toMatch(/^\/.*\/node$/);
+    expect(await run({ command: 'command -V cd' })).toMatchObject({ returncode: 0, mode: 'shell' });
+    expect(await run({ command: 'command cp a.txt b.txt' })).toMatchObject({ returncode: 0, mode: 'shell' });
+    expect(readFileSync(join(dir, 'b.txt'), 'utf8')).toBe('a\n');
+    expect(await run({ command: 'command -v conch-no-such-tool-xyz' })).toMatchObject({
+      returncode: 1,
+      mode: 'shell',
+    });
+    const help = await run({ command: 'help pwd' });
+    expect(help).toMatchObject({ returncode: 0, mode: 'shell' });
+    expect(help.stdout).toMatch(/working directory/);
+    expect(await run({ command: 'times' })).toMatchObject({ returncode: 0, mode: 'shell' });
+    // Builtins that are programs too still run directly.
+    expect(await run({ command: 'pwd' })).toMatchObject({ returncode: 0, mode: 'direct' });
+  });
+
+  it.runIf(existsSync('/bin/zsh') || existsSync('/usr/bin/zsh'))(
+    "with zsh as the shell, zsh's own builtins run in it",
+    async () => {
+      const { run } = setup({ shell: existsSync('/bin/zsh') ? '/bin/zsh' : '/usr/bin/zsh' });
+      expect(await run({ command: 'print -l a b' })).toMatchObject({
+        returncode: 0,
+        mode: 'shell',
+        stdout: 'a\nb\n',
+      });
+      const whence = await run({ command: 'whence -p ls' });
+      expect(whence).toMatchObject({ returncode: 0, mode: 'shell' });
+      expect(whence.stdout.trim()).toMatch(/\/ls$/);
+      expect(await run({ command: 'command -v ls' })).toMatchObject({ returncode: 0, mode: 'shell' });
+      // With bash, `print` is no builtin: it runs as a program, and there is none.
+      const { run: bash } = setup();
+      expect(await bash({ command: 'print -l a b' })).toMatchObject({ returncode: 127, mode: 'direct' });
+    },
+  );
 
   it('quoted literal words run directly after quote removal; args are never shell-interpreted', async () => {
     const { run } = setup();

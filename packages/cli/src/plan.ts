@@ -31,6 +31,63 @@ export interface PlanInput {
   safeRm?: boolean;
 }
 
+/**
+ * zsh's builtins that bash lacks and no package installs as a program (zsh 5.9's `$builtins`; the
+ * bash ones are the parser's shellBuiltin flag): with zsh as the shell, `print -l a b` or
+ * `whence -p git` run in it instead of failing as a program that is not there.
+ */
+const ZSH_ONLY_BUILTINS: ReadonlySet<string> = new Set([
+  '-',
+  'autoload',
+  'bindkey',
+  'bye',
+  'chdir',
+  'compadd',
+  'comparguments',
+  'compcall',
+  'compctl',
+  'compdescribe',
+  'compfiles',
+  'compgroups',
+  'compquote',
+  'comptags',
+  'comptry',
+  'compvalues',
+  'disable',
+  'echotc',
+  'echoti',
+  'emulate',
+  'float',
+  'functions',
+  'getln',
+  'integer',
+  'limit',
+  'log',
+  'noglob',
+  'print',
+  'private',
+  'pushln',
+  'r',
+  'rehash',
+  'sched',
+  'setopt',
+  'ttyctl',
+  'unfunction',
+  'unhash',
+  'unlimit',
+  'unsetopt',
+  'vared',
+  'whence',
+  'where',
+  'zcompile',
+  'zformat',
+  'zle',
+  'zmodload',
+  'zparseopts',
+  'zregexparse',
+  'zstyle',
+]);
+
 /** The dialect a shell path reads command lines in. */
 export function dialectOf(shell: string): CommandPlan['dialect'] {
   const name = basename(shell);
@@ -50,7 +107,9 @@ export function planCommand(parser: ShellParser, input: PlanInput): CliPlan {
   const parsed = parser.parse(line);
   const dialect = dialectOf(input.shell);
   const safeRm = input.safeRm === true && parsed.commands.some((c) => c.name === 'rm');
-  const direct = input.mode !== 'shell' && !safeRm && !parsed.flags.shellBuiltin ? parsed.direct : undefined;
+  const shellOnly =
+    parsed.flags.shellBuiltin || (dialect === 'zsh' && ZSH_ONLY_BUILTINS.has(parsed.direct?.argv[0] ?? ''));
+  const direct = input.mode !== 'shell' && !safeRm && !shellOnly ? parsed.direct : undefined;
   if (direct && direct.argv.length > 0) {
     return {
       line,

@@ -3,7 +3,12 @@ import type * as Syntax from './syntax-types.js';
 import type { Assignment, Redirect, ShellOperator, SimpleCommand, SyntaxFlags } from './types.js';
 import { hasGlob, literalValue } from './word-facts.js';
 
-/** Builtins that only exist inside a shell: running them as argv fails or does nothing. */
+/**
+ * Builtins that only exist inside a shell: running them as argv fails or does nothing. Every
+ * bash 5 builtin (`compgen -b`) but those that are also programs in coreutils and procps (`[`,
+ * `echo`, `false`, `kill`, `printf`, `pwd`, `test`, `true`). `command -v node`, the usual way to
+ * ask whether a tool is installed, came back COMMAND_NOT_FOUND when `command` was missing here.
+ */
 const SHELL_ONLY_BUILTINS = new Set([
   '.',
   ':',
@@ -13,9 +18,11 @@ const SHELL_ONLY_BUILTINS = new Set([
   'break',
   'builtin',
   'caller',
+  'command',
   'cd',
   'compgen',
   'complete',
+  'compopt',
   'continue',
   'declare',
   'dirs',
@@ -29,6 +36,7 @@ const SHELL_ONLY_BUILTINS = new Set([
   'fg',
   'getopts',
   'hash',
+  'help',
   'history',
   'jobs',
   'let',
@@ -46,6 +54,7 @@ const SHELL_ONLY_BUILTINS = new Set([
   'shopt',
   'source',
   'suspend',
+  'times',
   'trap',
   'type',
   'typeset',

@@ -222,6 +222,11 @@ describe('flags', () => {
     ['A=1 ls', 'assignment'],
     ['A=1', 'assignment'],
     ['cd /tmp', 'shellBuiltin'],
+    ['command -v node', 'shellBuiltin'],
+    ['command cp a b', 'shellBuiltin'],
+    ['help cd', 'shellBuiltin'],
+    ['times', 'shellBuiltin'],
+    ['compopt -o nospace', 'shellBuiltin'],
     ['echo "open', 'parseError'],
     // MISSING nodes (tree-sitter's error recovery) count as parse errors too.
     ['echo $(ls', 'parseError'],
