@@ -121,6 +121,10 @@ describe('seed examples and modes', () => {
     expect(help).toMatchObject({ returncode: 0, mode: 'shell' });
     expect(help.stdout).toMatch(/working directory/);
     expect(await run({ command: 'times' })).toMatchObject({ returncode: 0, mode: 'shell' });
+    // `time` is the shell's reserved word, not GNU time (which may not be installed).
+    const timed = await run({ command: 'time true' });
+    expect(timed).toMatchObject({ returncode: 0, mode: 'shell' });
+    expect(timed.stderr).toMatch(/^real\s/m);
     // Builtins that are programs too still run directly.
     expect(await run({ command: 'pwd' })).toMatchObject({ returncode: 0, mode: 'direct' });
   });

@@ -8,6 +8,9 @@ import { hasGlob, literalValue } from './word-facts.js';
  * bash 5 builtin (`compgen -b`) but those that are also programs in coreutils and procps (`[`,
  * `echo`, `false`, `kill`, `printf`, `pwd`, `test`, `true`). `command -v node`, the usual way to
  * ask whether a tool is installed, came back COMMAND_NOT_FOUND when `command` was missing here.
+ * And `time`, the reserved word that times a pipeline in bash and zsh: as argv it ran GNU time where
+ * that package is installed (another output and other options) and failed where it is not (most
+ * images' base).
  */
 const SHELL_ONLY_BUILTINS = new Set([
   '.',
@@ -54,6 +57,7 @@ const SHELL_ONLY_BUILTINS = new Set([
   'shopt',
   'source',
   'suspend',
+  'time',
   'times',
   'trap',
   'type',

@@ -226,6 +226,7 @@ describe('flags', () => {
     ['command cp a b', 'shellBuiltin'],
     ['help cd', 'shellBuiltin'],
     ['times', 'shellBuiltin'],
+    ['time pytest -q', 'shellBuiltin'],
     ['compopt -o nospace', 'shellBuiltin'],
     ['echo "open', 'parseError'],
     // MISSING nodes (tree-sitter's error recovery) count as parse errors too.
