@@ -331,6 +331,65 @@ maybe('plants are refused or reported in the call that made them', () => {
     expect(existsSync(marker)).toBe(true);
   });
 
+  it("a bare repository the agent makes and arms is reported; the user's git in it and a push to it prove it", async () => {
+    const registry = await makeRegistry();
+    const paged = join(scratch, 'pager-ran');
+    const received = join(scratch, 'post-receive-ran');
+    const armed: [string, string, string][] = [
+      [
+        'git init --bare, config appended by python',
+        `git init -q --bare remote.git && python3 -c "open('remote.git/config','a').write('[core]\\n\\tpager = touch ${paged}\\n')"`,
+        'git-config',
+      ],
+      [
+        'made by hand, no git at all',
+        `mkdir -p hand/objects hand/refs/heads && echo 'ref: refs/heads/main' > hand/HEAD && printf '[core]\\n\\tbare = true\\n\\tpager = touch ${paged}\\n' > hand/config`,
+        'git-config',
+      ],
+      [
+        'a hook, written by python in a repository of another name',
+        `mkdir pushed && cd pushed && git init -q --bare && python3 -c "import os; open('hooks/post-receive','w').write('#!/bin/sh\\ntouch ${received}\\n'); os.chmod('hooks/post-receive', 0o755)"`,
+        'git-hook',
+      ],
+      [
+        'a hook copied in by node',
+        `mkdir -p other && cd other && git init -q --bare && node -e "require('fs').writeFileSync('hooks/update', '#!/bin/sh\\nexit 0\\n', {mode: 0o755})"`,
+        'git-hook',
+      ],
+    ];
+    for (const [how, command, kind] of armed) {
+      const r = await cli(registry, command);
+      expect(r.error_code, `${how}: ${JSON.stringify(r)}`).toBe('PLANT_REPORTED');
+      expect(r.plants, how).toEqual(expect.arrayContaining([expect.objectContaining({ kind })]));
+    }
+    // Where the gate reads the target in the command (`x.git/hooks/…`), it refuses outright.
+    const spelled = await cli(
+      registry,
+      `git init -q --bare seen.git && printf '#!/bin/sh\\n' > seen.git/hooks/post-receive`,
+    );
+    expect(spelled.error_code, JSON.stringify(spelled)).toBe('PERMISSION_DENIED');
+    // A bare repository with nothing armed is ordinary work: no report.
+    const plain = await cli(registry, 'git init -q --bare plain.git && git -C plain.git symbolic-ref HEAD');
+    expect(plain.error_code, JSON.stringify(plain)).toBeUndefined();
+    expect(plain.returncode).toBe(0);
+    // Once it exists, the next call's sandbox keeps its config as it is.
+    const again = await cli(registry, `printf '[core]\\n\\tpager = true\\n' >> remote.git/config`);
+    expect(again.returncode, JSON.stringify(again)).not.toBe(0);
+    expect(readFileSync(join(ws, 'remote.git', 'config'), 'utf8')).not.toContain('pager = true');
+    // The reports were real: the user's git branch in a terminal starts the pager; a push runs the hook.
+    execFileSync('script', ['-qc', 'git branch', '/dev/null'], {
+      cwd: join(ws, 'remote.git'),
+      env: { ...process.env, HOME: home, GIT_CONFIG_NOSYSTEM: '1', TERM: 'xterm' },
+      stdio: 'ignore',
+    });
+    expect(existsSync(paged)).toBe(true);
+    writeFileSync(join(ws, 'x.txt'), 'x\n');
+    git(ws, 'add', 'x.txt');
+    git(ws, 'commit', '-qm', 'user commit');
+    git(ws, 'push', '-q', join(ws, 'pushed'), 'HEAD:refs/heads/main');
+    expect(existsSync(received)).toBe(true);
+  });
+
   it.runIf(hasHg)(
     "Mercurial: an existing repository's config is refused in any spelling, an armed new one is reported; the user's hg proves both",
     async () => {

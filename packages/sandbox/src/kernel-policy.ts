@@ -40,6 +40,7 @@ import { hookDelegates, type HookManagerIo } from './hook-managers.js';
 import { configValues } from './git-config-grammar.js';
 import { envrcLoads } from './direnv.js';
 import { parseHgrc } from './hgrc-grammar.js';
+import { looksLikeGitDir } from './plants.js';
 import { nameGlobsRegExp } from './profile.js';
 import { lstatIf, statIf } from './stat-if.js';
 import { isConfigEntryPath } from './guard.js';
@@ -390,11 +391,6 @@ function gitFileTarget(file: string): string | undefined {
   const m = /^gitdir: (.+?)\s*$/m.exec(text);
   if (!m) return undefined;
   return resolve(dirname(file), m[1]!);
-}
-
-/** Whether a directory's entries are those of a git directory (a bare repository, a module dir). */
-function looksLikeGitDir(names: ReadonlySet<string>): boolean {
-  return names.has('HEAD') && names.has('objects') && names.has('refs');
 }
 
 interface Walked {

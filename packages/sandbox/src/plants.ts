@@ -4,6 +4,7 @@ import { readdirSync, readlinkSync } from 'node:fs';
 import { basename, dirname, isAbsolute, join, resolve, sep } from 'node:path';
 import { configValues } from './git-config-grammar.js';
 import { parseHgrc } from './hgrc-grammar.js';
+import { GIT_HOOK_NAMES } from './hook-managers.js';
 import { GUARD_DIR_NAMES, GUARD_FILE_NAMES, HG_CONFIG_FILES, HG_PROTECTED } from './protected-names.js';
 import { lstatIf, statIf } from './stat-if.js';
 import { readRegularFileSync, safeLstatSync, safeStatSync } from '@conch/core';
@@ -153,8 +154,28 @@ function safeNames(dir: string): Set<string> {
   }
 }
 
+/** Whether a directory's entries are those of a git directory (a bare repository, a module dir). */
+export function looksLikeGitDir(names: ReadonlySet<string>): boolean {
+  return names.has('HEAD') && names.has('objects') && names.has('refs');
+}
+
+/**
+ * The git directory holding `dir` itself: a `.git` (or one of its modules and worktrees), or a
+ * directory git would open as a bare repository (`x.git/`, any name: HEAD, objects and refs in it).
+ * git reads a bare repository's config and runs its hooks when the user works in it or pushes to it
+ * (`git branch` in a terminal starts its `core.pager`; `git push` its `post-receive`).
+ */
+function gitDirAt(dir: string): string | undefined {
+  if (gitDirOf(join(dir, 'x')) === dir) return dir;
+  return looksLikeGitDir(safeNames(dir)) ? dir : undefined;
+}
+
+const GIT_CONFIG_NAMES = ['config', 'config.worktree'];
 const isGitConfigFile = (path: string) =>
-  (basename(path) === 'config' || basename(path) === 'config.worktree') && gitDirOf(path) === dirname(path);
+  GIT_CONFIG_NAMES.includes(basename(path)) && gitDirAt(dirname(path)) !== undefined;
+const isGitHookFile = (path: string) =>
+  basename(dirname(path)) === 'hooks' &&
+  (gitDirOf(path) !== undefined || gitDirAt(dirname(dirname(path))) !== undefined);
 
 function hookPlants(dir: string, repo: string): Plant[] {
   const plants: Plant[] = [];
@@ -392,7 +413,8 @@ function pythonPlants(path: string): Plant[] {
 export const PLANT_CLASSES: readonly PlantClass[] = [
   {
     kind: 'git-config',
-    watchNames: [],
+    // Git's own files of a `.git` are watched by `watchGit`; a bare repository's, by their names.
+    watchNames: GIT_CONFIG_NAMES,
     matches: isGitConfigFile,
     inspect: (path) => {
       const text = readSmall(path);
@@ -401,8 +423,8 @@ export const PLANT_CLASSES: readonly PlantClass[] = [
   },
   {
     kind: 'git-hook',
-    watchNames: [],
-    matches: (path) => /[\\/]hooks[\\/][^\\/]+$/.test(path) && gitDirOf(path) !== undefined,
+    watchNames: [...GIT_HOOK_NAMES],
+    matches: isGitHookFile,
     inspect: (path) => {
       const repo = gitDirOf(path) ?? dirname(dirname(path));
       return hookPlants(dirname(path), repo).filter((p) => p.path === path);
