@@ -23,6 +23,7 @@ import {
   type ProcessResult,
   type ProcessTarget,
   type SandboxProfile,
+  loaderEnvOutside,
 } from '@conch/process';
 import { loadShellParser, type ShellParser } from '@conch/shell-syntax';
 import {
@@ -361,7 +362,8 @@ async function runOn(
       `No such directory: ${cwd}. Verify the path exists first (ls), or omit cwd to run in ${baseCwd}.`,
       'INVALID_CWD',
     );
-  const env = commandEnv({
+  // undefined: a host variable the command must not see (loaderEnvOutside).
+  const env: Record<string, string | undefined> = commandEnv({
     extraPaths: cfg.extraPaths,
     configEnv: cfg.env,
     callEnv: request.env,
@@ -405,12 +407,19 @@ async function runOn(
     (baseSandbox.kind === 'protected' || (baseSandbox.kind === 'read-only' && !baseSandbox.required))
   ) {
     const policy = ctx.resolveOptional(PERMISSION_GATE)?.kernelPolicy?.();
-    const outside = pathOutside(env.PATH ?? process.env.PATH ?? '', [
-      ...(policy?.writableRoots ?? []),
-      baseCwd,
-    ]);
+    const roots = [...(policy?.writableRoots ?? []), baseCwd];
+    const outside = pathOutside(env.PATH ?? process.env.PATH ?? '', roots);
     droppedPath = outside.dropped;
     if (droppedPath.length > 0) env.PATH = outside.path;
+    // The same for where programs load code from (LD_LIBRARY_PATH, PYTHONPATH, BASH_ENV, …).
+    const loaders = loaderEnvOutside(env, roots);
+    if (loaders.dropped.length > 0) {
+      Object.assign(env, loaders.changes);
+      ctx.logger?.info(
+        { dropped: loaders.dropped },
+        'cli: outside the sandbox, load paths leave out what a sandboxed command could have written',
+      );
+    }
   }
   const readOnly = baseSandbox?.kind === 'read-only';
   const wantsSafeRm = plan.safeRm && plan.mode === 'shell' && !readOnly;
@@ -427,7 +436,7 @@ async function runOn(
   if (safeRm) {
     mkdirSync(safeRm.trashDir, { recursive: true, mode: 0o700 });
     if (plan.dialect === 'bash') {
-      const userBashEnv = env.BASH_ENV ?? process.env.BASH_ENV;
+      const userBashEnv = 'BASH_ENV' in env ? env.BASH_ENV : process.env.BASH_ENV;
       env.BASH_ENV = safeRm.file;
       if (userBashEnv) env.CONCH_USER_BASH_ENV = userBashEnv;
     }

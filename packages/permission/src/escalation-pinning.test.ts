@@ -11,6 +11,7 @@ import {
   existsSync,
   mkdirSync,
   mkdtempSync,
+  readdirSync,
   realpathSync,
   rmSync,
   symlinkSync,
@@ -590,6 +591,79 @@ describe.runIf(findBwrap() || process.env.CI)('PATH outside the sandbox', () => 
         `PATH leaves out what a sandboxed command could have written (${dir}/bin)`,
       );
       expect(existsSync(join(out, 'deploy-ran'))).toBe(false);
+    },
+    STEP,
+  );
+});
+
+// What PATH is to programs, these variables are to the code programs load. A user's environment
+// that names the workspace in one of them (a dev LD_LIBRARY_PATH of ./build/lib, PYTHONPATH=src, a
+// team's GIT_CONFIG_GLOBAL, a BASH_ENV in scripts/) would load what the agent wrote into the real
+// programs a rule or a human lets out: outside, those entries are left out.
+describe.runIf(findBwrap() || process.env.CI)('load paths outside the sandbox', () => {
+  const names = ['PYTHONPATH', 'GIT_CONFIG_GLOBAL', 'BASH_ENV', 'LD_PRELOAD', 'LD_LIBRARY_PATH'];
+  const saved = Object.fromEntries(names.map((n) => [n, process.env[n]]));
+  afterEach(() => {
+    for (const n of names) {
+      if (saved[n] === undefined) delete process.env[n];
+      else process.env[n] = saved[n];
+    }
+  });
+  const cc = ['cc', 'gcc'].find((c) => spawnSync(c, ['--version']).status === 0);
+
+  it.each([
+    [
+      'PYTHONPATH: a sitecustomize.py python imports at start',
+      { PYTHONPATH: 'DIR/pylib' },
+      `mkdir -p pylib && printf 'open("OUT/evil-py", "w").close()\\n' > pylib/sitecustomize.py`,
+      'python3 tools/check.py',
+    ],
+    [
+      'GIT_CONFIG_GLOBAL: a config whose core.fsmonitor git runs',
+      { GIT_CONFIG_GLOBAL: 'DIR/conf/team.gitconfig' },
+      `mkdir -p conf && printf '[core]\\n\\tfsmonitor = touch OUT/evil-git\\n' > conf/team.gitconfig`,
+      'git status',
+    ],
+    [
+      'BASH_ENV: a file every non-interactive bash sources first',
+      { BASH_ENV: 'DIR/scripts/env.sh' },
+      `printf 'touch OUT/evil-bash\\n' > scripts/env.sh`,
+      'git status; git status',
+    ],
+    [
+      'LD_PRELOAD by name on an LD_LIBRARY_PATH of the workspace: a library git loads',
+      { LD_PRELOAD: 'libmark.so', LD_LIBRARY_PATH: 'DIR/lib:/usr/lib' },
+      `mkdir -p lib && printf '#include <fcntl.h>\\n#include <unistd.h>\\n__attribute__((constructor)) static void m(void) { char e[256] = {0}; readlink("/proc/self/exe", e, 255); if (e[0] && !access("OUT", W_OK)) close(open("OUT/evil-ld", O_CREAT | O_WRONLY, 0644)); }\\n' > lib/m.c && cc -shared -fPIC -o lib/libmark.so lib/m.c`,
+      'git status',
+    ],
+  ] as const)(
+    '%s is left out of what a rule lets out',
+    async (name, vars, plant, command) => {
+      if (name.startsWith('LD_') && !cc) return;
+      write({ 'tools/check.py': `open(${JSON.stringify(join(out, 'check-ran'))}, "w").close()\n` });
+      const { inside, escalate } = setup({ rules: { allow: [...RULES, 'python3 tools/check.py'] } });
+      // The agent's plant, made in the sandbox before the variable names it (the inside commands
+      // below run with it set too: there the plant runs confined, and OUT is read-only).
+      await inside(outside(plant));
+      for (const [key, value] of Object.entries(vars)) process.env[key] = value.replaceAll('DIR', dir);
+      const control = spawnSync(
+        'bash',
+        ['-c', command === 'python3 tools/check.py' ? command : 'git status'],
+        {
+          cwd: dir,
+          env: { ...process.env, HOME: home },
+          stdio: 'ignore',
+        },
+      );
+      const planted = readdirSync(out).filter((f) => f.startsWith('evil-'));
+      expect(control.status, 'the control ran').toBe(0);
+      expect(planted, 'the plant runs where the variable applies (the control)').toHaveLength(1);
+      rmSync(join(out, planted[0]!));
+      // A rule lets it out, or (a line of two) a human who answers yes.
+      const result = await escalate(command, undefined, async () => 'always');
+      expect(result, JSON.stringify(result)).toMatchObject({ returncode: 0, sandbox: 'protected' });
+      expect(readdirSync(out).filter((f) => f.startsWith('evil-'))).toEqual([]);
+      if (command.startsWith('python3')) expect(existsSync(join(out, 'check-ran'))).toBe(true);
     },
     STEP,
   );

@@ -1526,6 +1526,7 @@ export class ProcessManager implements ProcessManagerService {
           }
         : {}),
       ...(envFilter(profile) ? { envFilter: envFilter(profile)! } : {}),
+      loadRoots: [this.cwd, ...(profile.kind === 'workspace-write' ? profile.writableRoots : [])],
       ...(limits
         ? {
             limits: {

@@ -9,6 +9,7 @@ import {
   type GuardRules,
   type SandboxKind,
 } from '@conch/sandbox';
+import { loaderEnvOutside } from './load-paths.js';
 import { BlockingLineChannel } from './blocking-read.js';
 import { killGroupSync, sweepCookie } from './kill-tree.js';
 import { killTreeSync } from './process-tree.js';
@@ -106,6 +107,12 @@ export interface SupervisorClientOptions {
    * /proc/<pid>/environ is readable by the commands it runs.
    */
   envFilter?: (name: string, value?: string) => boolean;
+  /**
+   * Directories a sandboxed command can write (the workspace, the writable roots): the supervisor's
+   * own loader variables keep no entry there (loaderEnvOutside), so a node started after the agent
+   * worked loads no library it left (an LD_LIBRARY_PATH of the user's naming `./lib`, or empty).
+   */
+  loadRoots?: readonly string[];
   /** false: the supervisor spawns with node's child_process even where posix_spawn loads. */
   nativeSpawn?: boolean;
   /**
@@ -396,8 +403,15 @@ export class SupervisorClient {
     const [file, ...args] = limits?.outer.length ? [...limits.outer, ...wrapped] : wrapped;
     // The host's NODE_OPTIONS (loaders, --inspect, heap flags) are for the host; children still get
     // them, since every spawn request carries its own complete env.
-    const env = { ...process.env };
+    const env: Record<string, string | undefined> = { ...process.env };
     delete env.NODE_OPTIONS;
+    if (this.options.loadRoots) {
+      const { changes } = loaderEnvOutside(env, this.options.loadRoots);
+      for (const [key, value] of Object.entries(changes)) {
+        if (value === undefined) delete env[key];
+        else env[key] = value;
+      }
+    }
     if (this.options.nativeSpawn === false) env[NATIVE_SPAWN_VAR] = '0';
     if (limits) Object.assign(env, limits.env);
     const hidden = this.options.envFilter;
