@@ -160,22 +160,19 @@ export function looksLikeGitDir(names: ReadonlySet<string>): boolean {
 }
 
 /**
- * The git directory holding `dir` itself: a `.git` (or one of its modules and worktrees), or a
- * directory git would open as a bare repository (`x.git/`, any name: HEAD, objects and refs in it).
- * git reads a bare repository's config and runs its hooks when the user works in it or pushes to it
+ * Whether `dir` is a git directory: a `.git` (or one of its modules and worktrees), or a directory
+ * git would open as a bare repository (`x.git/`, any name: HEAD, objects and refs in it). git reads
+ * a bare repository's config and runs its hooks when the user works in it or pushes to it
  * (`git branch` in a terminal starts its `core.pager`; `git push` its `post-receive`).
  */
-function gitDirAt(dir: string): string | undefined {
-  if (gitDirOf(join(dir, 'x')) === dir) return dir;
-  return looksLikeGitDir(safeNames(dir)) ? dir : undefined;
-}
+const isGitDir = (dir: string): boolean =>
+  gitDirOf(join(dir, 'x')) === dir || looksLikeGitDir(safeNames(dir));
 
 const GIT_CONFIG_NAMES = ['config', 'config.worktree'];
 const isGitConfigFile = (path: string) =>
-  GIT_CONFIG_NAMES.includes(basename(path)) && gitDirAt(dirname(path)) !== undefined;
+  GIT_CONFIG_NAMES.includes(basename(path)) && isGitDir(dirname(path));
 const isGitHookFile = (path: string) =>
-  basename(dirname(path)) === 'hooks' &&
-  (gitDirOf(path) !== undefined || gitDirAt(dirname(dirname(path))) !== undefined);
+  basename(dirname(path)) === 'hooks' && (gitDirOf(path) !== undefined || isGitDir(dirname(dirname(path))));
 
 function hookPlants(dir: string, repo: string): Plant[] {
   const plants: Plant[] = [];
