@@ -72,13 +72,15 @@ export function loaderEnvOutside(
   for (const name of LOAD_PATH_LISTS) {
     const value = valueOf(name);
     if (!value) continue;
-    const entries = value.split(name === 'LD_PRELOAD' ? /[:\s]+/ : delimiter);
-    const out = entries.filter((entry) => entry !== '' && writable(entry));
+    const preload = name === 'LD_PRELOAD';
+    const entries = value.split(preload ? /[:\s]+/ : delimiter);
     // An empty entry means the current directory to most of these (the workspace, where a command runs).
-    const empty = name !== 'LD_PRELOAD' && entries.some((entry) => entry === '');
+    const empty = !preload && entries.includes('');
+    const kept: string[] = [];
+    const out: string[] = [];
+    for (const entry of entries) if (entry !== '') (writable(entry) ? out : kept).push(entry);
     if (out.length === 0 && !empty) continue;
-    const kept = entries.filter((entry) => entry !== '' && !writable(entry));
-    changes[name] = kept.length > 0 ? kept.join(name === 'LD_PRELOAD' ? ' ' : delimiter) : undefined;
+    changes[name] = kept.length > 0 ? kept.join(preload ? ' ' : delimiter) : undefined;
     dropped.push({ name, entries: empty ? [...out, ''] : out });
   }
   for (const name of LOAD_PATH_FILES) {
