@@ -1,6 +1,5 @@
 import { homedir } from 'node:os';
 import { delimiter, resolve } from 'node:path';
-import { writableBy } from '@conch/process';
 
 /** Variables that keep commands from waiting on a human: pagers, editors, credential prompts. */
 export const NON_INTERACTIVE_ENV: Readonly<Record<string, string>> = {
@@ -54,22 +53,5 @@ export function commandEnv(options: {
   return env;
 }
 
-/**
- * A PATH for a command that runs outside the sandbox (a human let it out, a host rule allows it,
- * or the sandbox is off): without the entries a sandboxed command could have written, those inside
- * `roots` (the workspace and the other writable roots, also when reached through a symlink), and
- * without the entries that depend on the directory the command runs in (empty, `.`, relative).
- * Through any of them a program the agent left (`.venv/bin/git`, `node_modules/.bin/ls`, a
- * direnv `PATH_add bin`) would run under the name of the command a human approved. `dropped`: the
- * entries left out, in order.
- */
-export function pathOutside(path: string, roots: readonly string[]): { path: string; dropped: string[] } {
-  const writable = writableBy(roots);
-  const kept: string[] = [];
-  const dropped: string[] = [];
-  for (const entry of path.split(delimiter)) {
-    if (writable(entry)) dropped.push(entry);
-    else kept.push(entry);
-  }
-  return { path: kept.join(delimiter), dropped };
-}
+/** (Moved to @conch/process, where the terminal's sessions outside the sandbox use it too.) */
+export { pathOutside } from '@conch/process';

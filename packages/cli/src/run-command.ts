@@ -415,6 +415,9 @@ async function runOn(
     const loaders = loaderEnvOutside(env, roots);
     if (loaders.dropped.length > 0) {
       Object.assign(env, loaders.changes);
+      // The user's ssh command line went with what it named: ssh still never waits on a prompt.
+      if ('GIT_SSH_COMMAND' in loaders.changes && loaders.changes.GIT_SSH_COMMAND === undefined)
+        env.GIT_SSH_COMMAND = 'ssh -o BatchMode=yes';
       ctx.logger?.info(
         { dropped: loaders.dropped },
         'cli: outside the sandbox, load paths leave out what a sandboxed command could have written',

@@ -601,7 +601,16 @@ describe.runIf(findBwrap() || process.env.CI)('PATH outside the sandbox', () => 
 // team's GIT_CONFIG_GLOBAL, a BASH_ENV in scripts/) would load what the agent wrote into the real
 // programs a rule or a human lets out: outside, those entries are left out.
 describe.runIf(findBwrap() || process.env.CI)('load paths outside the sandbox', () => {
-  const names = ['PYTHONPATH', 'GIT_CONFIG_GLOBAL', 'BASH_ENV', 'LD_PRELOAD', 'LD_LIBRARY_PATH'];
+  const names = [
+    'PYTHONPATH',
+    'GIT_CONFIG_GLOBAL',
+    'BASH_ENV',
+    'LD_PRELOAD',
+    'LD_LIBRARY_PATH',
+    'NODE_OPTIONS',
+    'PERL5OPT',
+    'GIT_SSH_COMMAND',
+  ];
   const saved = Object.fromEntries(names.map((n) => [n, process.env[n]]));
   afterEach(() => {
     for (const n of names) {
@@ -617,28 +626,53 @@ describe.runIf(findBwrap() || process.env.CI)('load paths outside the sandbox', 
       { PYTHONPATH: 'DIR/pylib' },
       `mkdir -p pylib && printf 'open("OUT/evil-py", "w").close()\\n' > pylib/sitecustomize.py`,
       'python3 tools/check.py',
+      0,
     ],
     [
       'GIT_CONFIG_GLOBAL: a config whose core.fsmonitor git runs',
       { GIT_CONFIG_GLOBAL: 'DIR/conf/team.gitconfig' },
       `mkdir -p conf && printf '[core]\\n\\tfsmonitor = touch OUT/evil-git\\n' > conf/team.gitconfig`,
       'git status',
+      0,
     ],
     [
       'BASH_ENV: a file every non-interactive bash sources first',
       { BASH_ENV: 'DIR/scripts/env.sh' },
       `printf 'touch OUT/evil-bash\\n' > scripts/env.sh`,
       'git status; git status',
+      0,
     ],
     [
       'LD_PRELOAD by name on an LD_LIBRARY_PATH of the workspace: a library git loads',
       { LD_PRELOAD: 'libmark.so', LD_LIBRARY_PATH: 'DIR/lib:/usr/lib' },
       `mkdir -p lib && printf '#include <fcntl.h>\\n#include <unistd.h>\\n__attribute__((constructor)) static void m(void) { char e[256] = {0}; readlink("/proc/self/exe", e, 255); if (e[0] && !access("OUT", W_OK)) close(open("OUT/evil-ld", O_CREAT | O_WRONLY, 0644)); }\\n' > lib/m.c && cc -shared -fPIC -o lib/libmark.so lib/m.c`,
       'git status',
+      0,
+    ],
+    [
+      "NODE_OPTIONS' --require: a script node runs before any program (the user's heap flag stays)",
+      { NODE_OPTIONS: '--max-old-space-size=512 --require DIR/hooks/trace.js' },
+      `mkdir -p hooks && printf 'require("fs").writeFileSync("OUT/evil-node", "")\\n' > hooks/trace.js`,
+      'node -p 1',
+      0,
+    ],
+    [
+      "PERL5OPT's -I and -M: a module perl loads from the workspace (without it, perl says the module is missing)",
+      { PERL5OPT: '-IDIR/plib -MMark' },
+      `mkdir -p plib && printf 'open(my $f, ">", "OUT/evil-perl"); 1;\\n' > plib/Mark.pm`,
+      'perl -e 1',
+      2,
+    ],
+    [
+      "GIT_SSH_COMMAND's -F: an ssh config of the workspace whose ProxyCommand ssh runs",
+      { GIT_SSH_COMMAND: 'ssh -F DIR/conf/ssh_config' },
+      `mkdir -p conf && printf 'Host *\\n  ProxyCommand touch OUT/evil-ssh\\n' > conf/ssh_config`,
+      'git ls-remote ssh://git.example.invalid/r',
+      128,
     ],
   ] as const)(
     '%s is left out of what a rule lets out',
-    async (name, vars, plant, command) => {
+    async (name, vars, plant, command, returncode) => {
       if (name.startsWith('LD_') && !cc) return;
       write({ 'tools/check.py': `open(${JSON.stringify(join(out, 'check-ran'))}, "w").close()\n` });
       const { inside, escalate } = setup({ rules: { allow: [...RULES, 'python3 tools/check.py'] } });
@@ -646,22 +680,19 @@ describe.runIf(findBwrap() || process.env.CI)('load paths outside the sandbox', 
       // below run with it set too: there the plant runs confined, and OUT is read-only).
       await inside(outside(plant));
       for (const [key, value] of Object.entries(vars)) process.env[key] = value.replaceAll('DIR', dir);
-      const control = spawnSync(
-        'bash',
-        ['-c', command === 'python3 tools/check.py' ? command : 'git status'],
-        {
-          cwd: dir,
-          env: { ...process.env, HOME: home },
-          stdio: 'ignore',
-        },
-      );
+      const control = spawnSync('bash', ['-c', command], {
+        cwd: dir,
+        env: { ...process.env, HOME: home },
+        stdio: 'ignore',
+      });
       const planted = readdirSync(out).filter((f) => f.startsWith('evil-'));
-      expect(control.status, 'the control ran').toBe(0);
+      expect(control.error, 'the control ran').toBeUndefined();
       expect(planted, 'the plant runs where the variable applies (the control)').toHaveLength(1);
       rmSync(join(out, planted[0]!));
       // A rule lets it out, or (a line of two) a human who answers yes.
       const result = await escalate(command, undefined, async () => 'always');
-      expect(result, JSON.stringify(result)).toMatchObject({ returncode: 0, sandbox: 'protected' });
+      expect(result, JSON.stringify(result)).toMatchObject({ returncode, sandbox: 'protected' });
+      if (name.startsWith('NODE_OPTIONS')) expect(result.stdout).toBe('1\n');
       expect(readdirSync(out).filter((f) => f.startsWith('evil-'))).toEqual([]);
       if (command.startsWith('python3')) expect(existsSync(join(out, 'check-ran'))).toBe(true);
     },

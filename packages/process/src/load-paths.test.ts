@@ -77,6 +77,91 @@ describe('loaderEnvOutside', () => {
   });
 });
 
+describe('options and command lines outside the sandbox', () => {
+  it("drops an option naming code a sandboxed command could have written, with its value, and keeps the user's others", () => {
+    const { changes, dropped } = loaderEnvOutside(
+      {
+        NODE_OPTIONS: `--max-old-space-size=4096 --require ${ws}/trace.js -r ./local.js --import=dotenv/config --import node:fs --require ${other}/ok.js --import file://${ws}/x.mjs --env-file=.env --experimental-default-config-file --inspect`,
+        RUBYOPT: `-w -rjson -r./evil -I ${ws}/lib -Ilib -rbundler/setup -W:no-deprecated`,
+        PERL5OPT: `-Mstrict -Mlib=${ws}/pl,/usr/share/perl5 -I ${other}/perl -Ilocal -d:Trace`,
+        JAVA_TOOL_OPTIONS: `-Xmx1g -javaagent:${ws}/a.jar=opt -javaagent:${other}/ok.jar -Djava.library.path=/usr/lib:lib -Dfile.encoding=UTF-8 "-Dtitle=a b"`,
+        JDK_JAVA_OPTIONS: `-cp ${ws}/c.jar -XX:OnError=${ws}/h.sh @args.txt -Xbootclasspath/a:${ws}/b.jar`,
+      },
+      [ws],
+    );
+    expect(changes).toEqual({
+      NODE_OPTIONS: `--max-old-space-size=4096 --import node:fs --require ${other}/ok.js --inspect`,
+      RUBYOPT: '-w -rjson -W:no-deprecated',
+      PERL5OPT: `-Mstrict -I ${other}/perl -d:Trace`,
+      JAVA_TOOL_OPTIONS: `-Xmx1g -javaagent:${other}/ok.jar -Dfile.encoding=UTF-8 "-Dtitle=a b"`,
+      JDK_JAVA_OPTIONS: undefined,
+    });
+    expect(dropped.find((d) => d.name === 'NODE_OPTIONS')?.entries).toEqual([
+      '--require',
+      `${ws}/trace.js`,
+      '-r',
+      './local.js',
+      '--import=dotenv/config',
+      '--import',
+      `file://${ws}/x.mjs`,
+      '--env-file=.env',
+      '--experimental-default-config-file',
+    ]);
+    expect(dropped.find((d) => d.name === 'RUBYOPT')?.entries).toEqual([
+      '-r./evil',
+      '-I',
+      `${ws}/lib`,
+      '-Ilib',
+      '-rbundler/setup',
+    ]);
+  });
+
+  it('unsets a command line that names such a path, and keeps one that names programs and options only', () => {
+    const judged = (value: string, home = other) => {
+      const saved = process.env.HOME;
+      process.env.HOME = home;
+      try {
+        return loaderEnvOutside({ GIT_SSH_COMMAND: value }, [ws]).changes;
+      } finally {
+        process.env.HOME = saved;
+      }
+    };
+    for (const value of [
+      'ssh -F ssh_config',
+      `ssh -F ${ws}/conf/ssh_config`,
+      'ssh -o ProxyCommand=./proxy',
+      `${ws}/bin/ssh-wrapper`,
+      'vim -u .vimrc',
+      'history -a; source ./hook.sh',
+      `| ${ws}/lesspipe %s`,
+    ])
+      expect(judged(value), value).toEqual({ GIT_SSH_COMMAND: undefined });
+    // ~ is the home: outside the workspace here, inside it when the home is the workspace.
+    expect(judged('ssh -i ~/.ssh/id_work -o IdentitiesOnly=yes')).toEqual({});
+    expect(judged('ssh -i ~/.ssh/id_work', ws)).toEqual({ GIT_SSH_COMMAND: undefined });
+    for (const value of [
+      'ssh -o StrictHostKeyChecking=no -p 2222',
+      'code --wait',
+      'less -FRX',
+      '| /usr/bin/lesspipe %s',
+      'history -a; history -n',
+      'ssh -o ProxyCommand=/usr/bin/nc',
+    ])
+      expect(judged(value), value).toEqual({});
+    const all = loaderEnvOutside(
+      {
+        GIT_ASKPASS: `${ws}/ask`,
+        EDITOR: 'vim',
+        PAGER: 'less -R',
+        LESSOPEN: 'lesspipe.sh %s',
+        PROMPT_COMMAND: '. .envrc',
+      },
+      [ws],
+    );
+    expect(all.changes).toEqual({ GIT_ASKPASS: undefined, PROMPT_COMMAND: undefined });
+  });
+});
+
 const cc = ['cc', 'gcc'].find((c) => spawnSync(c, ['--version']).status === 0);
 const hasCc = requireUnderCi(cc !== undefined, 'a C compiler', 'apt-get install gcc');
 

@@ -2,7 +2,13 @@ import { mkdirSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { definePlugin, PERMISSION_GATE, TRASH_SERVICE, type TrashService } from '@conch/core';
 import { defaultTrashDir, TrashStore } from '@conch/trash';
-import { ensureProcessManager, profileFor, type SandboxProfile } from '@conch/process';
+import {
+  ensureProcessManager,
+  loaderEnvOutside,
+  pathOutside,
+  profileFor,
+  type SandboxProfile,
+} from '@conch/process';
 import { terminalConfigSchema, type TerminalConfig } from './config.js';
 import { rcLogDirOf, SessionPool } from './session-pool.js';
 import { managedPtySpawner, type SessionPtyOptions } from './session-pty.js';
@@ -39,6 +45,30 @@ export const terminalPlugin = definePlugin<TerminalConfig>({
             ? 'read-only'
             : 'workspace-write';
       return profileFor(policy, level);
+    };
+    // A session outside the sandbox gets the host's environment without what a sandboxed command
+    // could have written into it: PATH entries in the workspace or a writable root (a `.venv/bin`
+    // of an activated venv, `node_modules/.bin`, relative ones) and loader variables naming such a
+    // place (LD_LIBRARY_PATH, PYTHONPATH, NODE_OPTIONS' --require, GIT_SSH_COMMAND's config, …): the
+    // same as cli_based_tool's commands outside (@conch/process load-paths.ts).
+    const envOutside = (env: Record<string, string>): Record<string, string> => {
+      const policy = ctx.resolveOptional(PERMISSION_GATE)?.kernelPolicy?.();
+      if (!policy) return env;
+      const roots = [...policy.writableRoots, ctx.env.cwd];
+      const next = { ...env };
+      const path = pathOutside(env.PATH ?? '', roots);
+      if (path.dropped.length > 0) next.PATH = path.path;
+      const loaders = loaderEnvOutside(env, roots);
+      for (const [key, value] of Object.entries(loaders.changes)) {
+        if (value === undefined) delete next[key];
+        else next[key] = value;
+      }
+      if (path.dropped.length > 0 || loaders.dropped.length > 0)
+        ctx.logger.info(
+          { path: path.dropped, dropped: loaders.dropped },
+          'terminal: a session outside the sandbox leaves out what a sandboxed command could have written',
+        );
+      return next;
     };
     // The trash partner's service, read when a session starts; without it (the trash plugin is not
     // installed or exposed) the same default trash, so rm never falls back to deleting.
@@ -83,6 +113,7 @@ export const terminalPlugin = definePlugin<TerminalConfig>({
             'the process manager could not start a terminal PTY; starting it in this process',
           ),
         sandbox,
+        envOutside,
       ),
     });
     ctx.provide(TERMINAL_SERVICE, pool);

@@ -3,11 +3,13 @@ import {
   existsSync,
   mkdirSync,
   mkdtempSync,
+  readdirSync,
   readFileSync,
   realpathSync,
   rmSync,
   writeFileSync,
 } from 'node:fs';
+import { spawnSync } from 'node:child_process';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import pino from 'pino';
@@ -28,7 +30,10 @@ let registry: PluginRegistry;
 let asked: ApprovalRequest[];
 let decisions: { askedHuman: boolean; outcome: string; sandbox?: string }[];
 
-async function setup(approve?: (r: ApprovalRequest) => Promise<'once' | 'deny'>): Promise<void> {
+async function setup(
+  approve?: (r: ApprovalRequest) => Promise<'once' | 'deny'>,
+  terminal: Record<string, unknown> = {},
+): Promise<void> {
   registry = new PluginRegistry({
     cwd: ws,
     tempRoot: root,
@@ -47,7 +52,7 @@ async function setup(approve?: (r: ApprovalRequest) => Promise<'once' | 'deny'>)
       : {}),
   });
   await registry.expose('trash', { dir: join(root, 'trash') });
-  await registry.expose('terminal', { shell: '/bin/bash' });
+  await registry.expose('terminal', { shell: '/bin/bash', ...terminal });
 }
 const call = async (args: Record<string, unknown>) => (await registry.execute('terminal', args)) as Result;
 
@@ -136,6 +141,61 @@ describe.runIf(findBwrap() || process.env.CI)('terminal sessions in the workspac
     rmSync(outside);
     await call({ command: `touch ${outside} 2>/dev/null; true` });
     expect(existsSync(outside)).toBe(false);
+  });
+
+  // A session a human lets out runs with the host's environment: an entry in it that names the
+  // workspace (an activated venv's bin, a dev PYTHONPATH, a NODE_OPTIONS --require) would run what
+  // the agent wrote there under the commands the human approved.
+  it('a session outside the sandbox finds programs and loads code only where no sandboxed command could have put them', async () => {
+    const names = ['PATH', 'NODE_OPTIONS', 'PYTHONPATH', 'GIT_SSH_COMMAND'] as const;
+    const saved = Object.fromEntries(names.map((n) => [n, process.env[n]]));
+    const out = join(root, 'out');
+    mkdirSync(out);
+    const markers = () => readdirSync(out).filter((f) => f.startsWith('evil-'));
+    try {
+      // Not a login shell: Debian's /etc/profile would set PATH afresh (other systems keep it).
+      await setup(async () => 'once', { shellArgs: ['-i'] });
+      // What the agent left in the workspace, from a sandboxed session (confined there).
+      const planted = await call({
+        command: [
+          'mkdir -p bin py',
+          `printf '#!/bin/sh\\ntouch ${out}/evil-path\\n' > bin/deploy-tool`,
+          'chmod +x bin/deploy-tool',
+          `printf 'require("fs").writeFileSync("${out}/evil-node", "")\\n' > hook.js`,
+          `printf 'open("${out}/evil-py", "w").close()\\n' > py/sitecustomize.py`,
+          `printf 'Host *\\n  ProxyCommand touch ${out}/evil-ssh\\n' > ssh_config`,
+        ].join(' && '),
+      });
+      expect(planted.exit_code, JSON.stringify(planted)).toBe(0);
+      expect(markers()).toEqual([]);
+      // The user's environment names those places.
+      process.env.PATH = `${ws}/bin:${saved.PATH}`;
+      process.env.NODE_OPTIONS = `--max-old-space-size=512 --require ${ws}/hook.js`;
+      process.env.PYTHONPATH = `${ws}/py`;
+      process.env.GIT_SSH_COMMAND = 'ssh -F ssh_config';
+      const line =
+        'deploy-tool; node -e 0; python3 -c 0; git ls-remote ssh://example.invalid/r >/dev/null 2>&1';
+      // The control: bash with this environment runs all four.
+      const control = spawnSync('bash', ['-c', line], { cwd: ws, env: process.env, stdio: 'ignore' });
+      expect(control.error).toBeUndefined();
+      expect(markers().sort()).toEqual(['evil-node', 'evil-path', 'evil-py', 'evil-ssh']);
+      for (const f of markers()) rmSync(join(out, f));
+      const ran = await call({
+        command: `${line}; node -p "'options: ' + process.env.NODE_OPTIONS"`,
+        sandbox: false,
+        justification: 'the deploy needs the host',
+      });
+      expect(asked).toHaveLength(1);
+      expect(ran.output).toMatch(/deploy-tool: command not found/);
+      // What is left of NODE_OPTIONS still applies: the user's heap flag, without the --require.
+      expect(ran.output).toContain('options: --max-old-space-size=512\n');
+      expect(markers()).toEqual([]);
+    } finally {
+      for (const n of names) {
+        if (saved[n] === undefined) delete process.env[n];
+        else process.env[n] = saved[n];
+      }
+    }
   });
 
   it('sandbox: false goes with a new command only', async () => {

@@ -117,10 +117,17 @@ export function managedPtySpawner(
   onFallback: (error: unknown) => void,
   /** The kernel wall around each new session (read when it starts): the sandbox, or protected paths read-only. */
   sandbox: (options: SessionPtyOptions) => SandboxProfile | undefined = () => undefined,
+  /** The environment of a session that runs outside the sandbox (see the plugin's `envOutside`). */
+  envOutside: (env: Record<string, string>) => Record<string, string> = (env) => env,
 ): SessionPtySpawner {
   const ptyModule = requireHere.resolve('@lydell/node-pty');
-  return (options) => {
-    const profile = sandbox(options);
+  return (given) => {
+    const profile = sandbox(given);
+    // A shell that may run outside any sandbox (a human let it out; the gate's sandbox off) finds
+    // programs and loads code only where no sandboxed command could have put them.
+    const outside =
+      profile?.kind === 'protected' || (profile?.kind === 'read-only' && profile.required !== true);
+    const options = outside ? { ...given, env: envOutside(given.env) } : given;
     const { outside: _outside, ...ptyOptions } = options;
     try {
       return manager.spawnPty({
