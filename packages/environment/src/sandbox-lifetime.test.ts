@@ -10,7 +10,7 @@ import { findBwrap, findCookiePids, pidAlive, type ProcessManager } from '@conch
 import { guardAvailability } from '@conch/sandbox';
 import { programRuns, requireUnderCi } from '@conch/test-support';
 import { terminalPlugin } from '@conch/terminal';
-import { execFileSync } from 'node:child_process';
+import { execFileSync, spawnSync } from 'node:child_process';
 import {
   existsSync,
   mkdirSync,
@@ -541,6 +541,82 @@ maybe('plants are refused or reported in the call that made them', () => {
     }
     execFileSync('python3', ['-m', 'pip', '--version'], { cwd: ws, stdio: 'ignore' });
     expect(existsSync(marker)).toBe(true);
+  });
+
+  it("a program named like git or ssh in a directory the user's shell puts on PATH is reported; the user's shell proves it", async () => {
+    const marker = (name: string) => join(scratch, `shadow-${name}`);
+    const plant = (name: string) => `#!/bin/sh\\ntouch ${marker(name)}\\n`;
+    // The user's project: a .envrc direnv allows (PATH_add bin), a tools/bin on the user's PATH.
+    writeFileSync(join(ws, '.envrc'), 'PATH_add bin\n');
+    mkdirSync(join(ws, 'tools', 'bin'), { recursive: true });
+    const savedPath = process.env.PATH;
+    process.env.PATH = `${join(ws, 'tools', 'bin')}:${savedPath}`;
+    try {
+      const registry = await makeRegistry();
+      const reported: [string, string][] = [
+        [
+          'a venv made by hand, printf and chmod',
+          `mkdir -p .venv/bin && printf 'home = /usr/bin\\n' > .venv/pyvenv.cfg && printf '${plant('git')}' > .venv/bin/git && chmod +x .venv/bin/git`,
+        ],
+        [
+          "python into direnv's PATH_add bin",
+          `mkdir -p bin && python3 -c "import os; open('bin/ssh','w').write('${plant('ssh')}'); os.chmod('bin/ssh', 0o755)"`,
+        ],
+        [
+          'node into a directory on the host PATH',
+          `node -e "require('fs').writeFileSync('tools/bin/sudo', '${plant('sudo')}', { mode: 0o755 })"`,
+        ],
+        [
+          "a link in another venv's bin to a script",
+          `mkdir -p env2/bin && touch env2/pyvenv.cfg && printf '${plant('curl')}' > evil.sh && chmod +x evil.sh && ln -s ../../evil.sh env2/bin/curl`,
+        ],
+      ];
+      for (const [how, command] of reported) {
+        const r = await cli(registry, command);
+        expect(r.error_code, `${how}: ${JSON.stringify(r)}`).toBe('PLANT_REPORTED');
+        expect(r.plants, how).toEqual(
+          expect.arrayContaining([expect.objectContaining({ kind: 'path-shadow' })]),
+        );
+      }
+      // Written in one call, made executable in the next: reported when it becomes a program.
+      const written = await cli(registry, `printf '${plant('make')}' > bin/make`);
+      expect(written.error_code, JSON.stringify(written)).toBeUndefined();
+      const chmodded = await cli(registry, 'chmod 755 bin/make');
+      expect(chmodded.error_code, JSON.stringify(chmodded)).toBe('PLANT_REPORTED');
+      expect(chmodded.plants).toEqual([
+        expect.objectContaining({ kind: 'path-shadow', path: join(ws, 'bin', 'make') }),
+      ]);
+      // Ordinary work: a venv's link to the host's git, a git script outside any PATH directory,
+      // a venv's own pytest.
+      const ordinary = await cli(
+        registry,
+        'ln -s "$(command -v git)" .venv/bin/git-link && ln -sf "$(command -v git)" env2/bin/git && mkdir -p scripts && printf "#!/bin/sh\\n" > scripts/git && chmod +x scripts/git && printf "#!/bin/sh\\n" > .venv/bin/pytest && chmod +x .venv/bin/pytest',
+      );
+      expect(ordinary.error_code, JSON.stringify(ordinary)).toBeUndefined();
+      expect(ordinary.returncode).toBe(0);
+      // The reports were real: the user's shell with the venv active, with the host PATH, and
+      // direnv's PATH_add run the agent's programs.
+      const shell = (line: string, path: string) =>
+        spawnSync('sh', ['-c', line], {
+          cwd: ws,
+          env: { ...process.env, HOME: home, PATH: path },
+          stdio: 'ignore',
+        });
+      shell('git --version', `${join(ws, '.venv', 'bin')}:${savedPath}`);
+      shell('sudo -n true', process.env.PATH!);
+      shell('curl --version', `${join(ws, 'env2', 'bin')}:${savedPath}`);
+      expect(existsSync(marker('git'))).toBe(true);
+      expect(existsSync(marker('sudo'))).toBe(true);
+      expect(existsSync(marker('curl'))).toBe(true);
+      if (hasDirenv) {
+        direnv(ws, 'allow', '.');
+        direnv(ws, 'exec', ws, 'sh', '-c', 'ssh -V; make -v; true');
+        expect(existsSync(marker('ssh'))).toBe(true);
+        expect(existsSync(marker('make'))).toBe(true);
+      }
+    } finally {
+      process.env.PATH = savedPath;
+    }
   });
 
   it("conch's own config cannot be written from inside, in any spelling", async () => {

@@ -2,7 +2,7 @@
 // spellings .envrc files use, and what cannot be known (another variable, a substitution) is left
 // out rather than guessed.
 import { describe, expect, it } from 'vitest';
-import { envrcLoads } from './direnv.js';
+import { envrcLoads, envrcPathDirs } from './direnv.js';
 
 const dirs = new Set(['/w/sub', '/w', '/']);
 const loads = (text: string) => envrcLoads('/w/.envrc', text, '/home/u', (p) => dirs.has(p)).sort();
@@ -65,6 +65,49 @@ describe('what an .envrc loads', () => {
           'source_up',
           'dotenv',
           'source_env .envrc',
+        ].join('\n'),
+      ),
+    ).toEqual([]);
+  });
+});
+
+describe('what an .envrc puts on PATH', () => {
+  const pathDirs = (text: string) => envrcPathDirs('/w/.envrc', text, '/home/u').sort();
+
+  it('PATH_add (several), path_add PATH, PATH= and export PATH= parts, layout node', () => {
+    expect(
+      pathDirs(
+        [
+          'PATH_add bin scripts',
+          'path_add PATH ./tools/bin',
+          'export PATH="$PWD/node_bin:$PATH"',
+          'PATH=${HOME}/.local/bin:${PATH}',
+          'if has nix; then PATH_add "sub dir"; fi',
+          '  layout node',
+        ].join('\n'),
+      ),
+    ).toEqual([
+      '/home/u/.local/bin',
+      '/w/bin',
+      '/w/node_bin',
+      '/w/node_modules/.bin',
+      '/w/scripts',
+      '/w/sub dir',
+      '/w/tools/bin',
+    ]);
+  });
+
+  it('parts it cannot know, comments, other variables and other layouts are left out', () => {
+    expect(
+      pathDirs(
+        [
+          'PATH_add $OTHER/bin',
+          'PATH_add $(pwd)/x',
+          '# PATH_add commented',
+          'path_add MANPATH man',
+          'export GOPATH=$PWD/go',
+          'layout python3',
+          'echo PATH_add not-a-call',
         ].join('\n'),
       ),
     ).toEqual([]);

@@ -42,6 +42,36 @@ export function envrcLoads(
   return [...loads];
 }
 
+/**
+ * The directories an `.envrc` puts on PATH (absolute): direnv's `PATH_add` (several at once) and
+ * `path_add PATH`, `layout node` (`node_modules/.bin`), and `PATH=…` / `export PATH=…` parts other
+ * than `$PATH` itself; relative ones from the `.envrc`'s directory. Expanded as envrcLoads does:
+ * a part built from another variable is left out.
+ */
+export function envrcPathDirs(envrc: string, text: string, home: string): string[] {
+  const dir = dirname(envrc);
+  const dirs = new Set<string>();
+  const add = (word: string) => {
+    const target = expand(word, dir, home);
+    if (target !== undefined && target !== '') dirs.add(isAbsolute(target) ? target : resolve(dir, target));
+  };
+  const start = String.raw`(?:^|[;&|]|\bthen\b|\belse\b|\bdo\b)\s*`;
+  const word = String.raw`("[^"\n]*"|'[^'\n]*'|[^\s;&|)#]+)`;
+  const pathAdd = new RegExp(String.raw`${start}(?:PATH_add|path_add\s+PATH)((?:[ \t]+${word})+)`, 'g');
+  const assign = new RegExp(String.raw`${start}(?:export\s+)?PATH=${word}`, 'g');
+  for (const raw of text.split('\n')) {
+    const line = raw.replace(/(^|\s)#.*$/, '');
+    for (const m of line.matchAll(pathAdd)) for (const w of m[1]!.match(new RegExp(word, 'g')) ?? []) add(w);
+    for (const m of line.matchAll(assign)) {
+      const value = m[1]!.replace(/^(["'])(.*)\1$/, '$2');
+      for (const part of value.split(':')) if (!/^\$\{?PATH\}?$/.test(part)) add(part);
+    }
+    if (/(?:^|[;&|]|\bthen\b|\bdo\b)\s*layout\s+node\b/.test(line))
+      dirs.add(join(dir, 'node_modules', '.bin'));
+  }
+  return [...dirs];
+}
+
 /** A word with its quotes removed and `$PWD`, `$HOME`, `~` expanded; undefined when it holds anything else dynamic. */
 function expand(word: string, dir: string, home: string): string | undefined {
   const single = word.startsWith("'") && word.endsWith("'") && word.length >= 2;

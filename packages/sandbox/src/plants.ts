@@ -1,9 +1,11 @@
 import { execFile } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import { readdirSync, readlinkSync } from 'node:fs';
-import { basename, dirname, isAbsolute, join, resolve, sep } from 'node:path';
+import { readdirSync, readlinkSync, realpathSync } from 'node:fs';
+import { homedir } from 'node:os';
+import { basename, delimiter, dirname, isAbsolute, join, resolve, sep } from 'node:path';
 import { configValues } from './git-config-grammar.js';
 import { parseHgrc } from './hgrc-grammar.js';
+import { envrcPathDirs } from './direnv.js';
 import { GIT_HOOK_NAMES } from './hook-managers.js';
 import { GUARD_DIR_NAMES, GUARD_FILE_NAMES, HG_CONFIG_FILES, HG_PROTECTED } from './protected-names.js';
 import { lstatIf, statIf } from './stat-if.js';
@@ -37,7 +39,8 @@ export type PlantKind =
   | 'yarn'
   | 'pnpmfile'
   | 'npmrc'
-  | 'python-shadow';
+  | 'python-shadow'
+  | 'path-shadow';
 
 export interface Plant {
   kind: PlantKind;
@@ -406,6 +409,109 @@ function pythonPlants(path: string): Plant[] {
   ];
 }
 
+/**
+ * Programs a user runs with their credentials or on their files, under names no Python or direnv
+ * tooling installs into a project's bin directory (a venv gets python, pip and its packages'
+ * scripts; node, npm, aws or az can come from nodeenv or pip, so they are not here).
+ */
+const SHADOWED_COMMANDS = [
+  'git',
+  'hg',
+  'ssh',
+  'scp',
+  'sftp',
+  'ssh-add',
+  'ssh-keygen',
+  'sudo',
+  'su',
+  'doas',
+  'gpg',
+  'gpg2',
+  'pass',
+  'curl',
+  'wget',
+  'docker',
+  'podman',
+  'kubectl',
+  'gh',
+  'make',
+  'ls',
+  'cat',
+  'cp',
+  'mv',
+  'rm',
+  'env',
+  'sh',
+  'bash',
+  'zsh',
+];
+
+/**
+ * Why `dir` is on the user's PATH when they work in the project, or undefined: a Python venv's
+ * `bin` (its `activate` puts it first; `pyvenv.cfg` beside it, whatever the venv's name), a
+ * directory on the host's PATH, one an `.envrc` above it adds (`PATH_add`, `path_add PATH`,
+ * `PATH=…:$PATH`, `layout node`): direnv puts it first at every `cd`.
+ */
+function projectPathReason(dir: string): string | undefined {
+  if (basename(dir) === 'bin' && statIf(join(dirname(dir), 'pyvenv.cfg'))?.isFile())
+    return `activating the venv ${dirname(dir)} puts it first on PATH`;
+  const real = (p: string) => {
+    try {
+      return realpathSync(p);
+    } catch {
+      return p;
+    }
+  };
+  const here = real(dir);
+  for (const entry of (process.env.PATH ?? '').split(delimiter))
+    if (entry && isAbsolute(entry) && real(entry) === here) return 'it is on your PATH';
+  const home = process.env.HOME || homedir();
+  for (let d = dirname(dir), depth = 0; depth < 32; d = dirname(d), depth++) {
+    const envrc = join(d, '.envrc');
+    if (statIf(envrc)?.isFile()) {
+      const text = readSmall(envrc);
+      if (text !== undefined && envrcPathDirs(envrc, text, home).some((p) => real(p) === here))
+        return `${envrc} adds it to PATH (direnv, at every cd)`;
+      break;
+    }
+    if (dirname(d) === d) break;
+  }
+  return undefined;
+}
+
+/**
+ * A program under a name the user types (git, ssh, sudo, …) left in a directory the user's shell
+ * puts on PATH for this project: their next `git push` there runs it. A link to the program the
+ * host would run anyway is not one.
+ */
+function pathShadowPlants(path: string): Plant[] {
+  const st = statIf(path);
+  if (!st?.isFile() || (st.mode & 0o111) === 0) return [];
+  const reason = projectPathReason(dirname(path));
+  if (!reason) return [];
+  const name = basename(path);
+  try {
+    const target = realpathSync(path);
+    for (const entry of (process.env.PATH ?? '').split(delimiter)) {
+      if (!entry || !isAbsolute(entry) || entry === dirname(path)) continue;
+      const host = join(entry, name);
+      if (statIf(host)?.isFile()) {
+        if (realpathSync(host) === target) return [];
+        break;
+      }
+    }
+  } catch {
+    // unresolvable: judged as a program of its own
+  }
+  return [
+    {
+      kind: 'path-shadow',
+      path,
+      detail: `\`${name}\` typed in your shell runs this file instead of the real ${name} (${reason})`,
+    },
+  ];
+}
+
 /** Every plant class: the one list. */
 export const PLANT_CLASSES: readonly PlantClass[] = [
   {
@@ -452,6 +558,12 @@ export const PLANT_CLASSES: readonly PlantClass[] = [
     inspect: pnpmPlants,
   },
   { kind: 'npmrc', watchNames: ['.npmrc'], matches: (p) => basename(p) === '.npmrc', inspect: npmrcPlants },
+  {
+    kind: 'path-shadow',
+    watchNames: SHADOWED_COMMANDS,
+    matches: (p) => SHADOWED_COMMANDS.includes(basename(p)),
+    inspect: pathShadowPlants,
+  },
   {
     kind: 'python-shadow',
     watchNames: PYTHON_SHADOWS,
@@ -514,7 +626,7 @@ const namePattern = (name: string) =>
  * protected names and directories, the plant classes' names, and husky's hooks directory.
  */
 const HISTORY_NAMES = new RegExp(
-  `(^|/)(${[...GUARD_FILE_NAMES, ...PLANT_CLASSES.flatMap((c) => c.watchNames)].map(namePattern).join('|')})$|(^|/)(${[...GUARD_DIR_NAMES, '.husky'].map(escapeName).join('|')})/`,
+  `(^|/)(${[...GUARD_FILE_NAMES, ...PLANT_CLASSES.filter((c) => c.kind !== 'path-shadow').flatMap((c) => c.watchNames)].map(namePattern).join('|')})$|(^|/)(${[...GUARD_DIR_NAMES, '.husky'].map(escapeName).join('|')})/`,
 );
 
 /**
