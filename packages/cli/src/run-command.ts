@@ -575,10 +575,23 @@ async function runOn(
       }
       out.refused_pid = Number(signal.path);
     }
+    // Sockets of the host's services the guard kept the command from (connect(2) by path).
+    const sockets = [
+      ...new Set((result.sandboxRefusals ?? []).filter((r) => r.op === 'connect').map((r) => r.path)),
+    ];
+    if (sockets.length > 0) {
+      const message = `The sandbox refused a connection to ${sockets.length === 1 ? 'the socket' : 'the sockets'} ${sockets.slice(0, 3).join(', ')}${sockets.length > 3 ? ', …' : ''}: a socket outside the workspace and the sandbox's own /tmp belongs to a service of the host (a database, a daemon), which sandboxed commands do not reach. If the task needs the service, tell the user (the host can name its TCP port in the permission config's network.allow, such as localhost:5432), or call again with sandbox: false and a justification.`;
+      out.blocked_hosts = sockets.map((path) => `unix:${path}`);
+      out.error = out.error && out.error_code !== 'PERMISSION_DENIED' ? `${out.error} ${message}` : message;
+      if (out.error_code && out.error_code !== 'PERMISSION_DENIED' && out.error_code !== 'NETWORK_BLOCKED')
+        out.error_codes = [...(out.error_codes ?? [out.error_code]), 'NETWORK_BLOCKED'];
+      out.error_code =
+        out.error_code && out.error_code !== 'PERMISSION_DENIED' ? out.error_code : 'NETWORK_BLOCKED';
+    }
     const blocked = networkBlocked(manager, startedAt);
     if (blocked.length > 0) {
       const hosts = [...new Set(blocked.map((b) => b.host))];
-      out.blocked_hosts = hosts;
+      out.blocked_hosts = [...(out.blocked_hosts ?? []), ...hosts];
       const message = `The sandbox's network refused ${hosts.join(', ')} (${blocked[0]!.reason}). Only destinations on the host's allow-list are reached; if the task needs ${hosts.length > 1 ? 'these' : 'this one'}, tell the user (the host can add it to the permission config's network.allow), or call again with sandbox: false and a justification.`;
       out.error = out.error ? `${out.error} ${message}` : message;
       out.error_code ??= 'NETWORK_BLOCKED';

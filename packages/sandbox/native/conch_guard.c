@@ -75,8 +75,10 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/statfs.h>
+#include <sys/statvfs.h>
 #include <sys/syscall.h>
 #include <sys/uio.h>
+#include <sys/un.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -93,6 +95,9 @@
 #endif
 #ifndef __NR_fchmodat2
 #define __NR_fchmodat2 452
+#endif
+#ifndef __NR_pidfd_getfd
+#define __NR_pidfd_getfd 438
 #endif
 #ifndef __NR_pidfd_open
 #define __NR_pidfd_open 434
@@ -383,9 +388,10 @@ enum op {
   OP_REMOVE, /* unlink, rmdir, rename source */
   OP_META,   /* chmod, chown */
   OP_LINK,   /* the source of a hard link (a new name for the inode) */
+  OP_CONNECT, /* connect(2) to a socket by its path */
 };
 
-static const char *const OP_NAMES[] = {"read", "write", "create", "remove", "chmod", "link"};
+static const char *const OP_NAMES[] = {"read", "write", "create", "remove", "chmod", "link", "connect"};
 
 /* The process ids nothing in the sandbox may touch: its init, the guard and the supervisor. */
 static pid_t protected_pids[3];
@@ -1019,12 +1025,15 @@ static int still_masked_dir(int fd) {
 
 struct blocking_open {
   uint64_t id;
-  int dir;
+  int dir; /* an open: the directory; a connect: the socket's O_PATH entry, or -1 */
   char name[NAME_MAX + 1];
   int flags;
   int mode;
   int umask;
   int cloexec;
+  int sock; /* a connect: the caller's socket (the guard's duplicate); -1 for an open */
+  struct sockaddr_storage addr;
+  socklen_t addr_len;
   struct blocking_open *next;
 };
 
@@ -1057,6 +1066,17 @@ static void *worker(void *arg) {
     jobs_head = job->next;
     if (!jobs_head) jobs_tail = NULL;
     pthread_mutex_unlock(&jobs_lock);
+    if (job->sock >= 0) {
+      /* A connect that may wait (a blocking socket: a listener's full backlog, a TCP handshake). */
+      int failed = connect(job->sock, (const struct sockaddr *)&job->addr, job->addr_len) != 0;
+      int e = errno;
+      if (failed) reply_error(job->id, e);
+      else reply_value(job->id, 0);
+      close(job->sock);
+      if (job->dir >= 0) close(job->dir);
+      free(job);
+      continue;
+    }
     umask((mode_t)job->umask);
     int fd = openat(job->dir, job->name, job->flags, job->mode);
     int e = errno;
@@ -1093,6 +1113,7 @@ static void open_later(uint64_t id, int dir, const char *name, int flags, int mo
   }
   job->id = id;
   job->dir = dir;
+  job->sock = -1;
   snprintf(job->name, sizeof job->name, "%s", name);
   job->flags = flags;
   job->mode = mode;
@@ -1570,6 +1591,116 @@ static void handle_rename(const struct call *c, int olddirfd, uint64_t old_addre
   else reply_value(req->id, 0);
 }
 
+/* The caller's descriptor `fd` duplicated into the guard (the same open file), or -errno. */
+static int caller_fd(pid_t tid, int fd) {
+  pid_t tgid = tgid_of(tid);
+  if (tgid <= 0) return -ESRCH;
+  int pidfd = (int)syscall(__NR_pidfd_open, tgid, 0);
+  if (pidfd < 0) return -errno;
+  int copy = (int)syscall(__NR_pidfd_getfd, pidfd, fd, 0);
+  int e = errno;
+  close(pidfd);
+  return copy < 0 ? -e : copy;
+}
+
+/*
+ * connect(2). A socket is a file only to find it: the kernel checks no mount flag when a process
+ * connects to one by its path, so a read-only bind of the host's tree still reaches every host
+ * service listening on a socket in it (a database's /var/lib/mysql/mysql.sock, lxd's, the nix
+ * daemon's) — what the sandbox's own network namespace does for TCP, nothing did for these. A
+ * pathname socket is reachable only where the sandbox could have made it: on a writable mount
+ * (the workspace, the sandbox's /tmp and /run), or conch's own sockets (the network proxy and the
+ * container engine's policy proxy, under /run/conch and /run/conch-engine). Every other address
+ * (TCP, UDP, abstract sockets: the sandbox's network namespace decides those) is connected as
+ * given. The guard performs the call on a duplicate of the caller's socket with the address it
+ * read once, so what connects is what was judged; a blocking socket's connect (a full backlog,
+ * a handshake) runs on a worker.
+ */
+static void handle_connect(const struct call *c, int sockfd, uint64_t address, uint64_t length) {
+  uint64_t id = c->req->id;
+  pid_t tid = (pid_t)c->req->pid;
+  struct blocking_open *job = calloc(1, sizeof *job);
+  if (!job) {
+    reply_error(id, ENOMEM);
+    return;
+  }
+  job->id = id;
+  job->dir = -1;
+  job->sock = -1;
+  if (length > sizeof job->addr || length < sizeof(sa_family_t)) {
+    free(job);
+    reply_error(id, EINVAL);
+    return;
+  }
+  struct iovec local = {&job->addr, (size_t)length}, remote = {(void *)(uintptr_t)address, (size_t)length};
+  if (process_vm_readv(tid, &local, 1, &remote, 1, 0) != (ssize_t)length) {
+    int e = errno == ESRCH ? ESRCH : EFAULT;
+    free(job);
+    reply_error(id, e);
+    return;
+  }
+  job->addr_len = (socklen_t)length;
+  int sock = caller_fd(tid, sockfd);
+  /* The caller may have gone (and its id been reused) while the guard read its memory. */
+  if (sock < 0 || !notification_valid(id)) {
+    if (sock >= 0) close(sock);
+    free(job);
+    reply_error(id, sock == -ESRCH ? ESRCH : EBADF);
+    return;
+  }
+  job->sock = sock;
+  struct sockaddr_un *un = (struct sockaddr_un *)&job->addr;
+  const size_t head = offsetof(struct sockaddr_un, sun_path);
+  if (un->sun_family == AF_UNIX && length > head && un->sun_path[0] != '\0') {
+    char path[sizeof un->sun_path + 1];
+    size_t n = (size_t)length - head;
+    memcpy(path, un->sun_path, n);
+    path[n] = '\0';
+    struct resolved r;
+    int e = resolve_for(tid, AT_FDCWD, path, 1, &r, 0);
+    if (e == 0 && !r.exists) e = ENOENT;
+    if (e == 0) {
+      job->dir = openat(r.dir, r.name, O_PATH | O_NOFOLLOW | O_CLOEXEC);
+      if (job->dir < 0) e = errno;
+    }
+    if (r.dir >= 0) close(r.dir);
+    struct stat st;
+    struct statfs fs;
+    if (e == 0 && (fstat(job->dir, &st) != 0 || !S_ISSOCK(st.st_mode))) e = ECONNREFUSED;
+    if (e == 0 && fstatfs(job->dir, &fs) != 0) e = errno;
+    int own = starts_with_dir(r.path, "/run/conch", strlen("/run/conch")) ||
+              starts_with_dir(r.path, "/run/conch-engine", strlen("/run/conch-engine"));
+    if (e == 0 && !own && (fs.f_flags & ST_RDONLY)) {
+      e = EACCES;
+      report_refusal(c, OP_CONNECT, r.path, e);
+    }
+    if (e != 0) {
+      if (job->dir >= 0) close(job->dir);
+      close(sock);
+      free(job);
+      reply_error(id, e);
+      return;
+    }
+    /* The socket the guard judged, by its descriptor: a path swapped since cannot redirect it. */
+    memset(&job->addr, 0, sizeof job->addr);
+    un->sun_family = AF_UNIX;
+    snprintf(un->sun_path, sizeof un->sun_path, "/proc/self/fd/%d", job->dir);
+    job->addr_len = (socklen_t)(head + strlen(un->sun_path) + 1);
+  }
+  int flags = fcntl(sock, F_GETFL);
+  if (flags >= 0 && !(flags & O_NONBLOCK)) {
+    queue_blocking(job);
+    return;
+  }
+  int failed = connect(sock, (const struct sockaddr *)&job->addr, job->addr_len) != 0;
+  int e = errno;
+  close(sock);
+  if (job->dir >= 0) close(job->dir);
+  free(job);
+  if (failed) reply_error(id, e);
+  else reply_value(id, 0);
+}
+
 /* One notification: which call, which arguments, then the handler above that performs it. */
 static void handle(struct seccomp_notif *req) {
   struct call c = {req, NULL, NULL};
@@ -1589,6 +1720,9 @@ static void handle(struct seccomp_notif *req) {
 #endif
     case __NR_openat:
       handle_open(&c, (int)a[0], a[1], (int)a[2], (int)a[3]);
+      break;
+    case __NR_connect:
+      handle_connect(&c, (int)a[0], a[1], (uint32_t)a[2]);
       break;
     case __NR_truncate:
       handle_simple(&c, OP_WRITE, AT_FDCWD, a[0], 1, 't', a[1], 0);
@@ -1771,7 +1905,7 @@ static void build_filter(struct program *p) {
       __NR_creat,
 #endif
       __NR_openat,   __NR_truncate, __NR_unlinkat, __NR_mkdirat,   __NR_mknodat,  __NR_fchmodat,
-      __NR_fchmodat2, __NR_fchownat, __NR_symlinkat, __NR_linkat,   __NR_renameat2,
+      __NR_fchmodat2, __NR_fchownat, __NR_symlinkat, __NR_linkat,   __NR_renameat2, __NR_connect,
 #ifdef __NR_renameat
       __NR_renameat,
 #endif

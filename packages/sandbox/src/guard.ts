@@ -82,7 +82,8 @@ export interface GuardRules {
   cookieVar?: string;
 }
 
-export type GuardOp = 'read' | 'write' | 'create' | 'remove' | 'chmod' | 'link';
+/** `connect`: a connect(2) to a socket by its path (refused with EACCES where the sandbox could not have made it). */
+export type GuardOp = 'read' | 'write' | 'create' | 'remove' | 'chmod' | 'link' | 'connect';
 
 export type GuardEvent =
   | { kind: 'started'; guardPid: number; supervisorPid: number; waitKillable: boolean; syncWake: boolean }
@@ -124,7 +125,7 @@ export function encodeGuardRules(rules: GuardRules): Buffer {
   return Buffer.concat(parts);
 }
 
-const OPS: ReadonlySet<string> = new Set(['read', 'write', 'create', 'remove', 'chmod', 'link']);
+const OPS: ReadonlySet<string> = new Set(['read', 'write', 'create', 'remove', 'chmod', 'link', 'connect']);
 
 /** Splits the guard's byte stream into events (records may arrive in any chunks). */
 export class GuardEventReader {
