@@ -15,7 +15,7 @@ import {
 } from '@conch/core';
 import {
   compileHostPattern,
-  internalAddress,
+  internalRefusal,
   KernelPolicyBuilder,
   loopbackPorts,
   parseCredentialHost,
@@ -569,15 +569,14 @@ export class PermissionEngine implements PermissionGate {
             reason: `${host} resolves to ${addresses.join(', ')}, which the network deny-list names (${deniedAddress.text})`,
             rule: `network.deny:${deniedAddress.text}`,
           };
-        } else if (
-          isIP(host) === 0 &&
-          addresses.some((a) => internalAddress(a) && !this.network.allow.some((p) => p.test(a, port)))
-        ) {
-          decision = {
-            outcome: 'deny',
-            reason: `${host} resolves to an internal address (${addresses.join(', ')})`,
-            rule: 'network:internalAddress',
-          };
+        } else {
+          // A loopback forward the list names (`localhost:<port>`) is the host's service by design,
+          // and an address a human allowed was named by that human (a name a human allowed may
+          // still resolve onto this machine: the human saw the name, not where it leads).
+          const human = askedHuman || decision.rule === `network.approved:${host}`;
+          const named = loopback !== undefined || (human && isIP(host) !== 0);
+          const internal = named ? undefined : internalRefusal(host, port, addresses, this.network.allow);
+          if (internal) decision = { outcome: 'deny', reason: internal, rule: 'network:internalAddress' };
         }
       }
     }

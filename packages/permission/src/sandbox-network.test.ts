@@ -24,7 +24,7 @@ import {
   type ServerResponse,
 } from 'node:http';
 import { createServer as createHttpsServer } from 'node:https';
-import { tmpdir } from 'node:os';
+import { networkInterfaces, tmpdir } from 'node:os';
 import { join, normalize } from 'node:path';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { getPermissionEngine, permissionPlugin } from './plugin.js';
@@ -724,7 +724,8 @@ describe.runIf(findBwrap() || process.env.CI)(
     it(
       "a deny-listed address is refused in every spelling, even when the allow-list is '*'",
       async () => {
-        const { run, nobodyAsked } = await setup({ network: { allow: ['*'], deny: [BLOCKED] } });
+        // (The stand-in for a public host is a loopback address: `*` alone no longer reaches those.)
+        const { run, nobodyAsked } = await setup({ network: { allow: ['*', ALLOWED], deny: [BLOCKED] } });
         const ok = `curl -sS --fail ${allowed.url('/hello')}`;
         expectReached(ok, await run(ok));
         for (const spelling of ['127.0.0.3', '2130706435', '0x7f000003', '127.3', '0177.0.0.3']) {
@@ -759,6 +760,63 @@ describe.runIf(findBwrap() || process.env.CI)(
     );
   },
 );
+
+// `*` is every public destination: this machine and its networks (its loopback in any address,
+// its own interface addresses, names that resolve onto them) are reached only by an entry naming
+// them, so an allow-all does not open every service of the host.
+describe.runIf(findBwrap() || process.env.CI)("an allow-all (network: { allow: ['*'] })", () => {
+  let local: Registry;
+  let everywhere: Registry;
+  beforeEach(async () => {
+    local = await startRegistry('127.0.0.1');
+    everywhere = await startRegistry('0.0.0.0');
+  });
+  afterEach(async () => {
+    await local.close();
+    await everywhere.close();
+  });
+  const own = Object.values(networkInterfaces())
+    .flat()
+    .find((i) => i && i.family === 'IPv4' && !i.internal)?.address;
+
+  it(
+    'reaches no service of this machine in any spelling; an entry naming one (localhost:<port>) reaches that one',
+    async () => {
+      const { run, nobodyAsked } = await setup({ network: { allow: ['*'] } });
+      const targets = [
+        ...['127.0.0.1', '2130706433', '127.1', 'localhost'].map((h) => `${h}:${local.port}`),
+        `127.0.0.2:${everywhere.port}`,
+        `127.0.0.53:${everywhere.port}`,
+        ...(own ? [`${own}:${everywhere.port}`] : []),
+      ];
+      for (const target of targets) {
+        // --noproxy '': the sandbox's NO_PROXY would send these to its own loopback instead.
+        const command = `curl -sS --fail --noproxy '' http://${target}/hello`;
+        const result = await run(command);
+        expect(shown(result), describeResult(command, result)).not.toContain('hello from');
+        expect(result.error_code, describeResult(command, result)).toBe('NETWORK_BLOCKED');
+        expect(result.error, describeResult(command, result)).toMatch(
+          /only an allow-list entry naming it reaches/,
+        );
+      }
+      await sentinel(local);
+      await sentinel(everywhere);
+      expect(local.requests).toEqual(['/hello?sentinel']);
+      expect(everywhere.requests).toEqual(['/hello?sentinel']);
+      // Named: the service at that port, through the sandbox's forward and through the proxy by name.
+      const named = await setup({ network: { allow: ['*', `localhost:${local.port}`] } });
+      for (const command of [
+        `curl -sS --fail 'http://127.0.0.1:${local.port}/hello?named-forward'`,
+        `curl -sS --fail --noproxy '' 'http://localhost:${local.port}/hello?named-proxy'`,
+      ])
+        expectReached(command, await named.run(command));
+      expect(local.requests).toEqual(['/hello?sentinel', '/hello?named-forward', '/hello?named-proxy']);
+      nobodyAsked();
+      named.nobodyAsked();
+    },
+    TEST_TIMEOUT,
+  );
+});
 
 describe.runIf(findBwrap() || process.env.CI)(
   "a host that denies its own loopback (network: { allow: ['*'], deny: [localhost, 127.0.0.1, [::1]] })",

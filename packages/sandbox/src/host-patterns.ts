@@ -13,13 +13,15 @@ import { normalizeHost } from './network-proxy.js';
  */
 export interface HostPattern {
   readonly text: string;
+  /** `*` or `*.domain`: a pattern that names no host itself (see internalRefusal). */
+  readonly wildcard?: boolean;
   test(host: string, port: number): boolean;
 }
 
 /** A pattern, or a message saying what is wrong with it. */
 export function compileHostPattern(text: string): HostPattern | string {
   const raw = text.trim();
-  if (raw === '*') return { text, test: () => true };
+  if (raw === '*') return { text, wildcard: true, test: () => true };
   const m = /^(\*\.)?(\[[^\]]+\]|[^:]+)(?::(\d{1,5}))?$/.exec(raw);
   if (!m) return `expected a host, *.domain or host:port; given ${JSON.stringify(text)}`;
   const [, wildcard, hostPart, portPart] = m;
@@ -29,7 +31,7 @@ export function compileHostPattern(text: string): HostPattern | string {
   if (port !== undefined && (port < 1 || port > 65535))
     return `expected a port from 1 to 65535; given ${portPart}`;
   const portOk = (p: number) => port === undefined || p === port;
-  if (wildcard) return { text, test: (h, p) => portOk(p) && h.endsWith(`.${host}`) };
+  if (wildcard) return { text, wildcard: true, test: (h, p) => portOk(p) && h.endsWith(`.${host}`) };
   return { text, test: (h, p) => portOk(p) && h === host };
 }
 

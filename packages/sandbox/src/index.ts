@@ -106,6 +106,8 @@ export {
   allowListDecider,
   compileHostPatterns,
   internalAddress,
+  internalRefusal,
+  ownAddress,
   loopbackPorts,
 } from './network-allow-list.js';
 export {

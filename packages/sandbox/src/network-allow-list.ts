@@ -1,4 +1,5 @@
 import { isIP } from 'node:net';
+import { networkInterfaces } from 'node:os';
 import { compileHostPattern, type HostPattern } from './host-patterns.js';
 import type { ConnectionVerdict, Destination } from './network-proxy.js';
 
@@ -23,6 +24,47 @@ export function internalAddress(address: string): boolean {
   }
   const v6 = address.toLowerCase();
   return v6 === '::1' || v6 === '::' || /^fe[89ab]/.test(v6) || /^f[cd]/.test(v6);
+}
+
+/**
+ * Whether an address is one of this machine's own (any interface's): a service the host binds to
+ * every address answers there as on its loopback.
+ */
+export function ownAddress(address: string): boolean {
+  const wanted = address.toLowerCase();
+  for (const list of Object.values(networkInterfaces()))
+    for (const entry of list ?? []) if (entry.address.toLowerCase() === wanted) return true;
+  return false;
+}
+
+const LOOPBACK = (address: string) => /^127\./.test(address) || address === '::1';
+
+/**
+ * Why a connection the allow-list let through may not go where it leads, or undefined: this machine
+ * and its networks (internalAddress, the machine's own addresses) are reached only when an entry
+ * names them — the address itself, `localhost` for the loopback, or the host name by an exact
+ * pattern (`db.internal`, `localhost:5432`) — never through `*` or `*.domain`: an allow-all would
+ * otherwise reach every service of the host (its loopback, its own public address), and a name
+ * under an allowed domain could resolve onto them (DNS rebinding). `addresses`: what the name
+ * resolved to (an IP literal is its own address).
+ */
+export function internalRefusal(
+  host: string,
+  port: number,
+  addresses: readonly string[],
+  allow: readonly HostPattern[],
+): string | undefined {
+  const literal = isIP(host) !== 0;
+  const internal = (literal ? [host] : addresses).filter((a) => internalAddress(a) || ownAddress(a));
+  if (internal.length === 0) return undefined;
+  const named = (a: string) =>
+    allow.some((p) => !p.wildcard && (p.test(a, port) || (LOOPBACK(a) && p.test('localhost', port))));
+  if (!literal && allow.some((p) => !p.wildcard && p.test(host, port))) return undefined;
+  const unnamed = internal.filter((a) => !named(a));
+  if (unnamed.length === 0) return undefined;
+  return literal
+    ? `${host} is this machine or its network, which only an allow-list entry naming it reaches (not * or *.domain)`
+    : `${host} resolves to an internal address (${addresses.join(', ')}), which only an allow-list entry naming it reaches (not * or *.domain)`;
 }
 
 /**
@@ -77,8 +119,8 @@ export function allowListDecider(network: {
         allowed: false,
         reason: `${host} resolves to an address the deny-list names (${deniedAddress.text})`,
       };
-    if (isIP(host) === 0 && resolved.some((a) => internalAddress(a) && !allow.some((p) => p.test(a, port))))
-      return { allowed: false, reason: `${host} resolves to an internal address (${resolved.join(', ')})` };
+    const internal = internalRefusal(host, port, resolved, allow);
+    if (internal) return { allowed: false, reason: internal };
     return { allowed: true };
   };
 }
