@@ -167,6 +167,19 @@ describe('seed examples and modes', () => {
     expect((await run({ command: 'pwd', cwd: 'sub' })).stdout).toBe(`${join(dir, 'sub')}\n`);
     expect((await run({ command: 'pwd', cwd: 'nope' })).error).toMatch(/No such directory/);
   });
+
+  it('a workspace deleted under the session: the error says it is gone, not to omit cwd', async () => {
+    const ws = join(dir, 'ws');
+    mkdirSync(ws);
+    const registry = makeRegistry(ws);
+    registries.push(registry);
+    expect(await registry.execute('cli_based_tool', { command: 'pwd' })).toMatchObject({ stdout: `${ws}\n` });
+    rmSync(ws, { recursive: true });
+    const r = (await registry.execute('cli_based_tool', { command: 'pwd' })) as Record<string, string>;
+    expect(r.error_code).toBe('INVALID_CWD');
+    expect(r.error).toContain(`${ws}, the directory commands run in, is gone`);
+    expect(r.error).not.toMatch(/omit cwd/);
+  });
 });
 
 describe('environment', () => {

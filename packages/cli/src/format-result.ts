@@ -332,7 +332,7 @@ export function formatResult(result: ProcessResult, options: FormatOptions): Cli
       `Output truncated to ${fmt(max)} characters (${parts.join('; ')}); the start and the end are shown.` +
       saved.note +
       ` To see less, filter the command: pipe to grep PATTERN, head -50 or tail -50, limit find with -maxdepth 2 or -name, or use quieter flags.`;
-    if (file) out.output_file = file;
+    if (file && !saved.unsaved) out.output_file = file;
     if (saved.incomplete) out.output_file_incomplete = saved.incomplete;
   }
   const guidance = errorGuidance(result, result.stderr.head + result.stderr.tail, options);
@@ -368,6 +368,8 @@ interface OutputFileState {
   note: string;
   incomplete?: { kept_bytes: number; total_bytes: number; reason: string };
   problem?: { code: string; error: string };
+  /** No file holds any of it: the result names none. */
+  unsaved?: boolean;
 }
 
 const READ_HINT = '(read parts of it with head, tail, grep or sed -n)';
@@ -379,7 +381,12 @@ const READ_HINT = '(read parts of it with head, tail, grep or sed -n)';
  */
 export function outputFileState(result: ProcessResult): OutputFileState {
   const file = result.outputFile;
-  const spill: SpillReport | undefined = result.spill;
+  const given: SpillReport | undefined = result.spill;
+  // A file that kept nothing (the disk was full before the first byte) is no file to point at.
+  const spill: SpillReport | undefined =
+    given && given.keptBytes === 0 && (given.problem === 'disk-full' || given.problem === 'write-failed')
+      ? { ...given, problem: 'not-saved' }
+      : given;
   if (!spill || (spill.problem === undefined && file)) {
     if (!file) return { marker: '', note: '' };
     const moved = spill?.relocated
@@ -401,12 +408,13 @@ export function outputFileState(result: ProcessResult): OutputFileState {
     case 'not-saved':
     case undefined:
       return {
+        unsaved: true,
         marker: '; the full output could not be saved',
         note: ` The full output (${total} bytes) could not be saved to a file (${reason}): only the start and the end shown are kept.`,
         incomplete,
         problem: {
           code: 'OUTPUT_NOT_SAVED',
-          error: `The output (${total} bytes) could not be saved to a file, so only its start and end are shown and the middle is lost (${reason}). If the missing part matters, ${filter}; tell the user the output directory (cli config outputDir) is not writable.`,
+          error: `The output (${total} bytes) could not be saved to a file, so only its start and end are shown and the middle is lost (${reason}). If the missing part matters, ${filter}; tell the user ${given?.problem === 'disk-full' ? 'the disk is full' : 'the output directory (cli config outputDir) is not writable'}.`,
         },
       };
     case 'disk-full':

@@ -132,6 +132,31 @@ describe('output that cannot be kept where it was asked for', () => {
   });
 
   it.runIf(canMount)(
+    'a disk full before the first byte: no empty file is named, and the error says the disk is full',
+    async () => {
+      const small = tmpfs('1m');
+      writeFileSync(join(small, 'filler'), Buffer.alloc(1024 * 1024 - 4096 * 2));
+      // Fill what is left to the last block.
+      try {
+        writeFileSync(join(small, 'rest'), Buffer.alloc(1024 * 1024));
+      } catch {
+        // ENOSPC: full now
+      }
+      const { run } = setup({ outputDir: small });
+      for (const size of [300_000, 3_000_000]) {
+        const r = await run({ command: BYTES(size) });
+        expect(r.returncode, JSON.stringify(r)).toBe(0);
+        expect(r.error_code).toBe('OUTPUT_NOT_SAVED');
+        expect(r.output_file).toBeUndefined();
+        expect(r.output_file_incomplete).toMatchObject({ kept_bytes: 0, total_bytes: size });
+        expect(r.error).toMatch(/could not be saved to a file.*tell the user the disk is full/);
+        expect(r.display).not.toMatch(/\[partial: /);
+        expect(r.stdout.startsWith('aaaa')).toBe(true);
+      }
+    },
+  );
+
+  it.runIf(canMount)(
     'a read-only disk: the file is made elsewhere and named; nowhere writable: OUTPUT_NOT_SAVED',
     async () => {
       const ro = tmpfs('1m', { readOnly: true });

@@ -359,7 +359,9 @@ async function runOn(
   if (cwdState === 'missing')
     return errorResult(
       plan.mode,
-      `No such directory: ${cwd}. Verify the path exists first (ls), or omit cwd to run in ${baseCwd}.`,
+      cwd === baseCwd
+        ? `No such directory: ${cwd}, the directory commands run in, is gone (deleted or moved since the session started). Tell the user; pass an existing directory as cwd to run elsewhere.`
+        : `No such directory: ${cwd}. Verify the path exists first (ls), or omit cwd to run in ${baseCwd}.`,
       'INVALID_CWD',
     );
   // undefined: a host variable the command must not see (loaderEnvOutside).
@@ -677,6 +679,14 @@ async function runOn(
       handle = manager.adoptLeftovers(proc);
     } catch {
       out.left_running_message = `The command left processes running: ${list}.`;
+      return;
+    }
+    // The caller aborted while the result was being made (the command had ended, its leftovers had
+    // not): the call rejects with ABORTED, so nobody would ever learn a task's id. An abort stops
+    // everything the call started.
+    if (ctx.signal?.aborted) {
+      await handle.kill();
+      out.left_running_message = `The command returned but left processes running: ${list}. They were killed: the call was aborted.`;
       return;
     }
     if (cfg.leftovers === 'adopt' && background) {
