@@ -166,7 +166,7 @@ export function errorGuidance(
     const started = result.spawnError ? 'before it started' : 'while it ran';
     return {
       code: 'SUPERVISOR_UNRESPONSIVE',
-      error: `The command was stopped ${started}: conch's process supervisor stopped answering (${result.supervisorLost}), so it was killed with everything it ran and replaced. This is not the command's failure. Run it again: the next call starts a new ${result.sandbox !== 'none' ? 'sandbox' : 'supervisor'}. If it happens again, tell the user the machine may be overloaded or something is stopping processes (SIGSTOP).`,
+      error: `The command was stopped ${started}: conch's process supervisor stopped answering (${result.supervisorLost}), so it was killed with everything it ran and replaced. This is not the command's failure. ${result.spawnError ? 'Run it again' : 'It may have done its work before that (the supervisor could not report how it ended): check its effects (the output shown, the files it changes) before you run it again'}; the next call starts a new ${result.sandbox !== 'none' ? 'sandbox' : 'supervisor'}. If it happens again, tell the user the machine may be overloaded or something is stopping processes (SIGSTOP).`,
     };
   }
   if (result.supervisorLost) {

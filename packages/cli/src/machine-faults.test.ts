@@ -219,6 +219,25 @@ const variants: [string, () => Promise<ReturnType<typeof setup>>][] = [
 ];
 
 describe.each(variants)('a supervisor that misbehaves (%s)', (_name, make) => {
+  it('stopped while the command runs: the error does not claim the command failed, and says to check its effects', async () => {
+    const { run, manager, registry } = await make();
+    expect((await run({ command: 'echo warm' })).stdout).toBe('warm\n');
+    const pids = manager().supervisorPids();
+    const off = registry.events.on('process.started', () => {
+      process.kill(pids[0]!, 'SIGSTOP');
+      stopped.push(pids[0]!);
+    });
+    const r = await run({
+      command: `sleep 1; touch ${join(dir, 'did-its-work')}`,
+      timeout: 3,
+      background: false,
+    });
+    off();
+    expect(r.error_code, JSON.stringify(r)).toBe('SUPERVISOR_UNRESPONSIVE');
+    expect(r.error).toMatch(/while it ran.*may have done its work.*check its effects/);
+    expect(r.error).not.toMatch(/Run it again/);
+  });
+
   it('stopped (SIGSTOP): timeout: 3 comes back as SUPERVISOR_UNRESPONSIVE, and the next call works', async () => {
     const { run, manager } = await make();
     expect((await run({ command: 'echo warm' })).stdout).toBe('warm\n');
