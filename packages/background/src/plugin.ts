@@ -246,6 +246,8 @@ function tools(ctx: PluginContext<BackgroundConfig>, service: BackgroundTasks) {
           typeof result?.error_code === 'string' && result.error_code.startsWith('OUTPUT_')
             ? result.error_code
             : 'OUTPUT_NOT_SAVED';
+        const diskFull =
+          code === 'OUTPUT_TRUNCATED_DISK_FULL' || /the disk is full/.test(String(result?.error ?? ''));
         return {
           task_id: info.id,
           status: info.status,
@@ -254,11 +256,12 @@ function tools(ctx: PluginContext<BackgroundConfig>, service: BackgroundTasks) {
           next_offset: logs.offset,
           total_bytes: logs.totalBytes,
           has_more: false,
-          ...(logs.outputFile ? { output_file: logs.outputFile } : {}),
+          // A file that kept nothing (OUTPUT_NOT_SAVED) is not named: there is nothing to read in it.
+          ...(logs.outputFile && code !== 'OUTPUT_NOT_SAVED' ? { output_file: logs.outputFile } : {}),
           error_code: code,
           error:
             `Bytes ${logs.offset}–${logs.totalBytes} of this task's output were never saved` +
-            `${code === 'OUTPUT_TRUNCATED_DISK_FULL' ? ' (the disk filled up)' : ''}, so they cannot be read; ` +
+            `${diskFull ? ' (the disk filled up)' : ''}, so they cannot be read; ` +
             "what is left is the start and end in the task's result (check_background_task). " +
             'If the missing part matters, rerun with the output filtered or redirected into a file in the workspace.',
           display: `✗ ${info.id} ${info.status}: bytes ${logs.offset}–${logs.totalBytes} not saved (${code})`,
