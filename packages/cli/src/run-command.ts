@@ -23,7 +23,7 @@ import {
   type ProcessResult,
   type ProcessTarget,
   type SandboxProfile,
-  loaderEnvOutside,
+  envForOutside,
 } from '@conch/process';
 import { loadShellParser, type ShellParser } from '@conch/shell-syntax';
 import {
@@ -33,7 +33,7 @@ import {
   type CliConfigInput,
   type SlowPattern,
 } from './config.js';
-import { commandEnv, pathOutside } from './env.js';
+import { commandEnv } from './env.js';
 import {
   cliDisplay,
   formatResult,
@@ -402,7 +402,7 @@ async function runOn(
   const baseSandbox = runtime.config.sandbox || where ? undefined : sandboxFor(ctx, judgedElsewhere);
   // A command that may run outside any sandbox (let out by a human or a host rule, the gate's
   // sandbox off, a read where bubblewrap is missing) finds programs only where no sandboxed command
-  // could have put one (env.ts pathOutside): `git push` runs the system's git, not a `.venv/bin/git`.
+  // could have put one (@conch/process envForOutside): `git push` runs the system's git, not a `.venv/bin/git`.
   let droppedPath: string[] = [];
   if (
     baseSandbox &&
@@ -410,18 +410,16 @@ async function runOn(
   ) {
     const policy = ctx.resolveOptional(PERMISSION_GATE)?.kernelPolicy?.();
     const roots = [...(policy?.writableRoots ?? []), baseCwd];
-    const outside = pathOutside(env.PATH ?? process.env.PATH ?? '', roots);
-    droppedPath = outside.dropped;
-    if (droppedPath.length > 0) env.PATH = outside.path;
-    // The same for where programs load code from (LD_LIBRARY_PATH, PYTHONPATH, BASH_ENV, …).
-    const loaders = loaderEnvOutside(env, roots);
-    if (loaders.dropped.length > 0) {
-      Object.assign(env, loaders.changes);
+    // `env` holds additions over the host's environment: a variable it lacks is the host's.
+    const outside = envForOutside(env, roots);
+    droppedPath = outside.dropped.path;
+    Object.assign(env, outside.changes);
+    if (outside.dropped.loaders.length > 0) {
       // The user's ssh command line went with what it named: ssh still never waits on a prompt.
-      if ('GIT_SSH_COMMAND' in loaders.changes && loaders.changes.GIT_SSH_COMMAND === undefined)
+      if ('GIT_SSH_COMMAND' in outside.changes && outside.changes.GIT_SSH_COMMAND === undefined)
         env.GIT_SSH_COMMAND = 'ssh -o BatchMode=yes';
       ctx.logger?.info(
-        { dropped: loaders.dropped },
+        { dropped: outside.dropped.loaders },
         'cli: outside the sandbox, load paths leave out what a sandboxed command could have written',
       );
     }

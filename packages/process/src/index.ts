@@ -85,7 +85,14 @@ export type { SpawnerStatus } from './supervisor-protocol.js';
 export { DEFAULT_FORWARD_POLL_MS, type ForwardedPort } from './port-forwarder.js';
 export { type SandboxFileHandle, type SandboxFileSystem } from './sandbox-file-system.js';
 export { onHostExit } from './host-exit.js';
-export { loaderEnvOutside, pathOutside, writableBy } from './load-paths.js';
+export {
+  applyEnvChanges,
+  envForOutside,
+  loaderEnvOutside,
+  pathOutside,
+  writableBy,
+  type OutsideDropped,
+} from './load-paths.js';
 export { writeFileAtomic, type AtomicWriteOptions } from './atomic-write.js';
 export { openForReading } from './supervisor-fs.js';
 export { ensureProcessManager, PROCESS_MANAGER } from './ensure.js';

@@ -15,7 +15,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { requireUnderCi } from '@conch/test-support';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { loaderEnvOutside } from './load-paths.js';
+import { applyEnvChanges, envForOutside, loaderEnvOutside } from './load-paths.js';
 import { ProcessManager } from './process-manager.js';
 
 let ws: string;
@@ -159,6 +159,52 @@ describe('options and command lines outside the sandbox', () => {
       [ws],
     );
     expect(all.changes).toEqual({ GIT_ASKPASS: undefined, PROMPT_COMMAND: undefined });
+  });
+});
+
+describe('envForOutside', () => {
+  it('cleans PATH, load lists, options and command lines in one set of changes', () => {
+    const env = {
+      PATH: `${ws}/.venv/bin:/usr/bin:bin:/bin`,
+      PYTHONPATH: `${ws}/src`,
+      NODE_OPTIONS: `--max-old-space-size=4096 --require ${ws}/hook.js`,
+      GIT_SSH_COMMAND: `ssh -F ${ws}/ssh_config`,
+      LANG: 'C.UTF-8',
+    };
+    const { changes, dropped } = envForOutside(env, [ws], {});
+    expect(changes).toEqual({
+      PATH: '/usr/bin:/bin',
+      PYTHONPATH: undefined,
+      NODE_OPTIONS: '--max-old-space-size=4096',
+      GIT_SSH_COMMAND: undefined,
+    });
+    expect(dropped.path).toEqual([`${ws}/.venv/bin`, 'bin']);
+    expect(dropped.loaders.map((d) => d.name).sort()).toEqual([
+      'GIT_SSH_COMMAND',
+      'NODE_OPTIONS',
+      'PYTHONPATH',
+    ]);
+    // Applied: the variables left with nothing are gone, the others kept.
+    expect(applyEnvChanges(env, changes)).toEqual({
+      PATH: '/usr/bin:/bin',
+      NODE_OPTIONS: '--max-old-space-size=4096',
+      LANG: 'C.UTF-8',
+    });
+  });
+
+  it("reads a variable the env lacks from the base (the host's by default), and from nowhere with an empty base", () => {
+    const base = { PATH: `/usr/bin:${other}/bin`, PERL5LIB: `${other}/perl:/usr/share/perl5` };
+    expect(envForOutside({}, [other], base).changes).toEqual({
+      PATH: '/usr/bin',
+      PERL5LIB: '/usr/share/perl5',
+    });
+    // A whole environment (a terminal session's): what it lacks is not added back from the host.
+    expect(envForOutside({ HOME: ws }, [other], {}).changes).toEqual({});
+    // Nothing to leave out: no changes, nothing dropped.
+    expect(envForOutside({ PATH: '/usr/bin:/bin' }, [ws], {})).toEqual({
+      changes: {},
+      dropped: { path: [], loaders: [] },
+    });
   });
 });
 

@@ -326,7 +326,7 @@ function commandNamesWritable(value: string, writable: (path: string) => boolean
 /**
  * What PATH is to programs (pathOutside), these are to the code programs load: for a command that
  * runs outside the sandbox, an entry a sandboxed command could have written is left out of each
- * variable (`env`'s value, else the host's), and a variable left with nothing is unset (undefined).
+ * variable (`env`'s value, else `base`'s: the host's), and a variable left with nothing is unset (undefined).
  * An LD_LIBRARY_PATH or PYTHONPATH of the user's that names `./build/lib` or the workspace's `src`
  * would otherwise load a `libz.so.1` or a `sitecustomize.py` the agent wrote into the `git` or `aws`
  * a human let out; a GIT_CONFIG_GLOBAL there is a config with `core.fsmonitor`. `dropped`: each
@@ -335,11 +335,12 @@ function commandNamesWritable(value: string, writable: (path: string) => boolean
 export function loaderEnvOutside(
   env: Readonly<Record<string, string | undefined>>,
   roots: readonly string[],
+  base: Readonly<Record<string, string | undefined>> = process.env,
 ): { changes: Record<string, string | undefined>; dropped: { name: string; entries: string[] }[] } {
   const writable = writableBy(roots);
   const changes: Record<string, string | undefined> = {};
   const dropped: { name: string; entries: string[] }[] = [];
-  const valueOf = (name: string) => (name in env ? env[name] : process.env[name]);
+  const valueOf = (name: string) => (name in env ? env[name] : base[name]);
   for (const name of LOAD_PATH_LISTS) {
     const value = valueOf(name);
     if (!value) continue;
@@ -377,4 +378,41 @@ export function loaderEnvOutside(
     dropped.push({ name, entries: [value] });
   }
   return { changes, dropped };
+}
+
+/** What envForOutside left out: PATH's entries, and each loader variable changed with its entries. */
+export interface OutsideDropped {
+  path: string[];
+  loaders: { name: string; entries: string[] }[];
+}
+
+/**
+ * The one place the cli's commands, the terminal's sessions and the supervisor get the environment
+ * of a process that runs outside the sandbox from: the changes to make to `env` (its value of each
+ * variable, else `base`'s, the host's by default) so that no PATH entry (pathOutside), loader entry,
+ * option or command line (loaderEnvOutside) names what a sandboxed command could have written inside
+ * `roots`. `undefined` in `changes`: unset the variable. Apply them with applyEnvChanges.
+ */
+export function envForOutside(
+  env: Readonly<Record<string, string | undefined>>,
+  roots: readonly string[],
+  base: Readonly<Record<string, string | undefined>> = process.env,
+): { changes: Record<string, string | undefined>; dropped: OutsideDropped } {
+  const loaders = loaderEnvOutside(env, roots, base);
+  const changes = { ...loaders.changes };
+  const current = 'PATH' in env ? env.PATH : base.PATH;
+  const path = current === undefined ? { path: '', dropped: [] } : pathOutside(current, roots);
+  if (path.dropped.length > 0) changes.PATH = path.path;
+  return { changes, dropped: { path: path.dropped, loaders: loaders.dropped } };
+}
+
+/** `env` with `changes` made (a variable whose change is `undefined` removed), as a new object. */
+export function applyEnvChanges(
+  env: Readonly<Record<string, string | undefined>>,
+  changes: Readonly<Record<string, string | undefined>>,
+): Record<string, string> {
+  const next: Record<string, string> = {};
+  for (const [key, value] of Object.entries({ ...env, ...changes }))
+    if (value !== undefined) next[key] = value;
+  return next;
 }

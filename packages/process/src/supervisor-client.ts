@@ -9,7 +9,7 @@ import {
   type GuardRules,
   type SandboxKind,
 } from '@conch/sandbox';
-import { loaderEnvOutside } from './load-paths.js';
+import { applyEnvChanges, envForOutside } from './load-paths.js';
 import { BlockingLineChannel } from './blocking-read.js';
 import { killGroupSync, sweepCookie } from './kill-tree.js';
 import { killTreeSync } from './process-tree.js';
@@ -403,15 +403,11 @@ export class SupervisorClient {
     const [file, ...args] = limits?.outer.length ? [...limits.outer, ...wrapped] : wrapped;
     // The host's NODE_OPTIONS (loaders, --inspect, heap flags) are for the host; children still get
     // them, since every spawn request carries its own complete env.
-    const env: Record<string, string | undefined> = { ...process.env };
-    delete env.NODE_OPTIONS;
-    if (this.options.loadRoots) {
-      const { changes } = loaderEnvOutside(env, this.options.loadRoots);
-      for (const [key, value] of Object.entries(changes)) {
-        if (value === undefined) delete env[key];
-        else env[key] = value;
-      }
-    }
+    const host: Record<string, string | undefined> = { ...process.env };
+    delete host.NODE_OPTIONS;
+    const env: Record<string, string | undefined> = this.options.loadRoots
+      ? applyEnvChanges(host, envForOutside(host, this.options.loadRoots, {}).changes)
+      : host;
     if (this.options.nativeSpawn === false) env[NATIVE_SPAWN_VAR] = '0';
     if (limits) Object.assign(env, limits.env);
     const hidden = this.options.envFilter;

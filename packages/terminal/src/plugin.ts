@@ -4,8 +4,8 @@ import { definePlugin, PERMISSION_GATE, TRASH_SERVICE, type TrashService } from 
 import { defaultTrashDir, TrashStore } from '@conch/trash';
 import {
   ensureProcessManager,
-  loaderEnvOutside,
-  pathOutside,
+  applyEnvChanges,
+  envForOutside,
   profileFor,
   type SandboxProfile,
 } from '@conch/process';
@@ -54,21 +54,14 @@ export const terminalPlugin = definePlugin<TerminalConfig>({
     const envOutside = (env: Record<string, string>): Record<string, string> => {
       const policy = ctx.resolveOptional(PERMISSION_GATE)?.kernelPolicy?.();
       if (!policy) return env;
-      const roots = [...policy.writableRoots, ctx.env.cwd];
-      const next = { ...env };
-      const path = pathOutside(env.PATH ?? '', roots);
-      if (path.dropped.length > 0) next.PATH = path.path;
-      const loaders = loaderEnvOutside(env, roots);
-      for (const [key, value] of Object.entries(loaders.changes)) {
-        if (value === undefined) delete next[key];
-        else next[key] = value;
-      }
-      if (path.dropped.length > 0 || loaders.dropped.length > 0)
-        ctx.logger.info(
-          { path: path.dropped, dropped: loaders.dropped },
-          'terminal: a session outside the sandbox leaves out what a sandboxed command could have written',
-        );
-      return next;
+      // `env` is the session's whole environment: a variable it lacks is not read from the host.
+      const { changes, dropped } = envForOutside(env, [...policy.writableRoots, ctx.env.cwd], {});
+      if (dropped.path.length === 0 && dropped.loaders.length === 0) return env;
+      ctx.logger.info(
+        { path: dropped.path, dropped: dropped.loaders },
+        'terminal: a session outside the sandbox leaves out what a sandboxed command could have written',
+      );
+      return applyEnvChanges(env, changes);
     };
     // The trash partner's service, read when a session starts; without it (the trash plugin is not
     // installed or exposed) the same default trash, so rm never falls back to deleting.
