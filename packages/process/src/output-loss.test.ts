@@ -1,12 +1,35 @@
 // Invariant: output that cannot be kept where it was asked for never ends the host and is never claimed kept — a directory that cannot be made falls back (temp dir, then the system's), and a full or read-only disk, no writable directory at all, and the spill limits are reported exactly (bytes kept of bytes produced, and why).
 import { execFileSync } from 'node:child_process';
-import { mkdirSync, mkdtempSync, readFileSync, rmdirSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import {
+  appendFileSync,
+  mkdirSync,
+  mkdtempSync,
+  readFileSync,
+  rmdirSync,
+  rmSync,
+  statfsSync,
+  statSync,
+  writeFileSync,
+} from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it, onTestFinished } from 'vitest';
 import { ProcessManager, type ProcessManagerOptions } from './process-manager.js';
 import type { CaptureOptions } from './spawn-options.js';
 import { canMount, CHECKOUT, mountTmpfs, unmountAll } from '@conch/test-support';
+
+/** Fills `dir`'s file system to its last byte (a block at a time, then smaller writes). */
+function fillToTheLastByte(dir: string): void {
+  const filler = join(dir, 'filler');
+  for (let chunk = 64 * 1024; chunk >= 1;) {
+    try {
+      appendFileSync(filler, Buffer.alloc(chunk));
+    } catch {
+      chunk = Math.floor(chunk / 2);
+    }
+  }
+  expect(statfsSync(dir).bavail).toBe(0);
+}
 
 const BYTES = (n: number) => `head -c ${n} /dev/zero | tr '\\0' a`;
 
@@ -130,6 +153,55 @@ describe.runIf(canMount)('a full or read-only disk', () => {
     expect(result.stdout.totalBytes).toBe(5_000_000);
     expect(result.stdout.tail.endsWith('a')).toBe(true);
   });
+
+  it.each([
+    ['after it ended', 10_000],
+    ['after it ended', 300_000],
+    ['while it runs', 10_000],
+    ['while it runs', 300_000],
+  ] as const)(
+    'full before the first byte, output written out on request %s (%d bytes): the report says disk-full, every time',
+    async (when, size) => {
+      const small = mountTmpfs('1m');
+      fillToTheLastByte(small);
+      const m = manager({ outputDir: small });
+      // Within the capture, so in memory until asked for: the cli asks for output cut by
+      // characters after the command, a background task's reader while it runs. The write's
+      // callback used to resolve before the stream's error event, so a report made at once named a
+      // file that kept nothing (every time while it runs, 1 run in 5 after it ended).
+      for (let i = 0; i < 3; i++) {
+        const running = when === 'while it runs';
+        const proc = m.spawn(`${BYTES(size)}${running ? '; exec sleep 600' : ''}`, [], {
+          shell: true,
+          capture: { headBytes: 512 * 1024, tailBytes: 512 * 1024, spill: 'combined', outputDir: small },
+        });
+        if (running) {
+          let seen = 0;
+          await new Promise<void>((resolve) => {
+            const off = proc.onOutput((event) => {
+              seen += event.chunk.length;
+              if (seen >= size) {
+                off();
+                resolve();
+              }
+            });
+          });
+        } else {
+          expect((await proc.result).outputFile).toBeUndefined();
+        }
+        const file = await proc.materializeOutput();
+        const report = proc.spillReport();
+        expect(report, `run ${i}: ${JSON.stringify(report)}`).toMatchObject({
+          complete: false,
+          problem: 'disk-full',
+          keptBytes: 0,
+          totalBytes: size,
+        });
+        if (running) await proc.kill();
+        if (file) rmSync(file, { force: true });
+      }
+    },
+  );
 
   it('read-only: the file is made in the temp dir instead, complete, and the report names the directory', async () => {
     const ro = mountTmpfs('2m', { readOnly: true });

@@ -222,6 +222,7 @@ export class SpillSink {
    * handed to the file so far.
    */
   report(): SpillReport {
+    this.noteStreamError();
     const totalBytes = this.totalBytes;
     if (this.unsaved) {
       const tried = this.unsaved;
@@ -304,7 +305,24 @@ export class SpillSink {
     const stream = this.stream;
     if (!stream || this.error || stream.writableEnded || stream.destroyed)
       return this.ended ?? Promise.resolve();
-    return new Promise<void>((resolve) => stream.write(Buffer.alloc(0), () => resolve()));
+    // The write's callback runs before the stream's 'error' event (emitted on a later tick): the
+    // error is taken from the stream here, so a report made right after this resolves says the
+    // disk is full instead of naming a file that kept nothing.
+    return new Promise<void>((resolve) =>
+      stream.write(Buffer.alloc(0), () => {
+        this.noteStreamError();
+        resolve();
+      }),
+    );
+  }
+
+  /** The error the file stream failed with, as soon as it failed (before its 'error' event). */
+  private noteStreamError(): void {
+    const failed = this.stream?.errored;
+    if (failed && !this.error) {
+      this.error = failed;
+      this.flushWaiters();
+    }
   }
 
   /** Hands a chunk to the file, within the budgets; past them the file stops growing. */
