@@ -590,9 +590,22 @@ async function runOn(
     }
     const blocked = networkBlocked(manager, startedAt);
     if (blocked.length > 0) {
-      const hosts = [...new Set(blocked.map((b) => b.host))];
-      out.blocked_hosts = [...(out.blocked_hosts ?? []), ...hosts];
-      const message = `The sandbox's network refused ${hosts.join(', ')} (${blocked[0]!.reason}). Only destinations on the host's allow-list are reached; if the task needs ${hosts.length > 1 ? 'these' : 'this one'}, tell the user (the host can add it to the permission config's network.allow), or call again with sandbox: false and a justification.`;
+      // A request that named no host (a malformed CONNECT target, one the proxy could not read) is
+      // said as such: no allow-list entry would let it through.
+      const named = blocked.filter((b) => b.host !== '(malformed request)');
+      const hosts = [...new Set(named.map((b) => b.host))];
+      if (hosts.length > 0) out.blocked_hosts = [...(out.blocked_hosts ?? []), ...hosts];
+      const malformed = blocked.find((b) => b.host === '(malformed request)');
+      const message = [
+        hosts.length > 0
+          ? `The sandbox's network refused ${hosts.join(', ')} (${named[0]!.reason}). Only destinations on the host's allow-list are reached; if the task needs ${hosts.length > 1 ? 'these' : 'this one'}, tell the user (the host can add it to the permission config's network.allow), or call again with sandbox: false and a justification.`
+          : '',
+        malformed
+          ? `The sandbox's network proxy refused a request that names no host it can reach (${malformed.reason}); send a plain host:port (CONNECT) or http:// URL.`
+          : '',
+      ]
+        .filter(Boolean)
+        .join(' ');
       out.error = out.error ? `${out.error} ${message}` : message;
       out.error_code ??= 'NETWORK_BLOCKED';
       if (out.error_code !== 'NETWORK_BLOCKED')

@@ -722,6 +722,38 @@ describe.runIf(findBwrap() || process.env.CI)(
     );
 
     it(
+      'a request to the proxy that names no host is answered 400 and said as such, with no host in blocked_hosts',
+      async () => {
+        const { run, nobodyAsked } = await setup({ network: { allow: [ALLOWED] } });
+        const raw = (request: string) =>
+          [
+            "python3 - <<'PY'",
+            'import os, socket, urllib.parse',
+            "u = urllib.parse.urlparse(os.environ.get('HTTPS_PROXY') or os.environ['https_proxy'])",
+            's = socket.create_connection((u.hostname, u.port))',
+            `s.sendall(${JSON.stringify(request)}.encode())`,
+            "print(s.recv(300).decode(errors='replace').split(chr(13))[0])",
+            'PY',
+          ].join('\n');
+        for (const request of [
+          'CONNECT evil.test#example.com:443 HTTP/1.1\r\nHost: x\r\n\r\n',
+          `CONNECT ${ALLOWED}:1@example.com:443 HTTP/1.1\r\nHost: x\r\n\r\n`,
+          'NOT HTTP AT ALL\r\n\r\n',
+        ]) {
+          const command = raw(request);
+          const result = await run(command);
+          expect(result.stdout, describeResult(command, result)).toBe('HTTP/1.1 400 Bad Request\n');
+          expect(result.error_code, describeResult(command, result)).toBe('NETWORK_BLOCKED');
+          expect(result.blocked_hosts, describeResult(command, result)).toBeUndefined();
+          expect(result.error).toMatch(/refused a request that names no host it can reach/);
+          expect(result.error).not.toMatch(/network\.allow/);
+        }
+        nobodyAsked();
+      },
+      TEST_TIMEOUT,
+    );
+
+    it(
       "a deny-listed address is refused in every spelling, even when the allow-list is '*'",
       async () => {
         // (The stand-in for a public host is a loopback address: `*` alone no longer reaches those.)
@@ -990,6 +1022,10 @@ describe.runIf(findBwrap() || process.env.CI)(
             [connect(`${ALLOWED}@${BLOCKED}:${b}`), /^HTTP\/1\.1 400 /, []],
             [connect('allowed.test%2eevil.net:443'), /^HTTP\/1\.1 400 /, []],
             [connect(`${BLOCKED}:${b}/x`), /^HTTP\/1\.1 400 /, []],
+            // What node's parser itself rejects: answered and recorded too, not closed without a word.
+            [connect('evil.test#example.com:443'), /^HTTP\/1\.1 400 [^]*could not read/, []],
+            [connect(`${BLOCKED}%00.allowed.test:${b}`), /^HTTP\/1\.1 400 /, []],
+            ['HELLO THERE\r\n\r\n', /^HTTP\/1\.1 400 [^]*could not read/, []],
             [connect(`${ALLOWED}`), /^HTTP\/1\.1 400 /, []],
             [connect(`${ALLOWED}:0`), /^HTTP\/1\.1 400 /, []],
             [
@@ -1026,6 +1062,11 @@ describe.runIf(findBwrap() || process.env.CI)(
             expect(answer, JSON.stringify(request)).toMatch(expected);
             expect(decided, JSON.stringify(request)).toEqual(decisions);
           }
+          // Every refusal is recorded, and under a host or as a malformed request: never under the
+          // raw text of a target that names no host (`a@b:443`, `a#b:443`).
+          const hosts = proxy.blockedSince(0).map((r) => r.host);
+          expect(hosts.filter((h) => h === '(malformed request)').length).toBeGreaterThanOrEqual(9);
+          for (const host of hosts) expect(host).toMatch(/^(\(malformed request\)|[a-z0-9.:-]+)$/);
           await sentinel(blocked);
           expect(blocked.requests).toEqual(['/hello?sentinel']);
           expect(blocked.connections).toBe(1);

@@ -174,7 +174,17 @@ export class NetworkProxy {
       this.sockets.add(socket);
       socket.on('close', () => this.sockets.delete(socket));
     });
-    this.server.on('clientError', (_error, socket) => socket.destroy());
+    // A request node's parser rejects (a `#` or a NUL in a CONNECT target, a bad request line):
+    // refused with a 400 and recorded like any malformed request, not closed without a word.
+    this.server.on('clientError', (error: NodeJS.ErrnoException, socket: Socket) => {
+      if (socket.writable && error.code !== 'ECONNRESET') {
+        const body = this.refuse(
+          undefined,
+          `a request the proxy could not read (${error.code ?? error.message})`,
+        );
+        socket.end(`HTTP/1.1 400 Bad Request\r\nContent-Length: ${Buffer.byteLength(body)}\r\n\r\n${body}`);
+      } else socket.destroy();
+    });
   }
 
   /** Starts listening (once). */
@@ -265,11 +275,8 @@ export class NetworkProxy {
     client.on('error', () => client.destroy());
     const destination = parseAuthority(req.url ?? '');
     if (!destination) {
-      const body = this.refuse(
-        undefined,
-        `a malformed CONNECT target (${JSON.stringify(req.url ?? '')})`,
-        String(req.url ?? ''),
-      );
+      // Recorded as a malformed request, not under its text: `127.0.0.1:1@example.com:443` is no host.
+      const body = this.refuse(undefined, `a malformed CONNECT target (${JSON.stringify(req.url ?? '')})`);
       client.end(`HTTP/1.1 400 Bad Request\r\nContent-Length: ${Buffer.byteLength(body)}\r\n\r\n${body}`);
       return;
     }
