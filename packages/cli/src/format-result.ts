@@ -169,6 +169,13 @@ export function errorGuidance(
       error: `The command was stopped ${started}: conch's process supervisor stopped answering (${result.supervisorLost}), so it was killed with everything it ran and replaced. This is not the command's failure. ${result.spawnError ? 'Run it again' : 'It may have done its work before that (the supervisor could not report how it ended): check its effects (the output shown, the files it changes) before you run it again'}; the next call starts a new ${result.sandbox !== 'none' ? 'sandbox' : 'supervisor'}. If it happens again, tell the user the machine may be overloaded or something is stopping processes (SIGSTOP).`,
     };
   }
+  if (result.supervisorLost?.startsWith('too many open files')) {
+    // Its pipes did not reach the host for want of file descriptors: this command alone was stopped.
+    return {
+      code: 'TOO_MANY_OPEN_FILES',
+      error: `The command was stopped: ${result.supervisorLost.replace(/ It was stopped before it ran\.| Nothing was started\./, '')} It was killed with everything it started; it may have done part of its work, so check its effects before you run it again.`,
+    };
+  }
   if (result.supervisorLost) {
     const when = result.spawnError ? ' before the command started' : '';
     return {
@@ -192,6 +199,15 @@ export function errorGuidance(
         error: name.includes('/')
           ? `Permission denied: '${name}' is not executable. Check its permissions (ls -l ${name}) or run it through its interpreter (e.g. sh ${name}).`
           : `Permission denied starting '${name}': either it is not executable, or it was not found on PATH and a PATH directory could not be searched. Check with command -v ${name} (and ls -l on what it prints), or use its full path.`,
+      };
+    }
+    if (code === 'EMFILE' || code === 'ENFILE') {
+      // conch's own admission says what was short and what to do; the system's says only EMFILE.
+      return {
+        code: 'TOO_MANY_OPEN_FILES',
+        error: message.startsWith('too many open files:')
+          ? `Not run: ${message}`
+          : `Could not start '${name}': too many open files (${message}). Wait for running commands or background tasks to end, or tell the user to raise the open-file limit (ulimit -n) of the program that runs conch.`,
       };
     }
     if (code === 'ESANDBOX') {

@@ -30,6 +30,8 @@ export class RoutedChild extends EventEmitter implements SpawnedChild {
   limitHit: ResourceLimitHit | undefined;
   /** The limits of the sandbox that started it (for its result's memory check). */
   limits: ChildLimits | undefined;
+  /** Set by the supervisor client it is submitted to: it exited or will never start (called once or more). */
+  onEnded: (() => void) | undefined;
   /** Set by the supervisor client it is submitted to: the call's limit passed before it started. */
   onOverdue: (() => void) | undefined;
   stdout: Readable | null = null;
@@ -117,6 +119,7 @@ export class RoutedChild extends EventEmitter implements SpawnedChild {
   }
 
   onSpawnError(code: string, message: string): void {
+    this.onEnded?.();
     this.stdin?.discard();
     const error: NodeJS.ErrnoException = new Error(message);
     error.code = code;
@@ -128,6 +131,7 @@ export class RoutedChild extends EventEmitter implements SpawnedChild {
   }
 
   onExit(code: number | null, signal: string | null, groupAlive?: boolean): void {
+    this.onEnded?.();
     if (groupAlive !== undefined) this.groupAliveAtExit = groupAlive;
     // The exit message comes after every pipe message (the supervisor's sends are ordered), so a
     // pipe still missing now will never come: run with what arrived rather than never start.

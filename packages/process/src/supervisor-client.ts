@@ -10,6 +10,7 @@ import {
   type SandboxKind,
 } from '@conch/sandbox';
 import { applyEnvChanges, envForOutside } from './load-paths.js';
+import { commandsPerSupervisor, currentFdLimit, fdShortageMessage, hostFdBudget } from './fd-budget.js';
 import { BlockingLineChannel } from './blocking-read.js';
 import { killGroupSync, sweepCookie } from './kill-tree.js';
 import { killTreeSync } from './process-tree.js';
@@ -514,6 +515,23 @@ export class SupervisorClient {
     const limits = this.options.bwrap ? this.options.limits : undefined;
     if (limits) child.limits = { config: limits, oom: this.oom, cgroup: limits.outer.length > 0 };
     child.onOverdue = () => this.childOverdue(child);
+    // Refused on its own, before the supervisor sees it, when the supervisor's or the host's file
+    // descriptors would run out: a pipe dropped for want of one took down the supervisor's channel
+    // and every command on it. The commands running keep their pipes.
+    const running = this.children.size + this.queued.length + this.ptys.size;
+    const perSupervisor = commandsPerSupervisor();
+    const hostShort = running + 1 > perSupervisor ? undefined : hostFdBudget.admit(child);
+    const shortage =
+      running + 1 > perSupervisor
+        ? fdShortageMessage({ where: 'supervisor', limit: currentFdLimit(), running })
+        : hostShort && fdShortageMessage({ where: 'host', ...hostShort, running });
+    if (shortage) {
+      this.options.logger?.warn({ running }, shortage);
+      child.onSpawnError('EMFILE', shortage);
+      return;
+    }
+    // (Not an 'error' listener: one would make a spawn error emitted during spawn() synchronous.)
+    child.onEnded = () => hostFdBudget.release(child);
     this.ref();
     if (this.state === 'ready' && this.guardAcks.length === 0 && this.holds === 0) this.sendSpawn(child);
     else this.queued.push(child);
@@ -816,8 +834,38 @@ export class SupervisorClient {
         // not ours after all
       }
     }
+    if (got && got[0] === id && got.length < fds.length + 1 + (pidfd ? 1 : 0)) {
+      // Its message, short of pipes: the kernel dropped what the host had no file descriptors
+      // for (MSG_CTRUNC). The channel is still in step; this command alone cannot be run.
+      this.pipesDropped(id);
+      return undefined;
+    }
     this.lose(`the pipes of command ${id} were not on the process supervisor's fd channel`);
     return undefined;
+  }
+
+  /**
+   * A command whose pipes did not reach the host (it ran out of file descriptors): killed (by its
+   * cookie: its pid may have been among what was dropped) and reported with EMFILE, as not started
+   * when it had not been, else as killed for that reason. Its later messages find no child.
+   */
+  private pipesDropped(id: number): void {
+    const child = this.children.get(id);
+    this.children.delete(id);
+    this.pidFloors.delete(id);
+    if (!child) return;
+    this.unref();
+    sweepCookie(child.cookie);
+    const message = fdShortageMessage({ where: 'host', ...hostFdBudget.now(), running: this.children.size });
+    this.options.logger?.warn({ id }, message);
+    if (!child.started) {
+      this.started(child);
+      child.onSpawnError('EMFILE', message.replace('Nothing was started.', 'It was stopped before it ran.'));
+      return;
+    }
+    child.lostReason = message.replace('Nothing was started. ', '');
+    if (child.pid !== undefined) killGroupSync(child.pid);
+    child.onExit(null, 'SIGKILL');
   }
 
   private onMessage(message: SupervisorMessage, handle: Socket | undefined): void {
