@@ -559,7 +559,17 @@ export class PtySession {
         // not a directory: the kernel's answer
       }
     }
-    return real.replace(/ \(deleted\)$/, '');
+    const deleted = real.endsWith(' (deleted)') ? real.slice(0, -' (deleted)'.length) : undefined;
+    // A directory removed under the shell: the kernel names it from the root of the mount it was on,
+    // which in a sandbox is the bound workspace (`/tdir` for `<workspace>/tdir`). The marker's
+    // spelling is kept when it ends with that path: where the shell was, now gone.
+    if (
+      deleted !== undefined &&
+      reported &&
+      (reported === deleted || reported.endsWith(deleted === '/' ? '' : deleted))
+    )
+      return reported;
+    return deleted ?? real;
   }
 
   private onExit(exitCode: number, signal: number): void {

@@ -121,6 +121,21 @@ describe.runIf(findBwrap() || process.env.CI)('terminal sessions in the workspac
     expect(process.kill(process.pid, 0)).toBe(true);
   });
 
+  it('a workspace removed under the session: its cwd is still named where it was, not from the mount root', async () => {
+    await setup();
+    mkdirSync(join(ws, 'tdir', 'deeper'), { recursive: true });
+    const first = await call({ command: 'cd tdir/deeper && pwd' });
+    expect(first.cwd).toBe(join(ws, 'tdir', 'deeper'));
+    // The whole workspace removed from outside (the user, another tool) while the session sits in it.
+    rmSync(ws, { recursive: true, force: true });
+    const after = await call({ command: 'echo still-here', session_id: first.session_id });
+    expect(after.output).toContain('still-here');
+    expect(after.cwd).toBe(join(ws, 'tdir', 'deeper'));
+    // A spelling the shell was never in is not believed: the kernel's path, from the mount root.
+    const spoofed = await call({ command: 'PWD=/etc/elsewhere', session_id: first.session_id });
+    expect(spoofed.cwd).not.toBe('/etc/elsewhere');
+  });
+
   it('a session outside the sandbox needs a human: refused without one, run outside when approved', async () => {
     await setup();
     const outside = join(home, 'outside-marker');
