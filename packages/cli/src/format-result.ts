@@ -173,7 +173,7 @@ export function errorGuidance(
     // Its pipes did not reach the host for want of file descriptors: this command alone was stopped.
     return {
       code: 'TOO_MANY_OPEN_FILES',
-      error: `The command was stopped: ${result.supervisorLost.replace(/ It was stopped before it ran\.| Nothing was started\./, '')} It was killed with everything it started; it may have done part of its work, so check its effects before you run it again.`,
+      error: `The command was stopped: ${result.supervisorLost} It was killed with everything it started; it may have done part of its work, so check its effects before you run it again.`,
     };
   }
   if (result.supervisorLost) {

@@ -62,11 +62,10 @@ export class FdBudget {
    * what was found.
    */
   admit(command: object): FdShortage | undefined {
-    this.limit = this.currentLimit();
-    if (this.limit === Infinity) return undefined;
+    if (this.currentLimit() === Infinity) return undefined;
     const shares = (this.running.size + 1) * FDS_PER_COMMAND;
-    const stale = this.counted === undefined || (this.limit < 4096 && this.sinceCount >= 32);
-    if (stale || this.counted! + shares > this.limit - RESERVE) {
+    const stale = this.counted === undefined || (this.limit! < 4096 && this.sinceCount >= 32);
+    if (stale || this.counted! + shares > this.limit! - RESERVE) {
       // Near the limit by the estimate: count (and read the limit again: a host may have raised it).
       this.limit = openFileLimit();
       this.counted = openFileCount();
@@ -119,20 +118,18 @@ export function commandsPerSupervisor(): number {
     : Math.max(1, Math.floor((limit - SUPERVISOR_RESERVE) / FDS_PER_COMMAND));
 }
 
-/** The open-file limit in force, for a message (NaN where it cannot be read). */
-export function currentFdLimit(): number {
-  const limit = openFileLimit();
-  return limit === Infinity ? NaN : limit;
-}
-
 /** One per host process: every supervisor's commands take their pipes from the same limit. */
 export const hostFdBudget = new FdBudget();
 
-/** The words of a refusal: what was short, and what the caller and the user can do. */
+/**
+ * The words of a refusal: what was short, what became of the command (`outcome`: 'Nothing was
+ * started.' by default), and what the caller and the user can do.
+ */
 export function fdShortageMessage(
   shortage:
     | { where: 'host'; open: number; limit: number; running: number }
     | { where: 'supervisor'; limit: number; running: number },
+  outcome = 'Nothing was started.',
 ): string {
   const what =
     shortage.where === 'host'
@@ -141,7 +138,7 @@ export function fdShortageMessage(
       : `${shortage.running} commands are running on one process supervisor, as many as its ${shortage.limit} ` +
         `file descriptors (ulimit -n) allow: each holds up to ${FDS_PER_COMMAND} of them.`;
   return (
-    `too many open files: ${what} Nothing was started. Wait for running commands or background tasks to ` +
-    `end, or tell the user to raise the limit (ulimit -n) of the program that runs conch.`
+    `too many open files: ${what} ${outcome ? `${outcome} ` : ''}Wait for running commands or background ` +
+    `tasks to end, or tell the user to raise the limit (ulimit -n) of the program that runs conch.`
   );
 }

@@ -10,7 +10,7 @@ import {
   type SandboxKind,
 } from '@conch/sandbox';
 import { applyEnvChanges, envForOutside } from './load-paths.js';
-import { commandsPerSupervisor, currentFdLimit, fdShortageMessage, hostFdBudget } from './fd-budget.js';
+import { commandsPerSupervisor, fdShortageMessage, hostFdBudget } from './fd-budget.js';
 import { BlockingLineChannel } from './blocking-read.js';
 import { killGroupSync, sweepCookie } from './kill-tree.js';
 import { killTreeSync } from './process-tree.js';
@@ -519,12 +519,14 @@ export class SupervisorClient {
     // descriptors would run out: a pipe dropped for want of one took down the supervisor's channel
     // and every command on it. The commands running keep their pipes.
     const running = this.children.size + this.queued.length + this.ptys.size;
-    const perSupervisor = commandsPerSupervisor();
-    const hostShort = running + 1 > perSupervisor ? undefined : hostFdBudget.admit(child);
-    const shortage =
-      running + 1 > perSupervisor
-        ? fdShortageMessage({ where: 'supervisor', limit: currentFdLimit(), running })
-        : hostShort && fdShortageMessage({ where: 'host', ...hostShort, running });
+    let shortage: string | undefined;
+    if (running + 1 > commandsPerSupervisor()) {
+      // (A finite cap: the limit was read.)
+      shortage = fdShortageMessage({ where: 'supervisor', limit: hostFdBudget.currentLimit(), running });
+    } else {
+      const found = hostFdBudget.admit(child);
+      if (found) shortage = fdShortageMessage({ where: 'host', ...found, running });
+    }
     if (shortage) {
       this.options.logger?.warn({ running }, shortage);
       child.onSpawnError('EMFILE', shortage);
@@ -856,14 +858,14 @@ export class SupervisorClient {
     if (!child) return;
     this.unref();
     sweepCookie(child.cookie);
-    const message = fdShortageMessage({ where: 'host', ...hostFdBudget.now(), running: this.children.size });
-    this.options.logger?.warn({ id }, message);
+    const shortage = { where: 'host', ...hostFdBudget.now(), running: this.children.size } as const;
+    this.options.logger?.warn({ id }, fdShortageMessage(shortage, ''));
     if (!child.started) {
       this.started(child);
-      child.onSpawnError('EMFILE', message.replace('Nothing was started.', 'It was stopped before it ran.'));
+      child.onSpawnError('EMFILE', fdShortageMessage(shortage, 'It was stopped before it ran.'));
       return;
     }
-    child.lostReason = message.replace('Nothing was started. ', '');
+    child.lostReason = fdShortageMessage(shortage, '');
     if (child.pid !== undefined) killGroupSync(child.pid);
     child.onExit(null, 'SIGKILL');
   }

@@ -563,12 +563,7 @@ export class PtySession {
     // A directory removed under the shell: the kernel names it from the root of the mount it was on,
     // which in a sandbox is the bound workspace (`/tdir` for `<workspace>/tdir`). The marker's
     // spelling is kept when it ends with that path: where the shell was, now gone.
-    if (
-      deleted !== undefined &&
-      reported &&
-      (reported === deleted || reported.endsWith(deleted === '/' ? '' : deleted))
-    )
-      return reported;
+    if (deleted !== undefined && reported && (deleted === '/' || reported.endsWith(deleted))) return reported;
     return deleted ?? real;
   }
 
