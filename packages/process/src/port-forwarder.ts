@@ -154,6 +154,44 @@ export function listeningPorts(pid: number): Map<number, LoopbackHost> | undefin
   return read ? ports : undefined;
 }
 
+/**
+ * The TCP sockets in use in the network namespace of `pid` ("TCP: inuse N" of /proc/<pid>/net/
+ * sockstat, then "TCP6: inuse N" of sockstat6, as "N/N"), or undefined when they cannot be read.
+ * A socket counts from its listen() or connect() to its close, so a server that starts or stops
+ * changes it.
+ *
+ * Why not read the tables at every poll: the kernel prints a namespace's tcp and tcp6 tables by
+ * walking every bucket of the host's whole established hash (262,144 buckets with 24 GiB), ~7 ms of
+ * CPU for two files holding a few lines, every poll while a sandbox has work (2-3% of a core).
+ * These two counters cost ~60 µs; the tables are read when they move.
+ */
+export function tcpSocketsInUse(pid: number): string | undefined {
+  const counts: string[] = [];
+  for (const [table, line] of [
+    ['sockstat', /^TCP: inuse (\d+)/m],
+    ['sockstat6', /^TCP6: inuse (\d+)/m],
+  ] as const) {
+    let text: string;
+    try {
+      text = readFileSync(`/proc/${pid}/net/${table}`, 'utf8');
+    } catch {
+      if (table === 'sockstat') return undefined; // gone
+      continue; // no IPv6 in this kernel
+    }
+    const match = line.exec(text);
+    if (!match) return undefined;
+    counts.push(match[1]!);
+  }
+  return counts.join('/');
+}
+
+/**
+ * How many polls in a row may skip the tables because the count of sockets did not move. A
+ * server that starts as another socket closes leaves the count where it was: the tables are read
+ * at least this often anyway (every 3 s at the default poll).
+ */
+const POLLS_PER_FULL_SCAN = 10;
+
 interface Forward {
   port: number;
   target: LoopbackHost;
@@ -173,6 +211,9 @@ interface Watched {
   forwards: Map<number, Forward>;
   /** Listening inside, but taken on the host: not retried until it stops listening inside. */
   skipped: Set<number>;
+  /** tcpSocketsInUse as the last scan began, and the polls since that found it unchanged. */
+  inUse: string | undefined;
+  unchangedPolls: number;
 }
 
 type Bound = { server: Server } | { error: NodeJS.ErrnoException };
@@ -202,6 +243,8 @@ export class PortForwarder {
       busy: false,
       forwards: new Map(),
       skipped: new Set(),
+      inUse: undefined,
+      unchangedPolls: 0,
     });
   }
 
@@ -258,7 +301,7 @@ export class PortForwarder {
     const busy = !this.closed && [...this.watched.values()].some((w) => w.busy);
     if (busy && !this.timer) {
       this.timer = setInterval(() => {
-        for (const w of this.watched.values()) if (w.busy) void this.scan(w);
+        for (const w of this.watched.values()) if (w.busy) this.poll(w);
       }, this.pollMs);
       this.timer.unref();
     } else if (!busy && this.timer) {
@@ -267,10 +310,28 @@ export class PortForwarder {
     }
   }
 
+  /** A busy namespace's poll: scanned when its count of sockets moved (see tcpSocketsInUse). */
+  private poll(w: Watched): void {
+    const pid = w.source.pid;
+    if (this.closed || w.source.status !== 'ready' || pid === undefined) return;
+    if (w.inUse !== undefined && w.unchangedPolls + 1 < POLLS_PER_FULL_SCAN) {
+      const now = tcpSocketsInUse(pid);
+      if (now === w.inUse) {
+        w.unchangedPolls++;
+        return;
+      }
+    }
+    void this.scan(w);
+  }
+
   /** Compares what listens inside with what is forwarded; opens and closes forwards to match. */
   private scan(w: Watched): Promise<void> {
     const pid = w.source.pid;
     if (this.closed || w.source.status !== 'ready' || pid === undefined) return Promise.resolve();
+    // Counted before the tables are read: a socket that comes or goes after this moves the count
+    // the next poll compares.
+    w.inUse = tcpSocketsInUse(pid);
+    w.unchangedPolls = 0;
     const listening = listeningPorts(pid);
     if (!listening) return Promise.resolve();
     const pending: Promise<void>[] = [];

@@ -9,7 +9,7 @@ import { waitFor } from '@conch/test-support';
 import { findBwrap, PROXY_PORT, type SandboxProfile } from '@conch/sandbox';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import type { ManagedProcess } from './managed-process.js';
-import { listeningPorts, loopbackTarget, parseListening } from './port-forwarder.js';
+import { listeningPorts, loopbackTarget, parseListening, tcpSocketsInUse } from './port-forwarder.js';
 import { ProcessManager, type ProcessManagerOptions } from './process-manager.js';
 import { connectPort } from './supervisor-ports.js';
 import type { SupervisorMessage } from './supervisor-protocol.js';
@@ -122,6 +122,14 @@ describe('reading /proc/<pid>/net/tcp', () => {
       server.close();
     }
     expect(listeningPorts(2 ** 22 + 1)).toBeUndefined(); // no such process
+  });
+});
+
+describe('counting the sockets of a namespace (/proc/<pid>/net/sockstat)', () => {
+  it("reads this process's counts, and undefined for a process that is gone", () => {
+    const counts = tcpSocketsInUse(process.pid);
+    expect(counts).toMatch(/^\d+(\/\d+)?$/);
+    expect(tcpSocketsInUse(2 ** 22 + 1)).toBeUndefined();
   });
 });
 
@@ -276,6 +284,49 @@ describe.runIf(bwrap || process.env.CI)('port forwarding out of a sandbox', () =
     expect(closed).toEqual([port]);
     expect(keepBusy.isRunning).toBe(true);
   });
+
+  it('a server that starts while the sandbox has work is forwarded by the poll alone', async () => {
+    const opened: number[] = [];
+    events.on('process.port.forwarded', (e) => opened.push(e.port));
+    const keepBusy = manager.spawn('sleep', ['600'], { sandbox: sandbox() });
+    await manager.refreshForwardedPorts(); // the poll's last count is taken now, before the server
+    const port = await freePort();
+    await serve('127.0.0.1', port, 'polled');
+    // No refresh: the poll sees the count of sockets move and reads the tables.
+    await waitFor(() => opened.includes(port), { what: 'the poll to forward the port', timeoutMs: 20_000 });
+    expect(await get(port)).toBe('polled');
+    expect(keepBusy.isRunning).toBe(true);
+  });
+
+  it('a server that takes over from another in one moment (the count of sockets unchanged) is still forwarded', async () => {
+    const opened: number[] = [];
+    const closed: number[] = [];
+    events.on('process.port.forwarded', (e) => opened.push(e.port));
+    events.on('process.port.closed', (e) => closed.push(e.port));
+    const [first, second] = [await freePort(), await freePort()];
+    const marker = join(ws, 'swap');
+    // One process: on the marker, the first server closes and the second listens in the same
+    // tick, so no poll sees a count between the two.
+    const script =
+      `const http = require('http'), fs = require('fs');` +
+      `const a = http.createServer((q, r) => r.end('first')).listen(${first}, '127.0.0.1', () => console.log('listening'));` +
+      `const t = setInterval(() => { if (!fs.existsSync(${JSON.stringify(marker)})) return; clearInterval(t);` +
+      `  a.close(); http.createServer((q, r) => r.end('second')).listen(${second}, '127.0.0.1', () => console.log('swapped')); }, 20);`;
+    const proc = await start(NODE, ['-e', script], /listening/);
+    await manager.refreshForwardedPorts();
+    expect(await get(first)).toBe('first');
+    let out = '';
+    proc.onOutput(({ text }) => (out += text));
+    writeFileSync(marker, '');
+    await waitFor(() => /swapped/.test(out), { what: 'the swap', timeoutMs: 20_000 });
+    // Within POLLS_PER_FULL_SCAN polls the tables are read whatever the count says.
+    await waitFor(() => opened.includes(second) && closed.includes(first), {
+      what: 'the second port forwarded and the first closed',
+      timeoutMs: 30_000,
+    });
+    expect(await get(second)).toBe('second');
+    expect(await get(first)).toBe('refused');
+  }, 90_000);
 
   it('when the server ends with the last of the sandbox’s work, the host port closes', async () => {
     const port = await freePort();

@@ -1,0 +1,10 @@
+import { createRequire } from 'node:module';
+import { statSync, mkdtempSync } from 'node:fs';
+const { hostAddon } = await import('./dist/native-spawn.js').catch(() => ({}));
+const a = hostAddon?.();
+console.log(!!a, a && Object.keys(a));
+const d = mkdtempSync('/tmp/zz-');
+const N = 100000;
+let t = performance.now(); for (let i = 0; i < N; i++) a.fileId(d); console.log('fileId us', ((performance.now()-t)*1000/N).toFixed(2));
+t = performance.now(); for (let i = 0; i < N; i++) statSync(d, {bigint:true}); console.log('statSync bigint us', ((performance.now()-t)*1000/N).toFixed(2));
+t = performance.now(); for (let i = 0; i < N; i++) a.groupAlive(999999); console.log('groupAlive us', ((performance.now()-t)*1000/N).toFixed(2));
