@@ -6,13 +6,11 @@ import { execFileSync } from 'node:child_process';
 import { mkdtempSync, readFileSync, realpathSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { definePlugin, PERMISSION_GATE, PluginRegistry, type PermissionGate } from '@conch/core';
+import type { PluginRegistry } from '@conch/core';
 import { findBwrap, PROCESS_MANAGER, type ProcessManager } from '@conch/process';
 import { waitFor } from '@conch/test-support';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { z } from 'zod';
-import { cliPlugin } from './plugin.js';
-import { makeRegistry, survivors, type Result } from './test-support/registry.js';
+import { makeRegistry, sandboxedRegistry, survivors, type Result } from './test-support/registry.js';
 
 let dir: string;
 let registry: PluginRegistry | undefined;
@@ -44,33 +42,10 @@ function lowerSoftLimit(soft: number): void {
 
 /** A registry running every command outside any sandbox, or in the workspace-write one. */
 async function makeCli(boxed: boolean) {
-  const gate: PermissionGate = {
-    check: async () => ({ outcome: 'allow', reason: 'test', sandbox: 'workspace-write' }),
-    kernelPolicy: () => ({
-      mode: 'workspace-write',
-      writableRoots: [dir],
-      readOnlyPaths: [],
-      pinnedPaths: [],
-      env: {},
-    }),
-  };
-  const plugin = definePlugin({
-    name: 'test-gate',
-    version: '0.0.0',
-    configSchema: z.strictObject({}),
-    setup(ctx) {
-      ctx.provide(PERMISSION_GATE, gate);
-      return {};
-    },
-  });
   // Outside any sandbox: a gate that allows without one (test-support's).
   registry = boxed
-    ? new PluginRegistry({ cwd: dir, plugins: [cliPlugin, plugin] })
+    ? await sandboxedRegistry(dir, { background: false })
     : makeRegistry(dir, {}, { background: false });
-  if (boxed) {
-    await registry.expose('test-gate');
-    await registry.expose('cli', {});
-  }
   const r = registry;
   return {
     run: async (args: Record<string, unknown>) => (await r.execute('cli_based_tool', args)) as Result,

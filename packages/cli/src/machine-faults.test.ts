@@ -1,25 +1,20 @@
 // Invariant: when the machine misbehaves — an output directory that cannot be made, a full or read-only disk, a stopped or killed supervisor, a runaway output, numbers and sizes past the system's limits — cli_based_tool comes back with an error_code and a message saying what was kept, the host lives, and nothing is lost that the result does not name; a finished command's leftovers are never mistaken for a backgrounded command.
 import {
-  appendFileSync,
   mkdtempSync,
   readdirSync,
   readFileSync,
   readlinkSync,
   rmSync,
-  statfsSync,
   statSync,
   writeFileSync,
 } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
-import { backgroundPlugin } from '@conch/background';
-import { definePlugin, PERMISSION_GATE, PluginRegistry, type PermissionGate } from '@conch/core';
+import type { PluginRegistry } from '@conch/core';
 import { findBwrap, PROCESS_MANAGER, procTable, type ProcessManager } from '@conch/process';
-import { canMount, mountTmpfs, unmountAll, waitFor } from '@conch/test-support';
-import { z } from 'zod';
+import { canMount, fillToTheLastByte, mountTmpfs, unmountAll, waitFor } from '@conch/test-support';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { cliPlugin } from './plugin.js';
-import { makeRegistry, survivors, type Result } from './test-support/registry.js';
+import { makeRegistry, sandboxedRegistry, survivors, type Result } from './test-support/registry.js';
 
 const BWRAP = findBwrap();
 const BYTES = (n: number) => `head -c ${n} /dev/zero | tr '\\0' a`;
@@ -65,29 +60,8 @@ function setup(config: Record<string, unknown> = {}) {
 
 /** A registry whose gate runs every command in the workspace-write sandbox. */
 async function sandboxed(config: Record<string, unknown> = {}) {
-  const gate: PermissionGate = {
-    check: async () => ({ outcome: 'allow', reason: 'test', sandbox: 'workspace-write' }),
-    kernelPolicy: () => ({
-      mode: 'workspace-write',
-      writableRoots: [dir],
-      readOnlyPaths: [],
-      pinnedPaths: [],
-      env: {},
-    }),
-  };
-  const plugin = definePlugin({
-    name: 'test-gate',
-    version: '0.0.0',
-    configSchema: z.strictObject({}),
-    setup(ctx) {
-      ctx.provide(PERMISSION_GATE, gate);
-      return {};
-    },
-  });
-  const registry = new PluginRegistry({ cwd: dir, plugins: [cliPlugin, backgroundPlugin, plugin] });
+  const registry = await sandboxedRegistry(dir, { config });
   registries.push(registry);
-  await registry.expose('test-gate');
-  await registry.expose('cli', config);
   const run = async (args: Record<string, unknown>) =>
     (await registry.execute('cli_based_tool', args)) as Result;
   return { registry, run, manager: () => registry.resolve(PROCESS_MANAGER) };
@@ -137,16 +111,7 @@ describe('output that cannot be kept where it was asked for', () => {
     'a disk full before the first byte: no empty file is named, and the error says the disk is full',
     async () => {
       const small = tmpfs('1m');
-      // Fill it to the last byte, a block at a time, and check that nothing is free.
-      const filler = join(small, 'filler');
-      for (let chunk = 64 * 1024; chunk >= 1;) {
-        try {
-          appendFileSync(filler, Buffer.alloc(chunk));
-        } catch {
-          chunk = Math.floor(chunk / 2);
-        }
-      }
-      expect(statfsSync(small).bavail).toBe(0);
+      expect(fillToTheLastByte(small)).toBe(0);
       const { run } = setup({ outputDir: small });
       // Output within the memory budget, written out after the command because it was cut by
       // characters (named as saved in 1 run of 5 before the sink took the stream's error at once;

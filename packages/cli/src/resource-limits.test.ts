@@ -5,19 +5,10 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { spawnSync } from 'node:child_process';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import {
-  definePlugin,
-  PERMISSION_GATE,
-  PluginRegistry,
-  type KernelPolicy,
-  type PermissionGate,
-  type ToolResult,
-} from '@conch/core';
+import type { PluginRegistry, ToolResult } from '@conch/core';
 import { findBwrap, PROCESS_MANAGER } from '@conch/process';
-import { z } from 'zod';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { cliPlugin } from './plugin.js';
-import { survivors } from './test-support/registry.js';
+import { sandboxedRegistry, survivors } from './test-support/registry.js';
 
 const BWRAP = findBwrap();
 if (process.env.CI && !BWRAP) throw new Error('the resource limit tests need bubblewrap under CI');
@@ -41,33 +32,13 @@ afterEach(async () => {
   rmSync(dir, { recursive: true, force: true });
 });
 
-/** A gate that runs every command in the workspace-write sandbox with small limits. */
-async function sandboxedRegistry(): Promise<PluginRegistry> {
-  const policy: KernelPolicy = {
-    mode: 'workspace-write',
-    writableRoots: [dir],
-    readOnlyPaths: [],
-    pinnedPaths: [],
-    env: {},
-    resources: { tmpfsBytes: 64 * MiB, memoryBytes: GiB, processes: 128, idleMs: 0 },
-  };
-  const gate: PermissionGate = {
-    check: async () => ({ outcome: 'allow', reason: 'test', sandbox: 'workspace-write' }),
-    kernelPolicy: () => policy,
-  };
-  const plugin = definePlugin({
-    name: 'test-gate',
-    version: '0.0.0',
-    configSchema: z.strictObject({}),
-    setup(ctx) {
-      ctx.provide(PERMISSION_GATE, gate);
-      return {};
-    },
+/** A registry whose gate runs every command in the workspace-write sandbox with small limits. */
+async function limitedRegistry(): Promise<PluginRegistry> {
+  const registry = await sandboxedRegistry(dir, {
+    background: false,
+    policy: { resources: { tmpfsBytes: 64 * MiB, memoryBytes: GiB, processes: 128, idleMs: 0 } },
   });
-  const registry = new PluginRegistry({ cwd: dir, plugins: [cliPlugin, plugin] });
   registries.push(registry);
-  await registry.expose('test-gate', {});
-  await registry.expose('cli', {});
   return registry;
 }
 
@@ -76,7 +47,7 @@ const run = async (registry: PluginRegistry, command: string) =>
 
 describe.runIf((BWRAP && python) || process.env.CI)('cli_based_tool at a sandbox limit', () => {
   it('a 20 GiB allocation comes back as OUT_OF_MEMORY with the limit, not a bare exit status', async () => {
-    const registry = await sandboxedRegistry();
+    const registry = await limitedRegistry();
     const r = await run(registry, 'python3 -c "b = bytearray(20 << 30)"');
     expect(r.sandbox).toBe('workspace-write');
     expect(r.error_code).toBe('OUT_OF_MEMORY');
@@ -89,7 +60,7 @@ describe.runIf((BWRAP && python) || process.env.CI)('cli_based_tool at a sandbox
   }, 120_000);
 
   it('a fork loop comes back as PROCESS_LIMIT with the limit and the signal', async () => {
-    const registry = await sandboxedRegistry();
+    const registry = await limitedRegistry();
     const r = await run(
       registry,
       `python3 -c 'import os
@@ -109,7 +80,7 @@ while True:
   }, 120_000);
 
   it('an ordinary failure keeps its own code', async () => {
-    const registry = await sandboxedRegistry();
+    const registry = await limitedRegistry();
     const r = await run(registry, 'ls /no/such/dir');
     expect(r.error_code).toBe('NO_SUCH_FILE');
     expect(r.limit).toBeUndefined();

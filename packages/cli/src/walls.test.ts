@@ -6,8 +6,6 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { backgroundPlugin } from '@conch/background';
 import {
-  definePlugin,
-  PERMISSION_GATE,
   PluginRegistry,
   type PermissionGate,
   type PermissionRequest,
@@ -16,10 +14,9 @@ import {
 } from '@conch/core';
 import { findBwrap, PROCESS_MANAGER } from '@conch/process';
 import { waitFor } from '@conch/test-support';
-import { z } from 'zod';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { cliPlugin } from './plugin.js';
-import { survivors } from './test-support/registry.js';
+import { gatePlugin, survivors } from './test-support/registry.js';
 
 const BWRAP = findBwrap();
 if (process.env.CI && !BWRAP) throw new Error('the kernel wall tests need bubblewrap under CI');
@@ -51,15 +48,7 @@ function misjudgingGate(readOnlyPaths: string[] = []) {
     },
     kernelPolicy: () => ({ mode: 'off', writableRoots: [], readOnlyPaths, pinnedPaths: [], env: {} }),
   };
-  const plugin = definePlugin({
-    name: 'test-gate',
-    version: '0.0.0',
-    configSchema: z.strictObject({}),
-    setup(ctx) {
-      ctx.provide(PERMISSION_GATE, gate);
-      return {};
-    },
-  });
+  const plugin = gatePlugin(gate);
   return { plugin, seen };
 }
 

@@ -4,13 +4,13 @@
 import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { PluginRegistry, TOKENS, type KernelPolicy } from '@conch/core';
+import { PluginRegistry, TOKENS } from '@conch/core';
 import { findBwrap, findCookiePids, pidAlive, type ProcessManager } from '@conch/process';
 import { waitFor } from '@conch/test-support';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { cliPlugin, WARM_UP_DELAY_MS } from './plugin.js';
 import type { CliWarmUpState } from './plugin.js';
-import { cookiePrefix, makeRegistry } from './test-support/registry.js';
+import { cookiePrefix, makeRegistry, sandboxedGate } from './test-support/registry.js';
 
 let dir: string;
 const registries: PluginRegistry[] = [];
@@ -44,22 +44,6 @@ const warmedUp = (registry: PluginRegistry) =>
 
 async function warmState(registry: PluginRegistry): Promise<CliWarmUpState> {
   return ((await registry.status()) as unknown as { cli: { warmUp: CliWarmUpState } }).cli.warmUp;
-}
-
-/** A gate that allows everything and asks for the workspace-write sandbox, like @conch/permission's default. */
-function sandboxedGate(cwd: string) {
-  const policy: KernelPolicy = {
-    mode: 'workspace-write',
-    writableRoots: [cwd],
-    readOnlyPaths: [],
-    pinnedPaths: [],
-    env: {},
-  };
-  return {
-    check: () =>
-      Promise.resolve({ outcome: 'allow' as const, reason: 'test', sandbox: 'workspace-write' as const }),
-    kernelPolicy: () => policy,
-  };
 }
 
 describe('warm at expose', () => {

@@ -1,35 +1,12 @@
 // Invariant: output that cannot be kept where it was asked for never ends the host and is never claimed kept — a directory that cannot be made falls back (temp dir, then the system's), and a full or read-only disk, no writable directory at all, and the spill limits are reported exactly (bytes kept of bytes produced, and why).
 import { execFileSync } from 'node:child_process';
-import {
-  appendFileSync,
-  mkdirSync,
-  mkdtempSync,
-  readFileSync,
-  rmdirSync,
-  rmSync,
-  statfsSync,
-  statSync,
-  writeFileSync,
-} from 'node:fs';
+import { mkdirSync, mkdtempSync, readFileSync, rmdirSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it, onTestFinished } from 'vitest';
 import { ProcessManager, type ProcessManagerOptions } from './process-manager.js';
 import type { CaptureOptions } from './spawn-options.js';
-import { canMount, CHECKOUT, mountTmpfs, unmountAll } from '@conch/test-support';
-
-/** Fills `dir`'s file system to its last byte (a block at a time, then smaller writes). */
-function fillToTheLastByte(dir: string): void {
-  const filler = join(dir, 'filler');
-  for (let chunk = 64 * 1024; chunk >= 1;) {
-    try {
-      appendFileSync(filler, Buffer.alloc(chunk));
-    } catch {
-      chunk = Math.floor(chunk / 2);
-    }
-  }
-  expect(statfsSync(dir).bavail).toBe(0);
-}
+import { canMount, CHECKOUT, fillToTheLastByte, mountTmpfs, unmountAll } from '@conch/test-support';
 
 const BYTES = (n: number) => `head -c ${n} /dev/zero | tr '\\0' a`;
 
@@ -163,7 +140,7 @@ describe.runIf(canMount)('a full or read-only disk', () => {
     'full before the first byte, output written out on request %s (%d bytes): the report says disk-full, every time',
     async (when, size) => {
       const small = mountTmpfs('1m');
-      fillToTheLastByte(small);
+      expect(fillToTheLastByte(small)).toBe(0);
       const m = manager({ outputDir: small });
       // Within the capture, so in memory until asked for: the cli asks for output cut by
       // characters after the command, a background task's reader while it runs. The write's

@@ -214,7 +214,7 @@ export function programRuns(file: string, args: readonly string[] = ['--version'
 
 export { startFifoSwapper } from './fifo-swapper.js';
 export { SCREEN_CASES } from './screen.js';
-export { canMount, mountTmpfs, unmountAll } from './tmpfs.js';
+export { canMount, fillToTheLastByte, mountTmpfs, unmountAll } from './tmpfs.js';
 
 /**
  * Where node resolves a package reached through a symlink (laid out as pnpm does: node_modules/<name>

@@ -1,6 +1,6 @@
 // Test helper: small real file systems (tmpfs) that fill up or refuse writes. Needs root (mount).
 import { execFileSync } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { appendFileSync, mkdtempSync, rmSync, statfsSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 
@@ -34,4 +34,20 @@ export function unmountAll(): void {
     }
     if (created) rmSync(dir, { recursive: true, force: true });
   }
+}
+
+/**
+ * Fills `dir`'s file system to its last byte (a block at a time, then smaller writes, into
+ * `dir/filler`); returns the blocks still free for an unprivileged writer (0 when it worked).
+ */
+export function fillToTheLastByte(dir: string): number {
+  const filler = join(dir, 'filler');
+  for (let chunk = 64 * 1024; chunk >= 1;) {
+    try {
+      appendFileSync(filler, Buffer.alloc(chunk));
+    } catch {
+      chunk = Math.floor(chunk / 2);
+    }
+  }
+  return statfsSync(dir).bavail;
 }
