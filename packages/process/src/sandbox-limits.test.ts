@@ -211,13 +211,14 @@ describe.runIf(bwrap || process.env.CI)('sandbox resource limits', () => {
       ]);
       // Running before the loop starts (on a loaded machine a start can take longer than the loop
       // takes to fill the sandbox): from then on it starts nothing.
-      let ready = false;
-      beside.onOutput((e) => (ready ||= e.text.includes('beside ready')));
-      await waitFor(() => ready, 'the command beside to start');
+      // (Output is matched on what has arrived so far: a print can come in several chunks.)
+      let besideOut = '';
+      beside.onOutput((e) => (besideOut += e.text));
+      await waitFor(() => besideOut.includes('beside ready'), 'the command beside to start');
       const loop = run(bomb[0], bomb[1]);
-      let started = false;
-      loop.onOutput((e) => (started ||= e.text.includes('started')));
-      await waitFor(() => started, 'the fork loop to start');
+      let loopOut = '';
+      loop.onOutput((e) => (loopOut += e.text));
+      await waitFor(() => loopOut.includes('started'), 'the fork loop to start');
       // Started while the loop holds every task the sandbox may have: it waits and then runs.
       const during = run('sh', ['-c', 'echo started-during']);
       // The host's own spawns are untouched: unsandboxed through the supervisor, and by node here.
@@ -410,16 +411,20 @@ describe.runIf(bwrap || process.env.CI)('sandbox resource limits', () => {
           ],
           { sandbox: net, timeoutMs: 120_000 },
         );
-        let holding = false;
+        // Matched on all it printed so far: print's pieces ("holding", " ", "1000") are separate
+        // writes where PYTHONUNBUFFERED is set, and often separate chunks here (this test failed
+        // about 1 run in 4 when it looked at one chunk at a time).
+        let out = '';
         let ended: ProcessResult | undefined;
-        flood.onOutput((e) => (holding ||= e.text.includes('holding 1000')));
+        flood.onOutput((e) => (out += e.text));
+        const holding = () => out.includes('holding 1000');
         void flood.result.then((r) => (ended = r));
-        await waitFor(() => holding || ended, {
+        await waitFor(() => holding() || ended, {
           what: 'the flood to hold its connections',
           timeoutMs: 150_000,
         });
         expect(ended?.stderr.head ?? '').toBe('');
-        expect(holding).toBe(true);
+        expect(holding(), out).toBe(true);
         const during = fds();
         writeFileSync(marker, '');
         expect((await flood.result).exitCode).toBe(0);
