@@ -3,11 +3,12 @@
 // (its bridge in the supervisor, proxy variables in the environment) against no network. The
 // namespaces and the bridge are set up once per sandbox, so a command should cost what an
 // unsandboxed one does.
-import { mkdtempSync, rmSync } from 'node:fs';
+import { copyFileSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { findBwrap, ProcessManager } from '@conch/process';
 import { alternate } from '../lib.mjs';
+import { buildCHelper } from './helpers/cc.mjs';
 
 export default async function () {
   if (!findBwrap())
@@ -70,7 +71,16 @@ export default async function () {
       () => plain(process.execPath, ['-e', '0']),
       { runs: 40, warmup: 3 },
     );
+    // One guarded open against the kernel's own (a C loop, so nothing else is counted): what the
+    // guard adds to every open, twice to a dynamically linked program's start. The binary is put in
+    // the workspace (the sandbox's /tmp is its own).
+    const openRow = await guardedOpen(
+      ws,
+      (file, args) => boxedRun(file, args),
+      (file, args) => managers[0].spawn(file, args).result,
+    );
     return [
+      openRow,
       {
         name: 'sandbox: `true` in the workspace-write sandbox vs unsandboxed, process manager (median of 300)',
         conch: boxed.conch,
@@ -121,4 +131,32 @@ export default async function () {
     await Promise.all(managers.map((m) => m.dispose()));
     rmSync(ws, { recursive: true, force: true });
   }
+}
+
+/** The guarded-open row: the median of 5 runs of 5,000 opens of /etc/ld.so.cache each way. */
+async function guardedOpen(ws, inside, outside) {
+  const name =
+    "sandbox: one open() under the path guard vs outside (C loop of 5,000 opens of /etc/ld.so.cache, median of 5 runs; a dynamic program's start makes two)";
+  const helper = buildCHelper('open-loop');
+  if (!helper.path)
+    return { name: `${name}: skipped (${helper.reason})`, conch: NaN, baseline: NaN, unit: '', ratio: NaN };
+  const binary = join(ws, 'open-loop');
+  copyFileSync(helper.path, binary);
+  const times = { inside: [], outside: [] };
+  for (let i = 0; i < 5; i++) {
+    for (const [where, run] of [
+      ['inside', inside],
+      ['outside', outside],
+    ]) {
+      const r = await run(binary, ['5000', '/etc/ld.so.cache']);
+      const us = Number(r.stdout.head.trim());
+      if (r.exitCode !== 0 || !Number.isFinite(us))
+        throw new Error(`open-loop failed ${where}: ${r.stderr.head}`);
+      times[where].push(us);
+    }
+  }
+  const median = (a) => a.sort((x, y) => x - y)[a.length >> 1];
+  const conch = median(times.inside);
+  const baseline = median(times.outside);
+  return { name, conch, baseline, unit: 'µs', ratio: conch / baseline, goal: 'info', pass: true };
 }
