@@ -7,7 +7,7 @@ import { copyFileSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { findBwrap, ProcessManager } from '@conch/process';
-import { alternate } from '../lib.mjs';
+import { alternate, median } from '../lib.mjs';
 import { buildCHelper } from './helpers/cc.mjs';
 
 export default async function () {
@@ -155,7 +155,6 @@ async function guardedOpen(ws, inside, outside) {
       times[where].push(us);
     }
   }
-  const median = (a) => a.sort((x, y) => x - y)[a.length >> 1];
   const conch = median(times.inside);
   const baseline = median(times.outside);
   return { name, conch, baseline, unit: 'µs', ratio: conch / baseline, goal: 'info', pass: true };

@@ -305,8 +305,9 @@ describe.runIf(bwrap || process.env.CI)('port forwarding out of a sandbox', () =
     events.on('process.port.closed', (e) => closed.push(e.port));
     const [first, second] = [await freePort(), await freePort()];
     const marker = join(ws, 'swap');
-    // One process: on the marker, the first server closes and the second listens in the same
-    // tick, so no poll sees a count between the two.
+    // One process: on the marker, the first server closes and the second starts listening in the
+    // same callback, microseconds apart, so a poll (every 300 ms) all but never sees a count
+    // between the two. (Without the tenth poll's read of the tables this test times out.)
     const script =
       `const http = require('http'), fs = require('fs');` +
       `const a = http.createServer((q, r) => r.end('first')).listen(${first}, '127.0.0.1', () => console.log('listening'));` +
