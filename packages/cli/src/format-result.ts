@@ -162,21 +162,23 @@ export function errorGuidance(
   options: FormatOptions,
 ): { error: string; code: string } | undefined {
   const name = options.command;
-  if (result.supervisorLost && result.supervisorUnresponsive) {
+  // It had ended on its own before its supervisor was lost: its own exit stands (see the notice).
+  const lostFirst = result.supervisorLost !== undefined && result.endedBeforeLoss !== true;
+  if (lostFirst && result.supervisorUnresponsive) {
     const started = result.spawnError ? 'before it started' : 'while it ran';
     return {
       code: 'SUPERVISOR_UNRESPONSIVE',
       error: `The command was stopped ${started}: conch's process supervisor stopped answering (${result.supervisorLost}), so it was killed with everything it ran and replaced. This is not the command's failure. ${result.spawnError ? 'Run it again' : 'It may have done its work before that (the supervisor could not report how it ended): check its effects (the output shown, the files it changes) before you run it again'}; the next call starts a new ${result.sandbox !== 'none' ? 'sandbox' : 'supervisor'}. If it happens again, tell the user the machine may be overloaded or something is stopping processes (SIGSTOP).`,
     };
   }
-  if (result.supervisorLost?.startsWith('too many open files')) {
+  if (lostFirst && result.supervisorLost?.startsWith('too many open files')) {
     // Its pipes did not reach the host for want of file descriptors: this command alone was stopped.
     return {
       code: 'TOO_MANY_OPEN_FILES',
       error: `The command was stopped: ${result.supervisorLost} It was killed with everything it started; it may have done part of its work, so check its effects before you run it again.`,
     };
   }
-  if (result.supervisorLost) {
+  if (lostFirst) {
     const when = result.spawnError ? ' before the command started' : '';
     return {
       code: 'SUPERVISOR_LOST',
@@ -355,6 +357,12 @@ export function formatResult(result: ProcessResult, options: FormatOptions): Cli
   if (guidance) {
     out.error = guidance.error;
     out.error_code = guidance.code;
+  }
+  if (result.supervisorLost && result.endedBeforeLoss) {
+    const how = result.signal ? `killed by ${result.signal}` : `exit ${result.exitCode}`;
+    const left = result.leftRunning.length > 0 ? ' Processes it left running were stopped with it.' : '';
+    out.notice = `The command had ended on its own (${how}) when conch's process supervisor stopped answering (${result.supervisorLost}): its exit status comes from the kernel and its output is complete.${left} The supervisor was replaced; the next call starts a new ${result.sandbox !== 'none' ? 'sandbox' : 'supervisor'}.`;
+    out.notice_code = 'SUPERVISOR_REPLACED';
   }
   const hit = result.resourceLimit;
   if (hit && (guidance?.code === 'OUT_OF_MEMORY' || guidance?.code === 'PROCESS_LIMIT')) {

@@ -201,8 +201,10 @@ describe.each(variants)('a supervisor that misbehaves (%s)', (_name, make) => {
       process.kill(pids[0]!, 'SIGSTOP');
       stopped.push(pids[0]!);
     });
+    // Still running when the supervisor is replaced (one that had ended is reported as it ended:
+    // the next test).
     const r = await run({
-      command: `sleep 1; touch ${join(dir, 'did-its-work')}`,
+      command: `touch ${join(dir, 'did-its-work')}; sleep 60`,
       timeout: 3,
       background: false,
     });
@@ -211,6 +213,32 @@ describe.each(variants)('a supervisor that misbehaves (%s)', (_name, make) => {
     expect(r.error).toMatch(/while it ran.*may have done its work.*check its effects/);
     expect(r.error).not.toMatch(/Run it again/);
     // (The health check's 10.5 s, then a new supervisor: 5x headroom on a busy machine.)
+  }, 90_000);
+
+  it('stopped after the command ended but before it could report it: its own exit and whole output, with a notice', async () => {
+    const { run, manager, registry } = await make();
+    expect((await run({ command: 'echo warm' })).stdout).toBe('warm\n');
+    const pids = manager().supervisorPids();
+    const go = join(dir, 'go');
+    // Its first line in the host means its pipes are here too; then the supervisor stops and the
+    // command ends, unreaped. The health check replaces the supervisor (10 s of stalled ticks).
+    const off = registry.events.on('process.output', () => {
+      off();
+      process.kill(pids[0]!, 'SIGSTOP');
+      stopped.push(pids[0]!);
+      writeFileSync(go, '');
+    });
+    const r = await run({
+      command: `echo first; while [ ! -e ${go} ]; do sleep 0.05; done; echo second; exit 4`,
+      background: false,
+    });
+    expect(r.returncode, JSON.stringify(r)).toBe(4);
+    expect(r.stdout).toBe('first\nsecond\n');
+    expect(r.notice_code, JSON.stringify(r)).toBe('SUPERVISOR_REPLACED');
+    expect(r.notice).toMatch(/had ended on its own \(exit 4\).*stopped answering.*output is complete/);
+    expect(r.error_code).toBeUndefined();
+    expect(r.error).toBeUndefined();
+    expect((await run({ command: 'echo again' })).stdout).toBe('again\n');
   }, 90_000);
 
   it('stopped (SIGSTOP): timeout: 3 comes back as SUPERVISOR_UNRESPONSIVE, and the next call works', async () => {

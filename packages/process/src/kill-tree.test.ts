@@ -14,6 +14,7 @@ import {
   pidAlive,
   procEntry,
   sweepCookieUntilGone,
+  zombieExit,
 } from './kill-tree.js';
 import { ProcessManager } from './process-manager.js';
 
@@ -151,3 +152,55 @@ function childrenOf(ppid: number): number[] {
     return [];
   }
 }
+
+describe.runIf(process.platform === 'linux')(
+  'zombieExit: how an unreaped process ended, from the kernel',
+  () => {
+    // A parent that never waits: its child stays a zombie, with its exit status kept for the reaper.
+    const parentOf = (childEnd: string): { parent: ChildProcess; child: Promise<number> } => {
+      const parent = spawn(
+        'python3',
+        [
+          '-c',
+          `import os, sys, time\npid = os.fork()\nif pid == 0:\n    ${childEnd}\nprint(pid, flush=True)\ntime.sleep(60)`,
+        ],
+        { stdio: ['ignore', 'pipe', 'inherit'] },
+      );
+      started.push(parent);
+      const child = new Promise<number>((resolve) => {
+        let text = '';
+        parent.stdout!.on('data', (chunk: Buffer) => {
+          text += chunk.toString();
+          if (text.includes('\n')) resolve(Number(text.trim()));
+        });
+      });
+      return { parent, child };
+    };
+    const cases: [string, string, { code: number | null; signal: number | null }][] = [
+      ['exit 0', 'os._exit(0)', { code: 0, signal: null }],
+      ['exit 7', 'os._exit(7)', { code: 7, signal: null }],
+      ['exit 255', 'os._exit(255)', { code: 255, signal: null }],
+      ['killed by SIGTERM', 'os.kill(os.getpid(), 15); time.sleep(5)', { code: null, signal: 15 }],
+      ['killed by SIGKILL', 'os.kill(os.getpid(), 9)', { code: null, signal: 9 }],
+      ['aborted (a core-dump signal)', 'os.abort()', { code: null, signal: 6 }],
+    ];
+    it.each(cases)('%s', async (_name, end, expected) => {
+      const { child } = parentOf(end);
+      const pid = await child;
+      await waitFor(() => procEntry(pid)?.state === 'Z', { what: 'a zombie', timeoutMs: 10_000 });
+      expect(zombieExit(pid)).toEqual(expected);
+    });
+
+    it('says nothing of a process that still runs, or of a pid that is gone', async () => {
+      const { parent, child } = parentOf('time.sleep(60)');
+      const pid = await child;
+      expect(procEntry(pid)?.state).not.toBe('Z');
+      expect(zombieExit(pid)).toBeUndefined();
+      expect(zombieExit(parent.pid!)).toBeUndefined();
+      parent.kill('SIGKILL');
+      process.kill(pid, 'SIGKILL');
+      await waitFor(() => procEntry(pid) === undefined, { what: 'reaped by init', timeoutMs: 10_000 });
+      expect(zombieExit(pid)).toBeUndefined();
+    });
+  },
+);

@@ -65,6 +65,31 @@ export function procEntry(pid: number): ProcEntry | undefined {
   }
 }
 
+/**
+ * How a process that has ended and not been reaped yet (a zombie: its parent has not called wait)
+ * ended, as waitpid would say: field 52 of /proc/<pid>/stat (Linux 3.5+). Undefined while it runs,
+ * once it is gone, or when this process may not read it: the kernel prints 0 there for a reader
+ * without ptrace read access, so that access is checked first (listing /proc/<pid>/fd needs the
+ * same). A zombie keeps its pid until it is reaped, so the answer is about that process.
+ */
+export function zombieExit(pid: number): { code: number | null; signal: number | null } | undefined {
+  let stat: string;
+  try {
+    readdirSync(`/proc/${pid}/fd`);
+    stat = readFileSync(`/proc/${pid}/stat`, 'latin1');
+  } catch {
+    return undefined;
+  }
+  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+  // fields[0] is field 3 (state); field 52 (exit_code) is fields[49].
+  if (fields[0] !== 'Z' || fields.length < 50) return undefined;
+  const status = Number(fields[49]);
+  if (!Number.isInteger(status) || status < 0) return undefined;
+  const signal = status & 0x7f;
+  // WIFEXITED: the low 7 bits are 0 and the code is bits 8-15; else killed by signal (core bit 0x80).
+  return signal === 0 ? { code: (status >> 8) & 0xff, signal: null } : { code: null, signal };
+}
+
 /** Every process but this one (Linux /proc; empty elsewhere). */
 export function procTable(): ProcEntry[] {
   const out: ProcEntry[] = [];

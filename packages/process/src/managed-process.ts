@@ -11,6 +11,7 @@ import {
   pidAlive,
   processCommand,
   sweepCookieUntilGone,
+  zombieExit,
 } from './kill-tree.js';
 import { InvalidSpawnOptionError } from './errors.js';
 import { MAX_TIMEOUT_MS } from './spawn-options.js';
@@ -284,7 +285,18 @@ export class ManagedProcess {
     if (this.timeoutTimer) clearTimeout(this.timeoutTimer);
     this.timeoutTimer = undefined;
     if (ms !== undefined && !this.finished) {
-      this.timeoutTimer = setTimeout(() => void this.terminate('timeout'), ms);
+      this.timeoutTimer = setTimeout(() => {
+        // The limit passed after the command had ended on its own: a zombie whose exit is not
+        // reported yet (its supervisor stopped before it could reap it). It did not time out; its
+        // exit ends the call: its supervisor's report, or, from a stalled one, the health check's
+        // (told now, as for a spawn past its limit, so the call still comes back about then).
+        const pid = this.child.pid;
+        if (!this.exited && pid !== undefined && zombieExit(pid)) {
+          this.child.overdue?.();
+          return;
+        }
+        void this.terminate('timeout');
+      }, ms);
     }
   }
 
@@ -415,6 +427,9 @@ export class ManagedProcess {
       // The kernel reports the exit shortly (through a supervisor, its message): wait for it,
       // bounded by the drain timer. Not for the result, which waits for this kill (finish()).
       await Promise.race([this.exitSeen, new Promise((r) => setTimeout(r, this.drainMs + 1000).unref())]);
+      // Killed, and still not reported: a zombie means the one who must reap it is not doing so (a
+      // stopped supervisor), which it is told now rather than at its own next check.
+      if (!this.exited && zombieExit(pid)) this.child.overdue?.();
     }
   }
 
@@ -701,6 +716,10 @@ export class ManagedProcess {
       ...(this.child.lostReason ? { supervisorLost: this.child.lostReason } : {}),
       ...(this.child.lostReason && this.child.lostUnresponsive
         ? { supervisorUnresponsive: true as const }
+        : {}),
+      // Not when conch had begun to end it (a timeout, an abort, a kill): that may be what it died of.
+      ...(this.child.lostReason && this.child.endedBeforeLoss && reason === 'exit'
+        ? { endedBeforeLoss: true as const }
         : {}),
       ...(activity?.refusals.length ? { sandboxRefusals: activity.refusals } : {}),
       ...(activity?.plants.length ? { plants: activity.plants } : {}),

@@ -62,6 +62,12 @@ export interface ProcessResult {
    */
   supervisorUnresponsive?: true;
   /**
+   * With `supervisorLost`: the command had already ended on its own (its stopped supervisor had
+   * not reaped it yet); `exitCode`/`signal` are its own, read from the kernel, and its output is
+   * whole. Processes it left running were killed with the supervisor.
+   */
+  endedBeforeLoss?: true;
+  /**
    * Calls the sandbox's guard refused this command and everything it started (their paths as the
    * guard resolved them): present when there were any, whatever the exit status (a refused write in
    * a `postinstall` that ignores the error still shows here).

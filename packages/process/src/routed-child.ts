@@ -26,10 +26,17 @@ export class RoutedChild extends EventEmitter implements SpawnedChild {
   lostReason: string | undefined;
   /** With lostReason: the supervisor stopped answering and was killed (see SpawnedChild). */
   lostUnresponsive: boolean | undefined;
+  /** With lostReason: it had ended on its own before, and its exit is its own (see SpawnedChild). */
+  endedBeforeLoss: boolean | undefined;
   /** Set when its sandbox's process-limit watch stopped it (see SpawnedChild). */
   limitHit: ResourceLimitHit | undefined;
   /** The limits of the sandbox that started it (for its result's memory check). */
   limits: ChildLimits | undefined;
+  /**
+   * Output pipes its supervisor still holds (a short command's stay there until it ends or outlives
+   * the hold): what dies with that supervisor. Empty once they are handed over.
+   */
+  heldFds: readonly number[] = [];
   /** Set by the supervisor client it is submitted to: it exited or will never start (called once or more). */
   onEnded: (() => void) | undefined;
   /** Set by the supervisor client it is submitted to: the call's limit passed before it started. */
@@ -74,8 +81,14 @@ export class RoutedChild extends EventEmitter implements SpawnedChild {
    * its supervisor holds are not in `fds`: their output comes by onHeldOutput, the pipes (if they
    * outlive the hold) by onUnheld.
    */
-  onSpawned(pid: number | undefined, fds: readonly number[], first: Socket | undefined): void {
+  onSpawned(
+    pid: number | undefined,
+    fds: readonly number[],
+    first: Socket | undefined,
+    held: readonly number[] = [],
+  ): void {
     this.pid = pid;
+    this.heldFds = held;
     this.startedFlag = true;
     this.expectedFds = [...fds];
     if (first && fds[0] !== undefined) this.onPipe(fds[0], first);
@@ -115,6 +128,7 @@ export class RoutedChild extends EventEmitter implements SpawnedChild {
 
   /** Held pipes handed over after all (still open); each is announced by a 'pipe' event once it is here. */
   onUnheld(fds: readonly number[], pipes: readonly Socket[]): void {
+    this.heldFds = [];
     for (let i = 0; i < pipes.length; i++) this.onPipe(fds[i]!, pipes[i]!);
   }
 

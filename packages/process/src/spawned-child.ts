@@ -26,6 +26,12 @@ export interface SpawnedChild {
   readonly lostReason?: string | undefined;
   /** With lostReason: the supervisor stopped answering and was killed by the health check. */
   readonly lostUnresponsive?: boolean | undefined;
+  /**
+   * With lostReason: it had ended on its own while its supervisor was stopped (a zombie it had
+   * not reaped), its whole output was already here, and 'exit' carries its own code or signal as
+   * the kernel kept them.
+   */
+  readonly endedBeforeLoss?: boolean | undefined;
   /** Its sandbox reached its process limit and stopped it (the group holding the most tasks was its). */
   readonly limitHit?: ResourceLimitHit | undefined;
   /**

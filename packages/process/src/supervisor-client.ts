@@ -1,5 +1,6 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { closeSync, openSync, readSync } from 'node:fs';
+import { constants as osConstants } from 'node:os';
 import { Socket } from 'node:net';
 import type { Logger } from '@conch/core';
 import {
@@ -12,7 +13,7 @@ import {
 import { applyEnvChanges, envForOutside } from './load-paths.js';
 import { commandsPerSupervisor, fdShortageMessage, hostFdBudget } from './fd-budget.js';
 import { BlockingLineChannel } from './blocking-read.js';
-import { killGroupSync, sweepCookie } from './kill-tree.js';
+import { killGroupSync, sweepCookie, zombieExit } from './kill-tree.js';
 import { killTreeSync } from './process-tree.js';
 import { SupervisedPty, type BasePty } from './pty-process.js';
 import type { RoutedChild } from './routed-child.js';
@@ -153,6 +154,13 @@ const EXIT_AFTER_DISCONNECT_MS = 5_000;
 export const DEFAULT_UNRESPONSIVE_MS = 10_000;
 
 const SIGNAL_NAMES: Record<number, string> = { 6: 'SIGABRT', 9: 'SIGKILL', 11: 'SIGSEGV', 15: 'SIGTERM' };
+
+const SIGNAL_BY_NUMBER = new Map(Object.entries(osConstants.signals).map(([name, number]) => [number, name]));
+
+/** A signal's name from its number (`SIG<n>` for one this platform does not name). */
+function signalName(signal: number): string {
+  return SIGNAL_BY_NUMBER.get(signal) ?? `SIG${signal}`;
+}
 
 /**
  * How a supervisor's end reads in a result. Sandboxed, the process the host started is bwrap,
@@ -600,12 +608,15 @@ export class SupervisorClient {
   }
 
   /**
-   * A call's limit passed before its child started. A supervisor that is starting or answering
+   * A call's limit passed before its child started, or after it ended but before its supervisor
+   * reaped it (so the kill would not be what it died of). A supervisor that is starting or answering
    * keeps it waiting (its limit counts once it runs); one the health check finds stalled is
    * declared unresponsive now, so the call comes back at its limit instead of hanging.
    */
   private childOverdue(child: RoutedChild): void {
-    if (child.started || (this.state !== 'ready' && this.state !== 'starting')) return;
+    if (this.state !== 'ready' && this.state !== 'starting') return;
+    // Started, it waits on the supervisor only once it has ended and is not reaped (a zombie).
+    if (child.started && !(child.pid !== undefined && zombieExit(child.pid))) return;
     this.overdueChildren.add(child);
     this.health.callOverdue();
   }
@@ -938,7 +949,7 @@ export class SupervisorClient {
           this.pidFloors.delete(message.id);
           // From the child's pidfd when it came (null: the child is gone already), else searched.
           const pid = hostPid === null ? undefined : (hostPid ?? this.hostPid(message.pid, false, floor));
-          child.onSpawned(pid, message.fds, pipes[0]);
+          child.onSpawned(pid, message.fds, pipes[0], message.held);
           for (let i = 1; i < pipes.length; i++) child.onPipe(message.fds[i]!, pipes[i]!);
         } else for (const socket of pipes) socket.destroy();
         return;
@@ -1065,9 +1076,18 @@ export class SupervisorClient {
       { reason, sandbox: this.sandbox },
       'process supervisor unresponsive; replacing it',
     );
+    // Commands that ended while it was stopped are its zombies until it reaps them: how each ended
+    // is still in the kernel (read before the kill below hands them to another reaper).
+    const ended = new Map<number, { code: number | null; signal: number | null }>();
+    for (const [id, child] of this.children) {
+      // Only where the whole output is here: pipes the stopped supervisor holds die with it.
+      if (!child.started || child.pid === undefined || child.heldFds.length > 0) continue;
+      const exit = zombieExit(child.pid);
+      if (exit) ended.set(id, exit);
+    }
     if (root !== undefined) killTreeSync(root);
     if (pid !== undefined && pid !== root) killTreeSync(pid);
-    this.lose(reason, true);
+    this.lose(reason, true, ended);
   }
 
   /**
@@ -1075,7 +1095,11 @@ export class SupervisorClient {
    * started is killed from here (its supervisor can no longer report or kill it) and reported
    * ended, so no result waits forever and nothing is left behind.
    */
-  private lose(reason: string, unresponsive = false): void {
+  private lose(
+    reason: string,
+    unresponsive = false,
+    ended: ReadonlyMap<number, { code: number | null; signal: number | null }> = new Map(),
+  ): void {
     if (this.state === 'lost') return;
     const wasClosed = this.state === 'closed';
     const started = this.state === 'ready';
@@ -1106,9 +1130,15 @@ export class SupervisorClient {
       child.lostReason = reason;
       if (unresponsive) child.lostUnresponsive = true;
       if (child.started) {
+        const exit = ended.get(id);
         if (child.pid !== undefined) killGroupSync(child.pid);
         sweepCookie(child.cookie);
-        child.onExit(null, 'SIGKILL');
+        if (exit) {
+          // It had ended on its own before: its own exit, and the result says the supervisor
+          // could not report it (the processes it left, if any, were killed with the group).
+          child.endedBeforeLoss = true;
+          child.onExit(exit.code, exit.signal === null ? null : signalName(exit.signal));
+        } else child.onExit(null, 'SIGKILL');
       } else {
         // Sent, never confirmed: it may have started in the supervisor; its cookie finds it.
         sweepCookie(child.cookie);

@@ -124,6 +124,89 @@ describe.each(profiles)('a stopped supervisor (%s)', (_name, profileOf) => {
   });
 });
 
+describe.each(profiles)('a command that ended while its supervisor was stopped (%s)', (_name, profileOf) => {
+  // Its supervisor cannot reap it, so the kernel keeps how it ended: the result carries that, with
+  // the output that reached the host, instead of "killed" (a finished build is not reported lost).
+  const cases: [string, string, { exitCode: number | null; signal: string | null }][] = [
+    ['exit 3', 'exit 3', { exitCode: 3, signal: null }],
+    ['exit 0', 'exit 0', { exitCode: 0, signal: null }],
+    ['its own SIGTERM', 'kill -TERM $$', { exitCode: null, signal: 'SIGTERM' }],
+  ];
+  it.each(cases)('%s', async (_label, end, expected) => {
+    const m = manager({ supervisor: { unresponsiveMs: 1500 } });
+    const sandbox = profileOf(ws);
+    const go = join(ws, 'go');
+    const script = `echo before; while [ ! -e '${go}' ]; do sleep 0.05; done; echo after; ${end}`;
+    const proc = m.spawn('sh', ['-c', script], sandbox ? { sandbox } : {});
+    const pid = (await proc.spawned)!;
+    // 'before' here means its pipes are too (the supervisor hands held pipes over with their output).
+    await waitFor(() => proc.stdout.totalBytes >= 'before\n'.length, {
+      what: 'first line',
+      timeoutMs: 10_000,
+    });
+    stop(m.supervisorPids()[0]!);
+    writeFileSync(go, '');
+    await waitFor(() => procEntry(pid)?.state === 'Z', {
+      what: 'the command ended, unreaped',
+      timeoutMs: 10_000,
+    });
+    const result = await proc.result;
+    expect(result.supervisorUnresponsive).toBe(true);
+    expect(result.endedBeforeLoss).toBe(true);
+    expect({ exitCode: result.exitCode, signal: result.signal }).toEqual(expected);
+    expect(result.stdout.head).toBe('before\nafter\n');
+    expect((await m.spawn('echo', ['again'], sandbox ? { sandbox } : {}).result).stdout.head).toBe('again\n');
+  });
+
+  it('a call limit that passes after it ended is not a timeout: the stalled supervisor is replaced then', async () => {
+    // The health check alone would wait 10 minutes here: only the limit can end this call.
+    const m = manager({ supervisor: { unresponsiveMs: 600_000 } });
+    const sandbox = profileOf(ws);
+    const go = join(ws, 'go');
+    const script = `echo before; while [ ! -e '${go}' ]; do sleep 0.05; done; exit 5`;
+    const proc = m.spawn('sh', ['-c', script], { ...(sandbox ? { sandbox } : {}), timeoutMs: 3000 });
+    const pid = (await proc.spawned)!;
+    await waitFor(() => proc.stdout.totalBytes > 0, { what: 'first line', timeoutMs: 10_000 });
+    stop(m.supervisorPids()[0]!);
+    writeFileSync(go, '');
+    await waitFor(() => procEntry(pid)?.state === 'Z', {
+      what: 'the command ended, unreaped',
+      timeoutMs: 10_000,
+    });
+    const result = await proc.result;
+    expect(result.timedOut).toBe(false);
+    expect(result.exitCode).toBe(5);
+    expect(result.endedBeforeLoss).toBe(true);
+    expect(result.supervisorUnresponsive).toBe(true);
+  });
+
+  it('one killed at its limit while its supervisor is stopped comes back then, not at the health check', async () => {
+    const m = manager({ supervisor: { unresponsiveMs: 600_000 } });
+    const sandbox = profileOf(ws);
+    const proc = m.spawn('sh', ['-c', 'echo before; exec sleep 60'], {
+      ...(sandbox ? { sandbox } : {}),
+      timeoutMs: 2000,
+    });
+    await waitFor(() => proc.stdout.totalBytes > 0, { what: 'first line', timeoutMs: 10_000 });
+    stop(m.supervisorPids()[0]!);
+    const result = await proc.result;
+    expect(result.timedOut).toBe(true);
+    expect(result.supervisorUnresponsive).toBe(true);
+    expect(result.endedBeforeLoss).toBeUndefined();
+  });
+
+  it('one still running when the supervisor is replaced is reported killed, not ended', async () => {
+    const m = manager({ supervisor: { unresponsiveMs: 1500 } });
+    const sandbox = profileOf(ws);
+    const proc = m.spawn('sh', ['-c', 'echo before; exec sleep 60'], sandbox ? { sandbox } : {});
+    await waitFor(() => proc.stdout.totalBytes > 0, { what: 'first line', timeoutMs: 10_000 });
+    stop(m.supervisorPids()[0]!);
+    const result = await proc.result;
+    expect(result.endedBeforeLoss).toBeUndefined();
+    expect(result.signal).toBe('SIGKILL');
+  });
+});
+
 describe('a supervisor that is slow, not dead', () => {
   it('a slow start does not count against the call: the command still gets its whole limit', async () => {
     // A supervisor whose start takes 2 s (asleep, not stopped): progress, so the call waits for it.
