@@ -10,6 +10,7 @@ import {
   COOKIE_VAR,
   findCookiePids,
   findEnvPids,
+  killProcessTree,
   PF_KTHREAD,
   pidAlive,
   procEntry,
@@ -111,6 +112,69 @@ describe.runIf(process.platform === 'linux')('the cookie scan', () => {
     }
     // 40 rounds of whole-/proc sweeps: slow on a loaded machine, never wrong (the timeout is for that)
   }, 600_000);
+
+  // A killed process's environ reads empty from the moment its memory starts being torn down, and
+  // its state says dead only when that is done: large memory makes that moment long. The sweep must
+  // wait for the process, not for the scan to come back empty (seen under load in CI: a kill's
+  // result came while one of its processes was still exiting).
+  it.each([
+    ['1 GiB', 1],
+    ['2 GiB', 2],
+    ['2 GiB in four processes', 0.5, 4],
+  ])(
+    'sweepCookieUntilGone resolves only once a killed process with %s of memory is dead',
+    async (_name, gib, count = 1) => {
+      const cookie = `kill-tree-big-${process.pid}-${gib}-${count}`;
+      const script = `import sys\nb = b"x" * int(${gib} * (1 << 30))\nprint("ready", flush=True)\nsys.stdin.read()\n`;
+      const pids: number[] = [];
+      for (let i = 0; i < count; i++) {
+        const child = spawn('python3', ['-c', script], {
+          env: { ...process.env, [COOKIE_VAR]: cookie },
+          stdio: ['pipe', 'pipe', 'inherit'],
+        });
+        started.push(child);
+        let out = '';
+        child.stdout!.on('data', (d: Buffer) => (out += d.toString()));
+        await waitFor(() => out.includes('ready'), { what: 'memory filled', timeoutMs: 120_000 });
+        pids.push(child.pid!);
+      }
+      // No grace past the first scan: what is waited for is the processes themselves.
+      await sweepCookieUntilGone(cookie, 0);
+      expect(pids.filter((pid) => pidAlive(pid))).toEqual([]);
+    },
+    300_000,
+  );
+
+  // The same for a group: its members ignore SIGTERM, so the kill comes to SIGKILL at once, and
+  // their exit (GiBs of memory to give back, on a loaded machine) may take longer than any fixed
+  // second of retries.
+  it.each([
+    ['three members of 1 GiB', 3, 1],
+    ['two members of 2 GiB', 2, 2],
+  ])(
+    'killProcessTree resolves only once every member of a group is dead: %s',
+    async (_name, count, gib) => {
+      const fill = `import signal, sys\nsignal.signal(signal.SIGTERM, signal.SIG_IGN)\nb = b"x" * int(${gib} * (1 << 30))\nprint("ready", flush=True)\nsys.stdin.read()`;
+      // The leader starts the others in its group, each filling its memory, and says when all have.
+      const leader = spawn(
+        'python3',
+        [
+          '-c',
+          `import subprocess, sys\nps = [subprocess.Popen([sys.executable, "-c", ${JSON.stringify(fill)}], stdout=subprocess.PIPE) for _ in range(${count})]\nprint(" ".join(str(p.pid) for p in ps if p.stdout.readline()), flush=True)\nsys.stdin.read()`,
+        ],
+        { detached: true, stdio: ['pipe', 'pipe', 'inherit'] },
+      );
+      started.push(leader);
+      let out = '';
+      leader.stdout!.on('data', (d: Buffer) => (out += d.toString()));
+      await waitFor(() => out.includes('\n'), { what: 'members filled', timeoutMs: 120_000 });
+      const members = out.trim().split(' ').map(Number);
+      expect(members).toHaveLength(count);
+      await killProcessTree(leader.pid!, { graceMs: 0 });
+      expect([leader.pid!, ...members].filter((pid) => pidAlive(pid))).toEqual([]);
+    },
+    300_000,
+  );
 
   it.each([
     ['through the supervisor', {}],

@@ -137,12 +137,16 @@ export interface KillTreeOptions {
   graceMs?: number;
   /** Poll interval while waiting. Default 25 ms. */
   pollMs?: number;
+  /** How long SIGKILL is repeated while a member is still alive. Default 30 s. */
+  killWaitMs?: number;
 }
 
 /**
  * Kills the process group led by `pid` (a child spawned with `detached: true`): SIGTERM to the
  * group, SIGKILL after `graceMs` if any member is still alive. Resolves when no live member is
- * left (or after a further second of SIGKILL retries). Returns whether anything was signalled.
+ * left: a SIGKILLed process is certain to die, but on a loaded machine its exit (tearing down a
+ * large memory, say) can take well over a second, so SIGKILL is repeated until then, at most
+ * `killWaitMs` (for a member blocked in uninterruptible I/O). Returns whether anything was signalled.
  */
 export async function killProcessTree(pid: number, options: KillTreeOptions = {}): Promise<boolean> {
   const graceMs = options.graceMs ?? 2000;
@@ -164,7 +168,7 @@ export async function killProcessTree(pid: number, options: KillTreeOptions = {}
     await sleep(wait);
     if (!groupAlive(pid) && !pidAlive(pid)) return true;
   }
-  const killDeadline = performance.now() + 1000;
+  const killDeadline = performance.now() + (options.killWaitMs ?? 30_000);
   do {
     signalGroup(pid, 'SIGKILL');
     try {
@@ -296,22 +300,39 @@ export function procEnviron(pid: number): Buffer | 'execing' | undefined {
 }
 
 /**
- * sweepCookie, then waits (polling, at most `timeoutMs`) until no process with the cookie is
- * alive: a SIGKILLed process on a busy machine stays in /proc, not yet a zombie, for a moment. A
- * process caught in the middle of an exec (see findEnvPids) is looked at again once its exec is
- * done, and killed if it carries the cookie. Resolves whether they are all gone.
+ * sweepCookie, then waits (polling) until no process with the cookie is alive: a SIGKILLed process
+ * on a busy machine stays in /proc, not yet a zombie, for a moment (its environ already reads empty
+ * once its memory is being torn down, which can take a while for a large one). A process caught in
+ * the middle of an exec (see findEnvPids) is looked at again once its exec is done, and killed if it
+ * carries the cookie. Resolves whether they are all gone.
+ *
+ * The wait is bounded by work, not by the clock alone: past `timeoutMs` it goes on while every
+ * process it still waits for is one it SIGKILLed (certain to die: it only wants CPU time on a
+ * loaded machine, and a process sleeping when the signal came still reads S until it runs) or is
+ * runnable (an exec finishing), and stops after `hardCapMs` whatever happens (a killed process
+ * blocked in uninterruptible I/O may take that long or longer).
  */
 export async function sweepCookieUntilGone(
   match: string | { cookie: string } | { prefix: string },
   timeoutMs = 1000,
+  hardCapMs = 30_000,
 ): Promise<boolean> {
-  const deadline = performance.now() + timeoutMs;
+  const start = performance.now();
+  const killed = new Set<number>();
   for (;;) {
     const execing: number[] = [];
-    const { clear } = sweep(match, execing);
-    if (clear && execing.length === 0) return true;
-    if (performance.now() >= deadline) return clear;
-    await new Promise((resolve) => setTimeout(resolve, clear ? 2 : 10));
+    const round = sweep(match, execing);
+    for (const pid of round.killed) killed.add(pid);
+    // Killed earlier and not dead yet: its environ may read empty while it exits, and not as
+    // 'execing' once its command line is gone too, so the scan alone cannot be trusted for it.
+    // (Forgotten once dead, so a later process given the same pid is not waited for.)
+    for (const pid of killed) if (!pidAlive(pid)) killed.delete(pid);
+    const waiting = [...new Set([...execing, ...killed])].filter((pid) => pidAlive(pid));
+    if (round.clear && waiting.length === 0) return true;
+    const elapsed = performance.now() - start;
+    const dying = waiting.every((pid) => killed.has(pid) || procEntry(pid)?.state === 'R');
+    if (elapsed >= hardCapMs || (elapsed >= timeoutMs && !dying)) return false;
+    await new Promise((resolve) => setTimeout(resolve, round.clear ? 2 : 10));
   }
 }
 
