@@ -5,6 +5,13 @@ import type { NodePty } from './pty-module.js';
 export interface PtyExit {
   exitCode: number;
   signal: number;
+  /**
+   * Set when the shell did not end on its own: its supervisor went away (crashed, was killed, or
+   * stopped answering and was replaced) and the host killed the PTY's tree. Why, in words.
+   */
+  supervisorLost?: string;
+  /** With `supervisorLost`: the supervisor was stopped or hung (the health check replaced it). */
+  supervisorUnresponsive?: true;
 }
 
 /** A PTY started by `ProcessManager.spawnPty` (through the supervisor, or in-process without one). */
@@ -22,6 +29,14 @@ export interface PtyProcess {
   resize(cols: number, rows: number): void;
   /** Signals the shell process only (default SIGHUP, like node-pty). */
   kill(signal?: NodeJS.Signals): void;
+  /**
+   * The caller waited for this PTY's shell and it made no progress (a typed command never began).
+   * Input reaches the shell through the supervisor: when the health check already finds the
+   * supervisor not answering, it is declared unresponsive now (the PTY then exits at once with
+   * `supervisorLost`). Returns whether the supervisor is not answering, or is gone: the caller
+   * should then not blame the shell. Absent (or always false) without a supervisor.
+   */
+  overdue?(): boolean;
 }
 
 /** The listener bookkeeping both implementations share. */
@@ -119,6 +134,8 @@ export class LocalPty extends BasePty {
 export interface PtyRelay {
   write(id: number, data: string): void;
   resize(id: number, cols: number, rows: number): void;
+  /** See PtyProcess.overdue. */
+  overdue(id: number): boolean;
 }
 
 /** A PTY the supervisor runs: output arrives as messages, input and resizes go as messages. */
@@ -143,5 +160,9 @@ export class SupervisedPty extends BasePty {
 
   resize(cols: number, rows: number): void {
     if (!this.hasExited) this.relay.resize(this.id, cols, rows);
+  }
+
+  overdue(): boolean {
+    return this.relay.overdue(this.id);
   }
 }

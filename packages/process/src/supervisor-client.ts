@@ -294,6 +294,8 @@ export class SupervisorClient {
   private readonly awaitingStart = new Set<RoutedChild>();
   /** Children whose call passed its limit before they started. */
   private readonly overdueChildren = new Set<RoutedChild>();
+  /** PTYs whose caller waited on a shell that made no progress (see ptyOverdue). */
+  private readonly overduePtys = new Set<number>();
   private readonly health: SupervisorHealth;
   /** The env the supervisor holds as its base (what spawn requests' envs are sent against). */
   private envBase: ReadonlyMap<string, string> | undefined;
@@ -325,7 +327,7 @@ export class SupervisorClient {
       pid: () => this.supervisorPid,
       rootPid: () => this.proc?.pid,
       ping: (id) => this.post({ t: 'ping', id }),
-      overdue: () => this.overdueChildren.size > 0,
+      overdue: () => this.overdueChildren.size > 0 || this.overduePtys.size > 0,
       onUnresponsive: (why) => this.unresponsive(why),
     });
     this.exitedPromise = new Promise((resolve) => (this.markExited = resolve));
@@ -622,6 +624,20 @@ export class SupervisorClient {
   }
 
   /**
+   * A PTY's caller waited on its shell and it made no progress: its typed input goes through this
+   * supervisor. One the health check finds stalled is declared unresponsive now (the PTY exits
+   * with the reason); one that is merely unanswered so far is judged at its next ticks, sooner than
+   * by its own bound. Returns whether it is gone or not answering.
+   */
+  private ptyOverdue(id: number): boolean {
+    if (this.state !== 'ready' && this.state !== 'starting') return true;
+    if (!this.ptys.has(id)) return false;
+    this.overduePtys.add(id);
+    this.health.callOverdue();
+    return this.health.unanswered;
+  }
+
+  /**
    * Starts a PTY and waits for its pid, blocking the host for the supervisor's fork (a few ms; the
    * first call also waits for the supervisor to start). Undefined when the supervisor is unusable
    * (the caller falls back); an error reply when node-pty failed.
@@ -661,10 +677,12 @@ export class SupervisorClient {
         relay: {
           write: (ptyId, data) => this.post({ t: 'pty-write', id: ptyId, data }),
           resize: (ptyId, cols, rows) => this.post({ t: 'pty-resize', id: ptyId, cols, rows }),
+          overdue: (ptyId) => this.ptyOverdue(ptyId),
         },
       },
       (p) => {
         this.ptys.delete(id);
+        this.overduePtys.delete(id);
         this.unref();
         onExited(p);
       },
@@ -1108,6 +1126,7 @@ export class SupervisorClient {
     this.health.stop();
     this.awaitingStart.clear();
     this.overdueChildren.clear();
+    this.overduePtys.clear();
     this.pidFloors.clear();
     let queued = this.queued;
     this.queued = [];
@@ -1147,7 +1166,12 @@ export class SupervisorClient {
     }
     for (const pty of [...this.ptys.values()]) {
       killTreeSync(pty.pid, pty.cookie || undefined);
-      pty.emitExit({ exitCode: 0, signal: 9 });
+      pty.emitExit({
+        exitCode: 0,
+        signal: 9,
+        supervisorLost: reason,
+        ...(unresponsive ? { supervisorUnresponsive: true as const } : {}),
+      });
     }
     this.ptys.clear();
     for (const call of this.fsCalls.values()) {

@@ -11,12 +11,14 @@ import {
 } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
+import { createRequire } from 'node:module';
 import { fileURLToPath } from 'node:url';
 import { waitFor } from '@conch/test-support';
 import { findBwrap, type SandboxProfile } from '@conch/sandbox';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { procEntry } from './kill-tree.js';
 import { ProcessManager, type ProcessManagerOptions } from './process-manager.js';
+import type { PtyExit, PtyProcess } from './pty-process.js';
 import { survivors } from './test-support/procs.js';
 
 const bwrap = findBwrap();
@@ -328,6 +330,71 @@ await m.dispose();
       expect(JSON.parse(out)).toMatchObject({ lost: expect.stringMatching(/was killed/) });
     },
   );
+});
+
+// A PTY's input goes through its supervisor: a caller that waits on a shell that does nothing
+// (a terminal's typed command that never begins) asks, and a stalled supervisor is judged then.
+describe('a PTY whose supervisor misbehaves', () => {
+  const ptyModule = createRequire(import.meta.url).resolve('@lydell/node-pty');
+  const shell = (m: ProcessManager) =>
+    m.spawnPty({
+      file: '/bin/sh',
+      args: ['-i'],
+      cwd: '/',
+      env: { PATH: process.env.PATH, PS1: '$ ' },
+      cols: 80,
+      rows: 24,
+      ptyModule,
+    });
+  const exitOf = (pty: PtyProcess) => new Promise<PtyExit>((resolve) => pty.onExit(resolve));
+
+  it('stopped: overdue() says so, and the PTY ends with the reason, unresponsive', async () => {
+    const m = manager();
+    const pty = shell(m);
+    const exit = exitOf(pty);
+    await waitFor(() => procEntry(pty.pid)?.state === 'S', { what: 'the shell waits', timeoutMs: 30_000 });
+    // Answering: not its supervisor's fault.
+    expect(pty.overdue?.()).toBe(false);
+    const [pid] = m.supervisorPids();
+    stop(pid!);
+    // Asked again until the health check has seen it not answer (two ticks), far before its own bound.
+    await waitFor(() => pty.overdue?.() === true, { what: 'overdue', timeoutMs: 30_000 });
+    expect(await exit).toMatchObject({
+      signal: 9,
+      supervisorLost: expect.stringMatching(/stopped answering.*SIGSTOP/),
+      supervisorUnresponsive: true,
+    });
+    await waitFor(() => gone(pty.pid), { what: 'the shell gone', timeoutMs: 30_000 });
+    // The next PTY gets a new supervisor.
+    const next = shell(m);
+    expect(next.overdue?.()).toBe(false);
+    next.kill('SIGKILL');
+  }, 90_000);
+
+  it.each(['SIGKILL', 'SIGSEGV'] as const)(
+    'killed (%s): the PTY ends with the reason, not unresponsive; overdue() on it is true',
+    async (signal) => {
+      const m = manager();
+      const pty = shell(m);
+      const exit = exitOf(pty);
+      await waitFor(() => procEntry(pty.pid)?.state === 'S', { what: 'the shell waits', timeoutMs: 30_000 });
+      process.kill(m.supervisorPids()[0]!, signal);
+      const e = await exit;
+      expect(e.supervisorLost).toMatch(/./);
+      expect(e.supervisorUnresponsive).toBeUndefined();
+      expect(pty.overdue?.()).toBe(true);
+    },
+    90_000,
+  );
+
+  it('without a supervisor a PTY never blames one', async () => {
+    const m = manager({ supervisor: false });
+    const pty = shell(m);
+    expect(pty.overdue?.() ?? false).toBe(false);
+    const exit = exitOf(pty);
+    pty.kill('SIGKILL');
+    expect((await exit).supervisorLost).toBeUndefined();
+  });
 });
 
 describe('numbers and sizes past what the system takes', () => {

@@ -102,6 +102,14 @@ export class SupervisorHealth {
     this.reset();
   }
 
+  /**
+   * Whether the supervisor has left a ping unanswered for a whole tick while it could have answered
+   * (stopped, or asleep with the ping unread): not judged yet, but not answering now.
+   */
+  get unanswered(): boolean {
+    return this.stallTicks > 0;
+  }
+
   /** A call's limit passed while it waits for the supervisor: judge now if the evidence is there. */
   callOverdue(): void {
     if (this.stallTicks >= 2) this.fire(this.why());

@@ -87,6 +87,9 @@ export interface CommandDone {
 export interface ShellExit {
   exitCode: number;
   signal: number;
+  /** The shell was killed because its supervisor went away: why (see SessionPty.onExit). */
+  supervisorLost?: string;
+  supervisorUnresponsive?: true;
 }
 
 /** A typed line the session's foreground shell has not run yet (text without a line end). */
@@ -245,7 +248,7 @@ export class PtySession {
     });
     this.removeListeners.push(
       this.pty.onData((data) => this.onData(data)),
-      this.pty.onExit(({ exitCode, signal }) => this.onExit(exitCode, signal)),
+      this.pty.onExit((e) => this.onExit(e)),
     );
     // Typed once the rc files are done (the tty queues it until then).
     this.pty.write(` \\. ${shellQuote(init)}\n`);
@@ -253,6 +256,11 @@ export class PtySession {
 
   get pid(): number {
     return this.pty.pid;
+  }
+
+  /** The shell made no progress while waited on: whether its supervisor is to blame (SessionPty.overdue). */
+  supervisorOverdue(): boolean {
+    return this.pty.overdue?.() ?? false;
   }
 
   get cookie(): string {
@@ -520,6 +528,8 @@ export class PtySession {
   private exitDescription(): string {
     const e = this.exit;
     if (!e) return 'the shell exited';
+    if (e.supervisorLost !== undefined)
+      return `the shell was killed because conch's process supervisor went away (${e.supervisorLost})`;
     return `the shell exited (${e.signal ? `signal ${e.signal}` : `code ${e.exitCode}`})`;
   }
 
@@ -567,10 +577,20 @@ export class PtySession {
     return deleted ?? real;
   }
 
-  private onExit(exitCode: number, signal: number): void {
-    this.exit = { exitCode: signal ? 128 + signal : exitCode, signal };
+  private onExit(e: ShellExit): void {
+    const { exitCode, signal } = e;
+    this.exit = {
+      exitCode: signal ? 128 + signal : exitCode,
+      signal,
+      ...(e.supervisorLost === undefined ? {} : { supervisorLost: e.supervisorLost }),
+      ...(e.supervisorUnresponsive ? { supervisorUnresponsive: true as const } : {}),
+    };
     const wasStarting = this.lifecycle.state === 'starting';
-    this.appendLog(`\n[shell exited: ${signal ? `signal ${signal}` : `code ${exitCode}`}]\n`);
+    this.appendLog(
+      e.supervisorLost === undefined
+        ? `\n[shell exited: ${signal ? `signal ${signal}` : `code ${exitCode}`}]\n`
+        : `\n[shell killed: ${e.supervisorLost}]\n`,
+    );
     this.flushLog();
     this.closeCommandFile();
     // What the shell started may outlive it (`nohup server & exit`, a job still running): swept

@@ -182,6 +182,8 @@ export class SessionPool implements TerminalService {
   private readonly spawnPty: SessionPtySpawner;
   private shellChoice: { shell: string; kind: ShellKind } | undefined;
   private readonly sessions = new Map<number, PtySession>();
+  /** Why sessions that ended while no call held them ended (see forget), by id. */
+  private readonly endedOnTheirOwn = new Map<number, string>();
   private readonly leases = new Map<number, SessionLease>();
   private readonly listeners = new Map<number, Set<() => void>>();
   /** Sweeps of sessions whose shell exited, still running (dispose waits for them). */
@@ -307,6 +309,13 @@ export class SessionPool implements TerminalService {
         (dropped > 0
           ? `[${dropped} earlier chars were over the in-memory cap; the session log has them: ${session.logPath}]\n`
           : '') + cleanOutput(raw, { maxLineChars: Number.MAX_SAFE_INTEGER }).full;
+      const loss = outcome === 'exited' && !session.done ? supervisorLoss(session) : undefined;
+      if (loss) {
+        throw new TerminalCommandError(
+          loss.code,
+          `runSync: ${loss.error} Output so far:\n${output.slice(-2000)}`,
+        );
+      }
       if (outcome === 'done' || outcome === 'exited') {
         const exitCode = session.done?.exitCode ?? session.exit?.exitCode ?? -1;
         const cwd = session.done?.cwd ?? session.cwd;
@@ -576,7 +585,8 @@ export class SessionPool implements TerminalService {
       };
     }
     if (outcome === 'exited' || !lifecycle.commandRunning) {
-      const exitCode = session.exit?.exitCode ?? -1;
+      const loss = supervisorLoss(session);
+      const exitCode = loss ? -1 : (session.exit?.exitCode ?? -1);
       this.deps.events.emit('terminal.command.finished', {
         sessionId: session.id,
         exitCode,
@@ -589,7 +599,8 @@ export class SessionPool implements TerminalService {
         output,
         cwd: session.cwd,
         ...file,
-        display: summary(`✗ shell exited, exit=${exitCode}`),
+        ...(loss ? { error: loss.error, error_code: loss.code } : {}),
+        display: summary(loss ? `✗ ${loss.code}` : `✗ shell exited, exit=${exitCode}`),
       };
     }
     const state: 'waiting' | 'background' =
@@ -715,6 +726,13 @@ export class SessionPool implements TerminalService {
   }
 
   unknownSession(id: number): string {
+    const ended = this.endedOnTheirOwn.get(id);
+    if (ended !== undefined) {
+      return (
+        `session_id ${id} has ended: ${ended}. Its output is in its log (readLog(${id})). ` +
+        `Live sessions: ${this.describeIds()}; start a new command with { command }`
+      );
+    }
     return (
       `session_id ${id} is not a live terminal session (live: ${this.describeIds()}). ` +
       'Session ids come from results with state "waiting" or "background"; a session whose command finished, ' +
@@ -918,11 +936,18 @@ export class SessionPool implements TerminalService {
             'its start-up files may loop';
         }
         if (reason === undefined) continue;
+        // Its input and output go through a supervisor that is not answering: the supervisor is
+        // judged (and the shell then exits with its reason), not the shell's start-up files.
+        if (now - w.since < startupMaxMs && session.supervisorOverdue()) continue;
         this.unwatch(id);
         session.failStart(new TerminalProtocolError('SHELL_NOT_READY', reason));
       } else if (session.begun || !session.lifecycle.commandRunning) {
         this.unwatch(id);
       } else if (w.clock.stalledMs >= commandStartTimeoutMs || now - w.since >= startupMaxMs) {
+        // The typed command went through a supervisor that is not answering: it is judged now (the
+        // shell then exits, killed, with the supervisor's reason) or at its next health checks;
+        // the shell is not blamed for it. Bounded by startupMaxMs like any wait here.
+        if (now - w.since < startupMaxMs && session.supervisorOverdue()) continue;
         this.unwatch(id);
         session.beginStalled = true;
         this.wake(id);
@@ -964,6 +989,19 @@ export class SessionPool implements TerminalService {
   private forget(session: PtySession): void {
     if (this.sessions.get(session.id) !== session) return;
     this.sessions.delete(session.id);
+    // Gone on its own, not killed by a call (its shell exited, or its supervisor took it down): a
+    // later call that names it learns why instead of "not a live session". The last 64 are kept.
+    if (session.lifecycle.exitReason === 'exit' && session.exit) {
+      const e = session.exit;
+      this.endedOnTheirOwn.set(
+        session.id,
+        e.supervisorLost !== undefined
+          ? `its shell was killed because conch's process supervisor went away (${e.supervisorLost}); everything it ran was killed too. This is not the command's failure: run it again`
+          : `its shell exited on its own (${e.signal ? `signal ${e.signal}` : `code ${e.exitCode}`})`,
+      );
+      if (this.endedOnTheirOwn.size > 64)
+        this.endedOnTheirOwn.delete(this.endedOnTheirOwn.keys().next().value!);
+    }
     this.listeners.delete(session.id);
     session.release();
     this.deps.events.emit('terminal.session.exited', {
@@ -1119,6 +1157,35 @@ export interface FinalOutput {
 }
 
 /** The result fields that say output was lost (the cli's names: output_file_incomplete, error, error_code). */
+/**
+ * Why a session's shell is gone when its supervisor took it down (crashed, killed, or stopped
+ * answering and replaced): said as the command's error, never as the command's own exit.
+ */
+function supervisorLoss(
+  session: PtySession,
+): { code: 'SUPERVISOR_UNRESPONSIVE' | 'SUPERVISOR_LOST'; error: string } | undefined {
+  const exit = session.exit;
+  if (exit?.supervisorLost === undefined) return undefined;
+  const started = session.begun;
+  const effects = started
+    ? 'It may have done part of its work before that (how it ended is unknown): check its effects (the output shown, the files it changes) before you run it again'
+    : 'The command had not started: run it again';
+  if (exit.supervisorUnresponsive) {
+    return {
+      code: 'SUPERVISOR_UNRESPONSIVE',
+      error:
+        `The session's shell was killed ${started ? 'while the command ran' : 'before the command started'}: conch's process supervisor, which runs it, stopped answering (${exit.supervisorLost}), so it was killed with everything it ran and replaced. ` +
+        `This is not the command's failure. ${effects}; the next command starts in a new shell. If it happens again, tell the user the machine may be overloaded or something is stopping processes (SIGSTOP).`,
+    };
+  }
+  return {
+    code: 'SUPERVISOR_LOST',
+    error:
+      `The session's shell was killed ${started ? 'while the command ran' : 'before the command started'} because conch's process supervisor, which runs it, went away (${exit.supervisorLost}); everything it started was killed too. ` +
+      `This is not the command's failure. ${effects}; the next command starts in a new shell. If the command itself killed the supervisor (kill $PPID, pkill node), avoid that.`,
+  };
+}
+
 export function lostFields(lost: FinalOutput['lost'], file: string | undefined): Record<string, unknown> {
   if (!lost) return {};
   const { kept_bytes, total_bytes, reason, error_code } = lost;

@@ -15,12 +15,27 @@ export interface SessionPty {
   /** The env cookie (CONCH_PROC_COOKIE) the shell and everything it starts carry. */
   readonly cookie: string;
   onData(listener: (data: string) => void): () => void;
-  /** Called once, when the shell exited. */
-  onExit(listener: (e: { exitCode: number; signal: number }) => void): () => void;
+  /**
+   * Called once, when the shell exited. `supervisorLost`: it did not end on its own, its
+   * supervisor went away (why, in words; `supervisorUnresponsive` when it stopped answering).
+   */
+  onExit(
+    listener: (e: {
+      exitCode: number;
+      signal: number;
+      supervisorLost?: string;
+      supervisorUnresponsive?: true;
+    }) => void,
+  ): () => void;
   write(data: string): void;
   resize(cols: number, rows: number): void;
   /** Signals the shell process only. */
   kill(signal?: NodeJS.Signals): void;
+  /**
+   * The shell made no progress while the session waited on it: whether the supervisor that relays
+   * its input is not answering or gone (then it is judged now; see `@conch/process` PtyProcess).
+   */
+  overdue?(): boolean;
 }
 
 export interface SessionPtyOptions {
