@@ -901,6 +901,9 @@ export class SupervisorClient {
 
   private onMessage(message: SupervisorMessage, handle: Socket | undefined): void {
     this.health.heard(message.t === 'pong' ? message.id : undefined);
+    // It answers: a PTY's caller that found it stalled asks again if its shell still does nothing
+    // (kept, the mark would make a later short stop fatal at two ticks instead of unresponsiveMs).
+    if (this.overduePtys.size > 0) this.overduePtys.clear();
     switch (message.t) {
       case 'pong':
         return;

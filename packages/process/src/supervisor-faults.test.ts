@@ -371,6 +371,27 @@ describe('a PTY whose supervisor misbehaves', () => {
     next.kill('SIGKILL');
   }, 90_000);
 
+  it('asked while it answers, then stopped for a moment: the PTY lives on (the question does not outlast the answer)', async () => {
+    const m = manager();
+    const pty = shell(m);
+    let out = '';
+    pty.onData((d) => (out += d));
+    await waitFor(() => procEntry(pty.pid)?.state === 'S', { what: 'the shell waits', timeoutMs: 30_000 });
+    expect(pty.overdue?.()).toBe(false);
+    // Heard after the question (its output is a message from the supervisor).
+    pty.write('echo one""two\n');
+    await waitFor(() => out.includes('onetwo'), { what: 'first echo', timeoutMs: 30_000 });
+    const [pid] = m.supervisorPids();
+    stop(pid!);
+    await waitFor(() => procEntry(pid!)?.state === 'T', { what: 'stopped', timeoutMs: 30_000 });
+    // Several health ticks stalled: fatal at two if the question were still standing.
+    await new Promise((resolve) => setTimeout(resolve, 2500));
+    process.kill(pid!, 'SIGCONT');
+    pty.write('echo three""four\n');
+    await waitFor(() => out.includes('threefour'), { what: 'second echo', timeoutMs: 30_000 });
+    expect(gone(pty.pid)).toBe(false);
+  }, 90_000);
+
   it.each(['SIGKILL', 'SIGSEGV'] as const)(
     'killed (%s): the PTY ends with the reason, not unresponsive; overdue() on it is true',
     async (signal) => {
