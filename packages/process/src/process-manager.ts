@@ -687,14 +687,19 @@ export class ProcessManager implements ProcessManagerService {
       const order =
         requested.kind === 'none' || isRequired(requested) ? [requested] : [requested, NO_SANDBOX];
       for (const profile of order) {
-        if (profile.kind !== 'none' && this.sandboxBroken(profile)) continue;
-        const client = this.clientFor(profile, [ptyModule]);
-        if (!client) continue;
-        const reply = client.spawnPty({ ptyModule, file, args, cwd, env, cols, rows }, onExited);
-        if (reply === undefined) continue; // that supervisor is gone (its loss was handled)
-        if (!('pid' in reply)) throw new PtySpawnError(options.label ?? file, reply);
-        this.ptys.add(reply);
-        return reply;
+        // A supervisor found stopped at the spawn (replaced at once) is followed by a new one of
+        // the same profile, rather than the PTY going to the next profile; once.
+        for (let attempt = 0; attempt < 2; attempt++) {
+          if (profile.kind !== 'none' && this.sandboxBroken(profile)) break;
+          const client = this.clientFor(profile, [ptyModule]);
+          if (!client) break;
+          const reply = client.spawnPty({ ptyModule, file, args, cwd, env, cols, rows }, onExited);
+          if (reply === 'stopped') continue;
+          if (reply === undefined) break; // that supervisor is gone (its loss was handled)
+          if (!('pid' in reply)) throw new PtySpawnError(options.label ?? file, reply);
+          this.ptys.add(reply);
+          return reply;
+        }
       }
     }
     return this.spawnPtyLocally(options, requested, env, cookie, onExited);

@@ -18,7 +18,7 @@ import { killTreeSync } from './process-tree.js';
 import { SupervisedPty, type BasePty } from './pty-process.js';
 import type { RoutedChild } from './routed-child.js';
 import { hostPidOf, lastPid, pidNamespaceOf, type NamespaceMatch } from './ns-pid.js';
-import { SupervisorHealth } from './supervisor-health.js';
+import { sampleProc, SupervisorHealth } from './supervisor-health.js';
 import type {
   FsOp,
   HostMessage,
@@ -640,14 +640,25 @@ export class SupervisorClient {
   /**
    * Starts a PTY and waits for its pid, blocking the host for the supervisor's fork (a few ms; the
    * first call also waits for the supervisor to start). Undefined when the supervisor is unusable
-   * (the caller falls back); an error reply when node-pty failed.
+   * (the caller falls back); 'stopped' when it was found stopped and replaced (the caller may ask
+   * a new one); an error reply when node-pty failed.
    */
   spawnPty(
     request: Omit<PtySpawnRequest, 't' | 'id'>,
     onExited: (pty: BasePty) => void,
-  ): SupervisedPty | { code: string; message: string } | undefined {
+  ): SupervisedPty | { code: string; message: string } | 'stopped' | undefined {
     const sync = this.sync;
     if (!sync || (this.state !== 'starting' && this.state !== 'ready')) return undefined;
+    // The host blocks on the reply: a supervisor that is stopped (SIGSTOP) cannot give one, and
+    // the host's event loop would stand still for the whole reply timeout. Replaced now instead
+    // (the caller asks the next one).
+    for (const pid of [this.supervisorPid, this.proc?.pid]) {
+      const state = pid === undefined ? undefined : sampleProc(pid)?.state;
+      if (state === 'T' || state === 't') {
+        this.unresponsive(`it is stopped (SIGSTOP): found so when a terminal was to be started in it`);
+        return 'stopped';
+      }
+    }
     const id = ++this.nextId;
     const full: PtySpawnRequest = { t: 'pty-spawn', id, ...request };
     const floor = this.options.isolated ? lastPid() : undefined;

@@ -418,6 +418,46 @@ describe('a PTY whose supervisor misbehaves', () => {
   });
 });
 
+// Starting a PTY blocks the host on the supervisor's reply: a stopped supervisor is replaced at
+// once instead of standing the host's event loop still for the reply timeout.
+describe.each(profiles)('a new PTY when the supervisor is stopped (%s)', (_name, profileOf) => {
+  const ptyModule = createRequire(import.meta.url).resolve('@lydell/node-pty');
+
+  it('the stopped supervisor is replaced at once, its PTYs end with the reason, and the new PTY runs in a new one', async () => {
+    const m = manager();
+    const sandbox = profileOf(ws);
+    const shell = () =>
+      m.spawnPty({
+        file: '/bin/sh',
+        args: ['-i'],
+        cwd: ws,
+        env: { PATH: process.env.PATH, PS1: '$ ' },
+        cols: 80,
+        rows: 24,
+        ptyModule,
+        ...(sandbox ? { sandbox } : {}),
+      });
+    const first = shell();
+    const firstExit = new Promise<PtyExit>((resolve) => first.onExit(resolve));
+    await waitFor(() => procEntry(first.pid)?.state === 'S', { what: 'the shell waits', timeoutMs: 30_000 });
+    const before = m.supervisorPids();
+    for (const pid of before) stop(pid);
+    const second = shell();
+    expect(await firstExit).toMatchObject({
+      supervisorLost: expect.stringMatching(/stopped \(SIGSTOP\).*a terminal was to be started/),
+      supervisorUnresponsive: true,
+    });
+    // In a new supervisor of the same kind, not the host or another profile.
+    expect(second.sandbox).toBe(sandbox ? 'workspace-write' : 'none');
+    expect(m.supervisorPids().some((pid) => before.includes(pid))).toBe(false);
+    let out = '';
+    second.onData((d) => (out += d));
+    second.write('echo new""one\n');
+    await waitFor(() => out.includes('newone'), { what: 'the new shell answers', timeoutMs: 30_000 });
+    second.kill('SIGKILL');
+  }, 90_000);
+});
+
 describe('numbers and sizes past what the system takes', () => {
   it('a timeout past the timer limit is refused, naming the field and the maximum, instead of firing at once', () => {
     const m = manager();

@@ -160,6 +160,23 @@ describe.each(variants)('a session whose supervisor misbehaves (%s)', (_name, ma
     expect(again.output).toContain('again');
   }, 120_000);
 
+  it('a new session started while the supervisor is stopped runs at once in a new one; the old session learns why it ended', async () => {
+    const { registry, call, ws } = await make({});
+    const server = await call({ command: `echo up; sleep 300`, background: true });
+    expect(server.session_id, JSON.stringify(server)).toBeTypeOf('number');
+    const pids = stopSupervisors(registry);
+    // The server's shell is busy: this command needs a new shell, started through a supervisor.
+    const r = await call({ command: `touch ${join(ws, 'fresh')} && echo fresh` });
+    expect(r.exit_code, JSON.stringify(r)).toBe(0);
+    expect(r.output).toContain('fresh');
+    expect(existsSync(join(ws, 'fresh'))).toBe(true);
+    for (const pid of pids)
+      await waitFor(() => gone(pid), { what: `supervisor ${pid} gone`, timeoutMs: 30_000 });
+    const poll = await call({ session_id: server.session_id, input: '' });
+    expect(poll.error_code, JSON.stringify(poll)).toBe('UNKNOWN_SESSION');
+    expect(poll.error).toMatch(/has ended: .*process supervisor went away.*stopped \(SIGSTOP\)/s);
+  }, 120_000);
+
   it.each([
     ['SIGKILL', 'SIGKILL'],
     ['a crash (SIGSEGV)', 'SIGSEGV'],
