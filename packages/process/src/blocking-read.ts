@@ -36,7 +36,7 @@ export class BlockingLineChannel {
     this.buffered += text;
   }
 
-  /** Writes one line; throws when the socket is closed. */
+  /** Writes one line; throws when the socket is closed, or EAGAIN when it stays full past `timeoutMs`. */
   writeLine(text: string, timeoutMs: number): void {
     let data = Buffer.from(`${text}\n`);
     const deadline = performance.now() + timeoutMs;
@@ -50,7 +50,7 @@ export class BlockingLineChannel {
     }
   }
 
-  /** The next line (without '\n'); throws on end of stream or after `timeoutMs`. */
+  /** The next line (without '\n'); throws on end of stream, or ETIMEDOUT after `timeoutMs`. */
   readLine(timeoutMs: number): string {
     const deadline = performance.now() + timeoutMs;
     for (let attempt = 0; ; attempt++) {
@@ -66,7 +66,9 @@ export class BlockingLineChannel {
       } catch (error) {
         if ((error as NodeJS.ErrnoException).code !== 'EAGAIN') throw error;
         if (performance.now() > deadline)
-          throw new Error(`no reply within ${timeoutMs} ms`, { cause: error });
+          throw Object.assign(new Error(`no reply within ${timeoutMs} ms`, { cause: error }), {
+            code: 'ETIMEDOUT',
+          });
         sleep(backoff(attempt));
         continue;
       }

@@ -18,7 +18,7 @@ import { killTreeSync } from './process-tree.js';
 import { SupervisedPty, type BasePty } from './pty-process.js';
 import type { RoutedChild } from './routed-child.js';
 import { hostPidOf, lastPid, pidNamespaceOf, type NamespaceMatch } from './ns-pid.js';
-import { sampleProc, SupervisorHealth } from './supervisor-health.js';
+import { SupervisorHealth, stoppedOrStopping } from './supervisor-health.js';
 import type {
   FsOp,
   HostMessage,
@@ -640,8 +640,8 @@ export class SupervisorClient {
   /**
    * Starts a PTY and waits for its pid, blocking the host for the supervisor's fork (a few ms; the
    * first call also waits for the supervisor to start). Undefined when the supervisor is unusable
-   * (the caller falls back); 'stopped' when it was found stopped and replaced (the caller may ask
-   * a new one); an error reply when node-pty failed.
+   * (the caller falls back); 'stopped' when it was found stopped, or did not answer, and was
+   * replaced (the caller may ask a new one); an error reply when node-pty failed.
    */
   spawnPty(
     request: Omit<PtySpawnRequest, 't' | 'id'>,
@@ -653,8 +653,7 @@ export class SupervisorClient {
     // the host's event loop would stand still for the whole reply timeout. Replaced now instead
     // (the caller asks the next one).
     for (const pid of [this.supervisorPid, this.proc?.pid]) {
-      const state = pid === undefined ? undefined : sampleProc(pid)?.state;
-      if (state === 'T' || state === 't') {
+      if (pid !== undefined && stoppedOrStopping(pid)) {
         this.unresponsive(`it is stopped (SIGSTOP): found so when a terminal was to be started in it`);
         return 'stopped';
       }
@@ -670,8 +669,18 @@ export class SupervisorClient {
         if (candidate.id === id) reply = candidate;
       }
     } catch (error) {
-      this.lose(`no PTY spawn reply: ${(error as Error).message}`);
-      return undefined;
+      const code = (error as NodeJS.ErrnoException).code;
+      if (code !== 'ETIMEDOUT' && code !== 'EAGAIN') {
+        this.lose(`no PTY spawn reply: ${(error as Error).message}`);
+        return undefined;
+      }
+      // Alive but silent (hung, or stopped after the look above): killed with its tree like any
+      // unresponsive supervisor (lost alone, it would stay behind, disconnected, until dispose),
+      // and the caller asks a new one.
+      this.unresponsive(
+        `it did not answer a terminal's start within ${PTY_REPLY_TIMEOUT_MS / 1000} s (${(error as Error).message})`,
+      );
+      return 'stopped';
     }
     if ('error' in reply) return reply.error;
     const pid = this.hostPid(reply.pid, false, floor);

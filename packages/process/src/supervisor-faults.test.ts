@@ -2,6 +2,7 @@
 import { execFileSync } from 'node:child_process';
 import {
   chmodSync,
+  existsSync,
   mkdtempSync,
   readdirSync,
   readFileSync,
@@ -450,6 +451,64 @@ describe.each(profiles)('a new PTY when the supervisor is stopped (%s)', (_name,
     // In a new supervisor of the same kind, not the host or another profile.
     expect(second.sandbox).toBe(sandbox ? 'workspace-write' : 'none');
     expect(m.supervisorPids().some((pid) => before.includes(pid))).toBe(false);
+    let out = '';
+    second.onData((d) => (out += d));
+    second.write('echo new""one\n');
+    await waitFor(() => out.includes('newone'), { what: 'the new shell answers', timeoutMs: 30_000 });
+    second.kill('SIGKILL');
+  }, 90_000);
+});
+
+// Not stopped but hung (its event loop blocked in a wait): no look at /proc tells, so the host's
+// bounded wait for the reply does; the supervisor is then killed, not left behind disconnected.
+describe('a new PTY when the supervisor hangs (unsandboxed)', () => {
+  const ptyModule = createRequire(import.meta.url).resolve('@lydell/node-pty');
+
+  it('after the reply limit the hung supervisor is killed with its PTYs, and the new PTY runs in a new one', async () => {
+    const mark = join(ws, 'hung');
+    const preload = join(ws, 'hang-on-usr2.cjs');
+    writeFileSync(
+      preload,
+      `process.on('SIGUSR2', () => { require('fs').writeFileSync(${JSON.stringify(mark)}, String(process.pid)); ` +
+        `Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0); });\n`,
+    );
+    const node = join(ws, 'hanging-node');
+    writeFileSync(
+      node,
+      `#!/bin/sh\nexec ${JSON.stringify(process.execPath)} -r ${JSON.stringify(preload)} "$@"\n`,
+    );
+    chmodSync(node, 0o755);
+    const m = manager({ supervisor: { execPath: node } });
+    const shell = () =>
+      m.spawnPty({
+        file: '/bin/sh',
+        args: ['-i'],
+        cwd: ws,
+        env: { PATH: process.env.PATH, PS1: '$ ' },
+        cols: 80,
+        rows: 24,
+        ptyModule,
+      });
+    const first = shell();
+    const firstExit = new Promise<PtyExit>((resolve) => first.onExit(resolve));
+    await waitFor(() => procEntry(first.pid)?.state === 'S', { what: 'the shell waits', timeoutMs: 30_000 });
+    const [hung] = m.supervisorPids();
+    process.kill(hung!, 'SIGUSR2');
+    await waitFor(() => existsSync(mark), { what: 'the supervisor to hang', timeoutMs: 30_000 });
+    expect(readFileSync(mark, 'utf8')).toBe(String(hung));
+    const second = shell();
+    expect(await firstExit).toMatchObject({
+      supervisorLost: expect.stringMatching(
+        /stopped answering.*did not answer a terminal's start within 15 s/,
+      ),
+      supervisorUnresponsive: true,
+    });
+    await waitFor(() => procEntry(hung!) === undefined || procEntry(hung!)?.state === 'Z', {
+      what: 'the hung supervisor killed',
+      timeoutMs: 30_000,
+    });
+    expect(m.supervisorPids()).not.toContain(hung);
+    expect(second.sandbox).toBe('none');
     let out = '';
     second.onData((d) => (out += d));
     second.write('echo new""one\n');

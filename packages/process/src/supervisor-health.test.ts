@@ -2,7 +2,12 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { waitFor } from '@conch/test-support';
 import { afterEach, describe, expect, it } from 'vitest';
-import { SupervisorHealth, type SupervisorHealthOptions } from './supervisor-health.js';
+import {
+  sampleProc,
+  stoppedOrStopping,
+  SupervisorHealth,
+  type SupervisorHealthOptions,
+} from './supervisor-health.js';
 
 const children: ChildProcess[] = [];
 const checks: SupervisorHealth[] = [];
@@ -90,4 +95,46 @@ describe('SupervisorHealth', () => {
     await waitFor(() => state.fired !== undefined, { what: 'the check to fire', timeoutMs: 30_000 });
     expect(state.fired).toMatch(/did not answer for \d+\.\d s/);
   });
+});
+
+// A terminal's start blocks the host on the supervisor's reply, so the look before it must see a
+// SIGSTOP the moment kill() has returned, not once the target got a CPU to stop on.
+describe('stoppedOrStopping', () => {
+  const kinds: [string, string[], (pid: number) => boolean][] = [
+    ['a sleeping single-threaded process', ['sleep', '60'], (pid) => sampleProc(pid)?.state === 'S'],
+    [
+      'a multi-threaded node process, idle',
+      [process.execPath, '-e', 'setInterval(() => {}, 1000)'],
+      (pid) => sampleProc(pid)?.state === 'S',
+    ],
+    [
+      'a process spinning on a CPU',
+      [process.execPath, '-e', 'for (;;);'],
+      (pid) => sampleProc(pid)?.state === 'R',
+    ],
+  ];
+
+  it.each(kinds)(
+    '%s: true at once after kill(SIGSTOP), false once continued or gone',
+    async (_kind, argv, settled) => {
+      for (let round = 0; round < 10; round++) {
+        const child = spawn(argv[0]!, argv.slice(1), { stdio: 'ignore' });
+        children.push(child);
+        const pid = child.pid!;
+        await waitFor(() => settled(pid), { what: 'the process to settle', timeoutMs: 30_000 });
+        expect(stoppedOrStopping(pid)).toBe(false);
+        process.kill(pid, 'SIGSTOP');
+        expect(stoppedOrStopping(pid)).toBe(true);
+        await waitFor(() => sampleProc(pid)?.state === 'T', { what: 'stopped', timeoutMs: 30_000 });
+        expect(stoppedOrStopping(pid)).toBe(true);
+        process.kill(pid, 'SIGCONT');
+        await waitFor(() => !stoppedOrStopping(pid), { what: 'continued', timeoutMs: 30_000 });
+        const exited = new Promise((resolve) => child.once('exit', resolve));
+        child.kill('SIGKILL');
+        await exited;
+        expect(stoppedOrStopping(pid)).toBe(false);
+      }
+    },
+    120_000,
+  );
 });

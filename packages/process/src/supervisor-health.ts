@@ -1,5 +1,5 @@
 // eslint-disable-next-line no-restricted-imports -- reads /proc only (the kernel's files, not a file the agent wrote)
-import { readFileSync } from 'node:fs';
+import { readdirSync, readFileSync } from 'node:fs';
 import { treePids } from './process-tree.js';
 
 /** A process's scheduler state and CPU time, from /proc/<pid>/stat. */
@@ -22,6 +22,45 @@ export function sampleProc(pid: number): ProcSample | undefined {
   } catch {
     return undefined;
   }
+}
+
+/** SIGSTOP's bit in /proc's pending-signal masks (signal n is bit n-1). */
+const SIGSTOP_BIT = 1n << 18n;
+
+/**
+ * Whether the process is stopped (`T`, or `t` under a tracer) or about to be, with no window once
+ * a kill(SIGSTOP) has returned: the signal waits in the pending mask until one of its threads is
+ * scheduled (on a busy machine, a while); the thread that takes it stops itself at that moment
+ * (under the signal lock), and the others follow when they next run. So the mask is read first,
+ * then every thread's state: a signal gone from the mask has left a stopped thread behind.
+ */
+export function stoppedOrStopping(pid: number): boolean {
+  let status: string;
+  try {
+    status = readFileSync(`/proc/${pid}/status`, 'latin1');
+  } catch {
+    return false;
+  }
+  const field = (name: string) => new RegExp(`^${name}:\\s*(\\S+)`, 'm').exec(status)?.[1];
+  const stopped = (state: string | undefined) => state === 'T' || state === 't';
+  if (stopped(field('State'))) return true;
+  for (const mask of [field('ShdPnd'), field('SigPnd')]) {
+    if (mask && /^[0-9a-f]+$/i.test(mask) && (BigInt(`0x${mask}`) & SIGSTOP_BIT) !== 0n) return true;
+  }
+  let tids: string[];
+  try {
+    tids = readdirSync(`/proc/${pid}/task`);
+  } catch {
+    return false;
+  }
+  return tids.some((tid) => {
+    try {
+      const stat = readFileSync(`/proc/${pid}/task/${tid}/stat`, 'latin1');
+      return stopped(stat[stat.lastIndexOf(')') + 2]);
+    } catch {
+      return false;
+    }
+  });
 }
 
 export interface SupervisorHealthOptions {
