@@ -32,7 +32,9 @@ const SIGSTOP_BIT = 1n << 18n;
  * a kill(SIGSTOP) has returned: the signal waits in the pending mask until one of its threads is
  * scheduled (on a busy machine, a while); the thread that takes it stops itself at that moment
  * (under the signal lock), and the others follow when they next run. So the mask is read first,
- * then every thread's state: a signal gone from the mask has left a stopped thread behind.
+ * then every thread's state: a signal gone from the mask has left a stopped thread behind. (A
+ * thread in a tracer's stop, `t`, is a debugger's passing stop, not counted: the main thread's `t`
+ * is, as before.) Some 15 file reads for node's threads: for a PTY's start, not every command.
  */
 export function stoppedOrStopping(pid: number): boolean {
   let status: string;
@@ -56,7 +58,7 @@ export function stoppedOrStopping(pid: number): boolean {
   return tids.some((tid) => {
     try {
       const stat = readFileSync(`/proc/${pid}/task/${tid}/stat`, 'latin1');
-      return stopped(stat[stat.lastIndexOf(')') + 2]);
+      return stat[stat.lastIndexOf(')') + 2] === 'T';
     } catch {
       return false;
     }
