@@ -333,21 +333,26 @@ await m.dispose();
   );
 });
 
+const ptyModule = createRequire(import.meta.url).resolve('@lydell/node-pty');
+
+/** An interactive sh in a PTY through the manager (in `sandbox` when given). */
+const interactiveShell = (m: ProcessManager, cwd: string, sandbox?: SandboxProfile) =>
+  m.spawnPty({
+    file: '/bin/sh',
+    args: ['-i'],
+    cwd,
+    env: { PATH: process.env.PATH, PS1: '$ ' },
+    cols: 80,
+    rows: 24,
+    ptyModule,
+    ...(sandbox ? { sandbox } : {}),
+  });
+const exitOf = (pty: PtyProcess) => new Promise<PtyExit>((resolve) => pty.onExit(resolve));
+
 // A PTY's input goes through its supervisor: a caller that waits on a shell that does nothing
 // (a terminal's typed command that never begins) asks, and a stalled supervisor is judged then.
 describe('a PTY whose supervisor misbehaves', () => {
-  const ptyModule = createRequire(import.meta.url).resolve('@lydell/node-pty');
-  const shell = (m: ProcessManager) =>
-    m.spawnPty({
-      file: '/bin/sh',
-      args: ['-i'],
-      cwd: '/',
-      env: { PATH: process.env.PATH, PS1: '$ ' },
-      cols: 80,
-      rows: 24,
-      ptyModule,
-    });
-  const exitOf = (pty: PtyProcess) => new Promise<PtyExit>((resolve) => pty.onExit(resolve));
+  const shell = (m: ProcessManager) => interactiveShell(m, '/');
 
   it('stopped: overdue() says so, and the PTY ends with the reason, unresponsive', async () => {
     const m = manager();
@@ -422,24 +427,12 @@ describe('a PTY whose supervisor misbehaves', () => {
 // Starting a PTY blocks the host on the supervisor's reply: a stopped supervisor is replaced at
 // once instead of standing the host's event loop still for the reply timeout.
 describe.each(profiles)('a new PTY when the supervisor is stopped (%s)', (_name, profileOf) => {
-  const ptyModule = createRequire(import.meta.url).resolve('@lydell/node-pty');
-
   it('the stopped supervisor is replaced at once, its PTYs end with the reason, and the new PTY runs in a new one', async () => {
     const m = manager();
     const sandbox = profileOf(ws);
-    const shell = () =>
-      m.spawnPty({
-        file: '/bin/sh',
-        args: ['-i'],
-        cwd: ws,
-        env: { PATH: process.env.PATH, PS1: '$ ' },
-        cols: 80,
-        rows: 24,
-        ptyModule,
-        ...(sandbox ? { sandbox } : {}),
-      });
+    const shell = () => interactiveShell(m, ws, sandbox);
     const first = shell();
-    const firstExit = new Promise<PtyExit>((resolve) => first.onExit(resolve));
+    const firstExit = exitOf(first);
     await waitFor(() => procEntry(first.pid)?.state === 'S', { what: 'the shell waits', timeoutMs: 30_000 });
     const before = m.supervisorPids();
     for (const pid of before) stop(pid);
@@ -462,8 +455,6 @@ describe.each(profiles)('a new PTY when the supervisor is stopped (%s)', (_name,
 // Not stopped but hung (its event loop blocked in a wait): no look at /proc tells, so the host's
 // bounded wait for the reply does; the supervisor is then killed, not left behind disconnected.
 describe('a new PTY when the supervisor hangs (unsandboxed)', () => {
-  const ptyModule = createRequire(import.meta.url).resolve('@lydell/node-pty');
-
   it('after the reply limit the hung supervisor is killed with its PTYs, and the new PTY runs in a new one', async () => {
     const mark = join(ws, 'hung');
     const preload = join(ws, 'hang-on-usr2.cjs');
@@ -479,18 +470,9 @@ describe('a new PTY when the supervisor hangs (unsandboxed)', () => {
     );
     chmodSync(node, 0o755);
     const m = manager({ supervisor: { execPath: node } });
-    const shell = () =>
-      m.spawnPty({
-        file: '/bin/sh',
-        args: ['-i'],
-        cwd: ws,
-        env: { PATH: process.env.PATH, PS1: '$ ' },
-        cols: 80,
-        rows: 24,
-        ptyModule,
-      });
+    const shell = () => interactiveShell(m, ws);
     const first = shell();
-    const firstExit = new Promise<PtyExit>((resolve) => first.onExit(resolve));
+    const firstExit = exitOf(first);
     await waitFor(() => procEntry(first.pid)?.state === 'S', { what: 'the shell waits', timeoutMs: 30_000 });
     const [hung] = m.supervisorPids();
     process.kill(hung!, 'SIGUSR2');

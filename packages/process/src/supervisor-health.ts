@@ -13,9 +13,13 @@ export interface ProcSample {
 /** Clock ticks per second of /proc's CPU times (USER_HZ: 100 on every Linux this runs on). */
 const TICKS_PER_SECOND = 100;
 
-export function sampleProc(pid: number): ProcSample | undefined {
+/** The process's sample, or with `tid` one of its threads' (`/proc/<pid>/task/<tid>/stat`). */
+export function sampleProc(pid: number, tid?: string): ProcSample | undefined {
   try {
-    const stat = readFileSync(`/proc/${pid}/stat`, 'latin1');
+    const stat = readFileSync(
+      tid === undefined ? `/proc/${pid}/stat` : `/proc/${pid}/task/${tid}/stat`,
+      'latin1',
+    );
     const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
     // fields[0] is field 3 (state); utime and stime are fields 14 and 15.
     return { state: fields[0]!, cpuTicks: Number(fields[11]) + Number(fields[12]) };
@@ -55,14 +59,7 @@ export function stoppedOrStopping(pid: number): boolean {
   } catch {
     return false;
   }
-  return tids.some((tid) => {
-    try {
-      const stat = readFileSync(`/proc/${pid}/task/${tid}/stat`, 'latin1');
-      return stat[stat.lastIndexOf(')') + 2] === 'T';
-    } catch {
-      return false;
-    }
-  });
+  return tids.some((tid) => sampleProc(pid, tid)?.state === 'T');
 }
 
 export interface SupervisorHealthOptions {
