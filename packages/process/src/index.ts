@@ -23,6 +23,7 @@ export {
   sweepCookieUntilGone,
 } from './kill-tree.js';
 export { killTree, killTreeSync, treePids } from './process-tree.js';
+export { procPids, procStatFields, PROC_STAT } from './proc-stat.js';
 export { LocalExecutor, type Executor, type ExecutorSpawnRequest } from './executor.js';
 export type { SpawnedChild } from './spawned-child.js';
 export { BubblewrapExecutor, type BubblewrapOptions } from './bubblewrap-executor.js';

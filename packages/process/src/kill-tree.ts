@@ -2,6 +2,7 @@
 import { readdirSync, readFileSync } from 'node:fs';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { hostAddon } from './native-spawn.js';
+import { procPids, procStatFields, PROC_STAT } from './proc-stat.js';
 
 /** The environment variable every managed process (and all it starts) carries. */
 export const COOKIE_VAR = 'CONCH_PROC_COOKIE';
@@ -18,25 +19,6 @@ function signalGroup(pgid: number, signal: NodeJS.Signals | 0): boolean {
   }
 }
 
-/** Pids in /proc (Linux), excluding this process. */
-function procPids(): number[] {
-  if (!IS_LINUX) return [];
-  let entries: string[];
-  try {
-    entries = readdirSync('/proc');
-  } catch {
-    return [];
-  }
-  const out: number[] = [];
-  for (const name of entries) {
-    const c = name.charCodeAt(0);
-    if (c < 48 || c > 57) continue;
-    const pid = Number(name);
-    if (pid !== process.pid) out.push(pid);
-  }
-  return out;
-}
-
 /** One process as /proc/<pid>/stat describes it. */
 export interface ProcEntry {
   pid: number;
@@ -50,19 +32,15 @@ export interface ProcEntry {
 
 /** A pid's /proc/<pid>/stat entry, or undefined when it is gone (or not on Linux). */
 export function procEntry(pid: number): ProcEntry | undefined {
-  try {
-    const stat = readFileSync(`/proc/${pid}/stat`, 'latin1');
-    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-    return {
-      pid,
-      state: fields[0]!,
-      ppid: Number(fields[1]),
-      pgrp: Number(fields[2]),
-      flags: Number(fields[6]),
-    };
-  } catch {
-    return undefined;
-  }
+  const fields = procStatFields(pid);
+  if (!fields) return undefined;
+  return {
+    pid,
+    state: fields[PROC_STAT.state]!,
+    ppid: Number(fields[PROC_STAT.ppid]),
+    pgrp: Number(fields[PROC_STAT.pgrp]),
+    flags: Number(fields[PROC_STAT.flags]),
+  };
 }
 
 /**
@@ -73,17 +51,14 @@ export function procEntry(pid: number): ProcEntry | undefined {
  * same). A zombie keeps its pid until it is reaped, so the answer is about that process.
  */
 export function zombieExit(pid: number): { code: number | null; signal: number | null } | undefined {
-  let stat: string;
   try {
     readdirSync(`/proc/${pid}/fd`);
-    stat = readFileSync(`/proc/${pid}/stat`, 'latin1');
   } catch {
     return undefined;
   }
-  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-  // fields[0] is field 3 (state); field 52 (exit_code) is fields[49].
-  if (fields[0] !== 'Z' || fields.length < 50) return undefined;
-  const status = Number(fields[49]);
+  const fields = procStatFields(pid);
+  if (!fields || fields[PROC_STAT.state] !== 'Z' || fields.length <= PROC_STAT.exitCode) return undefined;
+  const status = Number(fields[PROC_STAT.exitCode]);
   if (!Number.isInteger(status) || status < 0) return undefined;
   const signal = status & 0x7f;
   // WIFEXITED: the low 7 bits are 0 and the code is bits 8-15; else killed by signal (core bit 0x80).

@@ -1,5 +1,6 @@
 // eslint-disable-next-line no-restricted-imports -- reads /proc only (the kernel's files, not a file the agent wrote)
 import { readdirSync, readFileSync } from 'node:fs';
+import { procStatFields, PROC_STAT } from './proc-stat.js';
 import { treePids } from './process-tree.js';
 
 /** A process's scheduler state and CPU time, from /proc/<pid>/stat. */
@@ -15,17 +16,12 @@ const TICKS_PER_SECOND = 100;
 
 /** The process's sample, or with `tid` one of its threads' (`/proc/<pid>/task/<tid>/stat`). */
 export function sampleProc(pid: number, tid?: string): ProcSample | undefined {
-  try {
-    const stat = readFileSync(
-      tid === undefined ? `/proc/${pid}/stat` : `/proc/${pid}/task/${tid}/stat`,
-      'latin1',
-    );
-    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-    // fields[0] is field 3 (state); utime and stime are fields 14 and 15.
-    return { state: fields[0]!, cpuTicks: Number(fields[11]) + Number(fields[12]) };
-  } catch {
-    return undefined;
-  }
+  const fields = procStatFields(pid, tid);
+  if (!fields) return undefined;
+  return {
+    state: fields[PROC_STAT.state]!,
+    cpuTicks: Number(fields[PROC_STAT.utime]) + Number(fields[PROC_STAT.stime]),
+  };
 }
 
 /** SIGSTOP's bit in /proc's pending-signal masks (signal n is bit n-1). */

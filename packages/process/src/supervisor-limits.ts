@@ -18,6 +18,7 @@
  */
 // eslint-disable-next-line no-restricted-imports -- reads /proc and cgroup files only (the kernel's, not a file the agent wrote)
 import { readdirSync, readFileSync } from 'node:fs';
+import { procStatFields, PROC_STAT } from './proc-stat.js';
 
 /** How often the sandbox is looked at while something runs in it. */
 const WATCH_MS = 250;
@@ -52,14 +53,9 @@ export interface Task {
 }
 
 function stat(pid: number): Task | undefined {
-  try {
-    const text = readFileSync(`/proc/${pid}/stat`, 'latin1');
-    // After the command name, which may hold spaces and parentheses: state ppid pgrp session …
-    const rest = text.slice(text.lastIndexOf(')') + 2).split(' ');
-    return { pid, pgrp: Number(rest[2]), threads: Number(rest[17]) || 1 };
-  } catch {
-    return undefined; // gone
-  }
+  const fields = procStatFields(pid);
+  if (!fields) return undefined; // gone
+  return { pid, pgrp: Number(fields[PROC_STAT.pgrp]), threads: Number(fields[PROC_STAT.numThreads]) || 1 };
 }
 
 function pids(): number[] {

@@ -1,6 +1,7 @@
 // eslint-disable-next-line no-restricted-imports -- reads /proc only (the kernel's files, not a file the agent wrote)
 import { readdirSync, readFileSync, readlinkSync } from 'node:fs';
 import { basename } from 'node:path';
+import { procStatFields, PROC_STAT } from '@conch/process';
 
 /**
  * What the kernel says about a PTY's foreground job (Linux /proc; elsewhere nothing is known):
@@ -11,16 +12,6 @@ import { basename } from 'node:path';
 // read(2) syscall numbers of the architectures node-pty ships prebuilt binaries for.
 const READ_SYSCALL: Partial<Record<string, number>> = { x64: 0, arm64: 63 };
 const IS_LINUX = process.platform === 'linux';
-
-/** /proc/<pid>/stat fields after the command name (index 0 is field 3, `state`). */
-function statFields(pid: number): string[] | undefined {
-  try {
-    const stat = readFileSync(`/proc/${pid}/stat`, 'latin1');
-    return stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-  } catch {
-    return undefined;
-  }
-}
 
 function commOf(pid: number): string | undefined {
   try {
@@ -77,8 +68,7 @@ export interface Foreground {
 /** The PTY's foreground process group, or undefined when it cannot be read (not Linux, gone). */
 export function foregroundOf(shellPid: number, tty: string | undefined): Foreground | undefined {
   if (!IS_LINUX) return undefined;
-  // Fields after the command name: state ppid pgrp session tty_nr tpgid ...
-  const pgid = Number(statFields(shellPid)?.[5]);
+  const pgid = Number(procStatFields(shellPid)?.[PROC_STAT.tpgid]);
   if (!(pgid > 0)) return undefined;
   const readNr = READ_SYSCALL[process.arch];
   let names: string[];
@@ -93,8 +83,10 @@ export function foregroundOf(shellPid: number, tty: string | undefined): Foregro
     const c = name.charCodeAt(0);
     if (c < 48 || c > 57) continue;
     const pid = Number(name);
-    const fields = statFields(pid);
-    if (!fields || Number(fields[2]) !== pgid || fields[0] === 'Z' || fields[0] === 'X') continue;
+    const fields = procStatFields(pid);
+    if (!fields) continue;
+    const state = fields[PROC_STAT.state];
+    if (Number(fields[PROC_STAT.pgrp]) !== pgid || state === 'Z' || state === 'X') continue;
     members.push(pid);
     if (tty === undefined || readNr === undefined) continue;
     let syscall: string;
@@ -133,7 +125,7 @@ export interface ProcessImage {
 }
 
 export function imageOf(pid: number): ProcessImage | undefined {
-  const fields = statFields(pid);
+  const fields = procStatFields(pid);
   const exe = exeOf(pid);
   if (!fields || exe === undefined) return undefined;
   let argv = '';
@@ -144,7 +136,12 @@ export function imageOf(pid: number): ProcessImage | undefined {
   } catch {
     return undefined;
   }
-  return { exe, argv, environ, layout: `${fields[23]}:${fields[24]}:${fields[25]}` };
+  return {
+    exe,
+    argv,
+    environ,
+    layout: `${fields[PROC_STAT.startcode]}:${fields[PROC_STAT.endcode]}:${fields[PROC_STAT.startstack]}`,
+  };
 }
 
 export function sameImage(a: ProcessImage, b: ProcessImage): boolean {
@@ -153,7 +150,7 @@ export function sameImage(a: ProcessImage, b: ProcessImage): boolean {
 
 /** Whether `pid` is a fork of its parent that did not exec (a subshell running its parent's code). */
 function isForkOfParent(pid: number): boolean {
-  const ppid = Number(statFields(pid)?.[1]);
+  const ppid = Number(procStatFields(pid)?.[PROC_STAT.ppid]);
   if (!(ppid > 1)) return false;
   const own = imageOf(pid);
   const parent = imageOf(ppid);

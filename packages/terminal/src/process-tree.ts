@@ -7,6 +7,8 @@ import {
   killTree,
   killTreeSync,
   procEnviron,
+  procStatFields,
+  PROC_STAT,
   sigkillAllSync,
   sweepCookie,
   sweepCookieUntilGone,
@@ -73,16 +75,11 @@ function scanSession(shellPid: number, cookie: string, execing: number[]): numbe
     if (c < 48 || c > 57) continue;
     const pid = Number(name);
     if (pid === process.pid) continue;
-    let stat: string;
-    try {
-      stat = readFileSync(`/proc/${pid}/stat`, 'latin1');
-    } catch {
-      continue;
-    }
-    const close = stat.lastIndexOf(')');
-    const state = stat.charAt(close + 2);
+    const fields = procStatFields(pid);
+    if (!fields) continue;
+    const state = fields[PROC_STAT.state];
     if (state === 'Z' || state === 'X') continue;
-    const ppid = Number(stat.slice(close + 4, stat.indexOf(' ', close + 4)));
+    const ppid = Number(fields[PROC_STAT.ppid]);
     const list = children.get(ppid);
     if (list) list.push(pid);
     else children.set(ppid, [pid]);
@@ -102,13 +99,8 @@ function scanSession(shellPid: number, cookie: string, execing: number[]): numbe
 }
 
 function live(pid: number): boolean {
-  try {
-    const stat = readFileSync(`/proc/${pid}/stat`, 'latin1');
-    const state = stat.charAt(stat.lastIndexOf(')') + 2);
-    return state !== 'Z' && state !== 'X';
-  } catch {
-    return false;
-  }
+  const state = procStatFields(pid)?.[PROC_STAT.state];
+  return state !== undefined && state !== 'Z' && state !== 'X';
 }
 
 /**

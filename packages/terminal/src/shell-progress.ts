@@ -1,5 +1,5 @@
-// eslint-disable-next-line no-restricted-imports -- reads /proc only (the kernel's files, not a file the agent wrote)
-import { readdirSync, readFileSync } from 'node:fs';
+import { readdirSync } from 'node:fs';
+import { procStatFields, PROC_STAT } from '@conch/process';
 
 /**
  * Whether a shell is getting anywhere: the watchdogs of a session's start-up (its rc files) and of
@@ -71,20 +71,18 @@ export class ProcSnapshot {
 }
 
 function readStat(pid: number): ProcStat | undefined {
-  let text: string;
-  try {
-    text = readFileSync(`/proc/${pid}/stat`, 'latin1');
-  } catch {
-    return undefined;
-  }
-  // Fields after the command name (which may hold spaces and parentheses): field n is [n - 3].
-  const fields = text.slice(text.lastIndexOf(')') + 2).split(' ');
-  const state = fields[0] ?? '?';
+  const fields = procStatFields(pid);
+  if (!fields) return undefined;
+  const state = fields[PROC_STAT.state] ?? '?';
   if (state === 'Z' || state === 'X') return undefined;
   return {
     state,
-    ppid: Number(fields[1]),
-    cpu: Number(fields[11]) + Number(fields[12]) + Number(fields[13]) + Number(fields[14]),
+    ppid: Number(fields[PROC_STAT.ppid]),
+    cpu:
+      Number(fields[PROC_STAT.utime]) +
+      Number(fields[PROC_STAT.stime]) +
+      Number(fields[PROC_STAT.cutime]) +
+      Number(fields[PROC_STAT.cstime]),
   };
 }
 

@@ -1,3 +1,4 @@
+import { procStatFields, PROC_STAT } from '@conch/process';
 import type { Syntax } from '@conch/shell-syntax';
 // eslint-disable-next-line no-restricted-imports -- reads /proc only (the kernel's files, not a file the agent wrote)
 import { readFileSync } from 'node:fs';
@@ -749,20 +750,29 @@ function literal(value: string): Arg {
 export function runningOwnProcesses(supervisors: readonly number[]): OwnProcess[] {
   const out: OwnProcess[] = [];
   for (const pid of [process.pid, ...supervisors]) {
-    let name = pid === process.pid ? process.title : '';
-    let cmdline = pid === process.pid ? process.argv.join(' ') : '';
-    let stat: { ppid?: number; pgid?: number; sid?: number } = {};
+    const self = pid === process.pid;
+    let name = self ? process.title : '';
+    let cmdline = self ? process.argv.join(' ') : '';
+    let fields: string[] | undefined;
     try {
       name = readFileSync(`/proc/${pid}/comm`, 'utf8').trim();
       cmdline = readFileSync(`/proc/${pid}/cmdline`, 'latin1').split('\0').filter(Boolean).join(' ');
-      const text = readFileSync(`/proc/${pid}/stat`, 'latin1');
-      const [, ppid, pgid, sid] = text.slice(text.lastIndexOf(')') + 2).split(' ');
-      stat = { ppid: Number(ppid), pgid: Number(pgid), sid: Number(sid) };
+      fields = procStatFields(pid);
     } catch {
-      if (pid !== process.pid) continue;
-      stat = { ppid: process.ppid };
+      // a supervisor gone meanwhile, or no /proc
     }
-    out.push({ pid, name, cmdline, ...stat });
+    if (fields) {
+      out.push({
+        pid,
+        name,
+        cmdline,
+        ppid: Number(fields[PROC_STAT.ppid]),
+        pgid: Number(fields[PROC_STAT.pgrp]),
+        sid: Number(fields[PROC_STAT.session]),
+      });
+    } else if (self) {
+      out.push({ pid, name, cmdline, ppid: process.ppid });
+    }
   }
   return out;
 }
