@@ -1,11 +1,11 @@
 // Invariant: the cookie finds every process that carries it, including one caught in the middle of
 // an exec (its environ reads empty for a moment), so a sweep never leaves one behind.
-import { spawn, type ChildProcess } from 'node:child_process';
-import { chmodSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
+import { chmodSync, mkdtempSync, readFileSync, rmdirSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { waitFor } from '@conch/test-support';
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { canMount, CHECKOUT, waitFor } from '@conch/test-support';
+import { afterAll, afterEach, beforeAll, describe, expect, it, onTestFinished } from 'vitest';
 import {
   COOKIE_VAR,
   findCookiePids,
@@ -266,5 +266,62 @@ describe.runIf(process.platform === 'linux')(
       await waitFor(() => procEntry(pid) === undefined, { what: 'reaped by init', timeoutMs: 10_000 });
       expect(zombieExit(pid)).toBeUndefined();
     });
+
+    // A zombie's per-process files in /proc belong to root (it has no memory left), so an ordinary
+    // user cannot list its fd directory, yet the kernel shows it the exit code of its own zombies.
+    it.runIf(canMount)(
+      "as an ordinary user: its own zombie's exit, not another user's; root reads both",
+      async () => {
+        const view = mkdtempSync('/var/tmp/conch-clone-view-');
+        execFileSync('chmod', ['755', view]);
+        execFileSync('mount', ['--bind', CHECKOUT, view]);
+        onTestFinished(() => {
+          execFileSync('umount', [view]);
+          rmdirSync(view);
+        });
+        const { child: rootsZombie } = parentOf('os._exit(9)');
+        const rootPid = await rootsZombie;
+        await waitFor(() => procEntry(rootPid)?.state === 'Z', { what: 'a zombie', timeoutMs: 10_000 });
+        const dist = join(view, 'packages', 'process', 'dist', 'kill-tree.js');
+        const script = join(dir, 'zombie-reader.mjs');
+        writeFileSync(
+          script,
+          `import { spawn } from 'node:child_process';
+import { procEntry, zombieExit } from ${JSON.stringify(dist)};
+const parent = spawn('python3', ['-c', 'import os, time\\npid = os.fork()\\nif pid == 0:\\n    os._exit(7)\\nprint(pid, flush=True)\\ntime.sleep(60)'], { stdio: ['ignore', 'pipe', 'inherit'] });
+const pid = await new Promise((resolve) => { let t = ''; parent.stdout.on('data', (c) => { t += c; if (t.includes('\\n')) resolve(Number(t.trim())); }); });
+while (procEntry(pid)?.state !== 'Z') await new Promise((r) => setTimeout(r, 20));
+console.log(JSON.stringify({ pid, own: zombieExit(pid) ?? null, roots: zombieExit(${rootPid}) ?? null }));
+process.stdin.once('data', () => { parent.kill('SIGKILL'); process.exit(0); });
+`,
+        );
+        execFileSync('chmod', ['755', dir]);
+        execFileSync('chmod', ['644', script]);
+        const reader = spawn(
+          'setpriv',
+          ['--reuid=nobody', '--regid=nogroup', '--clear-groups', process.execPath, script],
+          {
+            env: { PATH: process.env.PATH, HOME: '/nonexistent' },
+            cwd: '/',
+            stdio: ['pipe', 'pipe', 'inherit'],
+          },
+        );
+        started.push(reader);
+        const line = await new Promise<string>((resolve) => {
+          let text = '';
+          reader.stdout!.on('data', (chunk: Buffer) => {
+            text += chunk.toString();
+            if (text.includes('\n')) resolve(text.trim());
+          });
+        });
+        const seen = JSON.parse(line) as { pid: number; own: unknown; roots: unknown };
+        expect(seen.own).toEqual({ code: 7, signal: null });
+        expect(seen.roots).toBeNull(); // another user's: the kernel would print 0
+        // Root (CAP_SYS_PTRACE) reads nobody's zombie and its own.
+        expect(zombieExit(seen.pid)).toEqual({ code: 7, signal: null });
+        expect(zombieExit(rootPid)).toEqual({ code: 9, signal: null });
+        reader.stdin!.write('done\n');
+      },
+    );
   },
 );

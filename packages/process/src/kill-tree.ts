@@ -1,5 +1,5 @@
 // eslint-disable-next-line no-restricted-imports -- reads /proc only (the kernel's files, not a file the agent wrote)
-import { readdirSync, readFileSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { hostAddon } from './native-spawn.js';
 import { procPids, procStatFields, PROC_STAT } from './proc-stat.js';
@@ -43,19 +43,67 @@ export function procEntry(pid: number): ProcEntry | undefined {
   };
 }
 
+/** The values of a `/proc/<pid>/status` line (`Uid:`, `Gid:`, `CapEff:`, ...), or undefined. */
+function statusLine(status: string, key: string): string[] | undefined {
+  const at = status.indexOf(`\n${key}:`);
+  if (at < 0) return undefined;
+  const end = status.indexOf('\n', at + 1);
+  return status
+    .slice(at + key.length + 2, end < 0 ? undefined : end)
+    .trim()
+    .split(/\s+/);
+}
+
+/** CAP_SYS_PTRACE's bit in the capability masks of /proc/<pid>/status. */
+const CAP_SYS_PTRACE = 1n << 19n;
+
+/**
+ * Whether the kernel shows this process a zombie's exit code (do_task_stat prints 0 instead to a
+ * reader without ptrace read access, PTRACE_MODE_READ_FSCREDS). For a task without memory, which a
+ * zombie is, that access is the reader's fsuid being the task's real, effective and saved uid and
+ * its fsgid the task's three gids, with the task's permitted capabilities among the reader's
+ * effective ones (commoncap), or the reader holding CAP_SYS_PTRACE; both are read from the
+ * world-readable status files. (Listing /proc/<pid>/fd does not tell it: a task without memory has
+ * its per-process files owned by root, so that listing works for root alone.) A security module
+ * that refuses more (an AppArmor or SELinux ptrace rule) is not seen here.
+ */
+function mayReadExitCode(pid: number): boolean {
+  let own: string;
+  let theirs: string;
+  try {
+    own = readFileSync('/proc/self/status', 'latin1');
+    theirs = readFileSync(`/proc/${pid}/status`, 'latin1');
+  } catch {
+    return false;
+  }
+  const mask = (status: string, key: string): bigint | undefined => {
+    const hex = statusLine(status, key)?.[0];
+    return hex && /^[0-9a-f]+$/i.test(hex) ? BigInt(`0x${hex}`) : undefined;
+  };
+  const ownEffective = mask(own, 'CapEff');
+  if (ownEffective === undefined) return false;
+  if (ownEffective & CAP_SYS_PTRACE) return true;
+  const [ownUid, ownGid] = [statusLine(own, 'Uid')?.[3], statusLine(own, 'Gid')?.[3]]; // fsuid, fsgid
+  const uids = statusLine(theirs, 'Uid')?.slice(0, 3);
+  const gids = statusLine(theirs, 'Gid')?.slice(0, 3);
+  const permitted = mask(theirs, 'CapPrm');
+  if (!ownUid || !ownGid || uids?.length !== 3 || gids?.length !== 3 || permitted === undefined) return false;
+  return (
+    uids.every((id) => id === ownUid) &&
+    gids.every((id) => id === ownGid) &&
+    (permitted & ~ownEffective) === 0n
+  );
+}
+
 /**
  * How a process that has ended and not been reaped yet (a zombie: its parent has not called wait)
  * ended, as waitpid would say: field 52 of /proc/<pid>/stat (Linux 3.5+). Undefined while it runs,
- * once it is gone, or when this process may not read it: the kernel prints 0 there for a reader
- * without ptrace read access, so that access is checked first (listing /proc/<pid>/fd needs the
- * same). A zombie keeps its pid until it is reaped, so the answer is about that process.
+ * once it is gone, or when this process may not read it (the kernel prints 0 there then, so that
+ * access is checked first: `mayReadExitCode`). A zombie keeps its pid until it is reaped, so the
+ * answer is about that process.
  */
 export function zombieExit(pid: number): { code: number | null; signal: number | null } | undefined {
-  try {
-    readdirSync(`/proc/${pid}/fd`);
-  } catch {
-    return undefined;
-  }
+  if (!mayReadExitCode(pid)) return undefined;
   const fields = procStatFields(pid);
   if (!fields || fields[PROC_STAT.state] !== 'Z' || fields.length <= PROC_STAT.exitCode) return undefined;
   const status = Number(fields[PROC_STAT.exitCode]);
