@@ -1,7 +1,9 @@
 // The registry validates config and arguments with named-field errors, isolates registries, honours aborts and disposes once.
 import { existsSync, rmSync } from 'node:fs';
+import { Writable } from 'node:stream';
 import { tempDir } from '@conch/test-support';
 import { Ajv } from 'ajv';
+import { pino } from 'pino';
 import { afterEach, describe, expect, onTestFinished, test } from 'vitest';
 import { z } from 'zod';
 import { definePlugin, defineTool } from './define.js';
@@ -229,6 +231,77 @@ describe('execute', () => {
     setTimeout(() => controller.abort(), 20);
     const error = await thrown(() => pending);
     expect(error.code).toBe('ABORTED');
+  });
+
+  // A tool that takes a while to stop (a tree that ignores SIGTERM: SIGKILL after a grace, then a
+  // check that it is gone, on a busy machine): the caller relies on nothing of the call running.
+  test.each([150, 400, 900])(
+    'an aborted call answers once its tool has stopped, %i ms after the abort',
+    async (stopMs) => {
+      const state = { stopped: false };
+      const slowStopper = definePlugin({
+        name: 'slow-stopper',
+        version: '1',
+        configSchema: z.object({}),
+        tools: [
+          defineTool({
+            name: 'stop_slowly',
+            description: 'stops a while after its abort',
+            inputSchema: z.object({}),
+            execute: (_args, call) =>
+              new Promise((resolve) => {
+                call.signal!.addEventListener('abort', () =>
+                  setTimeout(() => {
+                    state.stopped = true;
+                    resolve({ stopped: true });
+                  }, stopMs),
+                );
+              }),
+          }),
+        ],
+      });
+      const registry = makeRegistry({ plugins: [slowStopper] });
+      registry.exposeSync('slow-stopper');
+      const controller = new AbortController();
+      const pending = registry.execute('stop_slowly', {}, { signal: controller.signal });
+      setTimeout(() => controller.abort(), 20);
+      const error = await thrown(() => pending);
+      expect(error.code).toBe('ABORTED');
+      expect(state.stopped).toBe(true);
+    },
+  );
+
+  test('a tool that never stops on its abort: the call answers ABORTED after the wind-down, and says so in the log', async () => {
+    const logged: string[] = [];
+    const sink = new Writable({
+      write(chunk: Buffer, _enc, done) {
+        logged.push(String(chunk));
+        done();
+      },
+    });
+    const deaf = definePlugin({
+      name: 'deaf',
+      version: '1',
+      configSchema: z.object({}),
+      tools: [
+        defineTool({
+          name: 'ignore_abort',
+          description: 'never stops',
+          inputSchema: z.object({}),
+          execute: () => new Promise(() => undefined),
+        }),
+      ],
+    });
+    const registry = makeRegistry({ plugins: [deaf], logger: pino({ level: 'warn' }, sink) });
+    registry.exposeSync('deaf');
+    const controller = new AbortController();
+    const pending = registry.execute('ignore_abort', {}, { signal: controller.signal });
+    setTimeout(() => controller.abort(), 20);
+    const error = await thrown(() => pending);
+    expect(error.code).toBe('ABORTED');
+    expect(logged.join('')).toContain(
+      "tool 'ignore_abort' of plugin 'deaf' had not stopped 5000 ms after its call was aborted",
+    );
   });
 });
 

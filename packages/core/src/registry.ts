@@ -1107,6 +1107,11 @@ export class PluginRegistry {
             { err: loggable(error), tool: toolName },
             `tool '${toolName}' of plugin '${plugin}' failed after its call was aborted`,
           ),
+        () =>
+          entry.ctx.logger.warn(
+            { tool: toolName, waitedMs: ABORT_WIND_DOWN_MS },
+            `tool '${toolName}' of plugin '${plugin}' had not stopped ${ABORT_WIND_DOWN_MS} ms after its call was aborted: the call answers ABORTED without it (what it started may still run)`,
+          ),
       );
       // Results leave as JSON: a BigInt, a cycle or a Map must not fail later, far from the tool.
       const safe = toJsonSafe(raw, { maxDepth: this.options.maxResultDepth ?? 500 });
@@ -1246,11 +1251,18 @@ export class PluginRegistry {
   }
 }
 
-/** How long an aborted call waits for its tool to stop (kill its tree) before it answers anyway. */
-const ABORT_WIND_DOWN_MS = 100;
+/**
+ * How long an aborted call waits, at most, for its tool to stop (kill its tree) before it answers
+ * anyway. Only a tool that does not stop on its signal (a plugin's bug) meets it: a tool that stops
+ * answers the call when it has, which is what a caller relies on ("nothing of the call still
+ * runs"). It was 100 ms, and on a busy machine a SIGTERM-ignoring tree's SIGKILL after the grace
+ * came later than that: the call answered while the tree still ran.
+ */
+const ABORT_WIND_DOWN_MS = 5_000;
 
 /**
- * `promise`, or an AbortedError once `signal` fires and the tool has stopped (at most ABORT_WIND_DOWN_MS later). The tool's promise is always handled: a
+ * `promise`, or an AbortedError once `signal` fires and the tool has stopped (at most ABORT_WIND_DOWN_MS later, when
+ * `overdue` is told). The tool's promise is always handled: a
  * rejection that comes after the abort already answered the call goes to `late` (logged with the
  * plugin's name), never to node as an unhandled rejection.
  */
@@ -1259,6 +1271,7 @@ function raceAbort<T>(
   signal: AbortSignal,
   toolName: string,
   late?: (error: unknown) => void,
+  overdue?: () => void,
 ): Promise<T> {
   if (signal.aborted) {
     promise.catch((error: unknown) => late?.(error));
@@ -1273,7 +1286,10 @@ function raceAbort<T>(
       reject(new AbortedError(`Tool call '${toolName}'`, signal.reason));
     };
     const onAbort = () => {
-      windDown = setTimeout(aborted, ABORT_WIND_DOWN_MS);
+      windDown = setTimeout(() => {
+        overdue?.();
+        aborted();
+      }, ABORT_WIND_DOWN_MS);
     };
     signal.addEventListener('abort', onAbort, { once: true });
     promise.then(

@@ -7,6 +7,7 @@ import { join } from 'node:path';
 import { PluginRegistry, TOKENS } from '@conch/core';
 import { cliPlugin } from '@conch/cli';
 import { findCookiePids, pidAlive, type ProcessManager } from '@conch/process';
+import { waitFor } from '@conch/test-support';
 import { afterEach, beforeEach, describe, expect, test } from 'vitest';
 import { permissionPlugin } from './plugin.js';
 
@@ -65,11 +66,24 @@ describe.each([
     await pidsIn(join(dir, 'pids'));
     // Host pids of the command's tree (in the sandbox, $$ is a pid of its own namespace): the
     // processes carrying the manager's cookie that are not the registry's own (the supervisor).
+    // The pids file is written right after the fork: the child may still be inside its exec, when
+    // its environ reads empty and the cookie cannot be seen yet.
     const prefix = registry.resolve<ProcessManager>(TOKENS.ProcessManager).cookiePrefix;
-    const tree = findCookiePids({ prefix })
-      .filter((pid) => pidAlive(pid))
-      .filter((pid) => !/supervisor/.test(readFileSync(`/proc/${pid}/cmdline`, 'utf8')));
-    expect(tree.length).toBeGreaterThan(1);
+    const tree = await waitFor(
+      () => {
+        const live = findCookiePids({ prefix })
+          .filter((pid) => pidAlive(pid))
+          .filter((pid) => {
+            try {
+              return !/supervisor/.test(readFileSync(`/proc/${pid}/cmdline`, 'utf8'));
+            } catch {
+              return false; // ended meanwhile
+            }
+          });
+        return live.length > 1 ? live : undefined;
+      },
+      { what: 'the command and its shell', timeoutMs: 30_000 },
+    );
     controller.abort();
     await expect(call).rejects.toMatchObject({ code: 'ABORTED' });
     expect(tree.filter((pid) => pidAlive(pid))).toEqual([]);
