@@ -278,11 +278,29 @@ export function findEnvPids(
       options.execing?.push(pid);
       continue;
     }
-    const at = env.indexOf(needle);
-    // The variable must start an entry (start of the block or after a NUL).
-    if (at === 0 || (at > 0 && env[at - 1] === 0)) out.push(pid);
+    if (hasEntry(env, needle)) out.push(pid);
   }
   return out;
+}
+
+/** Whether an environ block has `needle` (`NAME=value`...) at the start of one of its entries. */
+function hasEntry(env: Buffer, needle: Buffer): boolean {
+  // The variable must start an entry (start of the block or after a NUL).
+  for (let at = env.indexOf(needle); at >= 0; at = env.indexOf(needle, at + 1)) {
+    if (at === 0 || env[at - 1] === 0) return true;
+  }
+  return false;
+}
+
+/**
+ * Whether `pid` still carries the process cookie `cookie`: false once it is gone or has replaced
+ * its environment (an `env -i` exec), `'execing'` while its environ reads empty inside an exec.
+ */
+export function carriesCookie(pid: number, cookie: string): boolean | 'execing' {
+  const env = procEnviron(pid);
+  if (env === undefined) return false;
+  if (env === 'execing') return 'execing';
+  return hasEntry(env, Buffer.from(`${COOKIE_VAR}=${cookie}\0`));
 }
 
 function readEnviron(pid: number): Buffer | undefined {

@@ -1,5 +1,5 @@
 import { setTimeout as sleep } from 'node:timers/promises';
-import { findCookiePids, pidAlive, procEntry, sweepCookie } from './kill-tree.js';
+import { carriesCookie, findCookiePids, pidAlive, procEntry, sweepCookie } from './kill-tree.js';
 import type { ManagedProcess } from './managed-process.js';
 
 /**
@@ -99,7 +99,10 @@ export class ProcessLeftovers implements LeftoverHandle {
 
   private async watch(): Promise<void> {
     for (;;) {
-      this.known = alive(this.known);
+      // A known pid that no longer carries the cookie has left the command (an `env -i setsid`
+      // escapee that still had it when the command ended): like any process outside the cookie it
+      // is not ours to wait for (waiting would hold the call as long as it runs) nor to kill.
+      this.known = alive(this.known).filter((pid) => carriesCookie(pid, this.cookie) !== false);
       if (this.known.length === 0) {
         this.known = alive(findCookiePids({ cookie: this.cookie }));
         if (this.known.length === 0) break;

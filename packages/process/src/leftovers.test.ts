@@ -1,12 +1,21 @@
 // Invariant: what a finished command leaves running is reported and can be taken over: with keepLeftoverOutput every byte the leftovers write still lands in the output, done tells when they are gone, kill() ends them — through the supervisor and in-process alike.
 import { createHash } from 'node:crypto';
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { waitFor } from '@conch/test-support';
+import { afterEach, beforeEach, describe, expect, it, onTestFinished } from 'vitest';
 import { LeftoverAdoptionError } from './errors.js';
 import { ProcessManager, type ProcessManagerOptions } from './process-manager.js';
 import { survivors } from './test-support/procs.js';
+
+function cmdline(pid: number): string {
+  try {
+    return readFileSync(`/proc/${pid}/cmdline`, 'latin1').replace(/\0$/, '').replaceAll('\0', ' ');
+  } catch {
+    return '';
+  }
+}
 
 describe.each([
   ['through the supervisor', {}],
@@ -79,6 +88,40 @@ describe.each([
     await handle.kill();
     expect(survivors(proc.cookie)).toEqual([]);
     await handle.done;
+  });
+
+  // A leftover that still had the cookie when the command ended, then left it (env -i): no longer
+  // the command's, like any escapee that cleared its environment. Waiting for it held the call for
+  // as long as it ran (a cli call of `env -i setsid sleep 31 >/dev/null 2>&1 & echo done` took 31 s
+  // when the shell ended before its child's exec). Each variant execs once the handle knows it.
+  it.each([
+    ['env -i', 'exec env -i sleep 600'],
+    ['env -i setsid', 'exec env -i setsid sleep 601'],
+    ['a cleared environment, its output elsewhere', 'exec env -i sh -c "exec sleep 602" >/dev/null 2>&1'],
+  ])('a leftover that drops the cookie (%s) is neither waited for nor killed', async (_name, then) => {
+    const proc = manager.spawn(`(until [ -e go ]; do sleep 0.01; done; ${then}) & echo started`, [], {
+      shell: true,
+      capture: combined,
+    });
+    const result = await proc.result;
+    expect(result.leftRunning.length).toBeGreaterThan(0);
+    const handle = manager.adoptLeftovers(proc);
+    const [pid] = handle.pids();
+    expect(pid).toBeDefined();
+    writeFileSync(join(dir, 'go'), '');
+    // The same pid, now the long sleep without the cookie.
+    await waitFor(() => /^sleep 60\d$/.test(cmdline(pid!)), { what: 'the exec', timeoutMs: 30_000 });
+    onTestFinished(() => {
+      try {
+        process.kill(pid!, 'SIGKILL');
+      } catch {
+        // gone
+      }
+    });
+    await handle.done;
+    expect(handle.pids()).toEqual([]);
+    await handle.kill();
+    expect(cmdline(pid!)).toMatch(/^sleep 60\d$/); // not killed: it is not the command's any more
   });
 
   it('refuses a running process and a process of another manager, naming the field', async () => {
