@@ -1,11 +1,11 @@
 // Invariant: the cookie finds every process that carries it, including one caught in the middle of
 // an exec (its environ reads empty for a moment), so a sweep never leaves one behind.
 import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
-import { chmodSync, mkdtempSync, readFileSync, rmdirSync, rmSync, writeFileSync } from 'node:fs';
+import { chmodSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { canMount, CHECKOUT, waitFor } from '@conch/test-support';
-import { afterAll, afterEach, beforeAll, describe, expect, it, onTestFinished } from 'vitest';
+import { canMount, waitFor } from '@conch/test-support';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import {
   COOKIE_VAR,
   findCookiePids,
@@ -18,6 +18,7 @@ import {
   zombieExit,
 } from './kill-tree.js';
 import { ProcessManager } from './process-manager.js';
+import { checkoutViewForAnyUser } from './test-support/procs.js';
 
 let dir: string;
 let execLoop: string;
@@ -272,13 +273,7 @@ describe.runIf(process.platform === 'linux')(
     it.runIf(canMount)(
       "as an ordinary user: its own zombie's exit, not another user's; root reads both",
       async () => {
-        const view = mkdtempSync('/var/tmp/conch-clone-view-');
-        execFileSync('chmod', ['755', view]);
-        execFileSync('mount', ['--bind', CHECKOUT, view]);
-        onTestFinished(() => {
-          execFileSync('umount', [view]);
-          rmdirSync(view);
-        });
+        const view = checkoutViewForAnyUser();
         const { child: rootsZombie } = parentOf('os._exit(9)');
         const rootPid = await rootsZombie;
         await waitFor(() => procEntry(rootPid)?.state === 'Z', { what: 'a zombie', timeoutMs: 10_000 });

@@ -1,12 +1,13 @@
 // Invariant: output that cannot be kept where it was asked for never ends the host and is never claimed kept — a directory that cannot be made falls back (temp dir, then the system's), and a full or read-only disk, no writable directory at all, and the spill limits are reported exactly (bytes kept of bytes produced, and why).
 import { execFileSync } from 'node:child_process';
-import { mkdirSync, mkdtempSync, readFileSync, rmdirSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
-import { afterEach, beforeEach, describe, expect, it, onTestFinished } from 'vitest';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { ProcessManager, type ProcessManagerOptions } from './process-manager.js';
 import type { CaptureOptions } from './spawn-options.js';
-import { canMount, CHECKOUT, fillToTheLastByte, mountTmpfs, unmountAll } from '@conch/test-support';
+import { checkoutViewForAnyUser } from './test-support/procs.js';
+import { canMount, fillToTheLastByte, mountTmpfs, unmountAll } from '@conch/test-support';
 
 const BYTES = (n: number) => `head -c ${n} /dev/zero | tr '\\0' a`;
 
@@ -73,13 +74,7 @@ describe('an output directory that cannot be made', () => {
       // A real host process as the user many containers run as: no writable HOME. The checkout may
       // sit in a directory only its owner can enter (a 0700 home): nobody reaches it through a bind
       // mount of the repository at a path every user can walk (pnpm's links are relative).
-      const view = mkdtempSync('/var/tmp/conch-clone-view-');
-      execFileSync('chmod', ['755', view]);
-      execFileSync('mount', ['--bind', CHECKOUT, view]);
-      onTestFinished(() => {
-        execFileSync('umount', [view]);
-        rmdirSync(view);
-      });
+      const view = checkoutViewForAnyUser();
       const dist = join(view, 'packages', 'process', 'dist', 'index.js');
       const script = join(root, 'host.mjs');
       writeFileSync(
